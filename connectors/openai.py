@@ -1,0 +1,287 @@
+"""OpenAI and OpenAI-compatible servers as an `LLMProvider` (the only module importing `openai`).
+
+Requests go out as streamed Chat Completions through `openai.AsyncOpenAI` with the SDK's own
+retries off: `connectors.resilience` retries (before anything was streamed) and trips a
+circuit breaker. The request and stream mapping lives in `connectors.openai_mapping`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import AsyncGenerator, Iterator, Sequence
+from contextlib import aclosing, contextmanager
+from types import TracebackType
+from typing import Any
+
+import httpx2
+import openai
+from openai import AsyncStream
+from openai.types.chat import ChatCompletionChunk
+
+from connectors.openai_mapping import RequestOptions, StreamAccumulator, build_request
+from connectors.resilience import (
+    CircuitBreaker,
+    RetryPolicy,
+    error_for_status,
+    parse_retry_after,
+    resilient_stream,
+    shorten,
+)
+from gui_agent.exceptions import (
+    ConfigError,
+    ModelConnectionError,
+    ModelError,
+    ModelRateLimited,
+    ModelResponseError,
+    ModelServerError,
+    ModelTimeout,
+)
+from gui_agent.llm import generate_from_stream
+from schema import Message, ModelResponse, ModelSettings, ModelStreamPart, ToolSchema
+
+logger = logging.getLogger(__name__)
+
+KEY_ENV = "OPENAI_API_KEY"
+NO_KEY = "no-key-needed"
+"""Sent to OpenAI-compatible servers when no key is configured (most local ones ignore it)."""
+
+
+def _server_detail(error: openai.APIError) -> str:
+    body = error.body
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return str(inner["message"])
+        return json.dumps(body)[:500]
+    if isinstance(body, str):
+        return body
+    return error.message
+
+
+@contextmanager
+def map_errors(provider: str, *, model: str = "", hint: str = "") -> Iterator[None]:
+    """Translate `openai` SDK (and transport) exceptions into our `ModelError` tree."""
+    try:
+        yield
+    except ModelError:
+        raise
+    except openai.APIStatusError as error:
+        raise error_for_status(
+            error.status_code,
+            _server_detail(error),
+            provider=provider,
+            model=model,
+            key_env=KEY_ENV,
+            retry_after=parse_retry_after(error.response.headers),
+            hint=hint,
+        ) from error
+    except openai.APITimeoutError as error:
+        raise ModelTimeout(f"{provider}: no answer from the server in time") from error
+    except openai.APIConnectionError as error:
+        cause = error.__cause__
+        raise ModelConnectionError(
+            f"{provider}: the connection to the server failed"
+            + (f" ({type(cause).__name__}: {cause})" if cause else ""),
+            provider=provider,
+        ) from error
+    except openai.APIResponseValidationError as error:
+        raise ModelResponseError(
+            f"{provider}: the server's answer did not match the API: {error.message}",
+            provider=provider,
+        ) from error
+    except openai.APIError as error:
+        # An error object inside an otherwise successful stream.
+        detail = _server_detail(error)
+        kind = f"{getattr(error, 'type', '')} {getattr(error, 'code', '')}".lower()
+        if "rate" in kind:
+            raise ModelRateLimited(
+                f"{provider}: rate limited mid-stream: {shorten(detail)}", provider=provider
+            ) from error
+        raise ModelServerError(
+            f"{provider}: the server reported an error mid-stream: {shorten(detail)}",
+            provider=provider,
+        ) from error
+    except httpx2.TimeoutException as error:
+        raise ModelTimeout(f"{provider}: no answer from the server in time") from error
+    except httpx2.DecodingError as error:
+        raise ModelResponseError(f"{provider}: undecodable response: {error}") from error
+    except httpx2.RequestError as error:
+        raise ModelConnectionError(
+            f"{provider}: the connection to the server failed ({type(error).__name__}: {error})",
+            provider=provider,
+        ) from error
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ModelResponseError(
+            f"{provider}: the server sent something that is not valid JSON ({error})",
+            provider=provider,
+        ) from error
+    except openai.OpenAIError as error:
+        raise ModelError(f"{provider}: {error}", provider=provider) from error
+
+
+class OpenAIProvider:
+    """A Chat Completions model: OpenAI itself, or any OpenAI-compatible server via `base_url`.
+
+    ``max_retries`` sets the default retry policy (``max_retries + 1`` attempts); pass
+    ``retry`` to control backoff fully. ``timeout_s`` is how long the server may stay silent
+    (before the first byte and between chunks). The OpenAI service needs a key (argument or
+    ``OPENAI_API_KEY``); a compatible server gets a placeholder when none is set.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        timeout_s: float = 60.0,
+        max_retries: int = 3,
+        name_prefix: str = "openai",
+        retry: RetryPolicy | None = None,
+        breaker: CircuitBreaker | None = None,
+        max_response_chars: int = 2_000_000,
+    ) -> None:
+        if not model:
+            raise ConfigError("OpenAIProvider needs a model name, e.g. 'gpt-4o-mini'")
+        key = api_key or os.environ.get(KEY_ENV)
+        if not key:
+            if base_url is None:
+                raise ConfigError(
+                    f"no OpenAI API key: set {KEY_ENV}, or pass base_url for a local "
+                    "OpenAI-compatible server"
+                )
+            key = NO_KEY
+        self.model = model
+        self.base_url = base_url
+        if base_url is None:
+            self._name = f"{name_prefix}:{model}"
+        else:
+            prefix = "openai-compatible" if name_prefix == "openai" else name_prefix
+            self._name = f"{prefix}:{base_url}#{model}"
+        self.retry = retry if retry is not None else RetryPolicy(max_attempts=max_retries + 1)
+        self.breaker = breaker if breaker is not None else CircuitBreaker()
+        self.timeout_s = timeout_s
+        self.max_response_chars = max_response_chars
+        self._temperature = temperature
+        self._max_tokens = max_tokens
+        self._stream_usage = True
+        self._client = openai.AsyncOpenAI(
+            api_key=key, base_url=base_url, timeout=timeout_s, max_retries=0
+        )
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"OpenAIProvider({self._name!r})"
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
+        await self._client.close()
+
+    async def __aenter__(self) -> OpenAIProvider:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        settings: ModelSettings | None = None,
+    ) -> ModelResponse:
+        async with aclosing(self.stream(messages, tools=tools, settings=settings)) as parts:
+            return await generate_from_stream(parts)
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        settings: ModelSettings | None = None,
+    ) -> AsyncGenerator[ModelStreamPart, None]:
+        history, tool_list = tuple(messages), tuple(tools)
+        return resilient_stream(
+            lambda: self._attempt(history, tool_list, settings),
+            provider=self._name,
+            retry=self.retry,
+            breaker=self.breaker,
+        )
+
+    def _options(self) -> RequestOptions:
+        return RequestOptions(
+            model=self.model,
+            temperature=self._temperature,
+            max_tokens=self._max_tokens,
+            max_tokens_field="max_completion_tokens" if self.base_url is None else "max_tokens",
+            stream_usage=self._stream_usage,
+        )
+
+    def _map_errors(self) -> Any:
+        hint = "; check that the base URL ends in /v1" if self.base_url else ""
+        return map_errors(self._name, model=self.model, hint=hint)
+
+    async def _open(
+        self, request: dict[str, Any], timeout: float
+    ) -> AsyncStream[ChatCompletionChunk]:
+        body = {k: v for k, v in request.items() if k != "stream"}
+        try:
+            with self._map_errors():
+                opened: AsyncStream[ChatCompletionChunk] = (
+                    await self._client.chat.completions.create(stream=True, timeout=timeout, **body)
+                )
+            return opened
+        except ModelError as error:
+            if "stream_options" not in body or error.status not in (400, 422):
+                raise
+            # Some compatible servers reject `stream_options`; usage is then not streamed.
+            body.pop("stream_options")
+            with self._map_errors():
+                opened = await self._client.chat.completions.create(
+                    stream=True, timeout=timeout, **body
+                )
+            logger.info("%s: the server refused stream_options; streaming without it", self._name)
+            self._stream_usage = False
+            return opened
+
+    async def _attempt(
+        self,
+        messages: tuple[Message, ...],
+        tools: tuple[ToolSchema, ...],
+        settings: ModelSettings | None,
+    ) -> AsyncGenerator[ModelStreamPart, None]:
+        request = build_request(messages, tools, settings, self._options())
+        timeout = settings.timeout_s if settings and settings.timeout_s else self.timeout_s
+        sdk_stream = await self._open(request, timeout)
+        accumulator = StreamAccumulator(max_chars=self.max_response_chars)
+        try:
+            while True:
+                with self._map_errors():
+                    try:
+                        chunk = await sdk_stream.__anext__()
+                    except StopAsyncIteration:
+                        break
+                    deltas = accumulator.feed(chunk.to_dict(warnings=False))
+                for delta in deltas:
+                    yield delta
+        finally:
+            await sdk_stream.close()
+        if accumulator.chunks == 0:
+            raise ModelResponseError(
+                f"{self._name}: the server answered without any stream data", provider=self._name
+            )
+        if accumulator.finish_reason is None:
+            logger.debug("%s: stream ended without a finish_reason", self._name)
+        yield accumulator.response(model=self.model)

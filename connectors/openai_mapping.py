@@ -1,0 +1,321 @@
+"""Pure mapping between our schema and the OpenAI Chat Completions wire format.
+
+No SDK, no I/O: `messages_to_openai` and `tools_to_openai` build request dicts, and
+`StreamAccumulator` turns streamed chunk dicts (or SDK chunks' ``model_dump()``) into our
+deltas and one final `ModelResponse`. Works for OpenAI and OpenAI-compatible servers
+(llama.cpp, vLLM, Ollama, LM Studio, DeepSeek): reasoning arrives there as
+``reasoning_content`` or ``reasoning`` delta fields.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from gui_agent.exceptions import ModelResponseError
+from schema import (
+    ImagePart,
+    Message,
+    ModelReasoningDelta,
+    ModelResponse,
+    ModelSettings,
+    ModelTextDelta,
+    Role,
+    ToolCall,
+    ToolSchema,
+    Usage,
+    new_id,
+)
+
+logger = logging.getLogger(__name__)
+
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+"""Delta fields OpenAI-compatible servers use for the model's reasoning text."""
+
+StreamDelta = ModelTextDelta | ModelReasoningDelta
+
+
+def image_url(image: ImagePart) -> str:
+    """The URL to send for an image: its own URL, or a base64 data URL."""
+    if image.url is not None:
+        return image.url
+    return f"data:{image.media_type};base64,{image.data}"
+
+
+def _content_with_images(text: str, images: Sequence[ImagePart]) -> str | list[dict[str, Any]]:
+    if not images:
+        return text
+    parts: list[dict[str, Any]] = []
+    if text:
+        parts.append({"type": "text", "text": text})
+    parts.extend({"type": "image_url", "image_url": {"url": image_url(i)}} for i in images)
+    return parts
+
+
+def _tool_call_to_openai(call: ToolCall) -> dict[str, Any]:
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": call.arguments},
+    }
+
+
+def message_to_openai(message: Message) -> list[dict[str, Any]]:
+    """One message as zero or more wire messages (a tool result with images needs two)."""
+    if message.display_only:
+        return []
+    if message.role is Role.SYSTEM:
+        return [{"role": "system", "content": message.content}]
+    if message.role is Role.USER:
+        return [{"role": "user", "content": _content_with_images(message.content, message.images)}]
+    if message.role is Role.ASSISTANT:
+        wire: dict[str, Any] = {"role": "assistant", "content": message.content}
+        if message.tool_calls:
+            # Servers such as llama.cpp answer 500 when `content` is missing here.
+            wire["tool_calls"] = [_tool_call_to_openai(c) for c in message.tool_calls]
+        return [wire]
+    wires: list[dict[str, Any]] = [
+        {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+    ]
+    if message.images:
+        # Tool messages carry text only; images a tool returned follow as a user message.
+        label = f"Images returned by the tool {message.name or message.tool_call_id}:"
+        wires.append({"role": "user", "content": _content_with_images(label, message.images)})
+    return wires
+
+
+def messages_to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
+    """Our history as Chat Completions messages; display-only messages are left out.
+
+    CODE, CONSOLE and FUNCTION messages go as their plain text content.
+    """
+    return [wire for message in messages for wire in message_to_openai(message)]
+
+
+def tools_to_openai(tools: Iterable[ToolSchema]) -> list[dict[str, Any]]:
+    """Our tool schemas as Chat Completions function tools."""
+    return [
+        {
+            "type": "function",
+            "function": {
+                "name": tool.name,
+                "description": tool.description,
+                "parameters": tool.parameters,
+            },
+        }
+        for tool in tools
+    ]
+
+
+def tool_choice_to_openai(choice: str) -> str | dict[str, Any] | None:
+    """``auto`` → None (server default), ``required``/``none`` as is, a name → that function."""
+    if choice == "auto":
+        return None
+    if choice in ("required", "none"):
+        return choice
+    return {"type": "function", "function": {"name": choice}}
+
+
+@dataclass(frozen=True, slots=True)
+class RequestOptions:
+    """What a provider knows besides the messages: its defaults and wire dialect."""
+
+    model: str
+    temperature: float | None = None
+    max_tokens: int | None = None
+    max_tokens_field: str = "max_tokens"
+    stream_usage: bool = True
+
+
+def build_request(
+    messages: Iterable[Message],
+    tools: Sequence[ToolSchema],
+    settings: ModelSettings | None,
+    options: RequestOptions,
+) -> dict[str, Any]:
+    """The keyword arguments of one streamed ``chat.completions.create`` call."""
+    request: dict[str, Any] = {
+        "model": options.model,
+        "messages": messages_to_openai(messages),
+        "stream": True,
+    }
+    if options.stream_usage:
+        request["stream_options"] = {"include_usage": True}
+    temperature = options.temperature
+    max_tokens = options.max_tokens
+    if settings is not None:
+        temperature = settings.temperature if settings.temperature is not None else temperature
+        max_tokens = settings.max_tokens if settings.max_tokens is not None else max_tokens
+    if temperature is not None:
+        request["temperature"] = temperature
+    if max_tokens is not None:
+        request[options.max_tokens_field] = max_tokens
+    if tools:
+        request["tools"] = tools_to_openai(tools)
+        choice = tool_choice_to_openai(settings.tool_choice if settings else "auto")
+        if choice is not None:
+            request["tool_choice"] = choice
+    return request
+
+
+@dataclass(slots=True)
+class _PendingCall:
+    id: str
+    name: str
+    arguments: str
+
+
+class StreamAccumulator:
+    """Assembles a streamed chat completion.
+
+    Feed it each chunk as a dict; it returns the text / reasoning deltas to show and keeps
+    tool-call pieces (assembled by ``index``; parallel calls supported), usage (from the
+    final ``stream_options`` chunk or wherever a server puts it) and the finish reason.
+    `response()` builds the final `ModelResponse`. Tool-call arguments stay raw text, valid
+    JSON or not: the agent loop reports a parse error to the model. Calls without an id get a
+    generated one. More than `max_chars` characters of output raise `ModelResponseError`.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_chars: int | None = None,
+        new_call_id: Callable[[], str] = lambda: "call_" + new_id()[:24],
+    ) -> None:
+        self.max_chars = max_chars
+        self._new_call_id = new_call_id
+        self._text: list[str] = []
+        self._reasoning: list[str] = []
+        self._calls: dict[int, _PendingCall] = {}
+        self._chars = 0
+        self.chunks = 0
+        self.usage: Usage | None = None
+        self.finish_reason: str | None = None
+        self.model: str | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self._text)
+
+    def feed(self, chunk: Mapping[str, Any]) -> list[StreamDelta]:
+        """Take one chunk; return the deltas it adds, in order."""
+        if not isinstance(chunk, Mapping):
+            raise ModelResponseError(f"expected a JSON object in the stream, got {chunk!r:.80}")
+        self.chunks += 1
+        if isinstance(chunk.get("model"), str) and chunk["model"]:
+            self.model = chunk["model"]
+        usage = chunk.get("usage")
+        if isinstance(usage, Mapping):
+            self.usage = _usage(usage)
+        choices = chunk.get("choices") or ()
+        if not isinstance(choices, list):
+            raise ModelResponseError("the stream's `choices` is not a list")
+        out: list[StreamDelta] = []
+        for choice in choices:
+            if not isinstance(choice, Mapping) or choice.get("index", 0) != 0:
+                continue
+            delta = choice.get("delta") or {}
+            if isinstance(delta, Mapping):
+                out.extend(self._feed_delta(delta))
+            if choice.get("finish_reason"):
+                self.finish_reason = str(choice["finish_reason"])
+        return out
+
+    def _feed_delta(self, delta: Mapping[str, Any]) -> list[StreamDelta]:
+        out: list[StreamDelta] = []
+        for name in REASONING_FIELDS:
+            piece = delta.get(name)
+            if isinstance(piece, str) and piece:
+                self._grow(len(piece))
+                self._reasoning.append(piece)
+                out.append(ModelReasoningDelta(text=piece))
+                break
+        for name in ("content", "refusal"):
+            piece = delta.get(name)
+            if isinstance(piece, str) and piece:
+                self._grow(len(piece))
+                self._text.append(piece)
+                out.append(ModelTextDelta(text=piece))
+        tool_calls = delta.get("tool_calls")
+        if isinstance(tool_calls, list):
+            for position, part in enumerate(tool_calls):
+                if isinstance(part, Mapping):
+                    self._feed_tool_call(part, position)
+        legacy = delta.get("function_call")
+        if isinstance(legacy, Mapping):
+            self._feed_tool_call({"index": 0, "function": legacy}, 0)
+        return out
+
+    def _feed_tool_call(self, part: Mapping[str, Any], position: int) -> None:
+        index = part.get("index")
+        call_id = part.get("id") if isinstance(part.get("id"), str) else None
+        if not isinstance(index, int):
+            # Some servers omit the index: a new id starts a new call, else continue the last.
+            known = next((i for i, c in self._calls.items() if call_id and c.id == call_id), None)
+            if known is not None:
+                index = known
+            elif call_id or not self._calls:
+                index = len(self._calls) + position
+            else:
+                index = max(self._calls)
+        pending = self._calls.get(index)
+        if pending is None:
+            pending = self._calls[index] = _PendingCall(id="", name="", arguments="")
+        if call_id and not pending.id:
+            pending.id = call_id
+        function = part.get("function")
+        if not isinstance(function, Mapping):
+            return
+        name = function.get("name")
+        if isinstance(name, str) and name and name != pending.name:
+            pending.name = name if not pending.name else pending.name + name
+        arguments = function.get("arguments")
+        if isinstance(arguments, Mapping):  # a few servers send an object, not JSON text
+            arguments = json.dumps(arguments)
+        if isinstance(arguments, str) and arguments:
+            self._grow(len(arguments))
+            pending.arguments += arguments
+
+    def _grow(self, chars: int) -> None:
+        self._chars += chars
+        if self.max_chars is not None and self._chars > self.max_chars:
+            raise ModelResponseError(
+                f"the model's response exceeded the size cap of {self.max_chars:,} characters"
+            )
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        calls = []
+        for index in sorted(self._calls):
+            pending = self._calls[index]
+            if not pending.id:
+                pending.id = self._new_call_id()
+            calls.append(
+                ToolCall(id=pending.id, name=pending.name, arguments=pending.arguments or "{}")
+            )
+        return tuple(calls)
+
+    def response(self, *, model: str | None = None) -> ModelResponse:
+        """The whole reply so far as the final stream item."""
+        usage = self.usage if self.usage is not None else Usage(requests=1)
+        reasoning = "".join(self._reasoning)
+        return ModelResponse(
+            text=self.text,
+            reasoning=reasoning or None,
+            tool_calls=self.tool_calls(),
+            usage=usage,
+            finish_reason=self.finish_reason,
+            model=self.model or model,
+        )
+
+
+def _usage(raw: Mapping[str, Any]) -> Usage:
+    def count(key: str) -> int:
+        value = raw.get(key)
+        return value if isinstance(value, int) and value >= 0 else 0
+
+    return Usage(
+        input_tokens=count("prompt_tokens"), output_tokens=count("completion_tokens"), requests=1
+    )

@@ -1,0 +1,326 @@
+"""Retries, a circuit breaker, and the vendor-neutral half of error translation.
+
+Every vendor connector drives its requests through `resilient_stream`:
+
+    resilient_stream(attempt, provider=..., retry=RetryPolicy(), breaker=CircuitBreaker())
+      ├── breaker.before_call()        raises CircuitOpen while the breaker is open
+      ├── attempt()                    one HTTP request, streamed, errors already ModelErrors
+      ├── on a retryable ModelError    back off (Retry-After honoured, capped) and try again,
+      │                                but only while nothing has been streamed to the caller
+      └── success / failure            reported to the breaker
+
+The vendor modules translate their SDK's exceptions with a small `map_errors` context manager
+that calls `error_for_status` here, so 401/404/429/5xx mean the same thing for every vendor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import random
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
+from enum import StrEnum
+
+from gui_agent.exceptions import (
+    CircuitOpen,
+    ConfigError,
+    ModelAuthError,
+    ModelError,
+    ModelNotFound,
+    ModelRateLimited,
+    ModelResponseError,
+    ModelServerError,
+    ModelTimeout,
+)
+from schema import ModelResponse, ModelStreamPart
+
+logger = logging.getLogger(__name__)
+
+Sleep = Callable[[float], Awaitable[None]]
+"""How to wait between attempts; tests inject one that records the delay and returns."""
+
+MAX_SERVER_MESSAGE_CHARS = 500
+"""How much of a server's error text is repeated in our error messages."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Exponential backoff with jitter for transient model failures.
+
+    Retried: rate limits, 5xx, timeouts, connection failures (`ModelError.retryable`).
+    Never retried: auth, unknown model, bad request, garbage. A `Retry-After` the server sent
+    is waited exactly; one longer than `max_delay_s` is not waited at all: the error surfaces
+    at once (with its `retry_after`) instead of blocking the turn. `max_attempts` counts the
+    first try.
+    """
+
+    max_attempts: int = 4
+    base_delay_s: float = 0.5
+    max_delay_s: float = 20.0
+    jitter: bool = True
+    sleep: Sleep = field(default=asyncio.sleep, compare=False, repr=False)
+    rng: random.Random | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ConfigError("RetryPolicy.max_attempts must be at least 1")
+        if self.base_delay_s < 0 or self.max_delay_s < 0:
+            raise ConfigError("RetryPolicy delays must not be negative")
+
+    def should_retry(self, error: BaseException, attempt: int) -> bool:
+        """Whether to try again after `attempt` (1-based) failed with `error`."""
+        if attempt >= self.max_attempts:
+            return False
+        if not isinstance(error, ModelError) or not error.retryable:
+            return False
+        if isinstance(error, ModelRateLimited) and error.retry_after is not None:
+            return error.retry_after <= self.max_delay_s
+        return True
+
+    def delay_s(self, error: BaseException, attempt: int) -> float:
+        """Seconds to wait after `attempt` (1-based) failed with `error`."""
+        if isinstance(error, ModelRateLimited) and error.retry_after is not None:
+            return max(0.0, min(error.retry_after, self.max_delay_s))
+        backoff = min(self.max_delay_s, self.base_delay_s * 2.0 ** (attempt - 1))
+        if self.jitter:
+            uniform = self.rng.uniform if self.rng is not None else random.uniform
+            backoff = uniform(backoff / 2.0, backoff)
+        return backoff
+
+
+class BreakerState(StrEnum):
+    """What a circuit breaker lets through: everything, nothing, or one trial request."""
+
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half_open"
+
+
+class CircuitBreaker:
+    """Stops calling a failing model for a while.
+
+    Opens after `failure_threshold` consecutive failures; while open every call raises
+    `CircuitOpen` without touching the network. After `reset_after_s` one trial call goes
+    through (half-open): success closes the breaker, failure opens it for another period.
+    Use one breaker per provider instance. Not thread-safe; meant for one event loop.
+    """
+
+    def __init__(
+        self,
+        failure_threshold: int = 5,
+        reset_after_s: float = 30.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if failure_threshold < 1:
+            raise ConfigError("CircuitBreaker.failure_threshold must be at least 1")
+        self.failure_threshold = failure_threshold
+        self.reset_after_s = reset_after_s
+        self._clock = clock
+        self._failures = 0
+        self._opened_at: float | None = None
+        self._trial_running = False
+
+    @property
+    def state(self) -> BreakerState:
+        if self._opened_at is None:
+            return BreakerState.CLOSED
+        if self._trial_running or self.retry_in_s() <= 0:
+            return BreakerState.HALF_OPEN
+        return BreakerState.OPEN
+
+    @property
+    def consecutive_failures(self) -> int:
+        return self._failures
+
+    def retry_in_s(self) -> float:
+        """Seconds until a trial call is allowed (0 when closed or already due)."""
+        if self._opened_at is None:
+            return 0.0
+        return max(0.0, self._opened_at + self.reset_after_s - self._clock())
+
+    def before_call(self, provider: str = "") -> None:
+        """Let a call through, or raise `CircuitOpen` saying when calls resume."""
+        state = self.state
+        if state is BreakerState.CLOSED:
+            return
+        if state is BreakerState.HALF_OPEN and not self._trial_running:
+            self._trial_running = True
+            logger.info("%s: circuit half-open, sending one trial request", provider or "model")
+            return
+        prefix = f"{provider}: " if provider else ""
+        if self._trial_running:
+            detail = "a trial request is under way; try again in a moment"
+        else:
+            detail = f"will try again in {math.ceil(self.retry_in_s())} s"
+        raise CircuitOpen(
+            f"{prefix}the model failed {self._failures} times in a row, so calls are paused; "
+            f"{detail}",
+            provider=provider,
+        )
+
+    def record_success(self) -> None:
+        if self._opened_at is not None:
+            logger.info("circuit closed again after a successful call")
+        self._failures = 0
+        self._opened_at = None
+        self._trial_running = False
+
+    def record_failure(self) -> None:
+        self._failures += 1
+        if self._trial_running or self._failures >= self.failure_threshold:
+            if self._opened_at is None or self._trial_running:
+                logger.warning(
+                    "circuit open after %d consecutive failures; pausing %.0f s",
+                    self._failures,
+                    self.reset_after_s,
+                )
+            self._opened_at = self._clock()
+        self._trial_running = False
+
+    def record_abandoned(self) -> None:
+        """The call ended without a verdict (cancelled): free the trial slot, change nothing."""
+        self._trial_running = False
+
+
+def counts_as_failure(error: ModelError) -> bool:
+    """Whether an error says the server is unhealthy (as opposed to: we asked wrongly)."""
+    if isinstance(error, CircuitOpen):
+        return False
+    return error.retryable or isinstance(error, ModelResponseError)
+
+
+async def resilient_stream(
+    attempt: Callable[[], AsyncGenerator[ModelStreamPart, None]],
+    *,
+    provider: str,
+    retry: RetryPolicy,
+    breaker: CircuitBreaker,
+) -> AsyncGenerator[ModelStreamPart, None]:
+    """Run `attempt` until it succeeds, retrying only while nothing has been streamed yet.
+
+    Once a text or reasoning delta reached the caller, a failure is raised as is: retrying
+    would show the reply twice. Closing this generator closes the running attempt.
+    """
+    number = 0
+    while True:
+        number += 1
+        breaker.before_call(provider)
+        emitted = False
+        try:
+            async with aclosing(attempt()) as parts:
+                async for part in parts:
+                    if not isinstance(part, ModelResponse):
+                        emitted = True
+                    yield part
+        except ModelError as error:
+            if counts_as_failure(error):
+                breaker.record_failure()
+            else:
+                breaker.record_success()
+            if emitted or not retry.should_retry(error, number):
+                raise
+            delay = retry.delay_s(error, number)
+            logger.warning(
+                "%s: %s; retrying in %.2f s (attempt %d of %d)",
+                provider,
+                error,
+                delay,
+                number + 1,
+                retry.max_attempts,
+            )
+            await retry.sleep(delay)
+        except BaseException:
+            breaker.record_abandoned()
+            raise
+        else:
+            breaker.record_success()
+            return
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
+    """Seconds the server asked us to wait: `retry-after-ms`, or `retry-after` (secs or date)."""
+    raw_ms = headers.get("retry-after-ms")
+    if raw_ms is not None:
+        try:
+            value = float(raw_ms) / 1000.0
+        except ValueError:
+            value = math.nan
+        if math.isfinite(value) and value >= 0:
+            return value
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(raw)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def shorten(text: str, limit: int = MAX_SERVER_MESSAGE_CHARS) -> str:
+    """A server message cut to a readable length."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def error_for_status(
+    status: int,
+    detail: str,
+    *,
+    provider: str,
+    model: str,
+    key_env: str,
+    retry_after: float | None = None,
+    hint: str = "",
+) -> ModelError:
+    """The ModelError for an HTTP error status, with a message a person can act on.
+
+    `hint` is added to the unknown-model message (e.g. "check the base URL").
+    """
+    said = f" (server said: {shorten(detail)})" if detail else ""
+    if status in (401, 403):
+        return ModelAuthError(
+            f"{provider}: the server refused the API key (HTTP {status}). "
+            f"Set {key_env} to a valid key{said}",
+            status=status,
+            provider=provider,
+        )
+    if status == 404:
+        return ModelNotFound(
+            f"{provider}: the server does not know the model {model!r} (HTTP 404){hint}{said}",
+            status=status,
+            provider=provider,
+        )
+    if status == 429:
+        wait = f"; retry after {retry_after:g} s" if retry_after is not None else ""
+        return ModelRateLimited(
+            f"{provider}: rate limited (HTTP 429){wait}{said}",
+            status=status,
+            provider=provider,
+            retry_after=retry_after,
+        )
+    if status == 408:
+        return ModelTimeout(
+            f"{provider}: the server timed out (HTTP 408){said}", status=status, provider=provider
+        )
+    if status >= 500:
+        return ModelServerError(
+            f"{provider}: server error (HTTP {status}){said}", status=status, provider=provider
+        )
+    return ModelError(
+        f"{provider}: the request was refused (HTTP {status}){said}",
+        status=status,
+        provider=provider,
+    )

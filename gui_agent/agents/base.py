@@ -1,0 +1,45 @@
+"""The Architecture protocol (an agent role) and what it is given to run a turn."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from gui_agent.approvals import ApprovalBroker
+from gui_agent.hooks import AgentHooks
+from gui_agent.llm import LLMProvider
+from gui_agent.memory import SlidingWindowMemory
+from gui_agent.session import Session
+from gui_agent.tools import PermissionPolicy, ToolRegistry
+from schema import AgentName, Event, Message
+
+
+@dataclass(eq=False)
+class AgentDeps:
+    """Collaborators an architecture uses. Built by the interpreter for each session."""
+
+    provider: LLMProvider
+    tools: ToolRegistry
+    permissions: PermissionPolicy
+    memory: SlidingWindowMemory
+    approvals: ApprovalBroker = field(default_factory=ApprovalBroker)
+    hooks: AgentHooks = field(default_factory=AgentHooks)
+    agents: Mapping[AgentName, Architecture] = field(default_factory=dict)
+
+
+class Architecture(Protocol):
+    """An agent role. `run` streams the events of one turn and appends to `session.history`.
+
+    The interpreter frames the turn (state changes, run start and end, usage totals); the
+    architecture yields what happens inside it. A `MessageCompleted` event is yielded for every
+    message the architecture appends.
+    """
+
+    @property
+    def name(self) -> AgentName: ...
+
+    @property
+    def description(self) -> str: ...
+
+    def run(self, session: Session, deps: AgentDeps, prompt: Message) -> AsyncIterator[Event]: ...

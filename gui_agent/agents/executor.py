@@ -1,0 +1,343 @@
+"""AGENT_EXECUTOR: the tool-calling loop.
+
+Each iteration: window the history, stream one model call, then run the tools it asked for
+(approvals first, then all allowed calls in parallel; results appended in call order). Ends on
+a reply without tool calls, on `task_complete`, on max iterations, or on the token budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+
+from gui_agent.agents.base import AgentDeps
+from gui_agent.session import Session
+from gui_agent.tools import (
+    TASK_COMPLETE,
+    ToolContext,
+    approval_view,
+    execute_tool,
+)
+from schema import (
+    AgentName,
+    ApprovalDecision,
+    ApprovalRequested,
+    ApprovalResolved,
+    Event,
+    MemoryUpdated,
+    Message,
+    MessageCompleted,
+    MessageStarted,
+    MessageType,
+    ModelResponse,
+    ModelSettings,
+    ModelTextDelta,
+    PermissionMode,
+    Role,
+    RunFinished,
+    RunOutcome,
+    TextDelta,
+    ToolCall,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolResult,
+    Usage,
+    UsageReported,
+    new_id,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def model_settings(session: Session) -> ModelSettings:
+    return ModelSettings(
+        temperature=session.settings.temperature, max_tokens=session.settings.max_tokens
+    )
+
+
+def memory_event(session: Session, deps: AgentDeps) -> tuple[list[Message], MemoryUpdated]:
+    """The context window for the next model call, and the event that shows it."""
+    window = deps.memory.window(
+        session.history,
+        system_prompt=session.settings.system_prompt,
+        goal=session.goal if session.autochat.enabled else None,
+        exchanges=session.settings.memory_exchanges,
+        token_budget=session.settings.memory_token_budget,
+    )
+    event = MemoryUpdated(
+        message_ids=window.message_ids,
+        token_count=window.token_count,
+        token_estimated=window.token_estimated,
+        goal=window.goal,
+        goal_pinned=window.goal_pinned,
+        dropped=window.dropped,
+    )
+    return list(window.messages), event
+
+
+def drain_inbox(session: Session) -> list[Message]:
+    """Messages the person sent while the turn ran, moved into the history."""
+    moved = []
+    while session.inbox:
+        message = session.inbox.popleft()
+        session.add(message)
+        moved.append(message)
+    return moved
+
+
+async def stream_reply(
+    session: Session,
+    deps: AgentDeps,
+    messages: list[Message],
+    *,
+    agent: AgentName,
+    use_tools: bool = True,
+    settings: ModelSettings | None = None,
+) -> AsyncIterator[Event | ModelResponse]:
+    """One model call, streamed: message_started, deltas, then the ModelResponse (not an event;
+    the caller decides what to append)."""
+    message_id = new_id()
+    yield MessageStarted(message_id=message_id, agent=agent)
+    await deps.hooks.on_llm_start(session, messages)
+    tools = deps.tools.schemas() if use_tools else []
+    final: ModelResponse | None = None
+    async for part in deps.provider.stream(
+        messages, tools=tools, settings=settings or model_settings(session)
+    ):
+        if isinstance(part, ModelTextDelta):
+            yield TextDelta(message_id=message_id, delta=part.text)
+        elif isinstance(part, ModelResponse):
+            final = part
+        else:
+            yield TextDelta(message_id=message_id, delta=part.text, channel="reasoning")
+    if final is None:
+        final = ModelResponse()
+    await deps.hooks.on_llm_end(session, final)
+    yield final
+    yield MessageCompleted(
+        message=Message(
+            id=message_id,
+            role=Role.ASSISTANT,
+            content=final.text,
+            reasoning=final.reasoning,
+            tool_calls=final.tool_calls,
+            agent=agent,
+            metadata={"model": final.model or deps.provider.name},
+        )
+    )
+
+
+class ExecutorAgent:
+    """The default role: a model that calls tools until it has an answer."""
+
+    def __init__(self, *, name: AgentName = AgentName.AGENT_EXECUTOR) -> None:
+        self._name = name
+
+    @property
+    def name(self) -> AgentName:
+        return self._name
+
+    @property
+    def description(self) -> str:
+        return "Calls tools (run code, read and write files) until the task is answered."
+
+    async def run(self, session: Session, deps: AgentDeps, prompt: Message) -> AsyncIterator[Event]:
+        turn_usage = Usage()
+        for _ in range(session.settings.max_iterations):
+            for queued in drain_inbox(session):
+                yield MessageCompleted(message=queued)
+            messages, memory = memory_event(session, deps)
+            yield memory
+            response = ModelResponse()
+            async for item in stream_reply(session, deps, messages, agent=self._name):
+                if isinstance(item, ModelResponse):
+                    response = item
+                    continue
+                if isinstance(item, MessageCompleted):
+                    session.add(item.message)
+                yield item
+            turn_usage = turn_usage + response.usage
+            session.usage = session.usage + response.usage
+            yield UsageReported(turn=turn_usage, total=session.usage)
+            if not response.tool_calls:
+                return
+            async for event in self.run_tools(session, deps, response.tool_calls):
+                yield event
+            if session.task_complete is not None:
+                return
+            limit = session.token_limit
+            if limit is not None and session.usage.total_tokens >= limit:
+                yield RunFinished(
+                    outcome=RunOutcome.BUDGET,
+                    detail=f"token budget reached ({session.usage.total_tokens} tokens)",
+                )
+                return
+        note = Message(
+            role=Role.ASSISTANT,
+            agent=self._name,
+            content=(
+                f"I stopped after {session.settings.max_iterations} steps (the maximum for one "
+                "turn) without a final answer. Say 'continue' to let me go on."
+            ),
+            metadata={"truncated": True},
+        )
+        session.add(note)
+        yield MessageCompleted(message=note)
+        yield RunFinished(
+            outcome=RunOutcome.MAX_ITERATIONS,
+            detail=f"stopped after {session.settings.max_iterations} model calls",
+        )
+
+    async def run_tools(
+        self, session: Session, deps: AgentDeps, calls: Sequence[ToolCall]
+    ) -> AsyncIterator[Event]:
+        """Ask for approvals in order, then run the allowed calls in parallel."""
+        refused: dict[str, ToolResult] = {}
+        for tool_call in calls:
+            verdict = await self._permission(session, deps, tool_call)
+            if isinstance(verdict, ToolResult):
+                refused[tool_call.id] = verdict
+                continue
+            if verdict is not None:
+                async for event in verdict:
+                    yield event
+                if (denial := session_denial(session, tool_call)) is not None:
+                    refused[tool_call.id] = denial
+        parent = session.history[-1].id if session.history else None
+        for tool_call in calls:
+            yield ToolCallStarted(call=tool_call, parent_message_id=parent, agent=self._name)
+        results: dict[str, ToolResult] = dict(refused)
+        for tool_call in calls:
+            if tool_call.id in refused:
+                yield ToolCallFinished(result=refused[tool_call.id], parent_message_id=parent)
+        runnable = [c for c in calls if c.id not in refused]
+        async for result in run_parallel(session, deps, runnable):
+            results[result.call_id] = result
+            yield ToolCallFinished(result=result, parent_message_id=parent)
+        for tool_call in calls:
+            result = results[tool_call.id]
+            if tool_call.name == TASK_COMPLETE and not result.is_error:
+                args = safe_args(tool_call)
+                session.task_complete = str(args.get("summary", "")) or "done"
+            message = Message(
+                role=Role.TOOL,
+                type=result.message_type,
+                content=result.content,
+                tool_call_id=tool_call.id,
+                name=tool_call.name,
+                agent=self._name,
+                images=result.images,
+                metadata={
+                    **result.metadata,
+                    "is_error": result.is_error,
+                    "truncated": result.truncated,
+                    "duration_ms": round(result.duration_ms, 3),
+                    "arguments": tool_call.arguments,
+                },
+            )
+            session.add(message)
+            yield MessageCompleted(message=message)
+
+    async def _permission(
+        self, session: Session, deps: AgentDeps, tool_call: ToolCall
+    ) -> ToolResult | AsyncIterator[Event] | None:
+        """None: run it. A ToolResult: refused by policy. An event stream: ask the person."""
+        tool = deps.tools.get(tool_call.name)
+        if tool is None:
+            return None  # execute_tool reports the unknown name to the model
+        mode = deps.permissions.with_modes(session.settings.permissions).decide(
+            tool, session_allowed=session.allowed_tools
+        )
+        if mode is PermissionMode.ALLOW:
+            return None
+        if mode is PermissionMode.DENY:
+            return ToolResult(
+                call_id=tool_call.id,
+                name=tool_call.name,
+                content=f"Tool {tool_call.name!r} is not allowed in this session.",
+                is_error=True,
+            )
+        return ask_person(session, deps, tool_call)
+
+
+def session_denial(session: Session, tool_call: ToolCall) -> ToolResult | None:
+    note = session.denials.pop(tool_call.id, None)
+    if note is None:
+        return None
+    text = "The user denied this tool call."
+    if note:
+        text += f" Their note: {note}"
+    return ToolResult(call_id=tool_call.id, name=tool_call.name, content=text, is_error=True)
+
+
+async def ask_person(session: Session, deps: AgentDeps, tool_call: ToolCall) -> AsyncIterator[Event]:
+    """Announce an approval request, wait for the answer, announce the decision."""
+    tool = deps.tools.get(tool_call.name)
+    assert tool is not None
+    view = approval_view(tool, tool_call)
+    approval_id = new_id()
+    deps.approvals.open(approval_id)
+    yield ApprovalRequested(
+        approval_id=approval_id,
+        call=tool_call,
+        summary=view.summary,
+        detail=view.detail,
+        language=view.language,
+        destructive=tool.destructive,
+    )
+    verdict = await deps.approvals.wait(approval_id, session.settings.approval_timeout_s)
+    if verdict.decision is ApprovalDecision.ALLOW_SESSION:
+        session.allowed_tools.add(tool_call.name)
+    elif verdict.decision is ApprovalDecision.DENY:
+        session.denials[tool_call.id] = verdict.note or ""
+    yield ApprovalResolved(
+        approval_id=approval_id, decision=verdict.decision, note=verdict.note, by=verdict.by
+    )
+    confirmation = Message(
+        role=Role.ASSISTANT,
+        type=MessageType.CONFIRMATION,
+        content=f"{view.summary}: {verdict.decision.value}"
+        + (f" ({verdict.note})" if verdict.note else ""),
+        metadata={"approval_id": approval_id, "decision": verdict.decision.value, "by": verdict.by},
+    )
+    session.add(confirmation)
+    yield MessageCompleted(message=confirmation)
+
+
+async def run_parallel(
+    session: Session, deps: AgentDeps, calls: Sequence[ToolCall]
+) -> AsyncIterator[ToolResult]:
+    """Run calls concurrently, yielding results as they finish. Cancelling ends them all."""
+    if not calls:
+        return
+    run_id = session.run_id
+    workdir = session.workdir_path()
+    tasks: dict[asyncio.Task[ToolResult], ToolCall] = {}
+    for tool_call in calls:
+        await deps.hooks.on_tool_start(session, tool_call)
+        ctx = ToolContext(
+            session_id=session.id, run_id=run_id, call_id=tool_call.id, workdir=workdir
+        )
+        tasks[asyncio.create_task(execute_tool(deps.tools, tool_call, ctx))] = tool_call
+    pending = set(tasks)
+    try:
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                result = task.result()
+                await deps.hooks.on_tool_end(session, result)
+                yield result
+    finally:
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending)
+
+
+def safe_args(tool_call: ToolCall) -> dict[str, object]:
+    try:
+        return tool_call.parsed_arguments()
+    except ValueError:
+        return {}
+

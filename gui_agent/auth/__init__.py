@@ -1,0 +1,23 @@
+"""Who may use GuiAgent: session tokens, the signing key, the users file, the bind check."""
+
+from gui_agent.auth.secrets import SECRET_ENV_VAR, load_or_create_signing_key
+from gui_agent.auth.tokens import Claims, TokenService
+from gui_agent.auth.users import (
+    USERS_FILE_NAME,
+    ProxyHeaderAuth,
+    UserDB,
+    check_bind_safety,
+    is_loopback,
+)
+
+__all__ = [
+    "SECRET_ENV_VAR",
+    "USERS_FILE_NAME",
+    "Claims",
+    "ProxyHeaderAuth",
+    "TokenService",
+    "UserDB",
+    "check_bind_safety",
+    "is_loopback",
+    "load_or_create_signing_key",
+]

@@ -1,0 +1,138 @@
+"""Session tokens: HS256 JWTs with a subject, an expiry and an optional session id."""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from jose import jwt
+from jose.exceptions import JWTError
+
+from gui_agent.exceptions import AuthError
+
+ALGORITHM = "HS256"
+DEFAULT_TTL_S = 12 * 3600
+MAX_TOKEN_CHARS = 8192
+CLOCK_SKEW_S = 60
+"""How far in the future an `iat` may be before the token is refused."""
+
+
+@dataclass(frozen=True, slots=True)
+class Claims:
+    """What a verified token says."""
+
+    subject: str
+    session_id: str | None
+    expires_at: datetime
+    issued_at: datetime
+    token_id: str
+
+
+class TokenService:
+    """Issues and verifies session tokens signed with one secret.
+
+    Only HS256 is accepted: a token whose header names any other algorithm (`none`, HS512,
+    RS256, ...) is refused before its signature is looked at. `clock` returns seconds since
+    the epoch and decides expiry.
+    """
+
+    def __init__(
+        self,
+        secret: str,
+        *,
+        ttl_s: int = DEFAULT_TTL_S,
+        issuer: str = "gui-agent",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not secret:
+            raise AuthError("the token signing secret is empty")
+        if ttl_s <= 0:
+            raise ValueError(f"ttl_s must be positive, not {ttl_s}")
+        self._secret = secret
+        self._ttl_s = ttl_s
+        self._issuer = issuer
+        self._clock = clock
+
+    @property
+    def ttl_s(self) -> int:
+        return self._ttl_s
+
+    def issue(self, subject: str, *, session_id: str | None = None) -> str:
+        """A signed token for `subject`, valid for `ttl_s` seconds."""
+        if not subject:
+            raise AuthError("a token needs a subject")
+        now = int(self._clock())
+        claims: dict[str, Any] = {
+            "sub": subject,
+            "iat": now,
+            "exp": now + self._ttl_s,
+            "iss": self._issuer,
+            "jti": secrets.token_hex(16),
+        }
+        if session_id is not None:
+            claims["sid"] = session_id
+        return jwt.encode(claims, self._secret, algorithm=ALGORITHM)
+
+    def verify(self, token: str) -> Claims:
+        """The token's claims; AuthError when it is not a valid, current token of ours."""
+        if not isinstance(token, str) or not token or len(token) > MAX_TOKEN_CHARS:
+            raise AuthError("malformed token")
+        try:
+            header = jwt.get_unverified_header(token)
+        except JWTError as exc:
+            raise AuthError("malformed token") from exc
+        algorithm = header.get("alg")
+        if algorithm != ALGORITHM:
+            raise AuthError(f"token algorithm {algorithm!r} is not accepted")
+        try:
+            claims = jwt.decode(
+                token,
+                self._secret,
+                algorithms=[ALGORITHM],
+                issuer=self._issuer,
+                options={
+                    # Expiry is checked below against the injected clock.
+                    "verify_exp": False,
+                    "verify_aud": False,
+                    "require_exp": True,
+                    "require_iat": True,
+                    "require_sub": True,
+                    "require_iss": True,
+                },
+            )
+        except JWTError as exc:
+            raise AuthError(f"invalid token: {exc}") from exc
+        except (ValueError, TypeError) as exc:  # jose lets a few decode errors through raw
+            raise AuthError("malformed token") from exc
+        return self._check_claims(claims)
+
+    def _check_claims(self, claims: dict[str, Any]) -> Claims:
+        subject, session_id, token_id = claims.get("sub"), claims.get("sid"), claims.get("jti")
+        if not isinstance(subject, str) or not subject:
+            raise AuthError("token has no subject")
+        expires, issued = _number(claims, "exp"), _number(claims, "iat")
+        if session_id is not None and not isinstance(session_id, str):
+            raise AuthError("token has an invalid session id")
+        now = self._clock()
+        if now >= expires:
+            raise AuthError("token expired")
+        if issued > now + CLOCK_SKEW_S:
+            raise AuthError("token issued in the future")
+        return Claims(
+            subject=subject,
+            session_id=session_id,
+            expires_at=datetime.fromtimestamp(expires, UTC),
+            issued_at=datetime.fromtimestamp(issued, UTC),
+            token_id=token_id if isinstance(token_id, str) else "",
+        )
+
+
+def _number(claims: dict[str, Any], name: str) -> float:
+    value = claims.get(name)
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        raise AuthError(f"token has no valid {name!r} claim")
+    return float(value)

@@ -1,0 +1,254 @@
+"""Login: a users file with scrypt password hashes, a trusted-proxy header, and the bind check.
+
+The users file is JSON, mode 0600: `{name: {"password_hash": ..., "created_at": ...}}`. A hash
+reads `scrypt$n=16384,r=8,p=1$<salt>$<key>` (base64), so its cost can rise later without
+breaking old entries. Passwords are never stored or logged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import fcntl
+import hashlib
+import hmac
+import ipaddress
+import json
+import logging
+import os
+import re
+import secrets
+import stat
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from gui_agent.exceptions import AuthError, ConfigError, InvalidRequest
+
+logger = logging.getLogger(__name__)
+
+USERS_FILE_NAME = "users.json"
+NAME_PATTERN = re.compile(r"[a-zA-Z0-9_.-]{1,64}")
+MIN_PASSWORD_CHARS = 8
+MAX_PASSWORD_CHARS = 4096
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
+_MAX_N, _MAX_R, _MAX_P = 2**20, 32, 16
+_MAX_MEMORY = 256 * 1024 * 1024
+_SALT_BYTES, _KEY_BYTES = 16, 32
+_HASH_RE = re.compile(r"scrypt\$n=(\d+),r=(\d+),p=(\d+)\$([A-Za-z0-9+/=]+)\$([A-Za-z0-9+/=]+)")
+
+
+def _scrypt(password: str, salt: bytes, n: int, r: int, p: int) -> bytes:
+    return hashlib.scrypt(
+        password.encode("utf-8"),
+        salt=salt,
+        n=n,
+        r=r,
+        p=p,
+        maxmem=_MAX_MEMORY + 1024 * 1024,
+        dklen=_KEY_BYTES,
+    )
+
+
+def hash_password(password: str, *, n: int = SCRYPT_N, r: int = SCRYPT_R, p: int = SCRYPT_P) -> str:
+    """A salted scrypt hash of `password`, with its parameters."""
+    salt = secrets.token_bytes(_SALT_BYTES)
+    key = _scrypt(password, salt, n, r, p)
+    encode = base64.b64encode
+    return f"scrypt$n={n},r={r},p={p}${encode(salt).decode()}${encode(key).decode()}"
+
+
+def check_password(password: str, password_hash: str) -> bool:
+    """True when `password` matches `password_hash` (compared in constant time)."""
+    match = _HASH_RE.fullmatch(password_hash)
+    if match is None:
+        return False
+    n, r, p = (int(match.group(i)) for i in (1, 2, 3))
+    if not (1 < n <= _MAX_N and n & (n - 1) == 0 and 0 < r <= _MAX_R and 0 < p <= _MAX_P):
+        return False
+    if 128 * n * r > _MAX_MEMORY:
+        return False
+    try:
+        salt, expected = base64.b64decode(match.group(4)), base64.b64decode(match.group(5))
+    except ValueError:
+        return False
+    return hmac.compare_digest(_scrypt(password, salt, n, r, p), expected)
+
+
+_DUMMY_HASH = "scrypt$n=16384,r=8,p=1$AAAAAAAAAAAAAAAAAAAAAA==$" + "A" * 43 + "="
+
+
+def validate_name(name: str) -> str:
+    if not isinstance(name, str) or NAME_PATTERN.fullmatch(name) is None:
+        raise InvalidRequest(
+            f"invalid user name {name!r}: use 1-64 letters, digits, '_', '.' or '-'"
+        )
+    return name
+
+
+class UserDB:
+    """The users file. Every call reads the file afresh, so `gui-agent users add` takes
+    effect in a running server; writes replace it atomically (temp file + rename, 0600)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def _load(self) -> dict[str, dict[str, Any]]:
+        try:
+            mode = stat.S_IMODE(self.path.stat().st_mode)
+        except FileNotFoundError:
+            return {}
+        if mode & 0o077:
+            raise AuthError(
+                f"{self.path} can be read by other users (mode {mode:04o}); "
+                f"restrict it with: chmod 600 {self.path}"
+            )
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise AuthError(f"{self.path} is not a valid users file: {exc}") from exc
+        if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
+            raise AuthError(f"{self.path} is not a valid users file: expected {{name: {{...}}}}")
+        return data
+
+    def _save(self, users: Mapping[str, Mapping[str, Any]]) -> None:
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(users, handle, indent=2, sort_keys=True)
+                handle.write("\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(temp, self.path)
+        except BaseException:
+            temp.unlink(missing_ok=True)
+            raise
+
+    @contextlib.contextmanager
+    def _editing(self) -> Iterator[dict[str, dict[str, Any]]]:
+        """Read-modify-write under an exclusive lock, so two CLI calls don't lose an edit."""
+        self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        lock_path = self.path.with_name(self.path.name + ".lock")
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            users = self._load()
+            yield users
+            self._save(users)
+        finally:
+            os.close(fd)
+
+    def add(self, name: str, password: str, *, replace: bool = False) -> None:
+        """Add a user (or, with `replace`, set a new password). InvalidRequest for a bad name,
+        a password shorter than 8 characters, or a name already taken."""
+        validate_name(name)
+        if not isinstance(password, str) or len(password) < MIN_PASSWORD_CHARS:
+            raise InvalidRequest(f"a password needs at least {MIN_PASSWORD_CHARS} characters")
+        if len(password) > MAX_PASSWORD_CHARS:
+            raise InvalidRequest(f"a password may have at most {MAX_PASSWORD_CHARS} characters")
+        with self._editing() as users:
+            if name in users and not replace:
+                raise InvalidRequest(f"user {name!r} already exists")
+            users[name] = {
+                "password_hash": hash_password(password),
+                "created_at": datetime.now(UTC).isoformat(),
+            }
+        logger.info("users file %s: %s user %s", self.path, "updated" if replace else "added", name)
+
+    def remove(self, name: str) -> bool:
+        """Remove a user; False when there was none."""
+        with self._editing() as users:
+            removed = users.pop(name, None) is not None
+        if removed:
+            logger.info("users file %s: removed user %s", self.path, name)
+        return removed
+
+    def names(self) -> list[str]:
+        return sorted(self._load())
+
+    def verify(self, name: str, password: str) -> bool:
+        """True when `name` exists and `password` is theirs. Takes about as long for an
+        unknown name, so timing does not reveal which names exist. Blocks for tens of
+        milliseconds: from async code use `verify_async`."""
+        entry = self._load().get(name) if isinstance(name, str) else None
+        stored = entry.get("password_hash") if entry else None
+        if not isinstance(password, str) or len(password) > MAX_PASSWORD_CHARS:
+            return False
+        if not isinstance(stored, str):
+            check_password(password, _DUMMY_HASH)
+            return False
+        return check_password(password, stored)
+
+    async def verify_async(self, name: str, password: str) -> bool:
+        """`verify` in a worker thread, leaving the event loop free."""
+        return await asyncio.to_thread(self.verify, name, password)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProxyHeaderAuth:
+    """Takes the user name from a header set by an authenticating reverse proxy.
+
+    Only when `trusted` is true: anyone can send the header, so enable this only when every
+    request reaches GuiAgent through a proxy that sets (and overwrites) it.
+    """
+
+    trusted: bool
+    header: str = "X-Forwarded-User"
+
+    def user_from(self, headers: Mapping[str, str]) -> str | None:
+        """The user the proxy vouches for; None when disabled or the header is absent.
+        AuthError when the header holds something that is not a valid user name."""
+        if not self.trusted:
+            return None
+        wanted = self.header.lower()
+        value = next((v for k, v in headers.items() if k.lower() == wanted), None)
+        if value is None or not value.strip():
+            return None
+        value = value.strip()
+        if NAME_PATTERN.fullmatch(value) is None:
+            raise AuthError(f"the {self.header} header does not hold a valid user name")
+        return value
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost, 127.0.0.0/8 and ::1 (bracketed or IPv4-mapped forms included)."""
+    name = host.strip().strip("[]").rstrip(".").lower()
+    if name == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(name.split("%")[0])
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
+
+
+def check_bind_safety(host: str, *, login_configured: bool, insecure_no_auth: bool) -> None:
+    """Refuse (ConfigError) to serve a non-loopback address without login.
+
+    With `insecure_no_auth` it only logs a warning: the operator says something in front
+    (a proxy, a firewall) already decides who gets in.
+    """
+    if is_loopback(host) or login_configured:
+        return
+    if insecure_no_auth:
+        logger.warning(
+            "serving %r without login (--insecure-no-auth): anyone who can reach it can use "
+            "the agent and its tools",
+            host,
+        )
+        return
+    raise ConfigError(
+        f"refusing to listen on {host!r} without login: anyone who can reach that address "
+        "could use the agent and run its tools. Configure login first:\n"
+        "  gui-agent users add NAME          (asks for a password, writes the users file)\n"
+        f"  gui-agent --host {host} --auth-file FILE\n"
+        "or listen on 127.0.0.1, or pass --insecure-no-auth if a proxy in front of GuiAgent "
+        "already authenticates people."
+    )

@@ -1,0 +1,83 @@
+"""AutoChat policy: whether to start another turn by itself, and why it stops.
+
+Pure decisions over the session's AutoChat settings and the run's counters; the interpreter
+acts on them. AutoChat runs only from STOP, after a turn has ended.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gui_agent.session import Session
+from schema import AutoChatStopReason, Message, Role, RunOutcome
+
+
+@dataclass(slots=True)
+class AutoRun:
+    """Counters of one AutoChat run: from the person's message to the stop."""
+
+    clock: Callable[[], float] = time.monotonic
+    active: bool = False
+    turns: int = 0
+    started_at: float = 0.0
+    start_tokens: int = 0
+    goal: str | None = None
+    stopped_reason: AutoChatStopReason | None = field(default=None)
+
+    def begin(self, session: Session, goal: str | None) -> None:
+        self.active = True
+        self.turns = 0
+        self.started_at = self.clock()
+        self.start_tokens = session.usage.total_tokens
+        self.goal = goal
+        self.stopped_reason = None
+        session.goal = goal
+        budget = session.autochat.token_budget
+        session.token_limit = self.start_tokens + budget if budget else None
+
+    def end(self, session: Session, reason: AutoChatStopReason) -> None:
+        self.active = False
+        self.stopped_reason = reason
+        session.token_limit = None
+
+    def tokens_used(self, session: Session) -> int:
+        return session.usage.total_tokens - self.start_tokens
+
+    def stop_reason(
+        self, session: Session, outcome: RunOutcome
+    ) -> tuple[AutoChatStopReason, str] | None:
+        """Why AutoChat must not start another turn now, or None to go on."""
+        settings = session.autochat
+        if not settings.enabled:
+            return AutoChatStopReason.DISABLED, "AutoChat was switched off"
+        if outcome is RunOutcome.ERROR:
+            return AutoChatStopReason.ERROR, "the last turn failed"
+        if outcome is RunOutcome.INTERRUPTED:
+            return AutoChatStopReason.STOPPED, "stopped by the user"
+        if session.task_complete is not None:
+            return AutoChatStopReason.TASK_COMPLETE, session.task_complete
+        if outcome is RunOutcome.BUDGET or (
+            settings.token_budget is not None and self.tokens_used(session) >= settings.token_budget
+        ):
+            return (
+                AutoChatStopReason.TOKEN_BUDGET,
+                f"used {self.tokens_used(session)} of {settings.token_budget} tokens",
+            )
+        elapsed = self.clock() - self.started_at
+        if settings.time_budget_s is not None and elapsed >= settings.time_budget_s:
+            return (
+                AutoChatStopReason.TIME_BUDGET,
+                f"ran {elapsed:.1f}s of {settings.time_budget_s:.1f}s",
+            )
+        if self.turns >= settings.max_turns:
+            return AutoChatStopReason.MAX_TURNS, f"reached {settings.max_turns} automatic turns"
+        return None
+
+    def continuation(self, session: Session) -> Message:
+        return Message(
+            role=Role.USER,
+            content=session.autochat.continuation_prompt,
+            metadata={"autochat": True, "autochat_turn": self.turns},
+        )

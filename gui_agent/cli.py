@@ -1,0 +1,197 @@
+"""`gui-agent`: serve the browser app (default), chat in the terminal, list models, add users.
+
+This module is the composition root: it reads configuration, resolves the models and wires
+them into the core and the chosen front end. Nothing else reaches across layers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import getpass
+import logging
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from gui_agent.config import AppConfig, load_config
+from gui_agent.exceptions import GuiAgentError
+
+logger = logging.getLogger("gui_agent")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="gui-agent",
+        description="A browser chat application for LLM agents. With no command: serve.",
+    )
+    parser.add_argument("--config", type=Path, help="a TOML configuration file")
+    parser.add_argument("--log-level", default=None, help="DEBUG, INFO, WARNING (default INFO)")
+    sub = parser.add_subparsers(dest="command")
+
+    def model_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--model",
+            action="append",
+            help="openai:NAME, anthropic:NAME, openai-compatible:URL#NAME, local:smollm2 or "
+            "scripted:echo; repeat to offer several (the first is the default)",
+        )
+        p.add_argument(
+            "--no-probe", action="store_true", help="do not look for a local model server"
+        )
+
+    serve = sub.add_parser("serve", help="serve the chat page (the default)")
+    model_args(serve)
+    serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="port (default 7860)")
+    serve.add_argument("--root-path", help="URL prefix when behind a reverse proxy")
+    serve.add_argument("--data-dir", type=Path, help="where sessions are stored")
+    serve.add_argument("--auth-file", type=Path, help="users file (see `gui-agent users add`)")
+    serve.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="allow a non-loopback bind without login (everyone shares one identity)",
+    )
+    serve.add_argument("--trusted-proxy-header", help="take the user from this header")
+    serve.add_argument("--retention-days", type=int, help="delete sessions untouched this long")
+    serve.add_argument("--share", action="store_true", help="Gradio share link (off by default)")
+    serve.add_argument("--api", action="store_true", help="also serve the HTTP + SSE API")
+
+    chat = sub.add_parser("chat", help="chat in the terminal")
+    model_args(chat)
+    chat.add_argument("--workdir", type=Path, help="folder the agent's tools may use")
+    chat.add_argument("--auto", action="store_true", help="switch AutoChat on")
+
+    models = sub.add_parser("models", help="show the configured models and the default")
+    model_args(models)
+
+    users = sub.add_parser("users", help="manage login users")
+    users_sub = users.add_subparsers(dest="users_command", required=True)
+    add = users_sub.add_parser("add", help="add a user or set a password")
+    add.add_argument("name")
+    add.add_argument("--auth-file", type=Path, help="users file (default: DATA_DIR/users.json)")
+    add.add_argument("--data-dir", type=Path)
+    add.add_argument(
+        "--password-stdin", action="store_true", help="read the password from standard input"
+    )
+    rm = users_sub.add_parser("remove", help="remove a user")
+    rm.add_argument("name")
+    rm.add_argument("--auth-file", type=Path)
+    rm.add_argument("--data-dir", type=Path)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    try:
+        config = load_config(args.config, os.environ)
+        logging.basicConfig(
+            level=(args.log_level or config.log_level).upper(),
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        )
+        command = args.command or "serve"
+        if command == "serve":
+            if args.command is None:
+                args = parser.parse_args([*(argv or sys.argv[1:]), "serve"])
+            config = config.with_overrides(
+                host=args.host,
+                port=args.port,
+                root_path=args.root_path,
+                models=tuple(args.model) if args.model else None,
+                data_dir=args.data_dir,
+                auth_file=args.auth_file,
+                insecure_no_auth=args.insecure_no_auth or None,
+                trusted_proxy_header=args.trusted_proxy_header,
+                retention_days=args.retention_days,
+                share=args.share or None,
+            )
+            from backends.server import serve
+
+            return serve(config, probe_local=not args.no_probe, with_api=args.api)
+        if command == "chat":
+            from gui_agent.repl import run_repl
+
+            models = tuple(args.model) if args.model else config.models
+            return asyncio.run(
+                run_repl(models, probe=not args.no_probe, workdir=args.workdir, auto=args.auto)
+            )
+        if command == "models":
+            return asyncio.run(_show_models(args, config))
+        if command == "users":
+            return _users(args, config)
+    except GuiAgentError as exc:
+        logger.error("%s", exc)
+        sys.stderr.write(f"gui-agent: {exc}\n")
+        return 2
+    return 0
+
+
+async def _show_models(args: argparse.Namespace, config: AppConfig) -> int:
+    from connectors.registry import resolve_models
+
+    models = tuple(args.model) if args.model else config.models
+    registry = await resolve_models(explicit=models, probe_local=not args.no_probe)
+    for info in registry.describe():
+        mark = "*" if info.is_default else " "
+        sys.stdout.write(f"{mark} {info.name:40s} from {info.spec.source}\n")
+        if info.note:
+            sys.stdout.write(f"    {info.note}\n")
+    sys.stdout.write(f"\ndefault: {registry.default}\n")
+    return 0
+
+
+def _users(args: argparse.Namespace, config: AppConfig) -> int:
+    from gui_agent.auth.users import UserDB
+    from gui_agent.store import default_data_dir
+
+    data_dir = args.data_dir or config.data_dir or default_data_dir()
+    path = args.auth_file or config.auth_file or (Path(data_dir) / "users.json")
+    db = UserDB(path)
+    if args.users_command == "remove":
+        db.remove(args.name)
+        sys.stdout.write(f"removed {args.name} from {path}\n")
+        return 0
+    if args.password_stdin or not sys.stdin.isatty():
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = getpass.getpass(f"password for {args.name}: ")
+        if getpass.getpass("again: ") != password:
+            sys.stderr.write("gui-agent: the passwords differ\n")
+            return 2
+    db.add(args.name, password)
+    sys.stdout.write(f"saved {args.name} in {path}; serve with --auth-file {path}\n")
+    return 0
+
+
+class LineReader:
+    """Reads stdin lines on a daemon thread so Ctrl-C and exit never wait for Enter."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self._loop = loop
+        threading.Thread(target=self._pump, daemon=True, name="stdin").start()
+
+    def _pump(self) -> None:
+        for line in sys.stdin:
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, line.rstrip("\n"))
+        self._loop.call_soon_threadsafe(self._queue.put_nowait, None)
+
+    async def readline(self, prompt: str) -> str | None:
+        sys.stdout.write(prompt)
+        sys.stdout.flush()
+        return await self._queue.get()
+
+
+def install_interrupt(loop: asyncio.AbstractEventLoop, on_interrupt: object) -> None:
+    """Ctrl-C calls `on_interrupt` instead of raising KeyboardInterrupt."""
+    try:
+        loop.add_signal_handler(signal.SIGINT, on_interrupt)  # type: ignore[arg-type]
+    except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix
+        logger.debug("no SIGINT handler on this platform")

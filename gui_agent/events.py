@@ -1,0 +1,126 @@
+"""Per-session event fan-out: stamping, a replay buffer, and subscriptions."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator
+from types import TracebackType
+from typing import Final
+
+from schema import Event
+
+IDLE: Final = object()
+"""Marker put on subscriptions when the session's run task has ended (not an Event)."""
+
+_CLOSED: Final = object()
+
+
+class Subscription:
+    """An async iterator of one session's events from the moment it was opened.
+
+    `async for event in sub` runs until the subscription is closed; `sub.until_idle()` ends
+    when the session's run task has ended and every event before that was delivered.
+    """
+
+    def __init__(self, hub: EventHub) -> None:
+        self._hub = hub
+        self._queue: asyncio.Queue[object] = asyncio.Queue()
+
+    def _put(self, item: object) -> None:
+        self._queue.put_nowait(item)
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self._iterate(stop_at_idle=False)
+
+    def until_idle(self) -> AsyncIterator[Event]:
+        return self._iterate(stop_at_idle=True)
+
+    async def _iterate(self, *, stop_at_idle: bool) -> AsyncIterator[Event]:
+        while True:
+            item = await self._queue.get()
+            if item is _CLOSED:
+                return
+            if item is IDLE:
+                if stop_at_idle:
+                    return
+                continue
+            yield item  # type: ignore[misc]
+
+    def pending(self) -> list[Event]:
+        """Events delivered but not yet consumed, without waiting."""
+        items = []
+        while not self._queue.empty():
+            item = self._queue.get_nowait()
+            if item is not IDLE and item is not _CLOSED:
+                items.append(item)
+        return items  # type: ignore[return-value]
+
+    def close(self) -> None:
+        self._hub.unsubscribe(self)
+        self._put(_CLOSED)
+
+    async def __aenter__(self) -> Subscription:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class EventHub:
+    """Stamps `seq`/`session_id`/`run_id` on events and delivers them to every subscriber.
+
+    Keeps the last `buffer` events so a reconnecting client can catch up (`since(seq)`).
+    """
+
+    __slots__ = ("_recent", "_seq", "_subscribers", "session_id")
+
+    def __init__(self, session_id: str, *, buffer: int = 1000, seq: int = 0) -> None:
+        self.session_id = session_id
+        self._seq = seq
+        self._recent: deque[Event] = deque(maxlen=buffer)
+        self._subscribers: list[Subscription] = []
+
+    @property
+    def seq(self) -> int:
+        return self._seq
+
+    def publish(self, event: Event, run_id: str) -> Event:
+        self._seq += 1
+        event.seq = self._seq
+        event.session_id = self.session_id
+        event.run_id = run_id
+        self._recent.append(event)
+        for subscriber in self._subscribers:
+            subscriber._put(event)
+        return event
+
+    def idle(self) -> None:
+        for subscriber in self._subscribers:
+            subscriber._put(IDLE)
+
+    def subscribe(self) -> Subscription:
+        subscription = Subscription(self)
+        self._subscribers.append(subscription)
+        return subscription
+
+    def unsubscribe(self, subscription: Subscription) -> None:
+        if subscription in self._subscribers:
+            self._subscribers.remove(subscription)
+
+    @property
+    def subscriber_count(self) -> int:
+        return len(self._subscribers)
+
+    def since(self, seq: int) -> list[Event]:
+        """Buffered events with a sequence number above `seq`, oldest first."""
+        return [event for event in self._recent if event.seq > seq]
+
+    def close(self) -> None:
+        for subscriber in list(self._subscribers):
+            subscriber.close()

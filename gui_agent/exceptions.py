@@ -1,0 +1,138 @@
+"""The one error tree of GuiAgent.
+
+    GuiAgentError
+    ├── UserError                 misuse: fix the call or the configuration
+    │   ├── ConfigError           bad configuration (unknown model, missing key, unsafe bind)
+    │   ├── IllegalTransition     a state change the interpreter's machine does not allow
+    │   ├── ToolDefinitionError   a function that cannot become a tool
+    │   └── InvalidRequest        a request that breaks the contract (empty, too long, unknown id)
+    ├── RunError                  something failed while a turn ran
+    │   ├── ModelError            a provider failed; connectors translate vendor errors to these
+    │   │   ├── ModelAuthError        the key was refused (names the variable to set)
+    │   │   ├── ModelNotFound         the server does not know the model
+    │   │   ├── ModelRateLimited      429; carries retry_after when the server said
+    │   │   ├── ModelServerError      5xx
+    │   │   ├── ModelTimeout          no answer in time
+    │   │   ├── ModelConnectionError  could not reach the server
+    │   │   ├── ModelResponseError    garbage, or a response over the size cap
+    │   │   └── CircuitOpen           too many recent failures; not calling for a while
+    │   ├── ToolExecutionError    a tool could not be run at all (not: a tool that raised)
+    │   └── PathEscape            a file path outside the session's folder
+    ├── StoreError                the session store failed
+    │   ├── StoreVersionError     the database is newer than this program, or corrupt
+    │   └── StoreLocked           another server holds the database
+    └── AuthError                 a token or a login was refused
+"""
+
+from __future__ import annotations
+
+
+class GuiAgentError(Exception):
+    """Base of every error GuiAgent raises on purpose."""
+
+
+class UserError(GuiAgentError):
+    """The caller misused the library or configured it wrongly."""
+
+
+class ConfigError(UserError):
+    pass
+
+
+class IllegalTransition(UserError):
+    """The interpreter's state machine refused a transition; nothing changed."""
+
+    def __init__(self, trigger: str, state: str) -> None:
+        super().__init__(f"cannot {trigger!r} while the interpreter is {state}")
+        self.trigger = trigger
+        self.state = state
+
+
+class ToolDefinitionError(UserError):
+    pass
+
+
+class InvalidRequest(UserError):
+    pass
+
+
+class RunError(GuiAgentError):
+    """A turn failed while running."""
+
+
+class ModelError(RunError):
+    """A provider failed. `retryable` says whether trying again may help."""
+
+    retryable = False
+
+    def __init__(self, message: str, *, status: int | None = None, provider: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.provider = provider
+
+
+class ModelAuthError(ModelError):
+    pass
+
+
+class ModelNotFound(ModelError):
+    pass
+
+
+class ModelRateLimited(ModelError):
+    retryable = True
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = 429,
+        provider: str = "",
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, status=status, provider=provider)
+        self.retry_after = retry_after
+
+
+class ModelServerError(ModelError):
+    retryable = True
+
+
+class ModelTimeout(ModelError):
+    retryable = True
+
+
+class ModelConnectionError(ModelError):
+    retryable = True
+
+
+class ModelResponseError(ModelError):
+    pass
+
+
+class CircuitOpen(ModelError):
+    pass
+
+
+class ToolExecutionError(RunError):
+    pass
+
+
+class PathEscape(RunError):
+    pass
+
+
+class StoreError(GuiAgentError):
+    pass
+
+
+class StoreVersionError(StoreError):
+    pass
+
+
+class StoreLocked(StoreError):
+    pass
+
+
+class AuthError(GuiAgentError):
+    pass

@@ -1,0 +1,302 @@
+"""Export a session to a versioned JSON document, import one back, replay it step by step.
+
+The document:
+
+    {"format": "gui-agent-session", "version": 1, "exported_at": "...",
+     "session": {SessionRecord}, "messages": [Message, ...], "events": [Event, ...]}
+
+An import is untrusted input. It becomes a NEW session owned by the importer, and every part
+is validated through the schema; unknown fields are refused rather than silently dropped.
+Images must be base64 data or http(s) URLs: a path, a `file:` URL or any other scheme is
+refused, so nothing in an import can make the server read its own files. Script or HTML in
+message text is kept as text: front ends escape what they render, the importer does not.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import types
+import typing
+from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ValidationError
+
+from gui_agent.exceptions import InvalidRequest
+from schema import (
+    EVENT_ADAPTER,
+    PROTOCOL_VERSION,
+    Event,
+    ImagePart,
+    InterpreterState,
+    Message,
+    MessageCompleted,
+    MessageStarted,
+    SessionRecord,
+    SessionUpdated,
+    TextDelta,
+    ToolCallFinished,
+    new_id,
+)
+
+FORMAT = "gui-agent-session"
+VERSION = 1
+MAX_IMPORT_BYTES = 20_000_000
+MAX_IMPORT_MESSAGES = 50_000
+MAX_IMPORT_EVENTS = 500_000
+_TOP_LEVEL_KEYS = frozenset(
+    {"format", "version", "exported_at", "protocol_version", "session", "messages", "events"}
+)
+_PATH_KEYS = frozenset({"path", "file", "file_path", "filepath", "local_path"})
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def export_session(
+    record: SessionRecord, messages: Sequence[Message], events: Sequence[Event] = ()
+) -> dict[str, Any]:
+    """The session as a JSON-ready document (`json.dumps` it to write a file)."""
+    return {
+        "format": FORMAT,
+        "version": VERSION,
+        "exported_at": datetime.now(UTC).isoformat(),
+        "protocol_version": PROTOCOL_VERSION,
+        "session": record.model_dump(mode="json"),
+        "messages": [message.model_dump(mode="json") for message in messages],
+        "events": [event.model_dump(mode="json") for event in events],
+    }
+
+
+def parse_export(data: bytes | str, *, max_bytes: int = MAX_IMPORT_BYTES) -> dict[str, Any]:
+    """Check the size, the JSON and the format/version header of an export; returns the
+    document (its contents are validated by `import_document` and `replay_events`)."""
+    size = len(data.encode("utf-8")) if isinstance(data, str) else len(data)
+    if size > max_bytes:
+        raise InvalidRequest(f"the import is {size} bytes; the limit is {max_bytes}")
+    try:
+        doc = json.loads(data)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError
+        raise InvalidRequest(f"the import is not valid JSON: {exc}") from None
+    if not isinstance(doc, dict):
+        raise InvalidRequest("the import is not a JSON object")
+    if doc.get("format") != FORMAT:
+        raise InvalidRequest(f"not a GuiAgent session export (format must be {FORMAT!r})")
+    version = doc.get("version")
+    if type(version) is not int or version != VERSION:
+        raise InvalidRequest(f"unsupported export version {version!r}; this program reads 1")
+    unknown = sorted(set(doc) - _TOP_LEVEL_KEYS)
+    if unknown:
+        raise InvalidRequest(f"unknown fields in the export: {', '.join(unknown)}")
+    return doc
+
+
+def import_session(
+    data: bytes | str, *, owner: str, max_bytes: int = MAX_IMPORT_BYTES
+) -> tuple[SessionRecord, list[Message]]:
+    """A new session (fresh id, owned by `owner`) and its messages from an export.
+
+    InvalidRequest, naming the reason, for malformed JSON, a wrong format or version, input
+    over `max_bytes`, more than 50,000 messages, an image given as a path or a non-http(s)
+    URL, or any field that does not validate. Message text is kept verbatim, markup and
+    scripts included; rendering escapes it.
+    """
+    return import_document(parse_export(data, max_bytes=max_bytes), owner=owner)
+
+
+def import_document(doc: Mapping[str, Any], *, owner: str) -> tuple[SessionRecord, list[Message]]:
+    """`import_session` for a document already checked by `parse_export`."""
+    if not owner:
+        raise InvalidRequest("an import needs an owner")
+    session = doc.get("session")
+    if not isinstance(session, dict):
+        raise InvalidRequest("the export has no session object")
+    record = _validate(SessionRecord, session, "session")
+    raw_messages = doc.get("messages", [])
+    if not isinstance(raw_messages, list):
+        raise InvalidRequest("'messages' must be a list")
+    if len(raw_messages) > MAX_IMPORT_MESSAGES:
+        raise InvalidRequest(
+            f"the export has {len(raw_messages)} messages; the limit is {MAX_IMPORT_MESSAGES}"
+        )
+    messages = [_validate(Message, item, f"message {i}") for i, item in enumerate(raw_messages)]
+    seen: set[str] = set()
+    for index, message in enumerate(messages):
+        if message.id in seen:
+            raise InvalidRequest(f"message {index}: duplicate id {message.id!r}")
+        seen.add(message.id)
+        _check_message(message, f"message {index}")
+    now = datetime.now(UTC)
+    imported = record.model_copy(
+        update={
+            "id": new_id(),
+            "owner": owner,
+            "state": InterpreterState.STOP if messages else InterpreterState.INIT,
+            "created_at": now,
+            "updated_at": now,
+        }
+    )
+    return imported, messages
+
+
+def replay_events(doc: Mapping[str, Any], *, session_id: str | None = None) -> list[Event]:
+    """The events of an export in order, for a step-by-step replay.
+
+    Without recorded events, each message is replayed as message_started, its text (and
+    reasoning) as text_delta, then message_completed. `session_id` re-stamps every event,
+    e.g. with the id of the imported session.
+    """
+    raw_events = doc.get("events") or []
+    if not isinstance(raw_events, list):
+        raise InvalidRequest("'events' must be a list")
+    if len(raw_events) > MAX_IMPORT_EVENTS:
+        raise InvalidRequest(
+            f"the export has {len(raw_events)} events; the limit is {MAX_IMPORT_EVENTS}"
+        )
+    if raw_events:
+        events = [_validate_event(item, index) for index, item in enumerate(raw_events)]
+        events.sort(key=lambda event: event.seq)
+    else:
+        _, messages = import_document(doc, owner="replay")
+        events = list(_synthesize(messages))
+    if session_id is not None:
+        events = [event.model_copy(update={"session_id": session_id}) for event in events]
+    return events
+
+
+def _synthesize(messages: Sequence[Message]) -> Iterator[Event]:
+    seq = 0
+
+    def stamp() -> int:
+        nonlocal seq
+        seq += 1
+        return seq
+
+    for message in messages:
+        yield MessageStarted(
+            seq=stamp(),
+            message_id=message.id,
+            role=message.role,
+            message_type=message.type,
+            agent=message.agent,
+            language=message.language,
+            at=message.created_at,
+        )
+        if message.reasoning:
+            yield TextDelta(
+                seq=stamp(),
+                message_id=message.id,
+                delta=message.reasoning,
+                channel="reasoning",
+                at=message.created_at,
+            )
+        if message.content:
+            yield TextDelta(
+                seq=stamp(), message_id=message.id, delta=message.content, at=message.created_at
+            )
+        yield MessageCompleted(seq=stamp(), message=message, at=message.created_at)
+
+
+def _validate_event(item: Any, index: int) -> Event:
+    where = f"event {index}"
+    if not isinstance(item, dict):
+        raise InvalidRequest(f"{where}: not an object")
+    try:
+        event = EVENT_ADAPTER.validate_python(item)
+    except ValidationError as exc:
+        raise InvalidRequest(f"{where}: {_first_error(exc)}") from None
+    _reject_unknown(type(event), item, where)
+    if isinstance(event, MessageCompleted):
+        _check_message(event.message, where)
+    elif isinstance(event, ToolCallFinished):
+        _check_images(event.result.images, where)
+        _check_metadata(event.result.metadata, where)
+    elif isinstance(event, SessionUpdated):
+        _check_metadata(event.fields, where)
+    return event
+
+
+def _validate(model: type[_M], item: Any, where: str) -> _M:
+    if not isinstance(item, dict):
+        raise InvalidRequest(f"{where}: not an object")
+    _reject_unknown(model, item, where)
+    try:
+        return model.model_validate(item)
+    except ValidationError as exc:
+        raise InvalidRequest(f"{where}: {_first_error(exc)}") from None
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors(include_url=False, include_input=False)[0]
+    location = ".".join(str(part) for part in error["loc"])
+    return f"{location}: {error['msg']}" if location else str(error["msg"])
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The pydantic models a field's annotation can hold (directly or in a container)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    origin = typing.get_origin(annotation)
+    if origin is None and not isinstance(annotation, types.UnionType):
+        return []
+    found: list[type[BaseModel]] = []
+    for arg in typing.get_args(annotation):
+        found.extend(_models_in(arg))
+    return found
+
+
+def _reject_unknown(model: type[BaseModel], item: Mapping[str, Any], where: str) -> None:
+    """Refuse keys the model does not define, at every level of nesting."""
+    unknown = sorted(set(item) - set(model.model_fields))
+    if unknown:
+        raise InvalidRequest(f"{where}: unknown field(s) {', '.join(map(str, unknown))}")
+    for name, field in model.model_fields.items():
+        value = item.get(name)
+        nested = _models_in(field.annotation)
+        if len(nested) != 1 or value is None:
+            continue
+        children = value if isinstance(value, list) else [value]
+        for index, child in enumerate(children):
+            if isinstance(child, dict):
+                suffix = f"[{index}]" if isinstance(value, list) else ""
+                _reject_unknown(nested[0], child, f"{where}.{name}{suffix}")
+
+
+def _check_message(message: Message, where: str) -> None:
+    _check_images(message.images, where)
+    _check_metadata(message.metadata, where)
+
+
+def _check_images(images: Sequence[ImagePart], where: str) -> None:
+    for index, image in enumerate(images):
+        label = f"{where}: image {index}"
+        if not image.media_type.startswith("image/"):
+            raise InvalidRequest(f"{label}: media type {image.media_type!r} is not an image")
+        if image.url is not None:
+            parts = urlsplit(image.url)
+            if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+                raise InvalidRequest(f"{label}: only http(s) URLs are allowed, not {image.url!r}")
+        if image.data is not None:
+            try:
+                base64.b64decode(image.data, validate=True)
+            except (binascii.Error, ValueError):
+                raise InvalidRequest(
+                    f"{label}: data must be base64 (a path or URL is not allowed)"
+                ) from None
+
+
+def _check_metadata(value: Any, where: str, key: str = "") -> None:
+    """Refuse `file:` URLs anywhere in metadata, and any value under a path-like key."""
+    if isinstance(value, dict):
+        for child_key, child in value.items():
+            _check_metadata(child, where, str(child_key))
+    elif isinstance(value, list):
+        for child in value:
+            _check_metadata(child, where, key)
+    elif isinstance(value, str):
+        if key.lower() in _PATH_KEYS:
+            raise InvalidRequest(f"{where}: metadata field {key!r} holds a file path")
+        if value.strip().lower().startswith("file:"):
+            raise InvalidRequest(f"{where}: metadata holds a file: URL")

@@ -1,0 +1,35 @@
+"""Lifecycle hooks: subclass `AgentHooks` and override what you need; every method is a no-op."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from schema import Message, ModelResponse, ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from gui_agent.session import Session
+
+
+class AgentHooks:
+    """Called around a turn, each model call and each tool call. Exceptions in hooks are logged."""
+
+    async def on_start(self, session: Session, prompt: Message) -> None:
+        return None
+
+    async def on_llm_start(self, session: Session, messages: list[Message]) -> None:
+        return None
+
+    async def on_llm_end(self, session: Session, response: ModelResponse) -> None:
+        return None
+
+    async def on_tool_start(self, session: Session, call: ToolCall) -> None:
+        return None
+
+    async def on_tool_end(self, session: Session, result: ToolResult) -> None:
+        return None
+
+    async def on_end(self, session: Session, outcome: str) -> None:
+        return None
+
+    async def on_error(self, session: Session, error: BaseException) -> None:
+        return None

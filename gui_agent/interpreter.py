@@ -1,0 +1,544 @@
+"""The per-session controller: the state machine, the run task, AutoChat, and the event stream.
+
+One `Interpreter` per session. It owns exactly one task at a time (`_drive`), which runs turns
+one after another: the person's message, then queued messages, then AutoChat continuations.
+`stop()` cancels that task; whatever was streamed so far is kept and marked interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from gui_agent.agents.base import AgentDeps, Architecture
+from gui_agent.approvals import ApprovalBroker
+from gui_agent.autochat import AutoRun
+from gui_agent.events import EventHub, Subscription
+from gui_agent.exceptions import GuiAgentError, InvalidRequest, ModelError, StoreError
+from gui_agent.llm import LLMProvider
+from gui_agent.memory import ContextWindow
+from gui_agent.session import Session
+from gui_agent.state import StateMachine, Trigger
+from gui_agent.store.base import SessionStore as Store
+from schema import (
+    MAX_MESSAGE_CHARS,
+    AgentName,
+    AgentSwitched,
+    ApprovalDecision,
+    ApprovalRequested,
+    ApprovalResolved,
+    AutoChatSettings,
+    AutoChatStopped,
+    AutoChatStopReason,
+    AutoChatTurn,
+    ErrorEvent,
+    Event,
+    ImagePart,
+    InterpreterState,
+    Message,
+    MessageCompleted,
+    MessageStarted,
+    MessageStatus,
+    MessageType,
+    Role,
+    RunFinished,
+    RunOutcome,
+    SessionSettings,
+    SessionUpdated,
+    StateChanged,
+    TextDelta,
+    ToolCallFinished,
+    ToolResult,
+)
+
+logger = logging.getLogger(__name__)
+
+PARTIAL_SAVE_INTERVAL_S = 0.5
+"""How often a streaming reply is saved, so a crash loses at most this much of it."""
+
+
+@dataclass(slots=True)
+class _Partial:
+    role: Role
+    type: MessageType
+    agent: AgentName | None
+    language: str | None
+    content: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    saved_at: float = 0.0
+
+    def message(self, message_id: str, status: MessageStatus) -> Message:
+        return Message(
+            id=message_id,
+            role=self.role,
+            type=self.type,
+            agent=self.agent,
+            language=self.language,
+            content="".join(self.content),
+            reasoning="".join(self.reasoning) or None,
+            status=status,
+        )
+
+
+class Interpreter:
+    """Runs one session's turns and publishes what happens as events.
+
+    Public methods may be called from any task on the interpreter's event loop.
+    """
+
+    def __init__(
+        self,
+        session: Session,
+        deps: AgentDeps,
+        *,
+        architectures: Mapping[AgentName, Architecture],
+        store: Store | None = None,
+        initial_state: InterpreterState = InterpreterState.INIT,
+    ) -> None:
+        if not architectures:
+            raise InvalidRequest("an interpreter needs at least one architecture")
+        self.session = session
+        self.deps = dataclasses.replace(deps, approvals=ApprovalBroker(), agents=architectures)
+        self.architectures = architectures
+        self._store = store
+        self._hub = EventHub(session.id)
+        self._machine = StateMachine(self._on_state_change, initial_state)
+        self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._auto = AutoRun()
+        self._open: dict[str, _Partial] = {}
+        self._open_approvals: dict[str, ApprovalRequested] = {}
+        self._speaker: AgentName | None = None
+
+    # -- what front ends read ---------------------------------------------------------------
+
+    @property
+    def id(self) -> str:
+        return self.session.id
+
+    @property
+    def state(self) -> InterpreterState:
+        return self._machine.state
+
+    @property
+    def busy(self) -> bool:
+        """True while the run task exists: a turn, or AutoChat waiting between turns."""
+        return self._task is not None and not self._task.done()
+
+    @property
+    def autochat_active(self) -> bool:
+        return self._auto.active
+
+    @property
+    def autochat_turns(self) -> int:
+        return self._auto.turns
+
+    @property
+    def pending_approvals(self) -> tuple[ApprovalRequested, ...]:
+        return tuple(self._open_approvals.values())
+
+    @property
+    def last_seq(self) -> int:
+        return self._hub.seq
+
+    def subscribe(self) -> Subscription:
+        return self._hub.subscribe()
+
+    def events_since(self, seq: int) -> list[Event]:
+        return self._hub.since(seq)
+
+    def window(self) -> ContextWindow:
+        """What the model would be sent next: the memory window over the history."""
+        return self.deps.memory.window(
+            self.session.history,
+            system_prompt=self.session.settings.system_prompt,
+            goal=self.session.goal if self.session.autochat.enabled else None,
+            exchanges=self.session.settings.memory_exchanges,
+            token_budget=self.session.settings.memory_token_budget,
+        )
+
+    # -- what front ends do -----------------------------------------------------------------
+
+    async def send(
+        self, text: str, *, images: Sequence[ImagePart] = (), agent: AgentName | None = None
+    ) -> Message:
+        """Start a turn with the person's message, or queue it if a turn is running."""
+        if not text.strip() and not images:
+            raise InvalidRequest("the message is empty")
+        if len(text) > MAX_MESSAGE_CHARS:
+            raise InvalidRequest(
+                f"the message has {len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}"
+            )
+        message = Message(role=Role.USER, content=text, images=tuple(images))
+        if agent is not None:
+            await self.set_agent(agent)
+        if self._auto.active:
+            self._end_autochat(AutoChatStopReason.USER_MESSAGE, "the person sent a message")
+        if self.session.autochat.enabled:
+            self._auto.begin(self.session, text)
+        if self.busy:
+            self.session.inbox.append(message)
+            self._wake.set()
+        else:
+            self._start(message)
+        return message
+
+    async def stop(self, reason: str = "stopped by the user") -> bool:
+        """Cancel the run task. The partial reply is kept, marked interrupted. False if idle."""
+        if self._auto.active:
+            self._end_autochat(AutoChatStopReason.STOPPED, reason)
+        task = self._task
+        if task is None or task.done():
+            return False
+        self._stop_reason = reason
+        task.cancel()
+        await asyncio.wait({task})
+        await self._flush_inbox()
+        return True
+
+    def approve(
+        self, approval_id: str, decision: ApprovalDecision, note: str | None = None
+    ) -> bool:
+        """Answer an approval request. False when no such request is open."""
+        return self.deps.approvals.resolve(approval_id, decision, note)
+
+    async def set_agent(self, agent: AgentName, *, reason: str = "picked by the person") -> None:
+        if agent not in self.architectures:
+            names = ", ".join(a.value for a in self.architectures)
+            raise InvalidRequest(f"no agent role {agent.value!r} here; available: {names}")
+        if agent is self.session.agent:
+            return
+        previous = self.session.agent
+        self.session.agent = agent
+        self._speaker = agent
+        self._publish(AgentSwitched(from_agent=previous, to_agent=agent, reason=reason))
+        await self._save_record()
+
+    async def update(
+        self,
+        *,
+        settings: SessionSettings | None = None,
+        autochat: AutoChatSettings | None = None,
+        title: str | None = None,
+    ) -> None:
+        """Change settings. Switching AutoChat on while idle after a turn starts it at once."""
+        fields: dict[str, object] = {}
+        if settings is not None:
+            self.session.settings = settings
+            fields["settings"] = settings.model_dump(mode="json")
+        if title is not None:
+            self.session.title = title.strip()[:200]
+            fields["title"] = self.session.title
+        start_auto = False
+        if autochat is not None:
+            was_enabled = self.session.autochat.enabled
+            self.session.autochat = autochat
+            fields["autochat"] = autochat.model_dump(mode="json")
+            start_auto = autochat.enabled and not was_enabled
+            if self._auto.active and autochat.token_budget:
+                self.session.token_limit = self._auto.start_tokens + autochat.token_budget
+        if fields:
+            self._publish(SessionUpdated(fields=fields))
+            await self._save_record()
+        if start_auto and not self.busy and self.state is InterpreterState.STOP:
+            goal = self.session.goal or self._last_user_text()
+            self._auto.begin(self.session, goal)
+            self._auto.turns += 1
+            self._publish_auto_turn()
+            self._start(self._auto.continuation(self.session))
+
+    def set_provider(self, provider: LLMProvider) -> None:
+        """Use another model from the next model call on."""
+        self.deps = dataclasses.replace(self.deps, provider=provider)
+
+    async def retry(self) -> Message:
+        """Run the last user message again, dropping what came after it."""
+        index = self._require_last_user()
+        text = self.session.history[index].content
+        await self._truncate(index)
+        return await self.send(text)
+
+    async def edit_last(self, text: str) -> Message:
+        """Replace the last user message with `text` and run it."""
+        index = self._require_last_user()
+        if not text.strip():
+            raise InvalidRequest("the message is empty")
+        await self._truncate(index)
+        return await self.send(text)
+
+    async def clear(self) -> None:
+        if self.busy:
+            raise InvalidRequest("stop the running turn before clearing")
+        await self._truncate(0)
+        self.session.goal = None
+
+    async def wait_idle(self) -> None:
+        while self._task is not None and not self._task.done():
+            await asyncio.wait({self._task})
+
+    async def chat(self, text: str, **kwargs: AgentName | None) -> AsyncIterator[Event]:
+        """Send a message and yield every event until the session is idle again."""
+        async with self.subscribe() as subscription:
+            await self.send(text, agent=kwargs.get("agent"))
+            async for event in subscription.until_idle():
+                yield event
+
+    async def close(self) -> None:
+        await self.stop("the session was closed")
+        self._hub.close()
+
+    # -- the run task -----------------------------------------------------------------------
+
+    def _start(self, prompt: Message) -> None:
+        self._wake.clear()
+        self._task = asyncio.create_task(self._drive(prompt), name=f"session-{self.id}")
+        self._task.add_done_callback(self._on_task_done)
+
+    def _on_task_done(self, task: asyncio.Task[None]) -> None:
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            logger.error("session %s: run task failed", self.id, exc_info=exc)
+            self._publish(ErrorEvent(code="internal", message=str(exc), recoverable=True))
+        self._hub.idle()
+
+    async def _drive(self, prompt: Message) -> None:
+        next_prompt: Message | None = prompt
+        while next_prompt is not None:
+            outcome = await self._turn(next_prompt)
+            next_prompt = await self._next_prompt(outcome)
+
+    async def _turn(self, prompt: Message) -> RunOutcome:
+        session = self.session
+        session.run_id = self._run_id = prompt.id
+        session.task_complete = None
+        self._machine.fire(Trigger.BEGIN, "autochat" if prompt.metadata.get("autochat") else "message")
+        architecture = self.architectures.get(session.agent) or next(iter(self.architectures.values()))
+        if self._speaker is not None and self._speaker is not architecture.name:
+            self._publish(AgentSwitched(from_agent=self._speaker, to_agent=architecture.name))
+        self._speaker = architecture.name
+        title = session.title
+        session.add(prompt)
+        await self._emit(MessageCompleted(message=prompt))
+        if session.title != title:
+            self._publish(SessionUpdated(fields={"title": session.title}))
+        await self._save_record()
+        outcome, detail = RunOutcome.COMPLETED, ""
+        try:
+            async for event in architecture.run(session, self.deps, prompt):
+                if isinstance(event, RunFinished):
+                    outcome, detail = event.outcome, event.detail
+                else:
+                    await self._emit(event)
+        except asyncio.CancelledError:
+            await self._end_turn(RunOutcome.INTERRUPTED, self._stop_reason, MessageStatus.INTERRUPTED)
+            raise
+        except GuiAgentError as exc:
+            self._publish(_error_event(exc))
+            await self._end_turn(RunOutcome.ERROR, str(exc), MessageStatus.ERROR)
+            return RunOutcome.ERROR
+        except Exception as exc:
+            logger.exception("session %s: the %s agent failed", self.id, architecture.name.value)
+            self._publish(ErrorEvent(code="agent_failed", message=f"{type(exc).__name__}: {exc}"))
+            await self._end_turn(RunOutcome.ERROR, str(exc), MessageStatus.ERROR)
+            return RunOutcome.ERROR
+        await self._end_turn(outcome, detail, MessageStatus.INTERRUPTED)
+        return outcome
+
+    async def _end_turn(self, outcome: RunOutcome, detail: str, status: MessageStatus) -> None:
+        """Close what the turn left open, so the history stays whole and sendable."""
+        session = self.session
+        recent = {m.id: m for m in session.history[-8:]}
+        for message_id, partial in list(self._open.items()):
+            message = recent.get(message_id)
+            if message is None:
+                message = partial.message(message_id, status)
+                session.add(message)
+            await self._emit(MessageCompleted(message=message))
+        for message in _answer_dangling_calls(session, detail or outcome.value):
+            self._publish(ToolCallFinished(result=_tool_result(message)))
+            session.add(message)
+            await self._emit(MessageCompleted(message=message))
+        for approval_id in list(self._open_approvals):
+            del self._open_approvals[approval_id]
+            self._publish(
+                ApprovalResolved(
+                    approval_id=approval_id,
+                    decision=ApprovalDecision.DENY,
+                    note=detail or "the turn ended",
+                    by="policy",
+                )
+            )
+        self._publish(RunFinished(outcome=outcome, detail=detail))
+        self._machine.fire(Trigger.FINISH, outcome.value)
+        await self._save_record()
+
+    async def _next_prompt(self, outcome: RunOutcome) -> Message | None:
+        if self.session.inbox:
+            return self.session.inbox.popleft()
+        if not self._auto.active:
+            return None
+        stop = self._auto.stop_reason(self.session, outcome)
+        if stop is not None:
+            self._end_autochat(*stop)
+            return None
+        self._auto.turns += 1
+        self._publish_auto_turn()
+        delay = self.session.autochat.delay_s
+        if delay > 0:
+            self._wake.clear()
+            try:
+                async with asyncio.timeout(delay):
+                    await self._wake.wait()
+            except TimeoutError:
+                pass
+        if self.session.inbox:
+            return self.session.inbox.popleft()
+        if not self._auto.active:
+            return None
+        return self._auto.continuation(self.session)
+
+    def _publish_auto_turn(self) -> None:
+        max_turns = self.session.autochat.max_turns
+        self._publish(
+            AutoChatTurn(
+                turn=self._auto.turns,
+                max_turns=max_turns,
+                remaining=max(0, max_turns - self._auto.turns),
+            )
+        )
+
+    def _end_autochat(self, reason: AutoChatStopReason, detail: str) -> None:
+        turns = self._auto.turns
+        self._auto.end(self.session, reason)
+        self._publish(AutoChatStopped(reason=reason, turns=turns, detail=detail))
+
+    # -- publishing -------------------------------------------------------------------------
+
+    _run_id: str = ""
+    _stop_reason: str = "stopped by the user"
+
+    def _publish(self, event: Event) -> None:
+        self._hub.publish(event, self._run_id)
+
+    def _on_state_change(
+        self, source: InterpreterState, dest: InterpreterState, reason: str
+    ) -> None:
+        self._publish(StateChanged(from_state=source, to_state=dest, reason=reason))
+
+    async def _emit(self, event: Event) -> None:
+        """Publish an event from a turn, keeping state, partial replies and the store in step."""
+        if isinstance(event, TextDelta):
+            partial = self._open.get(event.message_id)
+            if partial is not None:
+                (partial.content if event.channel == "content" else partial.reasoning).append(
+                    event.delta
+                )
+                if self._store is not None:
+                    now = time.monotonic()
+                    if now - partial.saved_at >= PARTIAL_SAVE_INTERVAL_S:
+                        partial.saved_at = now
+                        message = partial.message(event.message_id, MessageStatus.INTERRUPTED)
+                        await self._store_call(self._store.upsert_partial(self.id, message))
+        elif isinstance(event, MessageStarted):
+            self._open[event.message_id] = _Partial(
+                event.role, event.message_type, event.agent, event.language
+            )
+            if self._store is not None:
+                self._open[event.message_id].saved_at = time.monotonic()
+        elif isinstance(event, MessageCompleted):
+            self._open.pop(event.message.id, None)
+            if self._store is not None:
+                await self._store_call(self._store.append_message(self.id, event.message))
+        elif isinstance(event, ApprovalRequested):
+            self._open_approvals[event.approval_id] = event
+            self._machine.fire(Trigger.AWAIT_APPROVAL, "approval needed")
+        elif isinstance(event, ApprovalResolved):
+            self._open_approvals.pop(event.approval_id, None)
+            self._publish(event)
+            if self.state is InterpreterState.WAITING and not self._open_approvals:
+                self._machine.fire(Trigger.RESUME, event.decision.value)
+            return
+        self._publish(event)
+
+    async def _store_call(self, operation: object) -> None:
+        try:
+            await operation  # type: ignore[misc]
+        except StoreError as exc:
+            logger.error("session %s: could not save: %s", self.id, exc)
+            self._publish(ErrorEvent(code="store_error", message=f"could not save: {exc}"))
+
+    async def _save_record(self) -> None:
+        if self._store is not None:
+            await self._store_call(self._store.update_session(self.session.to_record(self.state)))
+
+    # -- history edits ----------------------------------------------------------------------
+
+    def _last_user_text(self) -> str | None:
+        index = self.session.last_user_index()
+        return None if index is None else self.session.history[index].content
+
+    def _require_last_user(self) -> int:
+        if self.busy:
+            raise InvalidRequest("stop the running turn first")
+        for index in range(len(self.session.history) - 1, -1, -1):
+            message = self.session.history[index]
+            if message.role is Role.USER and not message.metadata.get("autochat"):
+                return index
+        raise InvalidRequest("there is no message of yours to retry")
+
+    async def _truncate(self, length: int) -> None:
+        del self.session.history[length:]
+        if self._store is not None:
+            await self._store_call(self._store.replace_messages(self.id, self.session.history))
+        self._publish(SessionUpdated(fields={"history_length": length}))
+
+    async def _flush_inbox(self) -> None:
+        """Messages queued behind a stopped turn stay in the history, unanswered."""
+        while self.session.inbox:
+            message = self.session.inbox.popleft()
+            self.session.add(message)
+            await self._emit(MessageCompleted(message=message))
+
+
+def _error_event(exc: GuiAgentError) -> ErrorEvent:
+    code = "model_error" if isinstance(exc, ModelError) else type(exc).__name__
+    return ErrorEvent(code=code, message=str(exc) or type(exc).__name__, recoverable=True)
+
+
+def _answer_dangling_calls(session: Session, reason: str) -> list[Message]:
+    """TOOL messages for calls of the last assistant message that got no result."""
+    for index in range(len(session.history) - 1, -1, -1):
+        message = session.history[index]
+        if message.role is Role.ASSISTANT and message.tool_calls:
+            answered = {
+                m.tool_call_id for m in session.history[index + 1 :] if m.role is Role.TOOL
+            }
+            return [
+                Message(
+                    role=Role.TOOL,
+                    type=MessageType.FUNCTION,
+                    content=f"Not run: the turn ended ({reason}).",
+                    tool_call_id=call.id,
+                    name=call.name,
+                    agent=message.agent,
+                    status=MessageStatus.INTERRUPTED,
+                    metadata={"is_error": True, "arguments": call.arguments},
+                )
+                for call in message.tool_calls
+                if call.id not in answered
+            ]
+        if message.role is Role.USER:
+            return []
+    return []
+
+
+def _tool_result(message: Message) -> ToolResult:
+    return ToolResult(
+        call_id=message.tool_call_id or "",
+        name=message.name or "",
+        content=message.content,
+        is_error=True,
+    )

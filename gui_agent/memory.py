@@ -1,0 +1,318 @@
+"""The sliding context window: which part of a session's history is sent to the model.
+
+`SlidingWindowMemory.window` keeps the last k exchanges, then at most `max_messages` history
+messages, then what fits the token budget, dropping the oldest first. It runs before every
+model call, so it walks backwards from the end of the history and caches per-message token
+counts: a 10,000-message history windows in about a millisecond.
+
+Rules, in the words the UI uses:
+
+- An *exchange* starts at a user message and runs to the next one. Messages before the first
+  user message (a greeting, a note) count as one exchange of their own.
+- A *unit* is what is kept or dropped as a whole: one message, or an assistant message with
+  tool calls together with the tool messages answering it. A window never splits a call from
+  its result and never holds a tool message without its call; tool messages whose call is not
+  directly before them (orphans) are left out wherever they are. An assistant message whose
+  calls have no results (a Stop in between) is kept as it is: answering those calls is the
+  interpreter's business, not the memory's.
+- Display-only messages (confirmations, `metadata["display_only"]`) are never sent.
+- The system prompt (`system_prompt`) is always first and always kept. SYSTEM messages inside
+  the history are sent where they stand and slide out with their exchange: standing
+  instructions belong in the system prompt, notes in history are as old as their exchange.
+- The goal pin: when `goal` is given and no message in the window says it, a USER message with
+  the goal (metadata `{"pinned_goal": True}`) goes right after the system prompt.
+- `max_messages` counts history messages only; the system prompt and the pinned goal are extra.
+- The newest user message is always kept, even alone over the token budget (with no user
+  message at all, the newest unit is): a truncated context beats an empty one. When the system
+  prompt, the pin and that message exceed the budget, `token_count` says so and the provider
+  decides; the window never raises for it.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from gui_agent.exceptions import ConfigError
+from gui_agent.tokens import TokenCounter, counter_for_model
+from schema import Message, Role
+
+__all__ = ["ContextWindow", "Memory", "SlidingWindowMemory"]
+
+_Unit = tuple[Message, ...]
+_MAX_PREFIXES = 1024  # histories whose prefix count is remembered (one per live session)
+
+
+@dataclass(frozen=True)
+class ContextWindow:
+    """What goes to the model for one call, and what the memory panel shows about it."""
+
+    messages: tuple[Message, ...]
+    """Exactly what is sent: the system prompt first (if any), the pinned goal, the history."""
+    token_count: int
+    """Tokens of `messages` by the memory's counter (may exceed the budget; see module doc)."""
+    token_estimated: bool
+    goal: str | None
+    goal_pinned: bool
+    """The goal had slid out (or never was in the history) and was re-inserted."""
+    dropped: int
+    """History messages that would be sent but were left out (display-only ones not counted)."""
+    message_ids: tuple[str, ...]
+    """Ids of the history messages included, oldest first."""
+
+
+class Memory(Protocol):
+    """Chooses the context for a model call. Plug in your own by implementing `window`."""
+
+    def window(
+        self,
+        history: Sequence[Message],
+        *,
+        system_prompt: str | None = None,
+        goal: str | None = None,
+        exchanges: int | None = None,
+        token_budget: int | None = None,
+    ) -> ContextWindow: ...
+
+
+def _positive(name: str, value: int | None, *, optional: bool) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name} must be a positive integer, got {value!r}")
+
+
+class SlidingWindowMemory:
+    """The last k exchanges, a hard message cap and a token budget (see the module doc).
+
+    `counter` defaults to `counter_for_model(None)`, built on first use. Per-message counts
+    are cached by message id in a bounded LRU owned by this instance (`cache_size` entries).
+    """
+
+    def __init__(
+        self,
+        *,
+        exchanges: int = 10,
+        max_messages: int = 100,
+        token_budget: int | None = None,
+        counter: TokenCounter | None = None,
+        cache_size: int = 10_000,
+    ) -> None:
+        _positive("exchanges", exchanges, optional=False)
+        _positive("max_messages", max_messages, optional=False)
+        _positive("token_budget", token_budget, optional=True)
+        _positive("cache_size", cache_size, optional=False)
+        self.exchanges = exchanges
+        self.max_messages = max_messages
+        self.token_budget = token_budget
+        self._counter = counter
+        self._cache: OrderedDict[tuple[str, int], int] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+        # history[0].id -> (end, history[end - 1].id, sendable messages in history[:end])
+        self._prefixes: OrderedDict[str, tuple[int, str, int]] = OrderedDict()
+
+    @property
+    def counter(self) -> TokenCounter:
+        if self._counter is None:
+            self._counter = counter_for_model(None)
+        return self._counter
+
+    def window(
+        self,
+        history: Sequence[Message],
+        *,
+        system_prompt: str | None = None,
+        goal: str | None = None,
+        exchanges: int | None = None,
+        token_budget: int | None = None,
+    ) -> ContextWindow:
+        """The context for the next model call. `exchanges` and `token_budget` override this
+        memory's defaults for one call (per-session settings); None keeps the default."""
+        _positive("exchanges", exchanges, optional=True)
+        _positive("token_budget", token_budget, optional=True)
+        k = exchanges if exchanges is not None else self.exchanges
+        budget = token_budget if token_budget is not None else self.token_budget
+        goal = goal.strip() if goal and goal.strip() else None
+        counter = self.counter
+        base = counter.count_messages(())  # what an empty request costs (reply priming)
+
+        units, mandatory, scanned_from = self._collect(history, k)
+
+        fixed: list[Message] = []
+        fixed_tokens = base
+        if system_prompt:
+            system = Message(role=Role.SYSTEM, content=system_prompt)
+            fixed.append(system)
+            fixed_tokens += self._cost(system, base, key_id="\0system")
+
+        costs: list[int | None] = [None] * len(units)
+        chosen, used = self._select(
+            units, costs, mandatory, base, None if budget is None else budget - fixed_tokens
+        )
+        pinned = False
+        if goal is not None and not any(
+            m.content.strip() == goal for i in chosen for m in units[i]
+        ):
+            pin = Message(role=Role.USER, content=goal, metadata={"pinned_goal": True})
+            fixed.append(pin)
+            fixed_tokens += self._cost(pin, base, key_id="\0goal")
+            pinned = True
+            if budget is not None:  # a tighter budget can only shrink the choice
+                chosen, used = self._select(units, costs, mandatory, base, budget - fixed_tokens)
+
+        included = [m for i in sorted(chosen, reverse=True) for m in units[i]]
+        sendable_before = self._sendable_before(history, scanned_from)
+        sendable_scanned = sum(
+            1 for j in range(scanned_from, len(history)) if not history[j].display_only
+        )
+        return ContextWindow(
+            messages=(*fixed, *included),
+            token_count=fixed_tokens + used,
+            token_estimated=counter.estimated,
+            goal=goal,
+            goal_pinned=pinned,
+            dropped=sendable_before + sendable_scanned - len(included),
+            message_ids=tuple(m.id for m in included),
+        )
+
+    # --- walking the history -------------------------------------------------------------
+
+    def _collect(self, history: Sequence[Message], k: int) -> tuple[list[_Unit], int | None, int]:
+        """Units of the last `k` exchanges, newest first, stopping early once the message cap
+        is reached. Returns (units, index of the mandatory unit, first history index looked
+        at). The mandatory unit is the newest user message, or the newest unit without one."""
+        units: list[_Unit] = []
+        pending: list[Message] = []  # tool messages seen, newest first, awaiting their call
+        collected = 0
+        closed = 0
+        mandatory: int | None = None
+        i = len(history) - 1
+        while i >= 0:
+            message = history[i]
+            if message.display_only:
+                i -= 1
+                continue
+            if message.role is Role.TOOL:
+                pending.append(message)
+                i -= 1
+                continue
+            unit: _Unit = (message,)
+            if pending:
+                if message.role is Role.ASSISTANT and message.tool_calls:
+                    ids = {call.id for call in message.tool_calls}
+                    unit += tuple(t for t in reversed(pending) if t.tool_call_id in ids)
+                pending.clear()  # tool messages not taken into the unit are orphans
+            units.append(unit)
+            collected += len(unit)
+            i -= 1
+            if message.role is Role.USER:
+                if mandatory is None:
+                    mandatory = len(units) - 1
+                closed += 1
+                if closed >= k:
+                    break
+            if collected >= self.max_messages:
+                # Nothing older fits the cap; only the newest user message may still be kept.
+                if mandatory is None:
+                    i, found = self._find_user(history, i)
+                    if found is not None:
+                        units.append((found,))
+                        mandatory = len(units) - 1
+                break
+        if mandatory is None and units:
+            mandatory = 0
+        return units, mandatory, max(i + 1, 0)
+
+    @staticmethod
+    def _find_user(history: Sequence[Message], i: int) -> tuple[int, Message | None]:
+        """The newest sendable user message at or before index `i`, and the index before it
+        (-1 and None when there is none)."""
+        while i >= 0:
+            message = history[i]
+            i -= 1
+            if message.role is Role.USER and not message.display_only:
+                return i, message
+        return i, None
+
+    def _select(
+        self,
+        units: list[_Unit],
+        costs: list[int | None],
+        mandatory: int | None,
+        base: int,
+        budget_left: int | None,
+    ) -> tuple[list[int], int]:
+        """The mandatory unit, then units newest first while the cap and budget allow.
+        Returns the chosen unit indices and their tokens."""
+        chosen: list[int] = []
+        used_messages = 0
+        used_tokens = 0
+        if mandatory is not None:
+            chosen.append(mandatory)
+            used_messages = len(units[mandatory])
+            used_tokens = self._unit_cost(units, costs, mandatory, base)
+        for index, unit in enumerate(units):
+            if index == mandatory:
+                continue
+            cost = self._unit_cost(units, costs, index, base)
+            if used_messages + len(unit) > self.max_messages or (
+                budget_left is not None and used_tokens + cost > budget_left
+            ):
+                break
+            chosen.append(index)
+            used_messages += len(unit)
+            used_tokens += cost
+        return chosen, used_tokens
+
+    def _sendable_before(self, history: Sequence[Message], end: int) -> int:
+        """Sendable (not display-only) messages in `history[:end]`, for `dropped`.
+
+        Histories grow at the end, so the count is remembered per history (keyed by its first
+        message) and only the messages added since the last call are looked at. The
+        remembered count is reused only while the message at its end is still in place.
+        """
+        if end <= 0:
+            return 0
+        key = history[0].id
+        start = count = 0
+        with self._lock:
+            known = self._prefixes.get(key)
+        if known is not None:
+            index, last_id, value = known
+            if index <= end and history[index - 1].id == last_id:
+                start, count = index, value
+        count += sum(1 for j in range(start, end) if not history[j].display_only)
+        with self._lock:
+            self._prefixes[key] = (end, history[end - 1].id, count)
+            self._prefixes.move_to_end(key)
+            if len(self._prefixes) > _MAX_PREFIXES:
+                self._prefixes.popitem(last=False)
+        return count
+
+    # --- token costs ---------------------------------------------------------------------
+
+    def _unit_cost(self, units: list[_Unit], costs: list[int | None], index: int, base: int) -> int:
+        cost = costs[index]
+        if cost is None:
+            cost = costs[index] = sum(self._cost(m, base, key_id=m.id) for m in units[index])
+        return cost
+
+    def _cost(self, message: Message, base: int, *, key_id: str) -> int:
+        """Tokens `message` adds to a request, cached under (key_id, hash of the content).
+        Messages are immutable; the hash guards against an edited copy that kept its id."""
+        key = (key_id, hash(message.content))
+        with self._lock:
+            value = self._cache.get(key)
+            if value is not None:
+                self._cache.move_to_end(key)
+                return value
+        value = max(self.counter.count_messages((message,)) - base, 0)
+        with self._lock:
+            self._cache[key] = value
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+        return value

@@ -1,0 +1,102 @@
+"""A session: one conversation, its settings and its history. Belongs to one interpreter."""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gui_agent.exceptions import ConfigError
+from schema import (
+    AgentName,
+    AutoChatSettings,
+    InterpreterState,
+    Message,
+    Role,
+    SessionRecord,
+    SessionSettings,
+    Usage,
+    new_id,
+)
+from schema.messages import utcnow
+
+TITLE_CHARS = 60
+
+
+@dataclass(eq=False)
+class Session:
+    """Mutable per-session data. Only the session's interpreter (and its agents) change it."""
+
+    id: str = field(default_factory=new_id)
+    owner: str = "local"
+    title: str = ""
+    agent: AgentName = AgentName.AGENT_EXECUTOR
+    settings: SessionSettings = field(default_factory=SessionSettings)
+    autochat: AutoChatSettings = field(default_factory=AutoChatSettings)
+    history: list[Message] = field(default_factory=list)
+    workdir: Path | None = None
+    usage: Usage = field(default_factory=Usage)
+    goal: str | None = None
+    allowed_tools: set[str] = field(default_factory=set)
+    inbox: deque[Message] = field(default_factory=deque)
+    task_complete: str | None = None
+    token_limit: int | None = None
+    denials: dict[str, str] = field(default_factory=dict)
+    run_id: str = ""
+
+    def owner_folder(self) -> str:
+        """A folder name for the owner that cannot escape its parent."""
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.owner)
+        return safe.strip(".") or "_"
+
+    def workdir_path(self) -> Path:
+        """The folder this session's tools may touch. Set by the interpreter."""
+        if self.workdir is None:
+            raise ConfigError("this session has no working folder")
+        return self.workdir
+
+    def add(self, message: Message) -> None:
+        """Append a message; the first user message names the session if it has no title."""
+        self.history.append(message)
+        if not self.title and message.role is Role.USER and message.content.strip():
+            self.title = title_from(message.content)
+
+    def last_user_index(self) -> int | None:
+        for index in range(len(self.history) - 1, -1, -1):
+            if self.history[index].role is Role.USER:
+                return index
+        return None
+
+    def to_record(self, state: InterpreterState) -> SessionRecord:
+        return SessionRecord(
+            id=self.id,
+            owner=self.owner,
+            title=self.title,
+            agent=self.agent,
+            settings=self.settings,
+            autochat=self.autochat,
+            state=state,
+            usage=self.usage,
+            goal=self.goal,
+            updated_at=utcnow(),
+        )
+
+    @classmethod
+    def from_record(cls, record: SessionRecord, history: list[Message]) -> Session:
+        return cls(
+            id=record.id,
+            owner=record.owner,
+            title=record.title,
+            agent=record.agent,
+            settings=record.settings,
+            autochat=record.autochat,
+            history=history,
+            usage=record.usage,
+            goal=record.goal,
+        )
+
+
+def title_from(text: str) -> str:
+    """A one-line title from the start of a message."""
+    line = " ".join(text.split())
+    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"

@@ -1,0 +1,301 @@
+"""What a tool is: a Python function plus the JSON schema a model is shown, and `@tool`.
+
+`@tool` reads the function's signature, type hints and docstring, builds a pydantic model of
+its parameters (used both to derive the JSON schema and to validate a model's arguments) and
+returns a frozen `Tool`. A parameter annotated `ToolContext` is filled in by the executor and
+is never shown to the model.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import logging
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple, get_type_hints, overload
+
+from pydantic import BaseModel, ConfigDict, Field, create_model
+
+from gui_agent.exceptions import ToolDefinitionError
+from gui_agent.tools._docstrings import parse_docstring
+from schema import ImagePart, MessageType, ToolCall, ToolSchema
+
+logger = logging.getLogger(__name__)
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_EMPTY = inspect.Parameter.empty
+
+
+@dataclass(frozen=True, slots=True)
+class ToolContext:
+    """What the executor tells a tool about the call it serves."""
+
+    session_id: str
+    run_id: str
+    call_id: str
+    workdir: Path
+
+
+@dataclass(slots=True)
+class ToolOutput:
+    """A tool's rich result. Return a plain `str` when text is all there is.
+
+    `is_error` marks an outcome the model should treat as a failure (for example a program
+    that exited non-zero) while still showing `content` as the tool's own output.
+    """
+
+    content: str
+    message_type: MessageType = MessageType.FUNCTION
+    images: tuple[ImagePart, ...] = ()
+    metadata: dict[str, Any] = field(default_factory=dict)
+    is_error: bool = False
+
+
+class ApprovalView(NamedTuple):
+    """What a person is shown before a destructive tool runs."""
+
+    summary: str
+    detail: str
+    language: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Param:
+    field_name: str  # the pydantic field; parameters are aliased so any name is safe
+    name: str
+    positional_only: bool
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Tool:
+    """A function a model may call. Build one with `@tool`, not by hand."""
+
+    name: str
+    description: str
+    function: Callable[..., Any]
+    parameters: dict[str, Any]
+    destructive: bool = False
+    timeout_s: float | None = 60.0
+    max_output_chars: int = 20_000
+    approval_view: Callable[[dict[str, Any]], ApprovalView] | None = None
+    is_async: bool = False
+    args_model: type[BaseModel] | None = field(default=None, repr=False)
+    context_param: str | None = None
+    params: tuple[_Param, ...] = field(default=(), repr=False)
+
+    @property
+    def schema(self) -> ToolSchema:
+        """What a model is told about this tool."""
+        return ToolSchema(
+            name=self.name,
+            description=self.description,
+            parameters=copy.deepcopy(self.parameters),
+            destructive=self.destructive,
+        )
+
+    def bind(
+        self, arguments: Mapping[str, Any], ctx: ToolContext
+    ) -> tuple[list[Any], dict[str, Any]]:
+        """Validate a model's arguments; the positional and keyword arguments for `function`.
+
+        Raises `pydantic.ValidationError` naming each bad field.
+        """
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        values: BaseModel | None = None
+        if self.args_model is not None:
+            values = self.args_model.model_validate(dict(arguments))
+        for param in self.params:
+            value = ctx if param.name == self.context_param else getattr(values, param.field_name)
+            if param.positional_only:
+                args.append(value)
+            else:
+                kwargs[param.name] = value
+        return args, kwargs
+
+
+def _is_context(annotation: Any) -> bool:
+    return annotation is ToolContext
+
+
+def _build(
+    fn: Callable[..., Any],
+    *,
+    name: str | None,
+    description: str | None,
+    destructive: bool,
+    timeout_s: float | None,
+    max_output_chars: int,
+    view: Callable[[dict[str, Any]], ApprovalView] | None,
+) -> Tool:
+    tool_name = name or getattr(fn, "__name__", None)
+    if not tool_name or tool_name == "<lambda>":
+        raise ToolDefinitionError(f"{fn!r} has no usable name; pass @tool(name=...)")
+    if not _NAME.match(tool_name):
+        raise ToolDefinitionError(
+            f"tool name {tool_name!r} must be 1-64 letters, digits, '_' or '-'"
+        )
+    if max_output_chars < 1:
+        raise ToolDefinitionError(f"{tool_name}: max_output_chars must be at least 1")
+    if timeout_s is not None and timeout_s <= 0:
+        raise ToolDefinitionError(f"{tool_name}: timeout_s must be positive or None")
+    try:
+        signature = inspect.signature(fn)
+        hints = get_type_hints(fn, include_extras=True)
+    except (NameError, TypeError, ValueError) as error:
+        raise ToolDefinitionError(f"{tool_name}: cannot read the signature: {error}") from error
+
+    doc = parse_docstring(inspect.getdoc(fn))
+    fields: dict[str, Any] = {}
+    params: list[_Param] = []
+    context_param: str | None = None
+    for index, param in enumerate(signature.parameters.values()):
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise ToolDefinitionError(
+                f"{tool_name}: *args/**kwargs ({param.name!r}) cannot be described to a "
+                "model; declare each parameter"
+            )
+        annotation = hints.get(param.name, _EMPTY)
+        if annotation is _EMPTY:
+            raise ToolDefinitionError(
+                f"{tool_name}: parameter {param.name!r} needs a type annotation"
+            )
+        positional_only = param.kind is param.POSITIONAL_ONLY
+        if _is_context(annotation):
+            if context_param is not None:
+                raise ToolDefinitionError(f"{tool_name}: more than one ToolContext parameter")
+            context_param = param.name
+            params.append(_Param("", param.name, positional_only))
+            continue
+        field_name = f"p{index}"
+        default = ... if param.default is _EMPTY else param.default
+        fields[field_name] = (
+            annotation,
+            Field(default, alias=param.name, description=doc.params.get(param.name)),
+        )
+        params.append(_Param(field_name, param.name, positional_only))
+
+    config = ConfigDict(extra="forbid")
+    try:
+        model: type[BaseModel] = create_model(f"{tool_name}_arguments", __config__=config, **fields)
+        parameters = model.model_json_schema()
+    except Exception as error:  # pydantic raises several kinds for unsupported types
+        raise ToolDefinitionError(
+            f"{tool_name}: parameters cannot be turned into a JSON schema: {error}"
+        ) from error
+    parameters.pop("title", None)
+    for prop in parameters.get("properties", {}).values():
+        if isinstance(prop, dict):
+            prop.pop("title", None)
+    parameters.setdefault("properties", {})
+
+    return Tool(
+        name=tool_name,
+        description=doc.description if description is None else description,
+        function=fn,
+        parameters=parameters,
+        destructive=destructive,
+        timeout_s=timeout_s,
+        max_output_chars=max_output_chars,
+        approval_view=view,
+        is_async=inspect.iscoroutinefunction(fn),
+        args_model=model,
+        context_param=context_param,
+        params=tuple(params),
+    )
+
+
+@overload
+def tool(
+    fn: Callable[..., Any],
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    destructive: bool = False,
+    timeout_s: float | None = 60.0,
+    max_output_chars: int = 20_000,
+    approval_view: Callable[[dict[str, Any]], ApprovalView] | None = None,
+) -> Tool: ...
+
+
+@overload
+def tool(
+    fn: None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    destructive: bool = False,
+    timeout_s: float | None = 60.0,
+    max_output_chars: int = 20_000,
+    approval_view: Callable[[dict[str, Any]], ApprovalView] | None = None,
+) -> Callable[[Callable[..., Any]], Tool]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    destructive: bool = False,
+    timeout_s: float | None = 60.0,
+    max_output_chars: int = 20_000,
+    approval_view: Callable[[dict[str, Any]], ApprovalView] | None = None,
+) -> Tool | Callable[[Callable[..., Any]], Tool]:
+    """Turn a function into a `Tool`; use as `@tool` or `@tool(destructive=True, ...)`.
+
+    Args:
+        fn: The function, sync or async. Every parameter needs a type annotation; a parameter
+            annotated `ToolContext` is injected by the executor and hidden from the model.
+        name: The name the model calls; defaults to the function's name.
+        description: What the model is told; defaults to the docstring's description.
+        destructive: The tool changes things (runs code, writes files); it needs approval
+            unless the person allowed it.
+        timeout_s: Wall-clock limit per call, or None for none.
+        max_output_chars: Longer output is cut, with a visible marker.
+        approval_view: Builds what a person sees before approving, from the parsed arguments.
+
+    Raises:
+        ToolDefinitionError: the function cannot be described to a model.
+    """
+
+    def decorate(function: Callable[..., Any]) -> Tool:
+        return _build(
+            function,
+            name=name,
+            description=description,
+            destructive=destructive,
+            timeout_s=timeout_s,
+            max_output_chars=max_output_chars,
+            view=approval_view,
+        )
+
+    if fn is None:
+        return decorate
+    return decorate(fn)
+
+
+def approval_view(tool: Tool, call: ToolCall) -> ApprovalView:
+    """What to show a person before `call` runs. Never raises, even on malformed arguments."""
+    try:
+        arguments = call.parsed_arguments()
+    except ValueError:
+        return ApprovalView(
+            summary=f"Call {tool.name} (arguments are not a valid JSON object)",
+            detail=call.arguments,
+        )
+    if tool.approval_view is not None:
+        try:
+            return tool.approval_view(arguments)
+        except Exception:
+            logger.warning(
+                "approval view of %s failed; showing raw arguments", tool.name, exc_info=True
+            )
+    return ApprovalView(
+        summary=f"Call {tool.name}",
+        detail=json.dumps(arguments, indent=2, ensure_ascii=False, default=str),
+        language="json",
+    )

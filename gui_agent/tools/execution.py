@@ -1,0 +1,189 @@
+"""Run one tool call and turn every outcome, failures included, into a `ToolResult`.
+
+Errors are data: the model reads them and tries again. Only cancellation (Stop) propagates.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import dataclasses
+import inspect
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from gui_agent.exceptions import PathEscape
+from gui_agent.tools.definition import Tool, ToolContext, ToolOutput
+from gui_agent.tools.registry import ToolRegistry
+from schema import ToolCall, ToolResult
+
+logger = logging.getLogger(__name__)
+
+_MAX_ERRORS_SHOWN = 10
+
+
+def _truncate(text: str, limit: int) -> tuple[str, bool]:
+    if len(text) <= limit:
+        return text, False
+    return f"{text[:limit]}\n…[truncated {len(text) - limit} characters]", True
+
+
+def _error(call: ToolCall, message: str, started: float) -> ToolResult:
+    return ToolResult(
+        call_id=call.id,
+        name=call.name,
+        content=message,
+        is_error=True,
+        duration_ms=(time.perf_counter() - started) * 1000,
+    )
+
+
+def _describe_validation(tool: Tool, error: ValidationError) -> str:
+    lines = [f"Invalid arguments for {tool.name}:"]
+    for item in error.errors()[:_MAX_ERRORS_SHOWN]:
+        where = ".".join(str(part) for part in item["loc"]) or "(arguments)"
+        message = item["msg"]
+        if item["type"] == "extra_forbidden":
+            message = "unexpected argument"
+        elif item["type"] != "missing":
+            shown = json.dumps(item.get("input"), ensure_ascii=False, default=str)
+            message = f"{message} (got {shown[:80]})"
+        lines.append(f"- {where}: {message}")
+    hidden = error.error_count() - _MAX_ERRORS_SHOWN
+    if hidden > 0:
+        lines.append(f"- … and {hidden} more")
+    accepted = ", ".join(tool.parameters.get("properties", {})) or "none"
+    lines.append(f"Accepted arguments: {accepted}.")
+    return "\n".join(lines)
+
+
+def _to_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, BaseModel):
+        return value.model_dump_json()
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = dataclasses.asdict(value)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+async def _in_daemon_thread(function: Callable[[], Any]) -> Any:
+    """Run a sync function in a daemon thread; the awaiting side can be cancelled.
+
+    Like `asyncio.to_thread`, but a thread that never returns (a tool stuck in `input()`)
+    neither holds a slot of the loop's default executor nor blocks interpreter shutdown.
+    Python threads cannot be killed: after a timeout the thread runs on until it returns,
+    and its result is dropped.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(ok: bool, value: Any) -> None:
+        if future.done():
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def work() -> None:
+        try:
+            value = context.run(function)
+        except BaseException as error:  # handed to the awaiting task, not swallowed
+            outcome = (False, error)
+        else:
+            outcome = (True, value)
+        try:
+            loop.call_soon_threadsafe(settle, *outcome)
+        except RuntimeError:  # the loop closed while the tool ran on
+            logger.debug("tool thread finished after its event loop closed")
+
+    threading.Thread(target=work, name="gui-agent-tool", daemon=True).start()
+    return await future
+
+
+async def _invoke(tool: Tool, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    if tool.is_async:
+        return await tool.function(*args, **kwargs)
+    result = await _in_daemon_thread(lambda: tool.function(*args, **kwargs))
+    if inspect.isawaitable(result):  # a sync callable that returned a coroutine
+        result = await result
+    return result
+
+
+async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext) -> ToolResult:
+    """Run `call` with the tool of that name from `registry`.
+
+    Never raises, except `asyncio.CancelledError`, which propagates untouched. Unknown tools,
+    malformed or invalid arguments, exceptions, timeouts and path escapes all come back as
+    `is_error=True` results whose message says what to change. Async tools run on the loop;
+    sync tools run in a worker thread (which cannot be killed when the timeout fires).
+    """
+    started = time.perf_counter()
+    tool = registry.get(call.name)
+    if tool is None:
+        available = ", ".join(registry.names) or "(none)"
+        return _error(call, f"Unknown tool {call.name!r}. Available tools: {available}.", started)
+
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError as error:
+        return _error(
+            call,
+            f"Arguments for {tool.name} are not valid JSON ({error}). "
+            "Send the arguments as one JSON object.",
+            started,
+        )
+    if not isinstance(arguments, dict):
+        return _error(
+            call,
+            f"Arguments for {tool.name} must be a JSON object, not {type(arguments).__name__}.",
+            started,
+        )
+    try:
+        args, kwargs = tool.bind(arguments, ctx)
+    except ValidationError as error:
+        return _error(call, _describe_validation(tool, error), started)
+
+    logger.debug("running tool %s (call %s)", tool.name, call.id)
+    deadline = asyncio.timeout(tool.timeout_s)
+    try:
+        async with deadline:
+            value = await _invoke(tool, args, kwargs)
+        output = value if isinstance(value, ToolOutput) else ToolOutput(content=_to_text(value))
+        content, truncated = _truncate(output.content, tool.max_output_chars)
+    except TimeoutError as error:
+        if not deadline.expired():
+            return _error(call, f"{tool.name} raised TimeoutError: {error}", started)
+        logger.info("tool %s timed out after %ss", tool.name, tool.timeout_s)
+        return _error(
+            call,
+            f"{tool.name} timed out after {tool.timeout_s:g}s and was abandoned. "
+            "Try a smaller or faster request.",
+            started,
+        )
+    except PathEscape as error:
+        return _error(call, f"path escapes the session folder: {error}", started)
+    except (Exception, SystemExit) as error:
+        logger.info("tool %s raised %s", tool.name, type(error).__name__, exc_info=True)
+        detail = str(error) or "(no message)"
+        return _error(call, f"{tool.name} raised {type(error).__name__}: {detail}", started)
+
+    return ToolResult(
+        call_id=call.id,
+        name=tool.name,
+        content=content,
+        is_error=output.is_error,
+        truncated=truncated,
+        duration_ms=(time.perf_counter() - started) * 1000,
+        message_type=output.message_type,
+        images=output.images,
+        metadata=dict(output.metadata),
+    )

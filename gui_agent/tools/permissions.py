@@ -1,0 +1,86 @@
+"""Whether a tool call may run freely, must be refused, or needs a person's approval."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Set
+from types import MappingProxyType
+
+from gui_agent.exceptions import ConfigError
+from gui_agent.tools.definition import Tool
+from schema import PermissionMode
+
+
+def _coerce(name: str, mode: PermissionMode | str) -> PermissionMode:
+    try:
+        return PermissionMode(mode)
+    except ValueError:
+        choices = ", ".join(repr(m.value) for m in PermissionMode)
+        raise ConfigError(
+            f"permission for tool {name!r} is {mode!r}; use one of {choices}"
+        ) from None
+
+
+class PermissionPolicy:
+    """Per-tool modes over defaults chosen by the tool's `destructive` flag. Immutable.
+
+    Order of precedence in `decide`:
+
+    1. an explicit ALLOW or DENY for the tool;
+    2. the person allowed the tool for this session (`session_allowed`) -> ALLOW; this also
+       lifts an explicit ASK, since "allow for this session" is that person's later answer;
+    3. an explicit ASK;
+    4. `destructive_default` for destructive tools, `safe_default` for the rest.
+    """
+
+    __slots__ = ("_destructive_default", "_modes", "_safe_default")
+
+    def __init__(
+        self,
+        modes: Mapping[str, PermissionMode] | None = None,
+        *,
+        destructive_default: PermissionMode = PermissionMode.ASK,
+        safe_default: PermissionMode = PermissionMode.ALLOW,
+    ) -> None:
+        self._modes: Mapping[str, PermissionMode] = MappingProxyType(
+            {name: _coerce(name, mode) for name, mode in (modes or {}).items()}
+        )
+        self._destructive_default = _coerce("<destructive default>", destructive_default)
+        self._safe_default = _coerce("<safe default>", safe_default)
+
+    @property
+    def modes(self) -> Mapping[str, PermissionMode]:
+        """The explicit per-tool modes (read-only)."""
+        return self._modes
+
+    @property
+    def destructive_default(self) -> PermissionMode:
+        return self._destructive_default
+
+    @property
+    def safe_default(self) -> PermissionMode:
+        return self._safe_default
+
+    def decide(self, tool: Tool, *, session_allowed: Set[str] = frozenset()) -> PermissionMode:
+        """The mode for one call of `tool`."""
+        explicit = self._modes.get(tool.name)
+        if explicit in (PermissionMode.ALLOW, PermissionMode.DENY):
+            return explicit
+        if tool.name in session_allowed:
+            return PermissionMode.ALLOW
+        if explicit is not None:
+            return explicit
+        return self._destructive_default if tool.destructive else self._safe_default
+
+    def with_modes(self, modes: Mapping[str, PermissionMode]) -> PermissionPolicy:
+        """A copy with `modes` laid over this policy's per-tool modes (theirs win)."""
+        return PermissionPolicy(
+            {**self._modes, **modes},
+            destructive_default=self._destructive_default,
+            safe_default=self._safe_default,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"PermissionPolicy({dict(self._modes)!r}, destructive_default="
+            f"{self._destructive_default.value!r}, safe_default={self._safe_default.value!r})"
+        )

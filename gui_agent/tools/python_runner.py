@@ -1,0 +1,299 @@
+"""`run_python`: run a model's Python code in a confined, limited child process.
+
+Each call writes the code to a script in the session folder's hidden `.gui_agent` folder and
+runs it with this interpreter in isolated mode (`-I`), in a new session (so the whole
+process group can be killed), with the session folder as working directory and HOME, a
+minimal environment (no API keys or other secrets of the server) and resource limits the
+child sets on itself before any of the code runs: address space, CPU seconds, file size,
+no core dumps and a cap on extra processes.
+
+Output (stdout and stderr interleaved) is read as it comes and only its head and tail are
+kept. When the wall-clock limit passes, or the call is cancelled, the process group is
+killed and reaped. Background processes the code started are killed when it exits.
+
+A non-zero exit, a kill or a timeout is reported with `is_error=True`, so the model notices
+that its code failed; the output is still shown in full (up to the cap).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import math
+import os
+import signal
+import sys
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gui_agent.exceptions import ToolExecutionError
+from gui_agent.tools._sandbox import OutputCapture, child_environment, kill_group, process_limit
+from gui_agent.tools.definition import ApprovalView, Tool, ToolContext, ToolOutput, tool
+from gui_agent.tools.files import PRIVATE_DIR
+from schema import ImagePart, MessageType
+
+logger = logging.getLogger(__name__)
+
+_MIB = 1024 * 1024
+_SNAPSHOT_LIMIT = 20_000
+_LISTED_FILES = 100
+
+# Runs in the child before the code: set limits it cannot raise again, make the session
+# folder importable (-I leaves it off sys.path), run the script as __main__ and print
+# tracebacks without this bootstrap's own frames.
+_BOOTSTRAP = """\
+import os, sys
+def _gui_agent_start():
+    import resource, runpy, traceback
+    memory, cpu, fsize, nproc = (int(value) for value in sys.argv[1:5])
+    script = sys.argv[5]
+    def cap(kind, soft, hard):
+        current = resource.getrlimit(kind)[1]
+        if current != resource.RLIM_INFINITY:
+            soft, hard = min(soft, current), min(hard, current)
+        resource.setrlimit(kind, (soft, hard))
+    cap(resource.RLIMIT_AS, memory, memory)
+    cap(resource.RLIMIT_CPU, cpu, cpu + 1)
+    cap(resource.RLIMIT_FSIZE, fsize, fsize)
+    cap(resource.RLIMIT_CORE, 0, 0)
+    if nproc > 0:
+        cap(resource.RLIMIT_NPROC, nproc, nproc)
+    sys.argv = [script]
+    sys.path.insert(0, os.getcwd())
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit:
+        raise
+    except BaseException as error:
+        tb = error.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != script:
+            tb = tb.tb_next
+        traceback.print_exception(type(error), error, tb)
+        sys.stderr.flush()
+        os._exit(1)
+_gui_agent_start()
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class PythonLimits:
+    """Limits of one `run_python` call."""
+
+    wall_timeout_s: float = 30.0
+    memory_bytes: int = 1024 * _MIB
+    file_size_bytes: int = 50 * _MIB
+    extra_processes: int = 64
+    output_bytes: int = 16_000
+    image_bytes: int = 2 * _MIB
+    max_images: int = 4
+
+
+def _code_view(arguments: dict[str, Any]) -> ApprovalView:
+    return ApprovalView("Run Python code", str(arguments.get("code", "")), "python")
+
+
+def _prepare(workdir: Path, code: str) -> tuple[Path, Path]:
+    """Create the folders; write the script. Returns (script, private folder)."""
+    private = workdir / PRIVATE_DIR
+    for folder in (private / "tmp", private / "cache"):
+        folder.mkdir(parents=True, exist_ok=True)
+    script = private / f"run_{uuid.uuid4().hex[:12]}.py"
+    script.write_text(code, encoding="utf-8")
+    return script.resolve(), private.resolve()
+
+
+def _snapshot(workdir: Path) -> dict[str, tuple[int, int]]:
+    """Relative path -> (mtime_ns, size) of regular files, skipping the private folder."""
+    found: dict[str, tuple[int, int]] = {}
+    pending = [workdir]
+    while pending and len(found) < _SNAPSHOT_LIMIT:
+        folder = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            if folder == workdir and entry.name == PRIVATE_DIR:
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
+                elif entry.is_file(follow_symlinks=False):
+                    info = entry.stat(follow_symlinks=False)
+                    relative = Path(entry.path).relative_to(workdir).as_posix()
+                    found[relative] = (info.st_mtime_ns, info.st_size)
+            except OSError:
+                continue
+    return found
+
+
+def _load_images(workdir: Path, paths: list[str], limits: PythonLimits) -> list[str]:
+    """Base64 of the small PNG files among `paths`, at most `max_images` of them."""
+    images: list[str] = []
+    for relative in paths:
+        if len(images) >= limits.max_images or not relative.lower().endswith(".png"):
+            continue
+        path = workdir / relative
+        try:
+            if path.stat().st_size < limits.image_bytes:
+                images.append(base64.b64encode(path.read_bytes()).decode("ascii"))
+        except OSError:
+            continue
+    return images
+
+
+def _status(returncode: int | None, timed_out: bool, output: str, limits: PythonLimits) -> str:
+    if timed_out:
+        return f"killed: timed out after {limits.wall_timeout_s:g}s"
+    if returncode is None:
+        return "killed"
+    if returncode < 0:
+        number = -returncode
+        if number == signal.SIGXCPU:
+            return f"killed: CPU time limit reached ({math.ceil(limits.wall_timeout_s) + 1}s)"
+        name = signal.Signals(number).name if number in signal.valid_signals() else number
+        if number in (signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT):
+            return f"killed by {name} (possibly the memory limit)"
+        return f"killed by {name}"
+    last_line = output.rstrip().rsplit("\n", 1)[-1]
+    if returncode != 0 and last_line.startswith("MemoryError"):
+        return (
+            f"exit code {returncode} — memory limit of {limits.memory_bytes // _MIB} MiB "
+            "reached (MemoryError)"
+        )
+    return f"exit code {returncode}"
+
+
+async def _supervise(
+    process: asyncio.subprocess.Process, capture: OutputCapture, wall_timeout_s: float
+) -> bool:
+    """Collect output until the process ends; True when the wall-clock limit ran out."""
+    assert process.stdout is not None
+
+    async def reap_then_sweep() -> None:
+        await process.wait()
+        kill_group(process.pid)  # background children must not outlive the run
+
+    try:
+        async with asyncio.timeout(wall_timeout_s):
+            async with asyncio.TaskGroup() as group:
+                group.create_task(capture.drain(process.stdout))
+                group.create_task(reap_then_sweep())
+    except TimeoutError:
+        return True
+    return False
+
+
+async def _finish(process: asyncio.subprocess.Process, capture: OutputCapture) -> None:
+    """Kill what is left of the process group, reap it and read what remains in the pipe."""
+    kill_group(process.pid)
+    await process.wait()
+    if process.stdout is not None:
+        try:
+            async with asyncio.timeout(2.0):
+                await capture.drain(process.stdout)
+        except TimeoutError:
+            logger.warning("run_python: a process outside the group still holds the output pipe")
+
+
+async def run_code(code: str, workdir: Path, limits: PythonLimits) -> ToolOutput:
+    """Run `code` as described in the module docstring; the tool's implementation."""
+    if os.name != "posix":
+        raise ToolExecutionError("run_python needs a POSIX system (Linux or macOS)")
+    script, private = await asyncio.to_thread(_prepare, workdir, code)
+    root = private.parent
+    before = await asyncio.to_thread(_snapshot, root)
+    nproc = await asyncio.to_thread(process_limit, limits.extra_processes)
+    capture = OutputCapture(limits.output_bytes)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-I",
+            "-u",
+            "-X",
+            "utf8",
+            "-c",
+            _BOOTSTRAP,
+            str(limits.memory_bytes),
+            str(math.ceil(limits.wall_timeout_s) + 1),
+            str(limits.file_size_bytes),
+            str(nproc),
+            f"{PRIVATE_DIR}/{script.name}",  # relative: tracebacks stay short
+            cwd=root,
+            env=child_environment(root, private),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
+        logger.debug("run_python started pid %s in %s", process.pid, root)
+        try:
+            timed_out = await _supervise(process, capture, limits.wall_timeout_s)
+        finally:
+            await _finish(process, capture)
+    finally:
+        await asyncio.to_thread(script.unlink, missing_ok=True)
+
+    after = await asyncio.to_thread(_snapshot, root)
+    changed = sorted(path for path, stamp in after.items() if before.get(path) != stamp)
+    images = await asyncio.to_thread(_load_images, root, changed, limits)
+
+    output = capture.text()
+    status = _status(process.returncode, timed_out, output, limits)
+    lines = [output.rstrip("\n") if output.strip() else "(no output)"]
+    if changed:
+        shown = ", ".join(changed[:_LISTED_FILES])
+        more = f" and {len(changed) - _LISTED_FILES} more" if len(changed) > _LISTED_FILES else ""
+        lines.append(f"[files created or changed: {shown}{more}]")
+    lines.append(status)
+    return ToolOutput(
+        content="\n".join(lines),
+        message_type=MessageType.CONSOLE,
+        images=tuple(ImagePart(media_type="image/png", data=data) for data in images),
+        metadata={
+            "exit_code": None if timed_out else process.returncode,
+            "timed_out": timed_out,
+            "status": status,
+            "files_created": changed,
+            "images_attached": len(images),
+            "output_bytes_dropped": capture.dropped,
+        },
+        is_error=timed_out or process.returncode != 0,
+    )
+
+
+def python_tool(limits: PythonLimits | None = None, *, name: str = "run_python") -> Tool:
+    """A `run_python` tool with other limits (the module-level `run_python` uses defaults)."""
+    chosen = limits or PythonLimits()
+
+    async def run(ctx: ToolContext, code: str) -> ToolOutput:
+        """Run Python code.
+
+        Args:
+            code: The complete Python program to run.
+        """
+        return await run_code(code, ctx.workdir, chosen)
+
+    description = (
+        "Run Python 3 code in a fresh process inside the session folder and return what it "
+        "printed (stdout and stderr) and its exit code. Each call starts a new interpreter: "
+        "variables and imports do not carry over, so print what you need to see. Files "
+        "written to the working directory stay for later calls; save plots as PNG files "
+        "(plt.savefig('plot.png')) to show them. There is no input(). Limits: "
+        f"{chosen.wall_timeout_s:g}s wall time, {chosen.memory_bytes // _MIB} MiB memory."
+    )
+    return tool(
+        run,
+        name=name,
+        description=description,
+        destructive=True,
+        timeout_s=chosen.wall_timeout_s + 15.0,
+        max_output_chars=chosen.output_bytes + 4_000,
+        approval_view=_code_view,
+    )
+
+
+run_python = python_tool()

@@ -1,0 +1,53 @@
+"""A set of tools by name: what an agent may call and what the model is shown."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from gui_agent.exceptions import ToolDefinitionError
+from gui_agent.tools.definition import Tool
+from schema import ToolSchema
+
+
+class ToolRegistry:
+    """Tools in the order they were added. Names are unique."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for item in tools:
+            self.add(item)
+
+    def add(self, tool: Tool) -> None:
+        """Register a tool; a second tool with the same name raises `ToolDefinitionError`."""
+        if not isinstance(tool, Tool):
+            raise ToolDefinitionError(f"{tool!r} is not a Tool; decorate the function with @tool")
+        if tool.name in self._tools:
+            raise ToolDefinitionError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def schemas(self) -> list[ToolSchema]:
+        """What the model is told about every tool, in registration order."""
+        return [item.schema for item in self._tools.values()]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._tools)
+
+    def with_tools(self, *tools: Tool) -> ToolRegistry:
+        """A new registry holding these tools and then `tools`; this one is unchanged."""
+        return ToolRegistry([*self._tools.values(), *tools])
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(tuple(self._tools.values()))
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __repr__(self) -> str:
+        return f"ToolRegistry({list(self._tools)!r})"

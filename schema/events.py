@@ -1,0 +1,176 @@
+"""The event stream: the one contract every front end consumes.
+
+Each event carries `type` (the discriminator), `seq` (monotonic per session), `session_id`,
+`run_id` (the turn it belongs to, empty outside a turn) and `at`. Architectures build events
+with the envelope left at its defaults; the interpreter stamps `seq`, `session_id` and
+`run_id` as it publishes them.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, TypeAdapter
+
+from schema.enums import (
+    AgentName,
+    ApprovalDecision,
+    AutoChatStopReason,
+    InterpreterState,
+    MessageType,
+    Role,
+    RunOutcome,
+)
+from schema.messages import Message, ToolCall, ToolResult, Usage, utcnow
+
+PROTOCOL_VERSION = "1.0"
+"""Bumped on any incompatible change to an event's fields."""
+
+
+class BaseEvent(BaseModel):
+    seq: int = 0
+    session_id: str = ""
+    run_id: str = ""
+    at: datetime = Field(default_factory=utcnow)
+
+
+class StateChanged(BaseEvent):
+    type: Literal["state_changed"] = "state_changed"
+    from_state: InterpreterState
+    to_state: InterpreterState
+    reason: str = ""
+
+
+class MessageStarted(BaseEvent):
+    type: Literal["message_started"] = "message_started"
+    message_id: str
+    role: Role = Role.ASSISTANT
+    message_type: MessageType = MessageType.MESSAGE
+    agent: AgentName | None = None
+    language: str | None = None
+    parent_id: str | None = None
+
+
+class TextDelta(BaseEvent):
+    type: Literal["text_delta"] = "text_delta"
+    message_id: str
+    delta: str
+    channel: Literal["content", "reasoning"] = "content"
+
+
+class MessageCompleted(BaseEvent):
+    type: Literal["message_completed"] = "message_completed"
+    message: Message
+
+
+class ToolCallStarted(BaseEvent):
+    type: Literal["tool_call_started"] = "tool_call_started"
+    call: ToolCall
+    parent_message_id: str | None = None
+    agent: AgentName | None = None
+
+
+class ToolCallFinished(BaseEvent):
+    type: Literal["tool_call_finished"] = "tool_call_finished"
+    result: ToolResult
+    parent_message_id: str | None = None
+
+
+class ApprovalRequested(BaseEvent):
+    type: Literal["approval_requested"] = "approval_requested"
+    approval_id: str
+    call: ToolCall
+    summary: str = ""
+    detail: str = ""
+    language: str | None = None
+    destructive: bool = True
+
+
+class ApprovalResolved(BaseEvent):
+    type: Literal["approval_resolved"] = "approval_resolved"
+    approval_id: str
+    decision: ApprovalDecision
+    note: str | None = None
+    by: Literal["user", "policy", "timeout"] = "user"
+
+
+class AgentSwitched(BaseEvent):
+    type: Literal["agent_switched"] = "agent_switched"
+    from_agent: AgentName | None
+    to_agent: AgentName
+    reason: str = ""
+
+
+class UsageReported(BaseEvent):
+    type: Literal["usage"] = "usage"
+    turn: Usage
+    total: Usage
+
+
+class ErrorEvent(BaseEvent):
+    type: Literal["error"] = "error"
+    code: str
+    message: str
+    recoverable: bool = True
+
+
+class RunFinished(BaseEvent):
+    type: Literal["run_finished"] = "run_finished"
+    outcome: RunOutcome
+    detail: str = ""
+
+
+class AutoChatTurn(BaseEvent):
+    type: Literal["autochat_turn"] = "autochat_turn"
+    turn: int
+    max_turns: int
+    remaining: int
+
+
+class AutoChatStopped(BaseEvent):
+    type: Literal["autochat_stopped"] = "autochat_stopped"
+    reason: AutoChatStopReason
+    turns: int = 0
+    detail: str = ""
+
+
+class MemoryUpdated(BaseEvent):
+    type: Literal["memory_updated"] = "memory_updated"
+    message_ids: tuple[str, ...]
+    token_count: int
+    token_estimated: bool = False
+    goal: str | None = None
+    goal_pinned: bool = False
+    dropped: int = 0
+
+
+class SessionUpdated(BaseEvent):
+    """Title, settings, role or AutoChat settings changed."""
+
+    type: Literal["session_updated"] = "session_updated"
+    fields: dict[str, Any] = Field(default_factory=dict)
+
+
+Event = Annotated[
+    StateChanged
+    | MessageStarted
+    | TextDelta
+    | MessageCompleted
+    | ToolCallStarted
+    | ToolCallFinished
+    | ApprovalRequested
+    | ApprovalResolved
+    | AgentSwitched
+    | UsageReported
+    | ErrorEvent
+    | RunFinished
+    | AutoChatTurn
+    | AutoChatStopped
+    | MemoryUpdated
+    | SessionUpdated,
+    Field(discriminator="type"),
+]
+
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+"""Validates any event from a dict or JSON text (`EVENT_ADAPTER.validate_json(text)`)."""

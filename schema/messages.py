@@ -1,0 +1,139 @@
+"""Messages, tool calls and results, tool schemas and usage."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from schema.enums import AgentName, MessageStatus, MessageType, Role
+
+
+def new_id() -> str:
+    """A fresh random identifier (UUID4, hex form)."""
+    return uuid.uuid4().hex
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC."""
+    return datetime.now(UTC)
+
+
+class ToolCall(BaseModel):
+    """A model's request to call one tool. `arguments` is the raw JSON text the model wrote."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: str = "{}"
+
+    def parsed_arguments(self) -> dict[str, Any]:
+        """The arguments as a dict; raises ValueError when they are not a JSON object."""
+        value = json.loads(self.arguments or "{}")
+        if not isinstance(value, dict):
+            raise ValueError("tool arguments must be a JSON object")
+        return value
+
+
+class ImagePart(BaseModel):
+    """An image attached to a message: base64 data with its media type, or a URL."""
+
+    model_config = ConfigDict(frozen=True)
+
+    media_type: str = "image/png"
+    data: str | None = None
+    url: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ImagePart:
+        if (self.data is None) == (self.url is None):
+            raise ValueError("an image needs exactly one of data or url")
+        return self
+
+
+class Message(BaseModel):
+    """One immutable entry of a conversation."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = Field(default_factory=new_id)
+    role: Role
+    type: MessageType = MessageType.MESSAGE
+    content: str = ""
+    agent: AgentName | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    language: str | None = None
+    reasoning: str | None = None
+    images: tuple[ImagePart, ...] = ()
+    status: MessageStatus = MessageStatus.COMPLETE
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _tool_messages_answer_a_call(self) -> Message:
+        if self.role is Role.TOOL and not self.tool_call_id:
+            raise ValueError("a tool message must carry the tool_call_id it answers")
+        if self.tool_calls and self.role is not Role.ASSISTANT:
+            raise ValueError("only assistant messages carry tool calls")
+        return self
+
+    @property
+    def display_only(self) -> bool:
+        """True for messages shown to people but never sent to a model."""
+        return self.type is MessageType.CONFIRMATION or bool(self.metadata.get("display_only"))
+
+
+class ToolSchema(BaseModel):
+    """What a model is told about a tool: its name, description and JSON-schema parameters."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    destructive: bool = False
+
+
+class ToolResult(BaseModel):
+    """The outcome of one tool call. Errors are data: `is_error` with a message in `content`."""
+
+    model_config = ConfigDict(frozen=True)
+
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+    truncated: bool = False
+    duration_ms: float = 0.0
+    message_type: MessageType = MessageType.FUNCTION
+    images: tuple[ImagePart, ...] = ()
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Usage(BaseModel):
+    """Token and request counts. `estimated` is true when any count was estimated, not counted."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    requests: int = 0
+    estimated: bool = False
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            requests=self.requests + other.requests,
+            estimated=self.estimated or other.estimated,
+        )

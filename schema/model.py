@@ -1,0 +1,57 @@
+"""What an LLM provider streams back: text and reasoning deltas, then one final response."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schema.messages import ToolCall, Usage
+
+
+class ModelSettings(BaseModel):
+    """Per-request knobs a provider honours where it can."""
+
+    model_config = ConfigDict(frozen=True)
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    tool_choice: Literal["auto", "required", "none"] | str = "auto"
+    timeout_s: float | None = None
+
+
+class ModelTextDelta(BaseModel):
+    """A piece of the visible reply."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ModelReasoningDelta(BaseModel):
+    """A piece of the model's reasoning (thinking), shown apart from the reply."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["reasoning"] = "reasoning"
+    text: str
+
+
+class ModelResponse(BaseModel):
+    """The whole reply of one model call: always the last item of a stream."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["response"] = "response"
+    text: str = ""
+    reasoning: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    finish_reason: str | None = None
+    model: str | None = None
+
+
+ModelStreamPart = Annotated[
+    ModelTextDelta | ModelReasoningDelta | ModelResponse, Field(discriminator="type")
+]

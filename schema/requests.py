@@ -1,0 +1,96 @@
+"""What front ends send to the core: chat, stop, approvals, settings."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schema.enums import AgentName, ApprovalDecision, PermissionMode
+from schema.messages import ImagePart
+
+MAX_MESSAGE_CHARS = 200_000
+"""The longest user message accepted, in characters (about 50k tokens)."""
+
+DEFAULT_CONTINUATION_PROMPT = (
+    "Continue working toward the goal. When the goal is fully achieved, call the "
+    "task_complete tool with a short summary."
+)
+
+
+class AutoChatSettings(BaseModel):
+    """When on, the interpreter starts the next turn by itself after each turn ends."""
+
+    model_config = ConfigDict(frozen=True)
+
+    enabled: bool = False
+    max_turns: int = Field(default=5, ge=1, le=1000)
+    delay_s: float = Field(default=0.0, ge=0.0, le=3600.0)
+    token_budget: int | None = Field(default=None, ge=1)
+    time_budget_s: float | None = Field(default=None, gt=0.0)
+    continuation_prompt: str = DEFAULT_CONTINUATION_PROMPT
+
+
+class SessionSettings(BaseModel):
+    """Per-session choices a person can change from the UI."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str | None = None
+    system_prompt: str = "You are a helpful assistant. Use tools when they help."
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_iterations: int = Field(default=10, ge=1, le=200)
+    memory_exchanges: int = Field(default=10, ge=1, le=100)
+    memory_token_budget: int | None = Field(default=None, ge=1)
+    approval_timeout_s: float | None = Field(default=300.0, gt=0.0)
+    permissions: dict[str, PermissionMode] = Field(default_factory=dict)
+
+
+class ChatRequest(BaseModel):
+    """A person's message to a session."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session_id: str
+    text: str = Field(max_length=MAX_MESSAGE_CHARS)
+    images: tuple[ImagePart, ...] = ()
+    agent: AgentName | None = None
+
+
+class StopRequest(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    session_id: str
+
+
+class ApprovalResponse(BaseModel):
+    """A person's decision on one approval request."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session_id: str
+    approval_id: str
+    decision: ApprovalDecision
+    note: str | None = Field(default=None, max_length=2000)
+
+
+class SettingsUpdate(BaseModel):
+    """Change a session's settings, AutoChat settings or agent role."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session_id: str
+    settings: SessionSettings | None = None
+    autochat: AutoChatSettings | None = None
+    agent: AgentName | None = None
+
+
+class ControlRequest(BaseModel):
+    """Retry the last turn, edit-and-resend the last user message, or clear the history."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session_id: str
+    action: Literal["retry", "edit_last", "clear"]
+    text: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)

@@ -1,0 +1,56 @@
+"""Suite-wide guards: no test reaches beyond this machine, no vendor key leaks in."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+for _name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "GUI_AGENT_MODEL"):
+    os.environ.pop(_name, None)
+os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+
+
+class NetworkBlocked(RuntimeError):
+    """A test tried to open a connection to a host that is not this machine."""
+
+
+def _is_local(address: Any) -> bool:
+    if isinstance(address, (str, bytes)):  # AF_UNIX path
+        return True
+    host = address[0]
+    if isinstance(host, bytes):
+        host = host.decode()
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+@pytest.fixture(autouse=True)
+def _no_outside_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Any connection to a non-loopback address fails loudly, naming the address."""
+    real_connect = socket.socket.connect
+    real_connect_ex = socket.socket.connect_ex
+
+    def guarded_connect(self: socket.socket, address: Any) -> None:
+        if not _is_local(address):
+            raise NetworkBlocked(f"test tried to reach {address!r}; only loopback is allowed")
+        real_connect(self, address)
+
+    def guarded_connect_ex(self: socket.socket, address: Any) -> int:
+        if not _is_local(address):
+            raise NetworkBlocked(f"test tried to reach {address!r}; only loopback is allowed")
+        return real_connect_ex(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    monkeypatch.setattr(socket.socket, "connect_ex", guarded_connect_ex)
+    yield
