@@ -3,6 +3,9 @@
 Requests go out as streamed Chat Completions through `openai.AsyncOpenAI` with the SDK's own
 retries off: `connectors.resilience` retries (before anything was streamed) and trips a
 circuit breaker. The request and stream mapping lives in `connectors.openai_mapping`.
+
+A stream that ends without a finish reason is treated as cut off (`ModelConnectionError`):
+the SDK hides whether ``[DONE]`` arrived, and a truncated reply must not look complete.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ import json
 import logging
 import os
 from collections.abc import AsyncGenerator, Iterator, Sequence
-from contextlib import aclosing, contextmanager
+from contextlib import AbstractContextManager, aclosing, contextmanager
 from types import TracebackType
 from typing import Any
 
@@ -119,6 +122,12 @@ def map_errors(provider: str, *, model: str = "", hint: str = "") -> Iterator[No
         ) from error
     except openai.OpenAIError as error:
         raise ModelError(f"{provider}: {error}", provider=provider) from error
+
+
+def _as_dict(item: object) -> object:
+    """An SDK chunk as the plain dict the server sent (anything else is left for the mapper)."""
+    to_dict = getattr(item, "to_dict", None)
+    return to_dict(warnings=False) if callable(to_dict) else item
 
 
 class OpenAIProvider:
@@ -229,29 +238,33 @@ class OpenAIProvider:
             stream_usage=self._stream_usage,
         )
 
-    def _map_errors(self) -> Any:
+    def _map_errors(self) -> AbstractContextManager[None]:
         hint = "; check that the base URL ends in /v1" if self.base_url else ""
         return map_errors(self._name, model=self.model, hint=hint)
 
+    async def _create(
+        self, body: dict[str, Any], silence_s: float
+    ) -> AsyncStream[ChatCompletionChunk]:
+        create = self._client.chat.completions.create
+        with self._map_errors():
+            opened: AsyncStream[ChatCompletionChunk] = await create(
+                stream=True, timeout=silence_s, **body
+            )
+        return opened
+
     async def _open(
-        self, request: dict[str, Any], timeout: float
+        self, request: dict[str, Any], silence_s: float
     ) -> AsyncStream[ChatCompletionChunk]:
         body = {k: v for k, v in request.items() if k != "stream"}
         try:
-            with self._map_errors():
-                opened: AsyncStream[ChatCompletionChunk] = (
-                    await self._client.chat.completions.create(stream=True, timeout=timeout, **body)
-                )
-            return opened
+            return await self._create(body, silence_s)
         except ModelError as error:
             if "stream_options" not in body or error.status not in (400, 422):
                 raise
-            # Some compatible servers reject `stream_options`; usage is then not streamed.
+            # Some compatible servers reject `stream_options`: retry once without it, and
+            # if that works, stop sending it (usage is then not streamed).
             body.pop("stream_options")
-            with self._map_errors():
-                opened = await self._client.chat.completions.create(
-                    stream=True, timeout=timeout, **body
-                )
+            opened = await self._create(body, silence_s)
             logger.info("%s: the server refused stream_options; streaming without it", self._name)
             self._stream_usage = False
             return opened
@@ -263,9 +276,9 @@ class OpenAIProvider:
         settings: ModelSettings | None,
     ) -> AsyncGenerator[ModelStreamPart, None]:
         request = build_request(messages, tools, settings, self._options())
-        timeout = settings.timeout_s if settings and settings.timeout_s else self.timeout_s
-        sdk_stream = await self._open(request, timeout)
-        accumulator = StreamAccumulator(max_chars=self.max_response_chars)
+        silence_s = settings.timeout_s if settings and settings.timeout_s else self.timeout_s
+        sdk_stream = await self._open(request, silence_s)
+        accumulator = StreamAccumulator(max_chars=self.max_response_chars, provider=self._name)
         try:
             while True:
                 with self._map_errors():
@@ -273,7 +286,7 @@ class OpenAIProvider:
                         chunk = await sdk_stream.__anext__()
                     except StopAsyncIteration:
                         break
-                    deltas = accumulator.feed(chunk.to_dict(warnings=False))
+                    deltas = accumulator.feed(_as_dict(chunk))
                 for delta in deltas:
                     yield delta
         finally:
@@ -283,5 +296,8 @@ class OpenAIProvider:
                 f"{self._name}: the server answered without any stream data", provider=self._name
             )
         if accumulator.finish_reason is None:
-            logger.debug("%s: stream ended without a finish_reason", self._name)
+            # The SDK hides whether `[DONE]` came; a reply without a finish reason was cut off.
+            raise ModelConnectionError(
+                f"{self._name}: the stream ended before the model finished", provider=self._name
+            )
         yield accumulator.response(model=self.model)

@@ -183,13 +183,16 @@ class StreamAccumulator:
         self,
         *,
         max_chars: int | None = None,
+        provider: str = "openai",
         new_call_id: Callable[[], str] = lambda: "call_" + new_id()[:24],
     ) -> None:
         self.max_chars = max_chars
+        self.provider = provider
         self._new_call_id = new_call_id
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._calls: dict[int, _PendingCall] = {}
+        self._saw_tool_calls = False
         self._chars = 0
         self.chunks = 0
         self.usage: Usage | None = None
@@ -200,7 +203,7 @@ class StreamAccumulator:
     def text(self) -> str:
         return "".join(self._text)
 
-    def feed(self, chunk: Mapping[str, Any]) -> list[StreamDelta]:
+    def feed(self, chunk: object) -> list[StreamDelta]:
         """Take one chunk; return the deltas it adds, in order."""
         if not isinstance(chunk, Mapping):
             raise ModelResponseError(f"expected a JSON object in the stream, got {chunk!r:.80}")
@@ -210,7 +213,7 @@ class StreamAccumulator:
         usage = chunk.get("usage")
         if isinstance(usage, Mapping):
             self.usage = _usage(usage)
-        choices = chunk.get("choices") or ()
+        choices = chunk.get("choices") or []
         if not isinstance(choices, list):
             raise ModelResponseError("the stream's `choices` is not a list")
         out: list[StreamDelta] = []
@@ -240,12 +243,15 @@ class StreamAccumulator:
                 self._text.append(piece)
                 out.append(ModelTextDelta(text=piece))
         tool_calls = delta.get("tool_calls")
-        if isinstance(tool_calls, list):
+        if isinstance(tool_calls, list) and tool_calls:
+            self._saw_tool_calls = True
             for position, part in enumerate(tool_calls):
                 if isinstance(part, Mapping):
                     self._feed_tool_call(part, position)
         legacy = delta.get("function_call")
-        if isinstance(legacy, Mapping):
+        if isinstance(legacy, Mapping) and not self._saw_tool_calls:
+            # Only servers that speak nothing newer: llama.cpp sends every piece in both
+            # fields, and reading both would double the arguments.
             self._feed_tool_call({"index": 0, "function": legacy}, 0)
         return out
 
@@ -283,7 +289,9 @@ class StreamAccumulator:
         self._chars += chars
         if self.max_chars is not None and self._chars > self.max_chars:
             raise ModelResponseError(
-                f"the model's response exceeded the size cap of {self.max_chars:,} characters"
+                f"{self.provider}: the model's response exceeded the size cap of "
+                f"{self.max_chars:,} characters",
+                provider=self.provider,
             )
 
     def tool_calls(self) -> tuple[ToolCall, ...]:

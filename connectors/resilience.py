@@ -153,12 +153,16 @@ class CircuitBreaker:
             self._trial_running = True
             logger.info("%s: circuit half-open, sending one trial request", provider or "model")
             return
+        raise self.open_error(provider)
+
+    def open_error(self, provider: str = "") -> CircuitOpen:
+        """The error for a call refused while open, saying when calls resume."""
         prefix = f"{provider}: " if provider else ""
         if self._trial_running:
             detail = "a trial request is under way; try again in a moment"
         else:
             detail = f"will try again in {math.ceil(self.retry_in_s())} s"
-        raise CircuitOpen(
+        return CircuitOpen(
             f"{prefix}the model failed {self._failures} times in a row, so calls are paused; "
             f"{detail}",
             provider=provider,
@@ -225,10 +229,11 @@ async def resilient_stream(
                 breaker.record_success()
             if emitted or not retry.should_retry(error, number):
                 raise
+            if breaker.state is BreakerState.OPEN:
+                raise breaker.open_error(provider) from error
             delay = retry.delay_s(error, number)
             logger.warning(
-                "%s: %s; retrying in %.2f s (attempt %d of %d)",
-                provider,
+                "%s; retrying in %.2f s (attempt %d of %d)",
                 error,
                 delay,
                 number + 1,

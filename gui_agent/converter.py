@@ -23,7 +23,7 @@ import copy
 import json
 import logging
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -350,7 +350,8 @@ class RequestConverter:
 
         A chunk whose ``content`` is a list of chunks (a sub-interpreter's output) is replaced
         by those chunks; each inherits the parent's ``agent_name`` and ``role`` unless it has
-        its own. A bare string becomes an assistant message chunk. The input is not changed.
+        its own. A bare string becomes an assistant message chunk, a `Message` its LMC chunks;
+        anything else is logged and skipped. The input is not changed.
         """
         out: list[dict[str, Any]] = []
         self._flatten_into(out, chunks, inherited={})
@@ -379,7 +380,11 @@ class RequestConverter:
                 chunk.setdefault(name, copy.deepcopy(value))
             out.append(chunk)
             return
-        if isinstance(item, Iterable) and not isinstance(item, bytes | bytearray):
+        if isinstance(item, Message):
+            for chunk in self._message_to_lmc(item):
+                out.append({**copy.deepcopy(inherited), **chunk})
+            return
+        if isinstance(item, list | tuple | Iterator):
             for child in item:
                 self._flatten_into(out, child, inherited)
             return

@@ -39,21 +39,9 @@ StateListener = Callable[[InterpreterState, InterpreterState, str], None]
 
 
 class _Model:
-    """The object `transitions` decorates. Triggers are declared so the type checker sees them."""
+    """The object `transitions` decorates with the triggers; only `StateMachine` calls them."""
 
     state: InterpreterState
-
-    def begin(self, reason: str = "") -> bool:
-        raise NotImplementedError  # replaced by transitions
-
-    def await_approval(self, reason: str = "") -> bool:
-        raise NotImplementedError
-
-    def resume(self, reason: str = "") -> bool:
-        raise NotImplementedError
-
-    def finish(self, reason: str = "") -> bool:
-        raise NotImplementedError
 
 
 class StateMachine:
@@ -98,7 +86,6 @@ class StateMachine:
             after_state_change=self._announce,
             send_event=True,
             auto_transitions=False,
-            model_override=True,
         )
         self._model = model
         return model

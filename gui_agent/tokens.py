@@ -23,9 +23,10 @@ import os
 import re
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from schema import Message
@@ -181,16 +182,18 @@ class _BundledEncoding:
 
 # Copied from tiktoken_ext/openai_public.py (a test checks they still agree). tiktoken caches
 # a download under sha1(url); o200k_harmony reads the o200k_base file.
-_BUNDLED: dict[str, _BundledEncoding] = {
-    "cl100k_base": _BundledEncoding(
-        url="https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
-        sha256="223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
-    ),
-    "o200k_base": _BundledEncoding(
-        url="https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
-        sha256="446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
-    ),
-}
+_BUNDLED: Mapping[str, _BundledEncoding] = MappingProxyType(
+    {
+        "cl100k_base": _BundledEncoding(
+            url="https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
+            sha256="223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        ),
+        "o200k_base": _BundledEncoding(
+            url="https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+            sha256="446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        ),
+    }
+)
 
 
 def tiktoken_cache_name(url: str) -> str:

@@ -50,8 +50,8 @@ class SessionStore(Protocol):
         ...
 
     async def update_session(self, record: SessionRecord) -> None:
-        """Replace a session's fields (not its messages). StoreError if the owner has no such
-        session."""
+        """Replace a session's fields (not its messages, and not `created_at`, which never
+        changes). StoreError if the owner has no such session."""
         ...
 
     async def get_session(self, session_id: str, *, owner: str) -> SessionRecord | None:
@@ -171,9 +171,10 @@ class MemoryStore:
         self._messages[record.id] = []
 
     async def update_session(self, record: SessionRecord) -> None:
-        if self._owned(record.id, record.owner) is None:
+        stored = self._owned(record.id, record.owner)
+        if stored is None:
             raise StoreError(f"no session {record.id!r} owned by {record.owner!r}")
-        self._sessions[record.id] = record
+        self._sessions[record.id] = record.model_copy(update={"created_at": stored.created_at})
 
     async def get_session(self, session_id: str, *, owner: str) -> SessionRecord | None:
         return self._owned(session_id, owner)

@@ -229,11 +229,13 @@ class SQLiteStore:
         """One transaction, committed at the end of the block and rolled back on any error
         (cancellation included)."""
         async with self._read(action) as db:
-            await db.execute("BEGIN IMMEDIATE")
             try:
+                await db.execute("BEGIN IMMEDIATE")
                 yield db
             except BaseException:
-                await db.rollback()
+                # Statements already queued still run on aiosqlite's thread; the rollback is
+                # queued after them and shielded so a second cancellation cannot skip it.
+                await asyncio.shield(db.rollback())
                 raise
             await db.execute("COMMIT")
 
@@ -304,13 +306,13 @@ class SQLiteStore:
             raise
 
     async def update_session(self, record: SessionRecord) -> None:
-        values = self._session_values(record)
+        *values, _created_at, updated_at = self._session_values(record)
         async with self._write("update session") as db:
             cursor = await db.execute(
                 "UPDATE sessions SET owner = ?, title = ?, agent = ?, model = ?, settings = ?, "
-                "autochat = ?, state = ?, usage = ?, goal = ?, created_at = ?, updated_at = ? "
+                "autochat = ?, state = ?, usage = ?, goal = ?, updated_at = ? "
                 "WHERE id = ? AND owner = ?",
-                (*values, record.id, record.owner),
+                (*values, updated_at, record.id, record.owner),
             )
             if cursor.rowcount != 1:
                 raise StoreError(f"no session {record.id!r} owned by {record.owner!r}")

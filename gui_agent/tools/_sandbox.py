@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import signal
@@ -10,7 +9,6 @@ from pathlib import Path
 
 logger = logging.getLogger(__name__)
 
-_CHUNK = 64 * 1024
 _PASSED_THROUGH = ("PATH", "LANG", "LC_ALL", "TZ")
 
 
@@ -27,6 +25,7 @@ def child_environment(workdir: Path, private: Path) -> dict[str, str]:
         HOME=str(workdir),
         PYTHONIOENCODING="utf-8",
         PYTHONUNBUFFERED="1",
+        PYTHONDONTWRITEBYTECODE="1",
         MPLBACKEND="Agg",
         TMPDIR=str(private / "tmp"),
         XDG_CACHE_HOME=str(private / "cache"),
@@ -102,11 +101,6 @@ class OutputCapture:
             excess = len(self._tail) - self._tail_limit
             if excess > 0:
                 del self._tail[:excess]
-
-    async def drain(self, stream: asyncio.StreamReader) -> None:
-        """Read `stream` to its end."""
-        while chunk := await stream.read(_CHUNK):
-            self.feed(chunk)
 
     def text(self) -> str:
         head = self._head.decode("utf-8", errors="replace")

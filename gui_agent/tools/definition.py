@@ -9,6 +9,7 @@ is never shown to the model.
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 import json
 import logging
@@ -16,6 +17,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, NamedTuple, get_type_hints, overload
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -122,6 +124,28 @@ def _is_context(annotation: Any) -> bool:
     return annotation is ToolContext
 
 
+def _underlying(fn: Callable[..., Any]) -> Any:
+    """The plain function behind decorators, partials and callable objects."""
+    target: Any = inspect.unwrap(fn)
+    while isinstance(target, functools.partial):
+        target = inspect.unwrap(target.func)
+    if not hasattr(target, "__globals__") and callable(target):  # a callable object
+        target = type(target).__call__
+    return target
+
+
+def _parameter_hints(fn: Callable[..., Any], signature: inspect.Signature) -> dict[str, Any]:
+    """Resolved parameter annotations; the return annotation is ignored (it may be local)."""
+    target = _underlying(fn)
+    annotations = {
+        param.name: param.annotation
+        for param in signature.parameters.values()
+        if param.annotation is not _EMPTY
+    }
+    holder = SimpleNamespace(__annotations__=annotations)
+    return get_type_hints(holder, getattr(target, "__globals__", {}), include_extras=True)
+
+
 def _build(
     fn: Callable[..., Any],
     *,
@@ -145,11 +169,12 @@ def _build(
         raise ToolDefinitionError(f"{tool_name}: timeout_s must be positive or None")
     try:
         signature = inspect.signature(fn)
-        hints = get_type_hints(fn, include_extras=True)
+        hints = _parameter_hints(fn, signature)
     except (NameError, TypeError, ValueError) as error:
         raise ToolDefinitionError(f"{tool_name}: cannot read the signature: {error}") from error
 
-    doc = parse_docstring(inspect.getdoc(fn))
+    own_doc = None if isinstance(fn, functools.partial) else inspect.getdoc(fn)
+    doc = parse_docstring(own_doc or inspect.getdoc(_underlying(fn)))
     fields: dict[str, Any] = {}
     params: list[_Param] = []
     context_param: str | None = None
@@ -173,10 +198,13 @@ def _build(
             continue
         field_name = f"p{index}"
         default = ... if param.default is _EMPTY else param.default
-        fields[field_name] = (
-            annotation,
-            Field(default, alias=param.name, description=doc.params.get(param.name)),
+        text = doc.params.get(param.name)
+        info = (
+            Field(default, alias=param.name)
+            if text is None  # keep a description given in Annotated[..., Field(...)]
+            else Field(default, alias=param.name, description=text)
         )
+        fields[field_name] = (annotation, info)
         params.append(_Param(field_name, param.name, positional_only))
 
     config = ConfigDict(extra="forbid")

@@ -23,6 +23,7 @@ import logging
 import math
 import os
 import signal
+import subprocess
 import sys
 import uuid
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ logger = logging.getLogger(__name__)
 _MIB = 1024 * 1024
 _SNAPSHOT_LIMIT = 20_000
 _LISTED_FILES = 100
+_SETTLE_S = 5.0
 
 # Runs in the child before the code: set limits it cannot raise again, make the session
 # folder importable (-I leaves it off sys.path), run the script as __main__ and print
@@ -167,36 +169,37 @@ def _status(returncode: int | None, timed_out: bool, output: str, limits: Python
     return f"exit code {returncode}"
 
 
-async def _supervise(
-    process: asyncio.subprocess.Process, capture: OutputCapture, wall_timeout_s: float
-) -> bool:
-    """Collect output until the process ends; True when the wall-clock limit ran out."""
-    assert process.stdout is not None
+class _ChildProtocol(asyncio.SubprocessProtocol):
+    """Feeds output straight into a bounded capture; signals exit and pipe close apart.
 
-    async def reap_then_sweep() -> None:
-        await process.wait()
-        kill_group(process.pid)  # background children must not outlive the run
+    The two differ when the code leaves a background process holding the output pipe.
+    """
 
+    def __init__(self, capture: OutputCapture) -> None:
+        self.capture = capture
+        self.exited = asyncio.Event()
+        self.closed = asyncio.Event()
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        self.capture.feed(data.encode() if isinstance(data, str) else data)
+
+    def process_exited(self) -> None:
+        self.exited.set()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed.set()
+
+
+async def _settle(protocol: _ChildProtocol, pid: int) -> None:
+    """Kill what is left of the process group; wait until it is reaped and the pipe closed."""
+    kill_group(pid)
     try:
-        async with asyncio.timeout(wall_timeout_s):
-            async with asyncio.TaskGroup() as group:
-                group.create_task(capture.drain(process.stdout))
-                group.create_task(reap_then_sweep())
+        async with asyncio.timeout(_SETTLE_S):
+            await protocol.exited.wait()
+        async with asyncio.timeout(_SETTLE_S):
+            await protocol.closed.wait()
     except TimeoutError:
-        return True
-    return False
-
-
-async def _finish(process: asyncio.subprocess.Process, capture: OutputCapture) -> None:
-    """Kill what is left of the process group, reap it and read what remains in the pipe."""
-    kill_group(process.pid)
-    await process.wait()
-    if process.stdout is not None:
-        try:
-            async with asyncio.timeout(2.0):
-                await capture.drain(process.stdout)
-        except TimeoutError:
-            logger.warning("run_python: a process outside the group still holds the output pipe")
+        logger.warning("run_python: pid %s or its output pipe did not close after SIGKILL", pid)
 
 
 async def run_code(code: str, workdir: Path, limits: PythonLimits) -> ToolOutput:
@@ -205,13 +208,16 @@ async def run_code(code: str, workdir: Path, limits: PythonLimits) -> ToolOutput
         raise ToolExecutionError("run_python needs a POSIX system (Linux or macOS)")
     script, private = await asyncio.to_thread(_prepare, workdir, code)
     root = private.parent
-    before = await asyncio.to_thread(_snapshot, root)
-    nproc = await asyncio.to_thread(process_limit, limits.extra_processes)
     capture = OutputCapture(limits.output_bytes)
+    timed_out = False
     try:
-        process = await asyncio.create_subprocess_exec(
+        before = await asyncio.to_thread(_snapshot, root)
+        nproc = await asyncio.to_thread(process_limit, limits.extra_processes)
+        transport, protocol = await asyncio.get_running_loop().subprocess_exec(
+            lambda: _ChildProtocol(capture),
             sys.executable,
             "-I",
+            "-B",
             "-u",
             "-X",
             "utf8",
@@ -224,16 +230,24 @@ async def run_code(code: str, workdir: Path, limits: PythonLimits) -> ToolOutput
             f"{PRIVATE_DIR}/{script.name}",  # relative: tracebacks stay short
             cwd=root,
             env=child_environment(root, private),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-        logger.debug("run_python started pid %s in %s", process.pid, root)
+        pid = transport.get_pid()
+        logger.debug("run_python started pid %s in %s", pid, root)
         try:
-            timed_out = await _supervise(process, capture, limits.wall_timeout_s)
+            async with asyncio.timeout(limits.wall_timeout_s):
+                await protocol.exited.wait()
+        except TimeoutError:
+            timed_out = True
         finally:
-            await _finish(process, capture)
+            try:
+                await _settle(protocol, pid)  # also kills background children
+            finally:
+                transport.close()
+        returncode = transport.get_returncode()
     finally:
         await asyncio.to_thread(script.unlink, missing_ok=True)
 
@@ -242,7 +256,7 @@ async def run_code(code: str, workdir: Path, limits: PythonLimits) -> ToolOutput
     images = await asyncio.to_thread(_load_images, root, changed, limits)
 
     output = capture.text()
-    status = _status(process.returncode, timed_out, output, limits)
+    status = _status(returncode, timed_out, output, limits)
     lines = [output.rstrip("\n") if output.strip() else "(no output)"]
     if changed:
         shown = ", ".join(changed[:_LISTED_FILES])
@@ -254,14 +268,14 @@ async def run_code(code: str, workdir: Path, limits: PythonLimits) -> ToolOutput
         message_type=MessageType.CONSOLE,
         images=tuple(ImagePart(media_type="image/png", data=data) for data in images),
         metadata={
-            "exit_code": None if timed_out else process.returncode,
+            "exit_code": None if timed_out else returncode,
             "timed_out": timed_out,
             "status": status,
             "files_created": changed,
             "images_attached": len(images),
             "output_bytes_dropped": capture.dropped,
         },
-        is_error=timed_out or process.returncode != 0,
+        is_error=timed_out or returncode != 0,
     )
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import tiktoken.load
 import tiktoken.registry
-import tiktoken_ext.openai_public
+import tiktoken_ext.openai_public  # type: ignore[import-untyped]
 
 from gui_agent import tokens
 from gui_agent.tokens import (

@@ -21,7 +21,8 @@ from schema import (
 )
 
 PNG_1PX = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg=="
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAC"
+    "hwGA60e6kgAAAABJRU5ErkJggg=="
 )
 
 
@@ -84,7 +85,9 @@ def every_type() -> list[Message]:
             tool_calls=(call,),
             metadata={"turn": 1, "nested": {"a": [1, 2, None]}},
         ),
-        Message(role=Role.ASSISTANT, type=MessageType.CODE, content="print(2 + 2)", language="python"),
+        Message(
+            role=Role.ASSISTANT, type=MessageType.CODE, content="print(2 + 2)", language="python"
+        ),
         Message(
             role=Role.ASSISTANT,
             type=MessageType.CONFIRMATION,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated, Literal
 
 import pytest
@@ -157,7 +158,7 @@ def test_parameter_names_that_clash_with_pydantic_are_fine() -> None:
         return json
 
     assert list(odd.parameters["properties"]) == ["json", "schema", "model_config"]
-    args, kwargs = odd.bind({"json": "a", "schema": 2}, ToolContext("s", "r", "c", None))  # type: ignore[arg-type]
+    args, kwargs = odd.bind({"json": "a", "schema": 2}, ToolContext("s", "r", "c", Path()))
     assert (args, kwargs) == ([], {"json": "a", "schema": 2, "model_config": False})
 
 

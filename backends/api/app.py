@@ -1,0 +1,360 @@
+"""The HTTP + SSE API: the contract Streamlit, React and scripts use to drive sessions.
+
+`create_api(manager, tokens, ...)` returns a FastAPI app whose routes all live under `/api`
+(the server mounts the Gradio page on the same app at `/`). Bodies are JSON, read with a
+size cap and validated by the `schema.requests` models; the session id in the path wins
+over one in the body. Every endpoint but login and health needs a bearer token, and every
+session lookup is scoped to the token's user: someone else's session is 404, like an
+unknown one. Errors read `{"error": {"code": ..., "message": ...}}` (see `errors`).
+
+    POST   /api/login                                  -> {token, expires_at, user}
+    GET    /api/health                                 -> {status, protocol_version, auth}
+    GET    /api/models | /api/agents
+    GET    /api/sessions?q=                            -> {sessions: [record]}
+    POST   /api/sessions          {agent?, model?, settings?, title?}  -> 201 {session}
+    GET    /api/sessions/{id}     ?limit=              -> {session, messages, state, ...}
+    PATCH  /api/sessions/{id}     {title?, settings?, autochat?, agent?, model?}
+    DELETE /api/sessions/{id}                          -> 204
+    POST   /api/sessions/{id}/messages  {text, images?, agent?}  -> 202 {message_id}
+    POST   /api/sessions/{id}/stop
+    POST   /api/sessions/{id}/approvals/{approval_id}  {decision, note?}
+    POST   /api/sessions/{id}/control   {action: retry|edit_last|clear, text?}
+    GET    /api/sessions/{id}/events    (SSE; Last-Event-ID or ?since= replays)
+    GET    /api/sessions/{id}/export    -> the export document, as an attachment
+    POST   /api/sessions/import         (body: an export document) -> 201 {session}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from backends.api.auth import Authenticator
+from backends.api.bodies import check_images, read_body, read_object, validate
+from backends.api.errors import ApiError, install_error_handlers, not_found
+from backends.api.sse import EventStreamResponse, event_stream
+from gui_agent.auth import ProxyHeaderAuth, TokenService, UserDB
+from gui_agent.export import MAX_IMPORT_BYTES, export_session, import_session
+from gui_agent.interpreter import Interpreter
+from gui_agent.manager import SessionManager
+from schema import (
+    PROTOCOL_VERSION,
+    AgentName,
+    ApprovalResponse,
+    AutoChatSettings,
+    ChatRequest,
+    ControlRequest,
+    Event,
+    Message,
+    SessionRecord,
+    SessionSettings,
+)
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+"""The largest JSON body accepted (a message with a few images); imports have their own cap."""
+DEFAULT_KEEPALIVE_S = 15.0
+MAX_SESSION_ID_CHARS = 128
+MAX_QUERY_CHARS = 200
+_SAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+class CreateSession(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    agent: AgentName | None = None
+    model: str | None = None
+    settings: SessionSettings | None = None
+    title: str | None = Field(default=None, max_length=200)
+
+
+class PatchSession(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    title: str | None = Field(default=None, max_length=200)
+    settings: SessionSettings | None = None
+    autochat: AutoChatSettings | None = None
+    agent: AgentName | None = None
+    model: str | None = None
+
+
+def create_api(
+    manager: SessionManager,
+    tokens: TokenService,
+    *,
+    users: UserDB | None = None,
+    proxy: ProxyHeaderAuth | None = None,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_import_bytes: int = MAX_IMPORT_BYTES,
+    keepalive_s: float = DEFAULT_KEEPALIVE_S,
+    notice: str | None = None,
+    docs: bool = False,
+) -> FastAPI:
+    """The API app over `manager`. `users` enables password login, `proxy` the trusted
+    header; with neither, login issues a token for "local" (loopback development).
+    `docs` serves the OpenAPI schema and pages under /api/docs."""
+    auth = Authenticator(tokens=tokens, users=users, proxy=proxy)
+    app = FastAPI(
+        title="GuiAgent API",
+        version=PROTOCOL_VERSION,
+        docs_url="/api/docs" if docs else None,
+        redoc_url=None,
+        openapi_url="/api/openapi.json" if docs else None,
+    )
+    install_error_handlers(app)
+
+    async def session_of(request: Request, session_id: str) -> Interpreter:
+        owner = await auth.owner(request)
+        if not session_id or len(session_id) > MAX_SESSION_ID_CHARS:
+            raise not_found()
+        return await manager.get(session_id, owner)
+
+    async def record_of(interpreter: Interpreter) -> SessionRecord:
+        live = interpreter.session.to_record(interpreter.state)
+        stored = await manager.store.get_session(interpreter.id, owner=interpreter.session.owner)
+        if stored is None:
+            return live
+        return live.model_copy(
+            update={"created_at": stored.created_at, "updated_at": stored.updated_at}
+        )
+
+    # -- who, and what is on offer ----------------------------------------------------------
+
+    @app.post("/api/login")
+    async def login(request: Request) -> dict[str, str]:
+        return await auth.login(request)
+
+    @app.get("/api/health")
+    async def health() -> dict[str, str]:
+        return {"status": "ok", "protocol_version": PROTOCOL_VERSION, "auth": auth.mode}
+
+    @app.get("/api/models")
+    async def models(request: Request) -> dict[str, Any]:
+        await auth.owner(request)
+        default = manager.models.default
+        return {
+            "default": default,
+            "models": [{"name": n, "default": n == default} for n in manager.models.names()],
+            "notice": notice,
+        }
+
+    @app.get("/api/agents")
+    async def agents(request: Request) -> dict[str, Any]:
+        await auth.owner(request)
+        roles = manager.architectures_factory()
+        return {
+            "default": next(iter(roles)).value if roles else None,
+            "agents": [
+                {"name": name.value, "description": role.description}
+                for name, role in roles.items()
+            ],
+        }
+
+    # -- sessions ---------------------------------------------------------------------------
+
+    @app.get("/api/sessions")
+    async def list_sessions(request: Request, q: str | None = None) -> dict[str, Any]:
+        owner = await auth.owner(request)
+        query = q.strip()[:MAX_QUERY_CHARS] if q and q.strip() else None
+        records = await manager.list(owner, query=query)
+        return {"sessions": [record.model_dump(mode="json") for record in records]}
+
+    @app.post("/api/sessions", status_code=201)
+    async def create_session(request: Request) -> dict[str, Any]:
+        owner = await auth.owner(request)
+        body = validate(CreateSession, await read_object(request, max_body_bytes, optional=True))
+        if body.agent is not None and body.agent not in manager.architectures_factory():
+            raise ApiError(400, "invalid_request", f"no agent role {body.agent.value!r} here")
+        interpreter = await manager.create(
+            owner, agent=body.agent, model=body.model, settings=body.settings
+        )
+        if body.title and body.title.strip():
+            await interpreter.update(title=body.title)
+        return {"session": (await record_of(interpreter)).model_dump(mode="json")}
+
+    @app.post("/api/sessions/import", status_code=201)
+    async def import_(request: Request) -> dict[str, Any]:
+        owner = await auth.owner(request)
+        raw = await read_body(request, max_import_bytes)
+        record, messages = await asyncio.to_thread(
+            import_session, raw, owner=owner, max_bytes=max_import_bytes
+        )
+        await manager.store.create_session(record)
+        if messages:
+            await manager.store.replace_messages(record.id, messages)
+        interpreter = await manager.get(record.id, owner)
+        logger.info("imported session %s for %s (%d messages)", record.id, owner, len(messages))
+        return {
+            "session": (await record_of(interpreter)).model_dump(mode="json"),
+            "message_count": len(messages),
+        }
+
+    @app.get("/api/sessions/{session_id}")
+    async def get_session(
+        request: Request, session_id: str, limit: int | None = None
+    ) -> dict[str, Any]:
+        interpreter = await session_of(request, session_id)
+        history: Sequence[Message] = interpreter.session.history
+        if limit is not None:
+            if limit < 0:
+                raise ApiError(400, "invalid_request", "limit must be zero or more")
+            history = history[len(history) - limit :] if limit else []
+        return {
+            "session": (await record_of(interpreter)).model_dump(mode="json"),
+            "messages": [message.model_dump(mode="json") for message in history],
+            "message_count": len(interpreter.session.history),
+            "state": interpreter.state.value,
+            "busy": interpreter.busy,
+            "pending_approvals": [a.model_dump(mode="json") for a in interpreter.pending_approvals],
+            "last_seq": interpreter.last_seq,
+            "protocol_version": PROTOCOL_VERSION,
+        }
+
+    @app.patch("/api/sessions/{session_id}")
+    async def patch_session(request: Request, session_id: str) -> dict[str, Any]:
+        interpreter = await session_of(request, session_id)
+        body = validate(PatchSession, await read_object(request, max_body_bytes))
+        model = body.model or (body.settings.model if body.settings else None)
+        if model is not None and model not in manager.models.names():
+            raise ApiError(400, "invalid_request", f"unknown model {model!r}; see GET /api/models")
+        if body.agent is not None and body.agent not in interpreter.architectures:
+            raise ApiError(400, "invalid_request", f"no agent role {body.agent.value!r} here")
+        if body.settings is not None or body.autochat is not None or body.title is not None:
+            settings = body.settings
+            if settings is not None:  # the model changes through set_model below
+                current = interpreter.session.settings.model
+                settings = settings.model_copy(update={"model": current})
+            await interpreter.update(settings=settings, autochat=body.autochat, title=body.title)
+        if body.agent is not None:
+            await interpreter.set_agent(body.agent)
+        if model is not None and model != interpreter.session.settings.model:
+            await manager.set_model(interpreter, model)
+        return {"session": (await record_of(interpreter)).model_dump(mode="json")}
+
+    @app.delete("/api/sessions/{session_id}", status_code=204)
+    async def delete_session(request: Request, session_id: str) -> Response:
+        interpreter = await session_of(request, session_id)
+        await manager.delete(interpreter.id, interpreter.session.owner)
+        return Response(status_code=204)
+
+    # -- a conversation ---------------------------------------------------------------------
+
+    @app.post("/api/sessions/{session_id}/messages", status_code=202)
+    async def send_message(request: Request, session_id: str) -> dict[str, Any]:
+        interpreter = await session_of(request, session_id)
+        chat = validate(
+            ChatRequest, await read_object(request, max_body_bytes), session_id=session_id
+        )
+        check_images(chat.images)
+        queued = interpreter.busy
+        message = await interpreter.send(chat.text, images=chat.images, agent=chat.agent)
+        return {"message_id": message.id, "queued": queued}
+
+    @app.post("/api/sessions/{session_id}/stop")
+    async def stop(request: Request, session_id: str) -> dict[str, bool]:
+        interpreter = await session_of(request, session_id)
+        return {"stopped": await interpreter.stop()}
+
+    @app.post("/api/sessions/{session_id}/approvals/{approval_id}")
+    async def approve(request: Request, session_id: str, approval_id: str) -> dict[str, Any]:
+        interpreter = await session_of(request, session_id)
+        answer = validate(
+            ApprovalResponse,
+            await read_object(request, max_body_bytes),
+            session_id=session_id,
+            approval_id=approval_id,
+        )
+        if not interpreter.approve(answer.approval_id, answer.decision, answer.note):
+            raise not_found(f"no open approval {approval_id!r} in this session")
+        return {"approval_id": answer.approval_id, "decision": answer.decision.value}
+
+    @app.post("/api/sessions/{session_id}/control")
+    async def control(request: Request, session_id: str) -> JSONResponse:
+        interpreter = await session_of(request, session_id)
+        command = validate(
+            ControlRequest, await read_object(request, max_body_bytes), session_id=session_id
+        )
+        if command.action == "clear":
+            await interpreter.clear()
+            return JSONResponse({"action": "clear"})
+        if command.action == "retry":
+            message = await interpreter.retry()
+        else:
+            if command.text is None:
+                raise ApiError(400, "invalid_request", "edit_last needs the new text in 'text'")
+            message = await interpreter.edit_last(command.text)
+        return JSONResponse({"action": command.action, "message_id": message.id}, 202)
+
+    @app.get("/api/sessions/{session_id}/events")
+    async def events(request: Request, session_id: str) -> EventStreamResponse:
+        interpreter = await session_of(request, session_id)
+        since = _since(request)
+
+        def hello(replay: Sequence[Event], complete: bool) -> dict[str, Any]:
+            return {
+                "protocol_version": PROTOCOL_VERSION,
+                "session_id": interpreter.id,
+                "state": interpreter.state.value,
+                "busy": interpreter.busy,
+                "last_seq": interpreter.last_seq,
+                "replayed": len(replay),
+                "resync": not complete,
+                "pending_approvals": [
+                    a.model_dump(mode="json") for a in interpreter.pending_approvals
+                ],
+            }
+
+        return EventStreamResponse(
+            event_stream(interpreter, since=since, keepalive_s=keepalive_s, hello=hello)
+        )
+
+    # -- files ------------------------------------------------------------------------------
+
+    @app.get("/api/sessions/{session_id}/export")
+    async def export(request: Request, session_id: str) -> Response:
+        interpreter = await session_of(request, session_id)
+        record = await record_of(interpreter)
+        messages = list(interpreter.session.history)
+        document = await asyncio.to_thread(_export_json, record, messages)
+        name = _SAFE_FILE_CHARS.sub("_", interpreter.id)
+        return Response(
+            document,
+            media_type="application/json",
+            headers={
+                "Content-Disposition": f'attachment; filename="gui-agent-session-{name}.json"'
+            },
+        )
+
+    @app.api_route(
+        "/api/{rest:path}",
+        methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        include_in_schema=False,
+    )
+    async def unknown(rest: str) -> Response:
+        raise not_found(f"no endpoint /api/{rest}")
+
+    return app
+
+
+def _since(request: Request) -> int | None:
+    """The last event the client saw: `Last-Event-ID` (sent by EventSource on reconnect)
+    wins over `?since=`; None when neither is given (live events only)."""
+    raw = request.headers.get("last-event-id") or request.query_params.get("since")
+    if raw is None or not raw.strip():
+        return None
+    if not raw.strip().isdigit() or len(raw.strip()) > 18:
+        raise ApiError(400, "invalid_request", "Last-Event-ID / since must be an event seq number")
+    return int(raw.strip())
+
+
+def _export_json(record: SessionRecord, messages: Sequence[Message]) -> bytes:
+    return json.dumps(export_session(record, messages), ensure_ascii=False).encode("utf-8")

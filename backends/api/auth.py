@@ -1,0 +1,117 @@
+"""Who is calling: `POST /api/login` issues a bearer token, every other endpoint checks it.
+
+Three modes, chosen by the server's configuration:
+
+- users file: login with a user name and password (checked in a worker thread, about as
+  slowly for an unknown name as for a wrong password);
+- trusted proxy header: the token is issued to the user the proxy names;
+- neither (loopback development): the token is issued to "local" with no password.
+
+Tokens are HS256 JWTs from `gui_agent.auth.TokenService`; anything else (no token, a bad
+signature, `alg: none`, an expired token, a removed user) is 401 with `WWW-Authenticate`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Literal
+
+from fastapi import Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from backends.api.bodies import read_object, validate
+from backends.api.errors import ApiError, unauthorized
+from gui_agent.auth import ProxyHeaderAuth, TokenService, UserDB
+from gui_agent.exceptions import AuthError
+
+LOCAL_USER = "local"
+"""The identity everyone shares when no login is configured (as on the Gradio page)."""
+
+MAX_LOGIN_BYTES = 16_384
+
+AuthMode = Literal["password", "proxy", "none"]
+
+
+class LoginBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    username: str = Field(min_length=1, max_length=64)
+    password: str = Field(min_length=1, max_length=4096)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Authenticator:
+    tokens: TokenService
+    users: UserDB | None = None
+    proxy: ProxyHeaderAuth | None = None
+
+    @property
+    def mode(self) -> AuthMode:
+        if self.proxy is not None and self.proxy.trusted:
+            return "proxy"
+        if self.users is not None:
+            return "password"
+        return "none"
+
+    def _proxy_user(self, request: Request) -> str | None:
+        if self.proxy is None:
+            return None
+        try:
+            return self.proxy.user_from(request.headers)
+        except AuthError as exc:
+            raise unauthorized(str(exc)) from None
+
+    async def login(self, request: Request) -> dict[str, str]:
+        """The body of a successful `POST /api/login`; ApiError 401 otherwise."""
+        user = self._proxy_user(request)
+        if user is None and self.users is not None:
+            body = validate(LoginBody, await read_object(request, MAX_LOGIN_BYTES))
+            try:
+                ok = await self.users.verify_async(body.username, body.password)
+            except AuthError as exc:  # an unreadable users file: say so, but refuse
+                raise unauthorized(f"login is unavailable: {exc}") from None
+            if not ok:
+                raise unauthorized("wrong user name or password")
+            user = body.username
+        elif user is None and self.mode == "proxy":
+            header = self.proxy.header if self.proxy else "user"
+            raise unauthorized(f"the request has no {header} header from the proxy")
+        elif user is None:
+            user = LOCAL_USER
+        token = self.tokens.issue(user)
+        claims = self.tokens.verify(token)
+        return {
+            "token": token,
+            "token_type": "bearer",
+            "expires_at": claims.expires_at.isoformat(),
+            "user": user,
+        }
+
+    async def owner(self, request: Request) -> str:
+        """The user a request's bearer token names. FastAPI dependency for every endpoint
+        but login."""
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if not header:
+            raise unauthorized("this endpoint needs 'Authorization: Bearer <token>'")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise unauthorized("the Authorization header must read 'Bearer <token>'")
+        try:
+            claims = self.tokens.verify(token.strip())
+        except AuthError as exc:
+            raise unauthorized(f"the token was refused: {exc}", invalid_token=True) from None
+        subject = claims.subject
+        if self.mode == "proxy":
+            # Every request must come through the proxy, naming the token's user.
+            if self._proxy_user(request) != subject:
+                raise unauthorized("the token does not match the proxy's user", invalid_token=True)
+        elif self.users is not None:
+            # The users file is read afresh, so removing a user revokes their tokens.
+            try:
+                names = await asyncio.to_thread(self.users.names)
+            except AuthError as exc:
+                raise ApiError(503, "login_unavailable", str(exc)) from None
+            if subject not in names:
+                raise unauthorized("the token's user no longer exists", invalid_token=True)
+        return subject

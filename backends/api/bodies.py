@@ -1,0 +1,96 @@
+"""Request bodies: read with a size cap (before any parsing), then validate with pydantic."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Iterable
+from typing import Any, TypeVar
+from urllib.parse import urlsplit
+
+from fastapi import Request
+from pydantic import BaseModel, ValidationError
+
+from backends.api.errors import ApiError, describe_validation
+from schema import ImagePart
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def _too_large(size: int, limit: int) -> ApiError:
+    return ApiError(
+        413, "too_large", f"the request body is over {limit:,} bytes (got at least {size:,})"
+    )
+
+
+async def read_body(request: Request, limit: int) -> bytes:
+    """The raw body, refused with 413 as soon as it is known to exceed `limit` bytes: from
+    `Content-Length` before reading anything, else while streaming it in."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.strip().isdigit():
+            raise ApiError(400, "invalid_request", "the Content-Length header is not a number")
+        if int(declared) > limit:
+            raise _too_large(int(declared), limit)
+    chunks: list[bytes] = []
+    total = 0
+    async for chunk in request.stream():
+        total += len(chunk)
+        if total > limit:
+            raise _too_large(total, limit)
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def parse_object(raw: bytes) -> dict[str, Any]:
+    """A JSON object from a body; 400 naming the problem otherwise."""
+    if not raw.strip():
+        raise ApiError(400, "invalid_json", "the request body is empty; send a JSON object")
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise ApiError(400, "invalid_json", f"the request body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ApiError(400, "invalid_json", "the request body must be a JSON object")
+    return data
+
+
+async def read_object(request: Request, limit: int, *, optional: bool = False) -> dict[str, Any]:
+    """`read_body` then `parse_object`; with `optional`, an empty body is `{}`."""
+    raw = await read_body(request, limit)
+    if optional and not raw.strip():
+        return {}
+    return parse_object(raw)
+
+
+def validate(model: type[_M], data: dict[str, Any], **overrides: Any) -> _M:
+    """`model` from `data`, with `overrides` (e.g. the session id from the path) winning."""
+    try:
+        return model.model_validate({**data, **overrides})
+    except ValidationError as exc:
+        raise ApiError(400, "invalid_request", describe_validation(exc)) from None
+
+
+def check_images(images: Iterable[ImagePart]) -> None:
+    """Images a person sends must be base64 data or http(s) URLs: never a path or a `file:`
+    URL the server might be tricked into reading."""
+    for index, image in enumerate(images):
+        where = f"images.{index}"
+        if not image.media_type.startswith("image/"):
+            raise ApiError(
+                400, "invalid_request", f"{where}: {image.media_type!r} is not an image type"
+            )
+        if image.url is not None:
+            parts = urlsplit(image.url)
+            if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+                raise ApiError(
+                    400, "invalid_request", f"{where}: only http(s) image URLs are accepted"
+                )
+        if image.data is not None:
+            try:
+                base64.b64decode(image.data, validate=True)
+            except (binascii.Error, ValueError):
+                raise ApiError(
+                    400, "invalid_request", f"{where}: data must be base64-encoded"
+                ) from None

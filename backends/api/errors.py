@@ -1,0 +1,124 @@
+"""API errors: one JSON shape, `{"error": {"code": ..., "message": ...}}`, for every failure.
+
+Core exceptions map to HTTP statuses here and nowhere else: another user's session and an
+unknown id are both 404 (never 403, so ids cannot be probed), a request that breaks the
+contract is 400, a refused token is 401 with `WWW-Authenticate: Bearer`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from gui_agent.exceptions import (
+    AuthError,
+    IllegalTransition,
+    InvalidRequest,
+    StoreError,
+    UserError,
+)
+from gui_agent.manager import SessionNotFound
+
+logger = logging.getLogger(__name__)
+
+_STATUS_CODES = {
+    400: "invalid_request",
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    409: "conflict",
+    413: "too_large",
+    415: "unsupported_media_type",
+}
+
+
+class ApiError(Exception):
+    """An HTTP error with a machine-readable `code` and a message for people."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = dict(headers or {})
+
+
+def unauthorized(message: str, *, invalid_token: bool = False) -> ApiError:
+    challenge = 'Bearer error="invalid_token"' if invalid_token else "Bearer"
+    return ApiError(401, "unauthorized", message, headers={"WWW-Authenticate": challenge})
+
+
+def not_found(message: str = "no such session") -> ApiError:
+    return ApiError(404, "not_found", message)
+
+
+def error_response(
+    status: int, code: str, message: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"code": code, "message": message}}, status_code=status, headers=headers
+    )
+
+
+def describe_validation(exc: ValidationError | RequestValidationError) -> str:
+    """The first problem of a pydantic validation error, as one line naming the field."""
+    errors = exc.errors(include_url=False) if isinstance(exc, ValidationError) else exc.errors()
+    if not errors:
+        return "the request is not valid"
+    first = errors[0]
+    location = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
+    message = str(first.get("msg", "invalid value"))
+    more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+    return f"{location}: {message}{more}" if location else f"{message}{more}"
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Make every error of `app` answer in the one JSON shape."""
+
+    async def api_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, ApiError)
+        return error_response(exc.status, exc.code, exc.message, exc.headers)
+
+    async def http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        code = _STATUS_CODES.get(exc.status_code, "error")
+        message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
+        return error_response(exc.status_code, code, message, exc.headers)
+
+    async def validation_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError | ValidationError)
+        return error_response(400, "invalid_request", describe_validation(exc))
+
+    async def core_error(request: Request, exc: Exception) -> JSONResponse:
+        if isinstance(exc, SessionNotFound):
+            return error_response(404, "not_found", "no such session")
+        if isinstance(exc, AuthError):
+            return error_response(401, "unauthorized", str(exc), {"WWW-Authenticate": "Bearer"})
+        if isinstance(exc, IllegalTransition):
+            return error_response(409, "conflict", str(exc))
+        if isinstance(exc, InvalidRequest | UserError):
+            return error_response(400, "invalid_request", str(exc))
+        if isinstance(exc, StoreError):
+            logger.error("store error while serving %s: %s", request.url.path, exc)
+            return error_response(503, "store_unavailable", f"the session store failed: {exc}")
+        raise exc
+
+    app.add_exception_handler(ApiError, api_error)
+    app.add_exception_handler(StarletteHTTPException, http_error)
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(ValidationError, validation_error)
+    for error in (UserError, AuthError, StoreError):
+        app.add_exception_handler(error, core_error)

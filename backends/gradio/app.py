@@ -1,0 +1,220 @@
+"""`create_app`: the Gradio chat page, wired to a `SessionManager`.
+
+The app factory builds the layout (`layout.py`), binds the controls to `Handlers`
+(`handlers.py`, `transfer.py`) and returns the Blocks; it starts nothing and opens no
+socket. The server composition mounts it with `gr.mount_gradio_app(app, blocks, path="/",
+auth=..., allowed_paths=[str(ASSETS_DIR)])`.
+
+Every event is private (no public API endpoint; the HTTP API lives in backends/server.py)
+and has no concurrency limit: each tab's handlers are async and cheap, and the streaming
+ones spend their time waiting on their session's events, so 50 tabs stream at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gradio as gr
+
+from backends.gradio.assets import load_assets
+from backends.gradio.coalesce import DEFAULT_INTERVAL_S
+from backends.gradio.handlers import Handlers, ModelInfoLike
+from backends.gradio.layout import Page, build_page
+from backends.gradio.transfer import Transfer
+from gui_agent.manager import SessionManager
+from schema import ApprovalDecision
+
+__all__ = ["create_app"]
+
+_EVENT: dict[str, Any] = {
+    "api_visibility": "private",
+    "concurrency_limit": None,
+    "show_progress": "hidden",
+}
+
+
+def create_app(
+    manager: SessionManager,
+    *,
+    models: Sequence[ModelInfoLike] = (),
+    notice: str | None = None,
+    title: str = "GuiAgent",
+    stream_interval_s: float = DEFAULT_INTERVAL_S,
+) -> gr.Blocks:
+    """The chat page for the sessions of `manager`.
+
+    `models` lists the configured models for the model picker (any objects with `.name`,
+    `.is_default` and `.note`; defaults to the manager's catalog). `notice` is shown plainly
+    at the top (e.g. that the model is a tiny offline one). `stream_interval_s` is the
+    shortest time between two updates of a streaming reply.
+    """
+    assets = load_assets()
+    infos = list(models)
+    names = [info.name for info in infos] or manager.models.names()
+    default: str | None = next(
+        (info.name for info in infos if info.is_default), manager.models.default
+    )
+    if default not in names:
+        default = names[0] if names else None
+    notes = {info.name: info.note for info in infos}
+    demo = gr.Blocks(title=title, analytics_enabled=False, fill_width=True)
+    with demo:
+        page = build_page(
+            title=title,
+            notice=notice,
+            agents=manager.agent_names,
+            models=names,
+            default_model=default,
+            model_note=notes.get(default or "", ""),
+        )
+        handlers = Handlers(
+            manager,
+            page,
+            icons=assets.icons,
+            languages=gr.Code.languages,
+            models=infos,
+            interval_s=stream_interval_s,
+        )
+        _wire(
+            demo,
+            page,
+            handlers=handlers,
+            transfer=Transfer(handlers),
+            page_js=assets.page_js,
+            download_js=assets.download_js,
+        )
+    demo.queue(default_concurrency_limit=None)
+    return demo
+
+
+def _stream_outputs(page: Page) -> list[Any]:
+    """What a streaming handler may change."""
+    return [
+        page.session_id,
+        page.chatbot,
+        page.badge,
+        page.stop_btn,
+        page.approval_group,
+        page.approval_title,
+        page.approval_code,
+        page.approval_id,
+        page.approval_note,
+        page.autochat_status,
+        page.memory_panel,
+        page.usage_panel,
+        page.role_picker,
+        page.session_list,
+        page.chat_input,
+        page.edit_mode,
+    ]
+
+
+def _form(page: Page) -> set[Any]:
+    """The inputs of handlers that read the chat form (passed as one dict)."""
+    return {
+        page.session_id,
+        page.chat_input,
+        page.edit_mode,
+        page.role_picker,
+        page.model_picker,
+        page.system_prompt,
+        page.temperature,
+        page.autochat_toggle,
+        page.max_turns,
+        page.delay,
+        page.token_budget,
+        page.time_budget,
+    }
+
+
+def _wire(
+    demo: gr.Blocks,
+    page: Page,
+    *,
+    handlers: Handlers,
+    transfer: Transfer,
+    page_js: str,
+    download_js: str,
+) -> None:
+    everything = page.components()
+    streamed = _stream_outputs(page)
+    form = _form(page)
+    sid = [page.session_id]
+
+    demo.load(None, None, None, js=page_js)
+    demo.load(handlers.on_load, None, [page.session_list], **_EVENT)
+
+    streams: list[dict[str, Any]] = [
+        page.send_btn.click(handlers.send, form, streamed, trigger_mode="once", **_EVENT),
+        page.chat_input.submit(handlers.send, form, streamed, trigger_mode="once", **_EVENT),
+        page.retry_btn.click(handlers.retry, sid, streamed, trigger_mode="once", **_EVENT),
+        page.autochat_toggle.input(handlers.toggle_autochat, form, streamed, **_EVENT),
+    ]
+    follow = [handlers.follow, sid, streamed]
+
+    opened = page.session_list.input(
+        handlers.open_session, [page.session_list], everything, cancels=streams, **_EVENT
+    )
+    streams.append(opened.then(*follow, **_EVENT))
+    imported = page.import_btn.upload(
+        transfer.import_file, [page.import_btn], everything, cancels=streams, **_EVENT
+    )
+    streams.append(imported.then(*follow, **_EVENT))
+    streams.append(
+        page.replay_btn.upload(
+            transfer.replay, [page.replay_btn], streamed, cancels=streams, **_EVENT
+        )
+    )
+    page.new_btn.click(handlers.new_chat, None, everything, cancels=streams, **_EVENT)
+    page.confirm_delete_btn.click(handlers.delete, sid, everything, cancels=streams, **_EVENT)
+
+    page.stop_btn.click(handlers.stop, sid, [page.badge, page.stop_btn], **_EVENT)
+    approval_inputs = [page.session_id, page.approval_id, page.approval_note]
+    approval_outputs = [page.approval_group, page.approval_id, page.approval_note]
+    for button, decision in (
+        (page.approve_once_btn, ApprovalDecision.ALLOW_ONCE),
+        (page.approve_session_btn, ApprovalDecision.ALLOW_SESSION),
+        (page.deny_btn, ApprovalDecision.DENY),
+    ):
+        button.click(handlers.approver(decision), approval_inputs, approval_outputs, **_EVENT)
+
+    page.search.change(
+        handlers.search,
+        [page.search, page.session_id],
+        [page.session_list],
+        trigger_mode="always_last",
+        **_EVENT,
+    )
+    page.rename_btn.click(
+        handlers.rename,
+        [page.session_id, page.rename_box, page.search],
+        [page.session_list],
+        **_EVENT,
+    )
+    page.delete_btn.click(handlers.ask_delete, sid, [page.confirm_row], **_EVENT)
+    page.cancel_delete_btn.click(handlers.cancel_delete, None, [page.confirm_row], **_EVENT)
+    page.export_btn.click(transfer.export, sid, [page.export_data], **_EVENT).then(
+        None, [page.export_data], None, js=download_js
+    )
+
+    page.role_picker.input(
+        handlers.pick_role,
+        [page.session_id, page.role_picker],
+        [page.chatbot, page.role_picker],
+        **_EVENT,
+    )
+    page.model_picker.input(
+        handlers.pick_model,
+        [page.session_id, page.model_picker],
+        [page.model_note, page.model_picker],
+        **_EVENT,
+    )
+    page.system_prompt.blur(handlers.change_settings, form, None, **_EVENT)
+    page.temperature.release(handlers.change_settings, form, None, **_EVENT)
+    for limit in (page.max_turns, page.delay, page.token_budget, page.time_budget):
+        limit.input(
+            handlers.change_autochat_limits, form, None, trigger_mode="always_last", **_EVENT
+        )
+    page.edit_btn.click(handlers.edit_last, sid, [page.chat_input, page.edit_mode], **_EVENT)
+    page.clear_btn.click(handlers.clear, sid, streamed, **_EVENT)

@@ -1,0 +1,356 @@
+"""The page's components, placed; no behaviour (see `handlers.py` and `app.py`).
+
+Stable handles for tests and scripts are the `elem_id`s listed in `ELEM_IDS`.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+import gradio as gr
+
+from backends.gradio.markdown import escape_html
+from backends.gradio.panels import badge_html, memory_markdown, usage_markdown
+from schema import AgentName, AutoChatSettings, InterpreterState, SessionSettings, Usage
+
+__all__ = ["ELEM_IDS", "Page", "build_page"]
+
+ELEM_IDS = (
+    "chat-input",
+    "send-btn",
+    "stop-btn",
+    "state-badge",
+    "autochat-toggle",
+    "autochat-max-turns",
+    "role-picker",
+    "approve-once-btn",
+    "approve-session-btn",
+    "deny-btn",
+    "memory-panel",
+    "usage-panel",
+    "model-picker",
+    "session-list",
+    "new-session-btn",
+)
+
+PLACEHOLDER = "Message the agent. Enter sends, Shift+Enter adds a line, Esc stops."
+
+
+@dataclass(eq=False)
+class Page:
+    """Every component of the chat page. Handlers read and write these."""
+
+    session_id: gr.State
+    badge: gr.HTML
+    notice: gr.Markdown
+    # sessions (sidebar)
+    new_btn: gr.Button
+    search: gr.Textbox
+    session_list: gr.Radio
+    rename_box: gr.Textbox
+    rename_btn: gr.Button
+    delete_btn: gr.Button
+    confirm_row: gr.Row
+    confirm_delete_btn: gr.Button
+    cancel_delete_btn: gr.Button
+    export_btn: gr.Button
+    export_data: gr.Textbox
+    import_btn: gr.UploadButton
+    replay_btn: gr.UploadButton
+    # chat
+    chatbot: gr.Chatbot
+    approval_group: gr.Column
+    approval_title: gr.Markdown
+    approval_code: gr.Code
+    approval_id: gr.Textbox
+    approval_note: gr.Textbox
+    approve_once_btn: gr.Button
+    approve_session_btn: gr.Button
+    deny_btn: gr.Button
+    chat_input: gr.Textbox
+    send_btn: gr.Button
+    stop_btn: gr.Button
+    retry_btn: gr.Button
+    edit_btn: gr.Button
+    edit_mode: gr.Checkbox
+    clear_btn: gr.Button
+    # side panels
+    role_picker: gr.Dropdown
+    model_picker: gr.Dropdown
+    model_note: gr.Markdown
+    system_prompt: gr.Textbox
+    temperature: gr.Slider
+    autochat_toggle: gr.Checkbox
+    max_turns: gr.Number
+    delay: gr.Number
+    token_budget: gr.Number
+    time_budget: gr.Number
+    autochat_status: gr.Markdown
+    memory_panel: gr.Markdown
+    usage_panel: gr.Markdown
+
+    def components(self) -> list[Any]:
+        """Every component, in declaration order (outputs of handlers that may touch any)."""
+        return [getattr(self, item.name) for item in fields(self)]
+
+
+def build_page(
+    *,
+    title: str,
+    notice: str | None,
+    agents: Sequence[AgentName],
+    models: Sequence[str],
+    default_model: str | None,
+    model_note: str,
+) -> Page:
+    """Create and place the components inside the current `gr.Blocks` context."""
+    settings = SessionSettings()
+    auto = AutoChatSettings()
+    session_id = gr.State("")
+    with gr.Row(elem_classes=["ga-header"], equal_height=True):
+        gr.Markdown(f"## {escape_html(title)}", elem_classes=["ga-title"], min_width=120)
+        badge = gr.HTML(
+            badge_html(InterpreterState.INIT),
+            elem_id="state-badge",
+            js_on_load=None,
+            min_width=110,
+            scale=0,
+        )
+    notice_box = gr.Markdown(
+        escape_html(notice or ""),
+        elem_id="notice",
+        elem_classes=["ga-notice"],
+        visible=bool(notice),
+    )
+
+    with gr.Sidebar(label="Chats", open=True, elem_id="session-sidebar"):
+        new_btn = gr.Button("New chat", elem_id="new-session-btn", variant="primary")
+        search = gr.Textbox(
+            label="Search chats",
+            placeholder="Search by title",
+            elem_id="session-search",
+            max_length=200,
+        )
+        session_list = gr.Radio(
+            choices=[], label="Your chats", elem_id="session-list", interactive=True
+        )
+        with gr.Accordion("Manage this chat", open=False):
+            rename_box = gr.Textbox(label="Title", elem_id="rename-input", max_length=200)
+            rename_btn = gr.Button("Rename chat", elem_id="rename-btn", size="sm")
+            delete_btn = gr.Button("Delete chat", elem_id="delete-btn", variant="stop", size="sm")
+            with gr.Row(visible=False, elem_id="confirm-delete-row") as confirm_row:
+                confirm_delete_btn = gr.Button(
+                    "Yes, delete it", elem_id="confirm-delete-btn", variant="stop", size="sm"
+                )
+                cancel_delete_btn = gr.Button("Cancel", elem_id="cancel-delete-btn", size="sm")
+            export_btn = gr.Button("Export as JSON", elem_id="export-btn", size="sm")
+            export_data = gr.Textbox(visible=False, elem_id="export-data")
+            import_btn = gr.UploadButton(
+                "Import a JSON export",
+                elem_id="import-btn",
+                file_types=[".json"],
+                type="binary",
+                size="sm",
+            )
+            replay_btn = gr.UploadButton(
+                "Replay a JSON export",
+                elem_id="replay-btn",
+                file_types=[".json"],
+                type="binary",
+                size="sm",
+            )
+
+    with gr.Row(elem_classes=["ga-main"]):
+        with gr.Column(scale=3, min_width=320):
+            chatbot = gr.Chatbot(
+                value=[],
+                elem_id="chatbot",
+                label="Conversation",
+                height="62vh",
+                min_height=320,
+                sanitize_html=True,
+                render_markdown=True,
+                group_consecutive_messages=True,
+                feedback_options=None,
+                buttons=["copy"],
+                allow_tags=False,
+                placeholder="Ask something to start.",
+            )
+            with gr.Column(
+                visible=False, elem_id="approval-panel", variant="panel"
+            ) as approval_group:
+                approval_title = gr.Markdown(elem_id="approval-title")
+                approval_code = gr.Code(
+                    label="What will run", interactive=False, elem_id="approval-code"
+                )
+                approval_id = gr.Textbox(visible=False, elem_id="approval-id")
+                approval_note = gr.Textbox(
+                    label="Note for the agent (optional)",
+                    elem_id="approval-note",
+                    max_length=2000,
+                )
+                with gr.Row():
+                    approve_once_btn = gr.Button(
+                        "Allow once", elem_id="approve-once-btn", variant="primary"
+                    )
+                    approve_session_btn = gr.Button(
+                        "Allow for this session", elem_id="approve-session-btn"
+                    )
+                    deny_btn = gr.Button("Deny", elem_id="deny-btn", variant="stop")
+            with gr.Row(equal_height=True, elem_classes=["ga-input-row"]):
+                chat_input = gr.Textbox(
+                    elem_id="chat-input",
+                    show_label=False,
+                    label="Message",
+                    placeholder=PLACEHOLDER,
+                    lines=1,
+                    max_lines=10,
+                    scale=8,
+                    min_width=200,
+                    autofocus=True,
+                )
+                with gr.Column(scale=1, min_width=90):
+                    send_btn = gr.Button("Send", elem_id="send-btn", variant="primary")
+                    stop_btn = gr.Button(
+                        "Stop", elem_id="stop-btn", variant="stop", interactive=False
+                    )
+            with gr.Row(elem_classes=["ga-controls"]):
+                retry_btn = gr.Button("Retry last turn", elem_id="retry-btn", size="sm")
+                edit_btn = gr.Button("Edit last message", elem_id="edit-btn", size="sm")
+                clear_btn = gr.Button("Clear chat", elem_id="clear-btn", size="sm")
+                edit_mode = gr.Checkbox(
+                    label="Send as an edit of my last message", elem_id="edit-mode"
+                )
+
+        with gr.Column(scale=1, min_width=280, elem_classes=["ga-side"]):
+            role_picker = gr.Dropdown(
+                choices=[(agent.value, agent.value) for agent in agents],
+                value=agents[0].value if agents else None,
+                label="Agent role (answers your next message)",
+                elem_id="role-picker",
+                interactive=True,
+            )
+            with gr.Accordion("AutoChat", open=True, elem_id="autochat-box"):
+                autochat_toggle = gr.Checkbox(
+                    label="AutoChat: keep working on its own",
+                    value=auto.enabled,
+                    elem_id="autochat-toggle",
+                )
+                with gr.Row():
+                    max_turns = gr.Number(
+                        label="Max automatic turns",
+                        value=auto.max_turns,
+                        minimum=1,
+                        maximum=1000,
+                        precision=0,
+                        elem_id="autochat-max-turns",
+                        min_width=100,
+                    )
+                    delay = gr.Number(
+                        label="Delay between turns (s)",
+                        value=auto.delay_s,
+                        minimum=0,
+                        maximum=3600,
+                        elem_id="autochat-delay",
+                        min_width=100,
+                    )
+                with gr.Row():
+                    token_budget = gr.Number(
+                        label="Token budget (0 = none)",
+                        value=0,
+                        minimum=0,
+                        precision=0,
+                        elem_id="autochat-token-budget",
+                        min_width=100,
+                    )
+                    time_budget = gr.Number(
+                        label="Time budget in s (0 = none)",
+                        value=0,
+                        minimum=0,
+                        elem_id="autochat-time-budget",
+                        min_width=100,
+                    )
+                autochat_status = gr.Markdown("AutoChat is off.", elem_id="autochat-status")
+            with gr.Accordion("Memory", open=True):
+                memory_panel = gr.Markdown(
+                    memory_markdown(None, lambda _id: None), elem_id="memory-panel"
+                )
+            with gr.Accordion("Usage", open=True):
+                usage_panel = gr.Markdown(
+                    usage_markdown(OrderedDict(), Usage()), elem_id="usage-panel"
+                )
+            with gr.Accordion("Settings", open=False):
+                model_picker = gr.Dropdown(
+                    choices=list(models),
+                    value=default_model,
+                    label="Model",
+                    elem_id="model-picker",
+                    interactive=True,
+                )
+                model_note_box = gr.Markdown(escape_html(model_note), elem_id="model-note")
+                system_prompt = gr.Textbox(
+                    label="System prompt",
+                    value=settings.system_prompt,
+                    lines=3,
+                    max_lines=12,
+                    elem_id="system-prompt",
+                )
+                temperature = gr.Slider(
+                    label="Temperature",
+                    minimum=0.0,
+                    maximum=2.0,
+                    step=0.05,
+                    value=1.0,
+                    elem_id="temperature",
+                )
+
+    return Page(
+        session_id=session_id,
+        badge=badge,
+        notice=notice_box,
+        new_btn=new_btn,
+        search=search,
+        session_list=session_list,
+        rename_box=rename_box,
+        rename_btn=rename_btn,
+        delete_btn=delete_btn,
+        confirm_row=confirm_row,
+        confirm_delete_btn=confirm_delete_btn,
+        cancel_delete_btn=cancel_delete_btn,
+        export_btn=export_btn,
+        export_data=export_data,
+        import_btn=import_btn,
+        replay_btn=replay_btn,
+        chatbot=chatbot,
+        approval_group=approval_group,
+        approval_title=approval_title,
+        approval_code=approval_code,
+        approval_id=approval_id,
+        approval_note=approval_note,
+        approve_once_btn=approve_once_btn,
+        approve_session_btn=approve_session_btn,
+        deny_btn=deny_btn,
+        chat_input=chat_input,
+        send_btn=send_btn,
+        stop_btn=stop_btn,
+        retry_btn=retry_btn,
+        edit_btn=edit_btn,
+        edit_mode=edit_mode,
+        clear_btn=clear_btn,
+        role_picker=role_picker,
+        model_picker=model_picker,
+        model_note=model_note_box,
+        system_prompt=system_prompt,
+        temperature=temperature,
+        autochat_toggle=autochat_toggle,
+        max_turns=max_turns,
+        delay=delay,
+        token_budget=token_budget,
+        time_budget=time_budget,
+        autochat_status=autochat_status,
+        memory_panel=memory_panel,
+        usage_panel=usage_panel,
+    )

@@ -1,0 +1,607 @@
+"""Events → the chatbot's messages, in Gradio 6's OpenAI-style `messages` format. Pure.
+
+`ChatView` is built from a session's history (`from_history`) and then fed the session's
+events (`apply`); `messages()` is the chatbot value. No I/O and no Gradio import: icons come
+in as data URLs, so the view is a plain function of its inputs and is unit-tested as such.
+
+What each thing looks like:
+
+- user message: its text (HTML shown as text), images inline; AutoChat's continuation
+  prompts are labelled as such;
+- assistant message: a header with the agent role's icon and name, then the text as
+  Markdown; CODE fenced with its language, CONSOLE fenced as output, IMAGE inline,
+  FUNCTION as JSON; an interrupted or failed reply keeps its text and ends with a marker;
+- model reasoning: a collapsible "Reasoning" step before the reply;
+- tool call: a collapsible step (`metadata.title` = tool name, `status` pending → done,
+  `duration` in seconds) placed after the message that asked for it, showing what runs;
+  its result is a child step (`metadata.parent_id` = the step's id);
+- approval: a pending step while the person decides, then the CONFIRMATION message;
+- agent switch (picked or a hand-off): a visible "switched to …" line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from backends.gradio.markdown import (
+    OUTPUT_LANGUAGE,
+    escape_html,
+    fence,
+    images_markdown,
+    json_or_text,
+)
+from schema import (
+    AgentName,
+    AgentSwitched,
+    ApprovalRequested,
+    ApprovalResolved,
+    AutoChatStopped,
+    ErrorEvent,
+    Event,
+    ImagePart,
+    Message,
+    MessageCompleted,
+    MessageStarted,
+    MessageStatus,
+    MessageType,
+    Role,
+    RunFinished,
+    RunOutcome,
+    SessionUpdated,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolResult,
+)
+
+__all__ = [
+    "ERROR_MARK",
+    "INTERRUPTED_MARK",
+    "ChatView",
+    "ChatbotMessage",
+    "agent_header",
+    "tool_step_id",
+]
+
+ChatbotMessage = dict[str, Any]
+"""One chatbot message: {"role", "content": {"type": "text", "text"}, "metadata"?}."""
+
+INTERRUPTED_MARK = "_[interrupted]_"
+ERROR_MARK = "_[error]_"
+
+_DECISIONS = {
+    "allow_once": ("✓", "Allowed once"),
+    "allow_session": ("✓", "Allowed for this session"),
+    "deny": ("✗", "Denied"),
+}
+_ICON_STYLE = "width:20px;height:20px;display:inline-block;vertical-align:middle;margin:0 6px 0 0"
+
+
+def tool_step_id(call_id: str) -> str:
+    """The `metadata.id` of a tool call's step (its result's `parent_id`)."""
+    return f"tool-{call_id}"
+
+
+def agent_header(agent: AgentName, icons: Mapping[str, str]) -> str:
+    """The line that opens every assistant message: the role's icon and name."""
+    icon = icons.get(agent.value)
+    image = (
+        f'<img src="{icon}" alt="{agent.value} icon" class="ga-agent-icon" style="{_ICON_STYLE}">'
+        if icon
+        else ""
+    )
+    return f'{image}<span class="ga-agent" data-agent="{agent.value}">{agent.value}</span>'
+
+
+@dataclass(slots=True, eq=False)
+class _Entry:
+    """One chatbot message. `anchor`: the history index it belongs to (for truncation)."""
+
+    key: str
+    role: Literal["user", "assistant"]
+    anchor: int
+    text: str = ""
+    metadata: dict[str, Any] | None = None
+    transient: bool = False
+    cache: ChatbotMessage | None = None
+
+    def set(self, text: str | None = None, **metadata: Any) -> None:
+        if text is not None:
+            self.text = text
+        if metadata:
+            self.metadata = {**(self.metadata or {}), **metadata}
+        self.cache = None
+
+    def render(self) -> ChatbotMessage:
+        if self.cache is None:
+            message: ChatbotMessage = {
+                "role": self.role,
+                "content": {"type": "text", "text": self.text},
+            }
+            if self.metadata:
+                message["metadata"] = dict(self.metadata)
+            self.cache = message
+        return self.cache
+
+
+@dataclass(slots=True)
+class _Live:
+    """A message being streamed."""
+
+    role: Role
+    type: MessageType
+    agent: AgentName | None
+    language: str | None
+    content: list[str] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _Call:
+    name: str
+    arguments: str
+    anchor: int
+
+
+class ChatView:
+    """The chatbot's content for one session, kept in step with its events."""
+
+    def __init__(self, *, icons: Mapping[str, str] | None = None) -> None:
+        self._icons: Mapping[str, str] = icons or {}
+        self._entries: list[_Entry] = []
+        self._by_key: dict[str, _Entry] = {}
+        self._live: dict[str, _Live] = {}
+        self._calls: dict[str, _Call] = {}
+        self._history: list[str] = []
+        self._committed: set[str] = set()
+        self._previews: dict[str, tuple[str, str]] = {}
+        self._speaker: AgentName | None = None
+        self._serial = 0
+        self.version = 0
+        """Bumped on every visible change: compare to know whether to send the chatbot."""
+
+    # -- building -------------------------------------------------------------------------
+
+    @classmethod
+    def from_history(
+        cls, messages: Iterable[Message], *, icons: Mapping[str, str] | None = None
+    ) -> ChatView:
+        view = cls(icons=icons)
+        for message in messages:
+            view.add_message(message)
+        return view
+
+    def add_message(self, message: Message) -> None:
+        """Show a message that is part of the history (a new one, or the end of a stream)."""
+        if message.id in self._committed:
+            if message.id in self._by_key:  # e.g. completed twice: keep the newest look
+                self._render_message(message, self._history.index(message.id))
+            return
+        index = len(self._history)
+        self._history.append(message.id)
+        self._committed.add(message.id)
+        self._previews[message.id] = (message.role.value, _preview(message))
+        self._live.pop(message.id, None)
+        if message.role is Role.TOOL:
+            self._tool_result(
+                message.tool_call_id or message.id,
+                name=message.name or "tool",
+                content=message.content,
+                is_error=bool(message.metadata.get("is_error")),
+                duration_ms=_float(message.metadata.get("duration_ms")),
+                message_type=message.type,
+                images=message.images,
+                status=message.status,
+                arguments=str(message.metadata.get("arguments", "")) or None,
+                anchor=index,
+            )
+            return
+        self._render_message(message, index)
+        if message.role is Role.ASSISTANT:
+            for call in message.tool_calls:
+                self._calls[call.id] = _Call(call.name, call.arguments, index)
+                self._tool_step(call.id, call.name, call.arguments, anchor=index)
+        self.version += 1
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def messages(self) -> list[ChatbotMessage]:
+        """The chatbot value (a fresh list; unchanged messages are reused, not rebuilt)."""
+        return [entry.render() for entry in self._entries]
+
+    @property
+    def history_ids(self) -> tuple[str, ...]:
+        return tuple(self._history)
+
+    def preview(self, message_id: str) -> tuple[str, str] | None:
+        """(role, a short one-line preview) of a history message, for the memory panel."""
+        return self._previews.get(message_id)
+
+    # -- events -----------------------------------------------------------------------------
+
+    def apply(self, event: Event) -> bool:
+        """Update the view for one event; True when what the chatbot shows changed."""
+        before = self.version
+        if isinstance(event, TextDelta):
+            self._delta(event)
+        elif isinstance(event, MessageStarted):
+            self._started(event)
+        elif isinstance(event, MessageCompleted):
+            self.add_message(event.message)
+        elif isinstance(event, ToolCallStarted):
+            call = event.call
+            anchor = self._calls[call.id].anchor if call.id in self._calls else self._tail()
+            self._tool_step(call.id, call.name, call.arguments, anchor=anchor)
+        elif isinstance(event, ToolCallFinished):
+            self._finished(event.result)
+        elif isinstance(event, ApprovalRequested):
+            self._approval(event)
+        elif isinstance(event, ApprovalResolved):
+            self._remove(f"approval:{event.approval_id}")
+        elif isinstance(event, AgentSwitched):
+            self._switch(event.to_agent, event.from_agent, event.reason)
+        elif isinstance(event, ErrorEvent):
+            self._note(f"**Error** ({escape_html(event.code)}): {escape_html(event.message)}")
+        elif isinstance(event, RunFinished) and event.outcome is RunOutcome.BUDGET:
+            self._note(f"_Stopped: {escape_html(event.detail or 'budget reached')}_")
+        elif isinstance(event, AutoChatStopped):
+            detail = f": {escape_html(event.detail)}" if event.detail else ""
+            reason = event.reason.value
+            self._note(f"_AutoChat stopped ({reason}) after {event.turns} turns{detail}_")
+        elif isinstance(event, SessionUpdated) and "history_length" in event.fields:
+            self.truncate(int(event.fields["history_length"]))
+        return self.version != before
+
+    def note(self, markdown: str) -> None:
+        """Add a line of the app's own (trusted Markdown) at the end, e.g. "end of replay"."""
+        self._note(markdown)
+
+    def truncate(self, length: int) -> None:
+        """Keep the first `length` history messages (retry, edit and clear cut the rest)."""
+        if length > 0 and length >= len(self._history):
+            return
+        dropped = self._history[length:]
+        del self._history[length:]
+        for message_id in dropped:
+            self._committed.discard(message_id)
+            self._previews.pop(message_id, None)
+        kept = [
+            entry
+            for entry in self._entries
+            if length > 0 and (entry.anchor <= length if entry.transient else entry.anchor < length)
+        ]
+        self._entries = kept
+        self._by_key = {entry.key: entry for entry in kept}
+        self._calls = {k: c for k, c in self._calls.items() if c.anchor < length}
+        self._live.clear()
+        self._speaker = None
+        self.version += 1
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _tail(self) -> int:
+        return len(self._history)
+
+    def _append(self, entry: _Entry, *, before: str | None = None) -> _Entry:
+        self._by_key[entry.key] = entry
+        target = self._by_key.get(before) if before else None
+        if target is not None and target is not entry:
+            self._entries.insert(self._entries.index(target), entry)
+        else:
+            self._entries.append(entry)
+        self.version += 1
+        return entry
+
+    def _remove(self, key: str) -> None:
+        entry = self._by_key.pop(key, None)
+        if entry is not None:
+            self._entries.remove(entry)
+            self.version += 1
+
+    def _transient_key(self, kind: str) -> str:
+        self._serial += 1
+        return f"{kind}:{self._serial}"
+
+    def _note(self, text: str) -> None:
+        self._append(
+            _Entry(self._transient_key("note"), "assistant", self._tail(), text, transient=True)
+        )
+
+    def _header(self, agent: AgentName | None) -> str:
+        return agent_header(agent, self._icons) + "\n\n" if agent is not None else ""
+
+    def _see_speaker(self, agent: AgentName | None, before: str | None = None) -> None:
+        """Mark a change of speaker that no agent_switched event announced."""
+        if agent is None:
+            return
+        if self._speaker is not None and agent is not self._speaker:
+            self._switch_marker(agent, self._speaker, "", before=before)
+        self._speaker = agent
+
+    def _switch(self, to_agent: AgentName, from_agent: AgentName | None, reason: str) -> None:
+        if to_agent is self._speaker:
+            return
+        self._switch_marker(to_agent, from_agent, reason)
+        self._speaker = to_agent
+
+    def _switch_marker(
+        self,
+        to_agent: AgentName,
+        from_agent: AgentName | None,
+        reason: str,
+        *,
+        before: str | None = None,
+    ) -> None:
+        source = f" from {from_agent.value}" if from_agent is not None else ""
+        why = f" ({escape_html(reason)})" if reason else ""
+        text = (
+            f'{agent_header(to_agent, self._icons)} <span class="ga-switch">'
+            f"Switched to {to_agent.value}{source}{why}</span>"
+        )
+        self._append(
+            _Entry(self._transient_key("switch"), "assistant", self._tail(), text, transient=True),
+            before=before,
+        )
+
+    def _started(self, event: MessageStarted) -> None:
+        if event.message_id in self._committed:
+            return
+        live = _Live(event.role, event.message_type, event.agent, event.language)
+        self._live[event.message_id] = live
+        role: Literal["user", "assistant"] = "user" if event.role is Role.USER else "assistant"
+        entry = _Entry(event.message_id, role, self._tail())
+        self._append(entry)
+        if role == "assistant":
+            self._see_speaker(event.agent, before=event.message_id)
+        self._render_live(event.message_id, live)
+
+    def _delta(self, event: TextDelta) -> None:
+        live = self._live.get(event.message_id)
+        if live is None:
+            return
+        if event.channel == "reasoning":
+            live.reasoning.append(event.delta)
+            self._reasoning(event.message_id, "".join(live.reasoning), pending=True)
+        else:
+            live.content.append(event.delta)
+            self._render_live(event.message_id, live)
+
+    def _render_live(self, message_id: str, live: _Live) -> None:
+        entry = self._by_key.get(message_id)
+        if entry is None:
+            return
+        body = _body(live.type, "".join(live.content), live.language, ())
+        text = (self._header(live.agent) if entry.role == "assistant" else "") + body
+        entry.set(text.rstrip("\n"))
+        self.version += 1
+
+    def _reasoning(self, message_id: str, text: str, *, pending: bool) -> None:
+        key = f"{message_id}:reasoning"
+        entry = self._by_key.get(key)
+        if entry is None:
+            anchor = self._by_key[message_id].anchor if message_id in self._by_key else self._tail()
+            entry = self._append(
+                _Entry(key, "assistant", anchor, metadata={"title": "Reasoning"}),
+                before=message_id,
+            )
+        entry.set(escape_html(text), status="pending" if pending else "done")
+        self.version += 1
+
+    def _render_message(self, message: Message, index: int) -> None:
+        entry = self._by_key.get(message.id)
+        role: Literal["user", "assistant"] = "user" if message.role is Role.USER else "assistant"
+        if entry is None:
+            entry = self._append(_Entry(message.id, role, index))
+            if role == "assistant" and message.type is not MessageType.CONFIRMATION:
+                self._see_speaker(message.agent, before=message.id)
+        entry.anchor = index
+        entry.role = role
+        entry.set(self._message_text(message))
+        if message.reasoning:
+            self._reasoning(message.id, message.reasoning, pending=False)
+            self._by_key[f"{message.id}:reasoning"].anchor = index
+        self.version += 1
+
+    def _message_text(self, message: Message) -> str:
+        if message.type is MessageType.CONFIRMATION:
+            return _confirmation(message)
+        if message.role is Role.USER:
+            text = escape_html(message.content)
+            if message.metadata.get("autochat"):
+                turn = message.metadata.get("autochat_turn")
+                label = f"AutoChat turn {turn}" if turn else "AutoChat"
+                text = f'<span class="ga-autochat">{label}:</span> {text}'
+            images = images_markdown(message.images, "attached image")
+            return "\n\n".join(part for part in (text, images) if part)
+        prefix = ""
+        if message.role is Role.SYSTEM:
+            prefix = '<span class="ga-note">System:</span> '
+        body = _body(message.type, message.content, message.language, message.images)
+        text = self._header(message.agent) + prefix + body
+        if message.status is MessageStatus.INTERRUPTED:
+            text = text.rstrip("\n") + "\n\n" + INTERRUPTED_MARK
+        elif message.status is MessageStatus.ERROR:
+            text = text.rstrip("\n") + "\n\n" + ERROR_MARK
+        return text.rstrip("\n")
+
+    def _tool_step(self, call_id: str, name: str, arguments: str, *, anchor: int) -> _Entry:
+        key = f"tool:{call_id}"
+        entry = self._by_key.get(key)
+        if entry is None:
+            entry = self._append(
+                _Entry(
+                    key,
+                    "assistant",
+                    anchor,
+                    _arguments_markdown(name, arguments),
+                    metadata={"title": name, "id": tool_step_id(call_id), "status": "pending"},
+                )
+            )
+        return entry
+
+    def _finished(self, result: ToolResult) -> None:
+        call = self._calls.get(result.call_id)
+        self._tool_result(
+            result.call_id,
+            name=result.name,
+            content=result.content,
+            is_error=result.is_error,
+            duration_ms=result.duration_ms,
+            message_type=result.message_type,
+            images=result.images,
+            status=MessageStatus.ERROR if result.is_error else MessageStatus.COMPLETE,
+            arguments=call.arguments if call else None,
+            anchor=call.anchor if call else self._tail(),
+        )
+
+    def _tool_result(
+        self,
+        call_id: str,
+        *,
+        name: str,
+        content: str,
+        is_error: bool,
+        duration_ms: float | None,
+        message_type: MessageType,
+        images: Sequence[ImagePart],
+        status: MessageStatus,
+        arguments: str | None,
+        anchor: int,
+    ) -> None:
+        call = self._calls.get(call_id)
+        step = self._tool_step(
+            call_id,
+            call.name if call else name,
+            call.arguments if call else (arguments or "{}"),
+            anchor=call.anchor if call else anchor,
+        )
+        log = "interrupted" if status is MessageStatus.INTERRUPTED else "error" if is_error else ""
+        extra: dict[str, Any] = {"status": "done", "log": log}
+        if duration_ms:
+            extra["duration"] = round(duration_ms / 1000, 3)
+        step.set(**extra)
+        out_key = f"tool:{call_id}:out"
+        body = _result_markdown(content, message_type, images)
+        title = "Error" if is_error else "Output"
+        if status is MessageStatus.INTERRUPTED:
+            title = "Not run"
+        metadata = {
+            "title": title,
+            "id": f"{tool_step_id(call_id)}-out",
+            "parent_id": tool_step_id(call_id),
+        }
+        existing = self._by_key.get(out_key)
+        if existing is None:
+            position = self._entries.index(step) + 1
+            entry = _Entry(out_key, "assistant", step.anchor, body, metadata=metadata)
+            self._by_key[out_key] = entry
+            self._entries.insert(position, entry)
+        else:
+            existing.set(body, **metadata)
+        self.version += 1
+
+    def _approval(self, event: ApprovalRequested) -> None:
+        detail = fence(event.detail, event.language) if event.detail else ""
+        self._append(
+            _Entry(
+                f"approval:{event.approval_id}",
+                "assistant",
+                self._tail(),
+                detail or escape_html(event.summary),
+                metadata={
+                    "title": f"Waiting for your approval: {event.summary}",
+                    "id": f"approval-{event.approval_id}",
+                    "status": "pending",
+                },
+                transient=True,
+            )
+        )
+
+
+# -- pure helpers -------------------------------------------------------------------------
+
+
+def _body(
+    message_type: MessageType, content: str, language: str | None, images: Sequence[ImagePart]
+) -> str:
+    if message_type is MessageType.CODE:
+        text = fence(content, language)
+    elif message_type is MessageType.CONSOLE:
+        text = fence(content, OUTPUT_LANGUAGE)
+    elif message_type is MessageType.FUNCTION:
+        text = json_or_text(content) if content else ""
+    else:
+        text = escape_html(content)
+    shown = images_markdown(images)
+    return "\n\n".join(part for part in (text, shown) if part)
+
+
+def _result_markdown(content: str, message_type: MessageType, images: Sequence[ImagePart]) -> str:
+    if message_type is MessageType.CONSOLE:
+        text = fence(content, OUTPUT_LANGUAGE)
+    elif message_type is MessageType.IMAGE:
+        text = escape_html(content)
+    elif message_type is MessageType.CODE:
+        text = fence(content)
+    else:
+        text = json_or_text(content)
+    shown = images_markdown(images, "tool output")
+    return "\n\n".join(part for part in (text, shown) if part) or "_(no output)_"
+
+
+def _arguments_markdown(name: str, arguments: str) -> str:
+    """What a tool call will run: code with its language, the file path, or the arguments."""
+    try:
+        args = json.loads(arguments or "{}")
+    except ValueError:
+        return fence(arguments, "text")
+    if not isinstance(args, dict):
+        return fence(arguments, "text")
+    parts: list[str] = []
+    rest = dict(args)
+    path = rest.pop("path", None)
+    if isinstance(path, str):
+        parts.append(f"**File:** {_code_span(path)}")
+    code = rest.pop("code", None)
+    if isinstance(code, str):
+        parts.append(fence(code, "python" if "python" in name else None))
+    content = rest.pop("content", None)
+    if isinstance(content, str):
+        parts.append(fence(content))
+    if rest:
+        parts.append(fence(json.dumps(rest, indent=2, ensure_ascii=False), "json"))
+    return "\n\n".join(parts) or "_(no arguments)_"
+
+
+def _code_span(text: str) -> str:
+    """`text` as an inline code span (backticks inside are handled)."""
+    single_line = " ".join(text.split())
+    ticks = "`"
+    while ticks in single_line:
+        ticks += "`"
+    return f"{ticks} {single_line} {ticks}"
+
+
+def _confirmation(message: Message) -> str:
+    decision = str(message.metadata.get("decision", ""))
+    symbol, label = _DECISIONS.get(decision, ("•", "Approval"))
+    by = message.metadata.get("by")
+    who = f" _(by {escape_html(str(by))})_" if by and by != "user" else ""
+    head = f'<span class="ga-confirmation">{symbol} **{label}**</span>'
+    return f"{head} · {escape_html(message.content)}{who}"
+
+
+def _preview(message: Message, limit: int = 60) -> str:
+    text = " ".join(message.content.split())
+    if not text and message.tool_calls:
+        text = "calls " + ", ".join(call.name for call in message.tool_calls)
+    if not text and message.images:
+        text = f"[{len(message.images)} image(s)]"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _float(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) else None

@@ -1,0 +1,112 @@
+"""Export a session to a JSON file, import one as a new session, replay one step by step."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable
+from datetime import UTC, datetime
+
+import gradio as gr
+
+from backends.gradio.coalesce import Coalescer
+from backends.gradio.handlers import Handlers, owner_of
+from backends.gradio.stream import Updates
+from gui_agent.exceptions import InvalidRequest
+from gui_agent.export import export_session, import_session, parse_export, replay_events
+from schema import Event
+
+__all__ = ["REPLAY_STEP_S", "Transfer"]
+
+REPLAY_STEP_S = 0.25
+"""The longest pause between two steps of a replay (recorded gaps are shortened to this)."""
+
+
+class Transfer:
+    """Export, import and replay handlers (they share the page's `Handlers`)."""
+
+    def __init__(
+        self,
+        handlers: Handlers,
+        *,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        step_s: float = REPLAY_STEP_S,
+    ) -> None:
+        self.handlers = handlers
+        self.sleep = sleep
+        self.step_s = step_s
+
+    async def export(self, session_id: str, request: gr.Request) -> str:
+        """The session and its recent events as JSON, for the browser to save as a file."""
+        interpreter = await self.handlers.lookup(session_id, request)
+        if interpreter is None:
+            gr.Warning("There is nothing to export yet.")
+            return ""
+        session = interpreter.session
+        document = export_session(
+            session.to_record(interpreter.state), session.history, interpreter.events_since(0)
+        )
+        payload = {"filename": _export_name(session.title), "document": document}
+        return json.dumps(payload, ensure_ascii=False)
+
+    async def import_file(self, data: bytes | None, request: gr.Request) -> Updates:
+        """Import an export as a new session of this user, and open it."""
+        if not data:
+            return {}
+        owner = owner_of(request)
+        try:
+            record, messages = import_session(data, owner=owner)
+        except InvalidRequest as exc:
+            gr.Warning(f"Could not import: {exc}")
+            return {}
+        store = self.handlers.manager.store
+        await store.create_session(record)
+        await store.replace_messages(record.id, messages)
+        gr.Info(f"Imported {len(messages)} messages as a new chat.")
+        opened = await self.handlers.open_session(record.id, request)
+        return {**opened, **await self.handlers.session_list_update(owner, record.id)}
+
+    async def replay(self, data: bytes | None, request: gr.Request) -> AsyncIterator[Updates]:
+        """Show an export being re-rendered event by event (it does not become a session)."""
+        if not data:
+            return
+        try:
+            events = replay_events(parse_export(data))
+        except InvalidRequest as exc:
+            gr.Warning(f"Could not replay: {exc}")
+            return
+        page = self.handlers.page
+        view = self.handlers.blank_view()
+        update = view.updates(full=True)
+        update[page.session_id] = ""
+        yield update
+        coalescer = Coalescer(0.0)
+        previous: Event | None = None
+        for event in events:
+            if not coalescer.offer(event):
+                continue
+            batch = coalescer.take()
+            for item in batch:
+                view.chat.apply(item)
+            changed = view.updates()
+            if page.chatbot in changed:
+                yield {page.chatbot: changed[page.chatbot]}
+                await self.sleep(self._pause(previous, batch[0]))
+            previous = batch[-1]
+        if coalescer.pending:
+            for item in coalescer.take():
+                view.chat.apply(item)
+        view.chat.note("_End of the replay. Send a message to start a new chat._")
+        yield {page.chatbot: view.chat.messages()}
+
+    def _pause(self, previous: Event | None, current: Event) -> float:
+        if previous is None:
+            return 0.0
+        gap = (current.at - previous.at).total_seconds()
+        return min(max(gap, 0.0), self.step_s) or self.step_s / 5
+
+
+def _export_name(title: str) -> str:
+    slug = re.sub(r"[^A-Za-z0-9]+", "-", title).strip("-").lower()[:40] or "chat"
+    return f"gui-agent-{slug}-{datetime.now(UTC):%Y%m%d-%H%M%S}.json"

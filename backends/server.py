@@ -1,0 +1,373 @@
+"""The server `gui-agent serve` runs: the HTTP + SSE API and the Gradio page on one app.
+
+`build_server(config)` composes everything and returns the FastAPI app with its cleanup:
+
+1. refuse a non-loopback bind without login (`check_bind_safety`);
+2. resolve the models (explicit, environment, local servers, embedded, echo);
+3. open the data folder (0700) and the SQLite store in it (one process at a time), mark
+   turns a crash left running as interrupted, apply retention;
+4. load or create the token signing key; set up login (users file or proxy header);
+5. the API under /api, then the Gradio page at / (same login, assets folder only).
+
+`serve(config)` binds the port, runs uvicorn until SIGINT/SIGTERM and shuts down in order:
+stop accepting, stop running turns and end event streams (partial replies are saved,
+marked interrupted), let connections finish, close the store. It returns the exit code:
+0 after a clean shutdown, 2 when the configuration or the data folder is refused (another
+server holds it, a database from a newer version), with one clear line and no traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+import os
+import signal
+import socket
+import stat
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from fastapi import FastAPI
+from starlette.datastructures import Headers
+from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from backends.api import create_api
+from connectors.llama_local import LOCAL_MODEL_NOTICE
+from connectors.registry import ModelRegistry, resolve_models
+from gui_agent.auth import (
+    ProxyHeaderAuth,
+    TokenService,
+    UserDB,
+    check_bind_safety,
+    is_loopback,
+    load_or_create_signing_key,
+)
+from gui_agent.config import AppConfig
+from gui_agent.exceptions import AuthError, ConfigError, GuiAgentError
+from gui_agent.manager import SessionManager
+from gui_agent.store import DB_FILE_NAME, SQLiteStore, apply_retention, default_data_dir
+
+__all__ = ["build_server", "serve"]
+
+logger = logging.getLogger(__name__)
+
+GRACEFUL_SHUTDOWN_S = 5
+"""How long open connections get to finish after a stop signal before they are cut."""
+MAX_UPLOAD = "25mb"
+"""The largest file the Gradio page accepts as an upload."""
+_OFFLINE_ENV = {
+    "GRADIO_ANALYTICS_ENABLED": "False",
+    "HF_HUB_OFFLINE": "1",
+    "HF_HUB_DISABLE_TELEMETRY": "1",
+}
+
+Cleanup = Callable[[], Awaitable[None]]
+
+
+async def build_server(
+    config: AppConfig, *, probe_local: bool = True, with_api: bool = True
+) -> tuple[FastAPI, Cleanup]:
+    """The app for `config` and the coroutine function that closes what it opened.
+
+    Raises ConfigError (unsafe bind, bad users file, unknown model), StoreLocked (another
+    server uses the data folder), StoreVersionError (a newer or damaged database) or
+    AuthError (an unsafe signing key file) before anything is served. `with_api` only
+    decides whether the OpenAPI docs are served: the API itself is always there.
+    """
+    users, proxy = await _login(config)
+    check_bind_safety(
+        config.host,
+        login_configured=users is not None or proxy is not None,
+        insecure_no_auth=config.insecure_no_auth,
+    )
+    if config.share:
+        logger.warning("--share is not supported: GuiAgent never opens a public tunnel")
+    registry = await resolve_models(explicit=config.models, probe_local=probe_local)
+    data_dir = await asyncio.to_thread(_private_dir, config.data_dir or default_data_dir())
+    workspace_root = config.workspace_root or data_dir / "workspaces"
+    await asyncio.to_thread(_private_dir, workspace_root)
+    manager = SessionManager(
+        models=registry,
+        store=SQLiteStore(data_dir / DB_FILE_NAME),
+        workspace_root=workspace_root,
+        counter_factory=registry.token_counter,
+    )
+    await manager.start()
+    try:
+        if manager.interrupted_at_start:
+            logger.warning(
+                "%d session(s) were mid-turn when the server last stopped; their turns are "
+                "marked interrupted",
+                len(manager.interrupted_at_start),
+            )
+        await apply_retention(manager.store, days=config.retention_days)
+        secret = await asyncio.to_thread(load_or_create_signing_key, data_dir)
+        notice = _notice(registry)
+        app = create_api(
+            manager, TokenService(secret), users=users, proxy=proxy, notice=notice, docs=with_api
+        )
+        if users is None and proxy is None and not config.insecure_no_auth:
+            app.add_middleware(LoopbackHostOnly)
+        _mount_page(app, manager, registry, config, users=users, proxy=proxy, notice=notice)
+    except BaseException:
+        await manager.close()
+        raise
+    logger.info("data folder %s (login: %s)", data_dir, _login_mode(users, proxy))
+    return app, manager.close
+
+
+def serve(config: AppConfig, *, probe_local: bool = True, with_api: bool = True) -> int:
+    """Run the server until SIGINT or SIGTERM; the process exit code (0 clean, 2 refused)."""
+    for name, value in _OFFLINE_ENV.items():
+        os.environ.setdefault(name, value)
+    try:
+        asyncio.run(_serve(config, probe_local=probe_local, with_api=with_api))
+    except GuiAgentError as exc:
+        logger.error("%s", exc)
+        return 2
+    return 0
+
+
+async def _serve(config: AppConfig, *, probe_local: bool, with_api: bool) -> None:
+    app, cleanup = await build_server(config, probe_local=probe_local, with_api=with_api)
+    try:
+        listener = _bind(config.host, config.port)
+    except BaseException:
+        await cleanup()
+        raise
+    server = _Server(
+        uvicorn.Config(
+            app,
+            log_config=None,
+            log_level=config.log_level.lower(),
+            access_log=config.log_level == "DEBUG",
+            server_header=False,
+            root_path=config.root_path,
+            timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+            lifespan="on",
+        ),
+        before_drain=cleanup,
+        public_path=config.root_path,
+    )
+    handled = _handle_signals(server)
+    try:
+        await server.serve(sockets=[listener])
+    finally:
+        for sig in handled:
+            asyncio.get_running_loop().remove_signal_handler(sig)
+        listener.close()
+        await cleanup()
+    logger.info("GuiAgent stopped")
+
+
+class _Server(uvicorn.Server):
+    """uvicorn with the shutdown order GuiAgent needs and signals left to `_serve`."""
+
+    def __init__(self, config: uvicorn.Config, *, before_drain: Cleanup, public_path: str) -> None:
+        super().__init__(config)
+        self._before_drain = before_drain
+        self._public_path = public_path
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        # uvicorn would re-raise the signal after shutting down, killing the process with
+        # it; `_serve` installs loop handlers instead, so a signal ends in a clean return.
+        yield
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            for listener in sockets or ():
+                logger.info("GuiAgent is running at %s", _url(listener, self._public_path))
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for listening in self.servers:  # no new connections while runs are being stopped
+            listening.close()
+        # Stopping every session ends its event streams (SSE and the page's), so open
+        # connections can finish instead of waiting out the graceful timeout.
+        await self._before_drain()
+        await super().shutdown(sockets)
+
+
+def _handle_signals(server: uvicorn.Server) -> list[signal.Signals]:
+    loop = asyncio.get_running_loop()
+    handled = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, server.handle_exit, int(sig), None)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
+            continue
+        handled.append(sig)
+    return handled
+
+
+class LoopbackHostOnly:
+    """Without login, answer only requests addressed to a loopback name (Host header).
+
+    Otherwise a web page on another site could reach the local app through DNS rebinding
+    and drive the agent. Serving under another name needs login configured.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in ("http", "websocket"):
+            host = Headers(scope=scope).get("host", "")
+            if not is_loopback(_host_name(host)):
+                response = PlainTextResponse(
+                    "GuiAgent runs without login, so it only answers requests addressed to "
+                    "localhost or 127.0.0.1. Configure login (--auth-file) to serve it under "
+                    "another name.",
+                    status_code=421,
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def _host_name(host: str) -> str:
+    """The name part of a Host header: `[::1]:7860` -> `::1`, `localhost:80` -> `localhost`."""
+    host = host.strip()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+async def _login(config: AppConfig) -> tuple[UserDB | None, ProxyHeaderAuth | None]:
+    proxy = None
+    if config.trusted_proxy_header:
+        proxy = ProxyHeaderAuth(trusted=True, header=config.trusted_proxy_header)
+    if config.auth_file is None:
+        return None, proxy
+    users = UserDB(config.auth_file)
+    try:
+        names = await asyncio.to_thread(users.names)
+    except AuthError as exc:
+        raise ConfigError(str(exc)) from None
+    if not names:
+        raise ConfigError(
+            f"the users file {config.auth_file} has no users; add one with:\n"
+            f"  gui-agent users add NAME --auth-file {config.auth_file}"
+        )
+    return users, proxy
+
+
+def _login_mode(users: UserDB | None, proxy: ProxyHeaderAuth | None) -> str:
+    if proxy is not None:
+        return f"user from the {proxy.header} header"
+    if users is not None:
+        return f"users file {users.path}"
+    return "none, everyone is 'local'"
+
+
+def _notice(registry: ModelRegistry) -> str | None:
+    """What the page says up front: that the default model is the tiny offline one."""
+    return LOCAL_MODEL_NOTICE if registry.spec(registry.default).kind == "local" else None
+
+
+def _mount_page(
+    app: FastAPI,
+    manager: SessionManager,
+    registry: ModelRegistry,
+    config: AppConfig,
+    *,
+    users: UserDB | None,
+    proxy: ProxyHeaderAuth | None,
+    notice: str | None,
+) -> None:
+    """Mount the Gradio chat page at / with the same login as the API."""
+    try:
+        page = importlib.import_module("backends.gradio")
+        assets = importlib.import_module("backends.gradio.assets")
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("backends.gradio", "backends.gradio.assets", "gradio"):
+            raise
+        logger.warning("the Gradio page is not available (%s); serving the HTTP API only", exc)
+        return
+    import gradio as gr
+
+    blocks = page.create_app(manager, models=registry.describe(), notice=notice)
+    login: dict[str, Any] = {}
+    if proxy is not None:
+        login["auth_dependency"] = _proxy_dependency(proxy)
+    elif users is not None:
+        login["auth"] = _password_check(users)
+    gr.mount_gradio_app(
+        app,
+        blocks,
+        path="/",
+        server_name=config.host,
+        server_port=config.port,
+        root_path=config.root_path or None,
+        allowed_paths=[str(assets.ASSETS_DIR)],
+        max_file_size=MAX_UPLOAD,
+        **login,
+    )
+
+
+def _password_check(users: UserDB) -> Callable[[str, str], Awaitable[bool]]:
+    async def check(username: str, password: str) -> bool:
+        try:
+            return await users.verify_async(username, password)
+        except AuthError as exc:  # an unreadable users file refuses everyone, loudly
+            logger.error("login refused: %s", exc)
+            return False
+
+    return check
+
+
+def _proxy_dependency(proxy: ProxyHeaderAuth) -> Callable[[Any], str | None]:
+    def user(request: Any) -> str | None:
+        try:
+            return proxy.user_from(request.headers)
+        except AuthError as exc:
+            logger.warning("page request refused: %s", exc)
+            return None
+
+    return user
+
+
+def _private_dir(path: Path) -> Path:
+    """`path`, created with mode 0700 if missing; a warning if others can read it."""
+    path = Path(path).expanduser()
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        logger.warning(
+            "%s can be read by other users (mode %04o); restrict it with: chmod 700 %s",
+            path,
+            mode,
+            path,
+        )
+    return path.resolve()
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    """A listening socket on host:port (IPv6 when the host has a colon, as uvicorn does), or
+    ConfigError saying what to change."""
+    name = host.strip("[]")
+    family = socket.AF_INET6 if ":" in name else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((name, port))
+    except OSError as exc:
+        listener.close()
+        raise ConfigError(
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; stop whatever uses that "
+            "port or choose another with --port"
+        ) from None
+    return listener
+
+
+def _url(listener: socket.socket, path: str) -> str:
+    host, port = listener.getsockname()[:2]
+    if listener.family == socket.AF_INET6:
+        host = f"[{host}]"
+    return f"http://{host}:{port}{path}/"

@@ -1,0 +1,251 @@
+"""Anthropic's Messages API as an `LLMProvider` (the only module importing `anthropic`).
+
+Requests stream raw events through `anthropic.AsyncAnthropic` with the SDK's own retries
+off: `connectors.resilience` retries (before anything was streamed) and trips a circuit
+breaker. The request and event mapping lives in `connectors.anthropic_mapping`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections.abc import AsyncGenerator, Iterator, Sequence
+from contextlib import aclosing, contextmanager
+from types import TracebackType
+from typing import Any
+
+import anthropic
+import httpx2
+from anthropic import AsyncStream
+from anthropic.types import RawMessageStreamEvent
+
+from connectors.anthropic_mapping import (
+    EventAccumulator,
+    RequestOptions,
+    build_request,
+    stream_error,
+)
+from connectors.resilience import (
+    CircuitBreaker,
+    RetryPolicy,
+    error_for_status,
+    parse_retry_after,
+    resilient_stream,
+)
+from gui_agent.exceptions import (
+    ConfigError,
+    ModelConnectionError,
+    ModelError,
+    ModelResponseError,
+    ModelTimeout,
+)
+from gui_agent.llm import generate_from_stream
+from schema import Message, ModelResponse, ModelSettings, ModelStreamPart, ToolSchema
+
+logger = logging.getLogger(__name__)
+
+KEY_ENV = "ANTHROPIC_API_KEY"
+NO_KEY = "no-key-needed"
+
+
+def _server_detail(error: anthropic.APIStatusError) -> str:
+    if error.api_message:
+        return error.api_message
+    body = error.body
+    if isinstance(body, str):
+        return body
+    return json.dumps(body)[:500] if body is not None else error.message
+
+
+@contextmanager
+def map_errors(provider: str, *, model: str = "") -> Iterator[None]:
+    """Translate `anthropic` SDK (and transport) exceptions into our `ModelError` tree."""
+    try:
+        yield
+    except ModelError:
+        raise
+    except anthropic.APIStatusError as error:
+        if error.status_code < 400:
+            # An `error` event inside a stream that had started with 200.
+            raise stream_error(
+                str(error.type or ""), _server_detail(error), provider=provider
+            ) from error
+        raise error_for_status(
+            error.status_code,
+            _server_detail(error),
+            provider=provider,
+            model=model,
+            key_env=KEY_ENV,
+            retry_after=parse_retry_after(error.response.headers),
+        ) from error
+    except (anthropic.APITimeoutError, httpx2.TimeoutException) as error:
+        raise ModelTimeout(f"{provider}: no answer from the server in time") from error
+    except anthropic.APIConnectionError as error:
+        cause = error.__cause__
+        raise ModelConnectionError(
+            f"{provider}: the connection to the server failed"
+            + (f" ({type(cause).__name__}: {cause})" if cause else ""),
+            provider=provider,
+        ) from error
+    except anthropic.APIResponseValidationError as error:
+        raise ModelResponseError(
+            f"{provider}: the server's answer did not match the API: {error.message}",
+            provider=provider,
+        ) from error
+    except httpx2.DecodingError as error:
+        raise ModelResponseError(f"{provider}: undecodable response: {error}") from error
+    except httpx2.RequestError as error:
+        raise ModelConnectionError(
+            f"{provider}: the connection to the server failed ({type(error).__name__}: {error})",
+            provider=provider,
+        ) from error
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ModelResponseError(
+            f"{provider}: the server sent something that is not valid JSON ({error})",
+            provider=provider,
+        ) from error
+    except anthropic.AnthropicError as error:
+        raise ModelError(f"{provider}: {error}", provider=provider) from error
+
+
+def _as_dict(item: object) -> object:
+    """An SDK event as the plain dict the server sent (anything else is left for the mapper)."""
+    to_dict = getattr(item, "to_dict", None)
+    return to_dict(warnings=False) if callable(to_dict) else item
+
+
+class AnthropicProvider:
+    """A Claude model through the Messages API (or a server speaking it, via `base_url`).
+
+    ``thinking_budget`` turns on extended thinking with that many tokens; thinking arrives as
+    reasoning deltas. ``timeout_s`` is how long the server may stay silent (before the first
+    byte and between events). The key comes from the argument or ``ANTHROPIC_API_KEY``.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int = 4096,
+        timeout_s: float = 60.0,
+        retry: RetryPolicy | None = None,
+        breaker: CircuitBreaker | None = None,
+        thinking_budget: int | None = None,
+        max_response_chars: int = 2_000_000,
+    ) -> None:
+        if not model:
+            raise ConfigError("AnthropicProvider needs a model name, e.g. 'claude-sonnet-4-5'")
+        key = api_key or os.environ.get(KEY_ENV)
+        if not key:
+            if base_url is None:
+                raise ConfigError(f"no Anthropic API key: set {KEY_ENV}")
+            key = NO_KEY
+        self.model = model
+        self.base_url = base_url
+        self._name = f"anthropic:{model}" if base_url is None else f"anthropic:{base_url}#{model}"
+        self.retry = retry if retry is not None else RetryPolicy()
+        self.breaker = breaker if breaker is not None else CircuitBreaker()
+        self.timeout_s = timeout_s
+        self.max_response_chars = max_response_chars
+        self._options = RequestOptions(
+            model=model,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            thinking_budget=thinking_budget,
+        )
+        self._client = anthropic.AsyncAnthropic(
+            api_key=key, base_url=base_url, timeout=timeout_s, max_retries=0
+        )
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider({self._name!r})"
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
+        await self._client.close()
+
+    async def __aenter__(self) -> AnthropicProvider:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        settings: ModelSettings | None = None,
+    ) -> ModelResponse:
+        async with aclosing(self.stream(messages, tools=tools, settings=settings)) as parts:
+            return await generate_from_stream(parts)
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        settings: ModelSettings | None = None,
+    ) -> AsyncGenerator[ModelStreamPart, None]:
+        history, tool_list = tuple(messages), tuple(tools)
+        return resilient_stream(
+            lambda: self._attempt(history, tool_list, settings),
+            provider=self._name,
+            retry=self.retry,
+            breaker=self.breaker,
+        )
+
+    async def _open(
+        self, request: dict[str, Any], silence_s: float
+    ) -> AsyncStream[RawMessageStreamEvent]:
+        with map_errors(self._name, model=self.model):
+            opened: AsyncStream[RawMessageStreamEvent] = await self._client.messages.create(
+                stream=True, timeout=silence_s, **request
+            )
+        return opened
+
+    async def _attempt(
+        self,
+        messages: tuple[Message, ...],
+        tools: tuple[ToolSchema, ...],
+        settings: ModelSettings | None,
+    ) -> AsyncGenerator[ModelStreamPart, None]:
+        request = build_request(messages, tools, settings, self._options)
+        silence_s = settings.timeout_s if settings and settings.timeout_s else self.timeout_s
+        sdk_stream = await self._open(request, silence_s)
+        accumulator = EventAccumulator(max_chars=self.max_response_chars, provider=self._name)
+        try:
+            while not accumulator.complete:
+                with map_errors(self._name, model=self.model):
+                    try:
+                        event = await sdk_stream.__anext__()
+                    except StopAsyncIteration:
+                        break
+                    deltas = accumulator.feed(_as_dict(event))
+                for delta in deltas:
+                    yield delta
+        finally:
+            await sdk_stream.close()
+        if not accumulator.complete:
+            if accumulator.events == 0:
+                raise ModelResponseError(
+                    f"{self._name}: the server answered without any stream events",
+                    provider=self._name,
+                )
+            raise ModelConnectionError(
+                f"{self._name}: the stream ended before the model finished", provider=self._name
+            )
+        yield accumulator.response(model=self.model)

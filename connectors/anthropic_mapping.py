@@ -1,0 +1,392 @@
+"""Pure mapping between our schema and the Anthropic Messages API wire format.
+
+No SDK, no I/O. `build_request` turns our history into the ``system`` / ``messages`` /
+``tools`` parameters; `EventAccumulator` turns raw stream events (dicts, or the SDK's event
+objects' ``to_dict()``) into our deltas and one final `ModelResponse`.
+
+Choices made here:
+
+- System messages, wherever they are, are joined (blank line between) into ``system``.
+- Consecutive messages of one role are merged (the API wants user / assistant turns), so
+  parallel tool results become one user message of ``tool_result`` blocks, followed by any
+  user text.
+- A tool result is ``is_error`` when its message says so (``metadata["is_error"]``, as the
+  agent loop writes it, or an ERROR status).
+- Assistant tool calls become ``tool_use`` blocks whose ``input`` is the parsed arguments.
+  Arguments that are not a JSON object (a truncated or malformed call) are sent as
+  ``{"_raw_arguments": "<the text>"}`` so the model can see what it wrote; the tool result
+  that follows tells it the call could not be parsed.
+- Empty text is left out (the API refuses empty text blocks), and so are messages that end
+  up with no content at all.
+- Reasoning is not sent back: thinking blocks need the signature the API issued, which the
+  schema does not carry.
+- Stop reasons are normalised to the OpenAI words the rest of GuiAgent uses: end_turn and
+  stop_sequence → ``stop``, max_tokens → ``length``, tool_use → ``tool_calls``,
+  refusal → ``content_filter``; anything else passes through.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from gui_agent.exceptions import (
+    ModelAuthError,
+    ModelError,
+    ModelNotFound,
+    ModelRateLimited,
+    ModelResponseError,
+    ModelServerError,
+)
+from schema import (
+    ImagePart,
+    Message,
+    MessageStatus,
+    ModelReasoningDelta,
+    ModelResponse,
+    ModelSettings,
+    ModelTextDelta,
+    Role,
+    ToolCall,
+    ToolSchema,
+    Usage,
+    new_id,
+)
+
+logger = logging.getLogger(__name__)
+
+StreamDelta = ModelTextDelta | ModelReasoningDelta
+
+STOP_REASONS: Mapping[str, str] = MappingProxyType(
+    {
+        "end_turn": "stop",
+        "stop_sequence": "stop",
+        "max_tokens": "length",
+        "tool_use": "tool_calls",
+        "refusal": "content_filter",
+    }
+)
+
+
+def image_block(image: ImagePart) -> dict[str, Any]:
+    if image.url is not None:
+        return {"type": "image", "source": {"type": "url", "url": image.url}}
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": image.media_type, "data": image.data},
+    }
+
+
+def tool_input(arguments: str) -> dict[str, Any]:
+    """The ``input`` object for a tool call's raw argument text (see module docstring)."""
+    try:
+        value = json.loads(arguments or "{}")
+    except ValueError:
+        return {"_raw_arguments": arguments}
+    return value if isinstance(value, dict) else {"_raw_arguments": arguments}
+
+
+def _text_blocks(text: str, images: Sequence[ImagePart]) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    blocks.extend(image_block(image) for image in images)
+    return blocks
+
+
+def _is_error(message: Message) -> bool:
+    return bool(message.metadata.get("is_error")) or message.status is MessageStatus.ERROR
+
+
+def message_blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
+    """One non-system message as (role, content blocks)."""
+    if message.role is Role.TOOL:
+        content: list[dict[str, Any]] | str = _text_blocks(message.content, message.images)
+        if not message.images:
+            content = message.content
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": message.tool_call_id,
+            "content": content,
+        }
+        if _is_error(message):
+            block["is_error"] = True
+        return "user", [block]
+    if message.role is Role.ASSISTANT:
+        blocks = _text_blocks(message.content, ())
+        blocks.extend(
+            {"type": "tool_use", "id": c.id, "name": c.name, "input": tool_input(c.arguments)}
+            for c in message.tool_calls
+        )
+        return "assistant", blocks
+    return "user", _text_blocks(message.content, message.images)
+
+
+def messages_to_anthropic(
+    messages: Iterable[Message],
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """Our history as (system prompt, Messages API messages). See the module docstring."""
+    system: list[str] = []
+    wire: list[dict[str, Any]] = []
+    for message in messages:
+        if message.display_only:
+            continue
+        if message.role is Role.SYSTEM:
+            if message.content:
+                system.append(message.content)
+            continue
+        role, blocks = message_blocks(message)
+        if not blocks:
+            continue
+        if wire and wire[-1]["role"] == role:
+            wire[-1]["content"].extend(blocks)
+        else:
+            wire.append({"role": role, "content": blocks})
+    return ("\n\n".join(system) or None), wire
+
+
+def tools_to_anthropic(tools: Iterable[ToolSchema]) -> list[dict[str, Any]]:
+    return [
+        {"name": t.name, "description": t.description, "input_schema": t.parameters} for t in tools
+    ]
+
+
+def tool_choice_to_anthropic(choice: str) -> dict[str, Any] | None:
+    """``auto`` → None (the default), ``required`` → any, ``none``, or one tool by name."""
+    if choice == "auto":
+        return None
+    if choice == "required":
+        return {"type": "any"}
+    if choice == "none":
+        return {"type": "none"}
+    return {"type": "tool", "name": choice}
+
+
+@dataclass(frozen=True, slots=True)
+class RequestOptions:
+    model: str
+    max_tokens: int = 4096
+    temperature: float | None = None
+    thinking_budget: int | None = None
+
+
+def build_request(
+    messages: Iterable[Message],
+    tools: Sequence[ToolSchema],
+    settings: ModelSettings | None,
+    options: RequestOptions,
+) -> dict[str, Any]:
+    """The keyword arguments of one streamed ``messages.create`` call.
+
+    The SDK has no ``temperature`` argument, so it travels in ``extra_body``. With thinking
+    on, temperature is not sent (the API only allows the default then), and ``max_tokens``
+    is raised above the thinking budget when it is not already (the API requires it).
+    """
+    system, wire = messages_to_anthropic(messages)
+    max_tokens = options.max_tokens
+    temperature = options.temperature
+    if settings is not None:
+        max_tokens = settings.max_tokens or max_tokens
+        temperature = settings.temperature if settings.temperature is not None else temperature
+    request: dict[str, Any] = {"model": options.model, "max_tokens": max_tokens, "messages": wire}
+    if system:
+        request["system"] = system
+    if options.thinking_budget:
+        request["thinking"] = {"type": "enabled", "budget_tokens": options.thinking_budget}
+        if max_tokens <= options.thinking_budget:
+            request["max_tokens"] = options.thinking_budget + max_tokens
+        temperature = None
+    if temperature is not None:
+        request["extra_body"] = {"temperature": temperature}
+    if tools:
+        request["tools"] = tools_to_anthropic(tools)
+        choice = tool_choice_to_anthropic(settings.tool_choice if settings else "auto")
+        if choice is not None:
+            request["tool_choice"] = choice
+    return request
+
+
+_ERROR_TYPES: Mapping[str, type[ModelError]] = MappingProxyType(
+    {
+        "overloaded_error": ModelServerError,
+        "api_error": ModelServerError,
+        "rate_limit_error": ModelRateLimited,
+        "authentication_error": ModelAuthError,
+        "permission_error": ModelAuthError,
+        "not_found_error": ModelNotFound,
+    }
+)
+
+
+def stream_error(error_type: str, message: str, *, provider: str) -> ModelError:
+    """The ModelError for an ``error`` event inside a stream, by its ``error.type``."""
+    kind = _ERROR_TYPES.get(error_type, ModelError)
+    text = f"{provider}: the server reported {error_type or 'an error'} mid-stream: {message}"
+    return kind(text, provider=provider)
+
+
+@dataclass(slots=True)
+class _Block:
+    type: str
+    text: list[str] = field(default_factory=list)
+    id: str = ""
+    name: str = ""
+    start_input: Any = None
+
+
+class EventAccumulator:
+    """Assembles a streamed Messages API response from its raw events.
+
+    Text deltas and thinking deltas are returned as they arrive; tool_use blocks are
+    assembled from their ``input_json_delta`` pieces (kept as raw text, valid JSON or not).
+    Usage: input tokens from ``message_start`` (cache reads and writes included), output
+    tokens from the last ``message_delta``. `complete` turns true on ``message_stop``.
+    """
+
+    def __init__(self, *, max_chars: int | None = None, provider: str = "anthropic") -> None:
+        self.max_chars = max_chars
+        self.provider = provider
+        self._blocks: dict[int, _Block] = {}
+        self._chars = 0
+        self.events = 0
+        self.complete = False
+        self.model: str | None = None
+        self.stop_reason: str | None = None
+        self.input_tokens = 0
+        self.output_tokens = 0
+
+    def feed(self, event: object) -> list[StreamDelta]:
+        if not isinstance(event, Mapping):
+            raise ModelResponseError(f"expected a JSON object in the stream, got {event!r:.80}")
+        self.events += 1
+        kind = event.get("type")
+        if kind == "message_start":
+            self._message_start(event.get("message") or {})
+        elif kind == "content_block_start":
+            self._block_start(event)
+        elif kind == "content_block_delta":
+            return self._block_delta(event)
+        elif kind == "message_delta":
+            self._message_delta(event)
+        elif kind == "message_stop":
+            self.complete = True
+        elif kind == "error":
+            error = event.get("error") or {}
+            raise stream_error(
+                str(error.get("type", "")), str(error.get("message", "")), provider=self.provider
+            )
+        return []
+
+    def _message_start(self, message: Mapping[str, Any]) -> None:
+        if isinstance(message.get("model"), str):
+            self.model = message["model"]
+        usage = message.get("usage")
+        if isinstance(usage, Mapping):
+            self.input_tokens = _input_tokens(usage) or self.input_tokens
+            self.output_tokens = _count(usage, "output_tokens") or self.output_tokens
+
+    def _message_delta(self, event: Mapping[str, Any]) -> None:
+        delta = event.get("delta")
+        if isinstance(delta, Mapping) and delta.get("stop_reason"):
+            self.stop_reason = str(delta["stop_reason"])
+        usage = event.get("usage")
+        if isinstance(usage, Mapping):
+            self.input_tokens = _input_tokens(usage) or self.input_tokens
+            self.output_tokens = _count(usage, "output_tokens") or self.output_tokens
+
+    def _block(self, event: Mapping[str, Any], kind: str) -> _Block:
+        index = event.get("index", 0)
+        if not isinstance(index, int):
+            raise ModelResponseError("a stream event's block index is not a number")
+        block = self._blocks.get(index)
+        if block is None:
+            block = self._blocks[index] = _Block(type=kind)
+        return block
+
+    def _block_start(self, event: Mapping[str, Any]) -> None:
+        raw = event.get("content_block")
+        if not isinstance(raw, Mapping):
+            raise ModelResponseError("content_block_start without a content block")
+        kind = str(raw.get("type", ""))
+        block = self._block(event, kind)
+        block.type = kind
+        if kind == "tool_use":
+            block.id = str(raw.get("id") or "")
+            block.name = str(raw.get("name") or "")
+            block.start_input = raw.get("input")
+
+    def _block_delta(self, event: Mapping[str, Any]) -> list[StreamDelta]:
+        delta = event.get("delta")
+        if not isinstance(delta, Mapping):
+            return []
+        kind = delta.get("type")
+        if kind == "text_delta":
+            piece = str(delta.get("text") or "")
+            block = self._block(event, "text")
+            self._append(block, piece)
+            return [ModelTextDelta(text=piece)] if piece else []
+        if kind == "thinking_delta":
+            piece = str(delta.get("thinking") or "")
+            block = self._block(event, "thinking")
+            self._append(block, piece)
+            return [ModelReasoningDelta(text=piece)] if piece else []
+        if kind == "input_json_delta":
+            self._append(self._block(event, "tool_use"), str(delta.get("partial_json") or ""))
+        return []  # signature_delta, citations_delta: nothing to show
+
+    def _append(self, block: _Block, piece: str) -> None:
+        if not piece:
+            return
+        self._chars += len(piece)
+        if self.max_chars is not None and self._chars > self.max_chars:
+            raise ModelResponseError(
+                f"{self.provider}: the model's response exceeded the size cap of "
+                f"{self.max_chars:,} characters",
+                provider=self.provider,
+            )
+        block.text.append(piece)
+
+    def _joined(self, kind: str) -> str:
+        return "".join("".join(b.text) for _, b in sorted(self._blocks.items()) if b.type == kind)
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        calls = []
+        for _, block in sorted(self._blocks.items()):
+            if block.type != "tool_use":
+                continue
+            arguments = "".join(block.text)
+            if not arguments:
+                start = block.start_input
+                arguments = json.dumps(start) if isinstance(start, Mapping) and start else "{}"
+            if not block.id:
+                block.id = "toolu_" + new_id()[:24]
+            calls.append(ToolCall(id=block.id, name=block.name, arguments=arguments))
+        return tuple(calls)
+
+    def response(self, *, model: str | None = None) -> ModelResponse:
+        reasoning = self._joined("thinking")
+        stop = self.stop_reason
+        return ModelResponse(
+            text=self._joined("text"),
+            reasoning=reasoning or None,
+            tool_calls=self.tool_calls(),
+            usage=Usage(
+                input_tokens=self.input_tokens, output_tokens=self.output_tokens, requests=1
+            ),
+            finish_reason=STOP_REASONS.get(stop, stop) if stop else None,
+            model=self.model or model,
+        )
+
+
+def _count(usage: Mapping[str, Any], key: str) -> int:
+    value = usage.get(key)
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def _input_tokens(usage: Mapping[str, Any]) -> int:
+    return sum(
+        _count(usage, key)
+        for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+    )

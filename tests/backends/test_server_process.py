@@ -1,0 +1,358 @@
+"""The real `gui-agent serve` process: what an operator sees when starting, stopping,
+crashing and restarting it. Each test runs the installed command in a subprocess and talks
+to it over HTTP on a free loopback port."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from gui_agent.manager import INTERRUPTED_NOTE
+from schema import MessageStatus, MessageType, Role, TextDelta
+from tests.backends.api.live import Api, is_idle
+
+GUI_AGENT = Path(sys.executable).with_name("gui-agent")
+READY_TIMEOUT_S = 90.0
+ECHO_PREFIX = "I am the built-in echo model"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _env() -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GUI_AGENT_", "OPENAI_", "ANTHROPIC_"))
+    }
+    env.update(GRADIO_ANALYTICS_ENABLED="False", HF_HUB_OFFLINE="1", HF_HUB_DISABLE_TELEMETRY="1")
+    return env
+
+
+def serve_args(data_dir: Path, port: int, *extra: str, host: str = "127.0.0.1") -> list[str]:
+    return [
+        str(GUI_AGENT),
+        "serve",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--data-dir",
+        str(data_dir),
+        "--model",
+        "scripted:echo",
+        "--no-probe",
+        *extra,
+    ]
+
+
+@dataclass
+class ServerProcess:
+    process: subprocess.Popen[bytes]
+    port: int
+    log_path: Path
+    clients: list[Api] = field(default_factory=list)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_ready(self) -> httpx.Response:
+        """Poll GET / until the server answers (bounded; fails early if the process exits)."""
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                pytest.fail(f"the server exited with {self.process.returncode}:\n{self.log()}")
+            try:
+                return httpx.get(self.base_url + "/", timeout=2.0)
+            except httpx.TransportError:
+                time.sleep(0.1)
+        pytest.fail(f"the server did not answer within {READY_TIMEOUT_S} s:\n{self.log()}")
+
+    def client(self) -> Api:
+        api = Api(self.base_url).login()
+        self.clients.append(api)
+        return api
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        return self.wait()
+
+    def wait(self) -> int:
+        """Close this test's clients and wait for the process to exit; its exit code."""
+        for api in self.clients:
+            api.close()
+        return self.process.wait(timeout=60)
+
+
+class Servers:
+    """Starts server processes and makes sure none outlives the test."""
+
+    def __init__(self, tmp_path: Path) -> None:
+        self.tmp_path = tmp_path
+        self.started: list[ServerProcess] = []
+
+    def start(
+        self, data_dir: Path, *extra: str, host: str = "127.0.0.1", ready: bool = True
+    ) -> ServerProcess:
+        port = free_port()
+        log_path = self.tmp_path / f"server-{len(self.started)}.log"
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                serve_args(data_dir, port, *extra, host=host),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.tmp_path,
+                env=_env(),
+            )
+        server = ServerProcess(process, port, log_path)
+        self.started.append(server)
+        if ready:
+            server.wait_ready()
+        return server
+
+    def run(
+        self, data_dir: Path, *extra: str, host: str = "127.0.0.1"
+    ) -> subprocess.CompletedProcess[str]:
+        """Run a server that is expected to refuse to start."""
+        return subprocess.run(
+            serve_args(data_dir, free_port(), *extra, host=host),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=self.tmp_path,
+            env=_env(),
+            check=False,
+        )
+
+    def cleanup(self) -> None:
+        for server in self.started:
+            for api in server.clients:
+                api.close()
+            if server.process.poll() is None:
+                server.process.kill()
+                server.process.wait(timeout=30)
+
+
+@pytest.fixture
+def servers(tmp_path: Path) -> Iterator[Servers]:
+    running = Servers(tmp_path)
+    try:
+        yield running
+    finally:
+        running.cleanup()
+
+
+def chat(api: Api, session_id: str, text: str) -> None:
+    """Send a message and read the event stream until the turn is over."""
+    with api.events(session_id) as stream:
+        api.send(session_id, text)
+        stream.until(is_idle)
+
+
+# -- (a) the bind check -------------------------------------------------------------------
+
+
+def test_a_public_bind_without_login_is_refused_with_how_to(
+    servers: Servers, tmp_path: Path
+) -> None:
+    refused = servers.run(tmp_path / "data", host="0.0.0.0")
+    assert refused.returncode == 2
+    assert "gui-agent users add NAME" in refused.stderr
+    assert "--auth-file" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert not (tmp_path / "data").exists()  # refused before touching anything
+
+
+def test_insecure_no_auth_serves_a_public_bind_with_a_warning(
+    servers: Servers, tmp_path: Path
+) -> None:
+    server = servers.start(tmp_path / "data", "--insecure-no-auth", host="0.0.0.0")
+    assert "WARNING" in server.log() and "--insecure-no-auth" in server.log()
+    api = server.client()
+    assert api.get("/api/models").json()["default"] == "scripted:echo"
+    assert server.stop() == 0
+    assert "GuiAgent stopped" in server.log()
+
+
+def test_login_from_a_users_file(servers: Servers, tmp_path: Path) -> None:
+    users_file = tmp_path / "users.json"
+    empty = servers.run(tmp_path / "data", "--auth-file", str(users_file))
+    assert empty.returncode == 2 and "gui-agent users add NAME" in empty.stderr
+    added = subprocess.run(
+        [str(GUI_AGENT), "users", "add", "alice", "--auth-file", str(users_file)],
+        input="correct-horse-battery\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(),
+        check=False,
+    )
+    assert added.returncode == 0, added.stderr
+
+    server = servers.start(tmp_path / "data", "--auth-file", str(users_file), host="0.0.0.0")
+    http = httpx.Client(base_url=server.base_url, timeout=20)
+    with http:
+        wrong = http.post("/api/login", json={"username": "alice", "password": "nope-nope"})
+        assert wrong.status_code == 401
+        ok = http.post(
+            "/api/login", json={"username": "alice", "password": "correct-horse-battery"}
+        )
+        assert ok.status_code == 200 and ok.json()["user"] == "alice"
+        token = ok.json()["token"]
+        listed = http.get("/api/sessions", headers={"Authorization": f"Bearer {token}"})
+        assert listed.status_code == 200
+    assert server.stop() == 0
+
+
+# -- (b) restart -------------------------------------------------------------------------
+
+
+def test_sessions_survive_a_restart(servers: Servers, tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    first = servers.start(data_dir)
+    api = first.client()
+    session_id = api.create_session()
+    chat(api, session_id, "remember the blue door")
+    token = api.token
+    assert first.stop() == 0
+
+    second = servers.start(data_dir)
+    api = Api(second.base_url, token)  # the signing key persisted: the old token still works
+    second.clients.append(api)
+    listed = api.get("/api/sessions").json()["sessions"]
+    assert [(s["id"], s["title"]) for s in listed] == [(session_id, "remember the blue door")]
+    messages = api.messages(session_id)
+    assert [m.role for m in messages] == [Role.USER, Role.ASSISTANT]
+    assert messages[0].content == "remember the blue door"
+    assert messages[1].content.startswith(ECHO_PREFIX)
+    assert messages[1].content.endswith("remember the blue door")
+    assert all(m.status is MessageStatus.COMPLETE for m in messages)
+    assert second.stop() == 0
+
+
+# -- (c) a crash mid-stream ---------------------------------------------------------------
+
+
+def test_a_kill_mid_stream_keeps_what_was_said_and_marks_the_turn_interrupted(
+    servers: Servers, tmp_path: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    first = servers.start(data_dir)
+    api = first.client()
+    session_id = api.create_session()
+    # The echo model repeats the message one word per 10 ms: about 40 s for this one.
+    long_text = " ".join(f"word{i}" for i in range(3000))
+    with api.events(session_id) as stream:
+        api.send(session_id, long_text)
+        deltas = 0
+        while deltas < 150:  # 1.5 s of streaming: the partial reply has been saved
+            if isinstance(stream.next(), TextDelta):
+                deltas += 1
+        assert first.stop(signal.SIGKILL) == -signal.SIGKILL
+
+    second = servers.start(data_dir)
+    api = second.client()
+    detail = api.session(session_id)
+    assert detail["state"] == "STOP"
+    messages = api.messages(session_id)
+    user, partial, note = messages
+    assert user.content == long_text and user.status is MessageStatus.COMPLETE
+    assert partial.role is Role.ASSISTANT and partial.status is MessageStatus.INTERRUPTED
+    assert partial.content.startswith(ECHO_PREFIX) and "word0 word1" in partial.content
+    assert not partial.content.endswith("word2999")
+    assert note.type is MessageType.CONSOLE and note.content == INTERRUPTED_NOTE
+    assert "interrupted" in second.log()
+
+    chat(api, session_id, "are you still there?")
+    reply = api.messages(session_id)[-1]
+    assert reply.status is MessageStatus.COMPLETE
+    assert reply.content.endswith("are you still there?")
+    assert second.stop() == 0
+
+
+def test_a_graceful_stop_mid_stream_saves_the_partial_reply_and_ends_streams(
+    servers: Servers, tmp_path: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    first = servers.start(data_dir)
+    api = first.client()
+    session_id = api.create_session()
+    long_text = " ".join(f"word{i}" for i in range(3000))
+    with api.events(session_id) as stream:
+        api.send(session_id, long_text)
+        while not isinstance(stream.next(), TextDelta):
+            pass
+        started = time.monotonic()
+        first.process.send_signal(signal.SIGTERM)
+        # The stream shows the turn ending, then closes; it does not hang the shutdown.
+        rest = stream.until(is_idle)
+        with pytest.raises(StopIteration):
+            stream.next()
+    assert first.wait() == 0
+    assert time.monotonic() - started < 4.0, "shutdown waited for the stream to time out"
+    interrupted = [
+        e for e in rest if e.type == "message_completed" and e.message.status.value == "interrupted"
+    ]
+    assert len(interrupted) == 1
+
+    second = servers.start(data_dir)
+    _user, partial = second.client().messages(session_id)
+    assert partial.status is MessageStatus.INTERRUPTED
+    assert partial.content == interrupted[0].message.content  # type: ignore[union-attr]
+    assert "mid-turn" not in second.log()
+    assert second.stop() == 0
+
+
+# -- (d) one server per data folder -------------------------------------------------------
+
+
+def test_a_second_server_on_the_same_data_folder_is_refused(
+    servers: Servers, tmp_path: Path
+) -> None:
+    data_dir = tmp_path / "data"
+    first = servers.start(data_dir)
+    refused = servers.run(data_dir)
+    assert refused.returncode == 2
+    assert "in use by another GuiAgent process" in refused.stderr
+    assert f"pid {first.process.pid}" in refused.stderr
+    assert "Traceback" not in refused.stderr
+    assert first.client().get("/api/sessions").status_code == 200
+    assert first.stop() == 0
+
+
+# -- (e) the page --------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("backends.gradio") is None, reason="backends.gradio not built yet"
+)
+def test_the_root_serves_the_gradio_page(servers: Servers, tmp_path: Path) -> None:
+    server = servers.start(tmp_path / "data")
+    page = httpx.get(server.base_url + "/", timeout=20)
+    assert page.status_code == 200
+    assert "text/html" in page.headers["content-type"]
+    assert "gradio" in page.text.lower()
+    assert "server" not in {key.lower() for key in page.headers}
+    # Without login, a request addressed to another name is refused (DNS rebinding).
+    rebound = httpx.get(server.base_url + "/", headers={"Host": "evil.example"}, timeout=20)
+    assert rebound.status_code == 421
+    assert server.stop() == 0

@@ -1,0 +1,46 @@
+"""Shared test helpers: build interpreters on offline models, wait on events."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from connectors.scripted import ScriptedModel, ScriptedReply
+from gui_agent.events import Subscription
+from gui_agent.interpreter import Interpreter
+from gui_agent.llm import LLMProvider
+from gui_agent.quick import create_interpreter
+from gui_agent.tools import Tool
+from schema import AutoChatSettings, Event, PermissionMode
+
+
+def make(
+    tmp_path: Path,
+    replies: Iterable[ScriptedReply] | LLMProvider = (),
+    *,
+    tools: Iterable[Tool] = (),
+    delay_s: float = 0.0,
+    permissions: dict[str, PermissionMode] | None = None,
+    autochat: AutoChatSettings | None = None,
+) -> tuple[Interpreter, LLMProvider]:
+    model = (
+        replies
+        if isinstance(replies, LLMProvider)
+        else ScriptedModel(replies, delay_s=delay_s)
+    )
+    interpreter = create_interpreter(
+        model, tools=tools, workdir=tmp_path, permissions=permissions, autochat=autochat
+    )
+    return interpreter, model
+
+
+async def next_event(sub: Subscription, predicate: Callable[[Event], bool]) -> Event:
+    """The first event from `sub` that matches; fails if the run ends first."""
+    async for event in sub.until_idle():
+        if predicate(event):
+            return event
+    raise AssertionError("the run ended before the expected event")
+
+
+def of_type(events: Iterable[Event], kind: str) -> list[Event]:
+    return [e for e in events if e.type == kind]

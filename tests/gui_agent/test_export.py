@@ -1,0 +1,259 @@
+"""Export a session, import it as someone else's new session, replay it; refuse hostile files."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from gui_agent.exceptions import InvalidRequest
+from gui_agent.export import (
+    FORMAT,
+    MAX_IMPORT_MESSAGES,
+    export_session,
+    import_session,
+    parse_export,
+    replay_events,
+)
+from schema import (
+    AgentName,
+    ImagePart,
+    InterpreterState,
+    Message,
+    MessageCompleted,
+    MessageStarted,
+    MessageStatus,
+    MessageType,
+    Role,
+    SessionRecord,
+    SessionSettings,
+    StateChanged,
+    TextDelta,
+    ToolCall,
+    ToolCallFinished,
+    ToolResult,
+)
+
+PIXEL = (
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAC"
+    "hwGA60e6kgAAAABJRU5ErkJggg=="
+)
+
+
+def conversation() -> tuple[SessionRecord, list[Message]]:
+    record = SessionRecord(
+        owner="alice",
+        title="Charts <script>alert(1)</script>",
+        agent=AgentName.SUPERVISOR,
+        settings=SessionSettings(model="gpt-test", temperature=0.2),
+        state=InterpreterState.RUNNING,
+        goal="draw a chart",
+    )
+    messages = [
+        Message(
+            role=Role.USER,
+            content="<img src=x onerror=alert(1)> plot this",
+            images=(ImagePart(data=PIXEL),),
+        ),
+        Message(
+            role=Role.ASSISTANT,
+            content="Plotting.",
+            reasoning="Use matplotlib.",
+            agent=AgentName.SUPERVISOR,
+            tool_calls=(ToolCall(id="c1", name="run_code", arguments='{"code": "plot()"}'),),
+        ),
+        Message(role=Role.TOOL, type=MessageType.CONSOLE, content="ok", tool_call_id="c1"),
+        Message(
+            role=Role.ASSISTANT,
+            type=MessageType.IMAGE,
+            images=(ImagePart(media_type="image/jpeg", url="https://example.org/chart.jpg"),),
+            metadata={"source": "https://example.org"},
+        ),
+        Message(role=Role.ASSISTANT, content="Do", status=MessageStatus.INTERRUPTED),
+    ]
+    return record, messages
+
+
+def exported(**edit: Any) -> dict[str, Any]:
+    record, messages = conversation()
+    return {**export_session(record, messages), **edit}
+
+
+def test_export_then_import_gives_a_new_session_owned_by_the_importer() -> None:
+    record, messages = conversation()
+    doc = export_session(record, messages)
+    assert (doc["format"], doc["version"]) == (FORMAT, 1)
+
+    imported, loaded = import_session(json.dumps(doc), owner="bob")
+
+    assert imported.id != record.id
+    assert imported.owner == "bob"
+    assert imported.state is InterpreterState.STOP  # nothing runs in an imported session
+    assert (imported.title, imported.agent, imported.goal) == (
+        record.title,
+        record.agent,
+        record.goal,
+    )
+    assert imported.settings == record.settings
+    assert loaded == messages  # markup kept verbatim as text
+    assert loaded[0].content.startswith("<img src=x onerror=alert(1)>")
+
+
+def test_import_accepts_bytes() -> None:
+    imported, loaded = import_session(json.dumps(exported()).encode(), owner="bob")
+    assert imported.owner == "bob" and len(loaded) == 5
+
+
+def test_replay_synthesizes_a_stream_when_the_export_has_no_events() -> None:
+    record, messages = conversation()
+    events = replay_events(export_session(record, messages[:2]), session_id="new")
+
+    assert [(type(e).__name__, getattr(e, "channel", None)) for e in events] == [
+        ("MessageStarted", None),
+        ("TextDelta", "content"),
+        ("MessageCompleted", None),
+        ("MessageStarted", None),
+        ("TextDelta", "reasoning"),
+        ("TextDelta", "content"),
+        ("MessageCompleted", None),
+    ]
+    assert [e.seq for e in events] == list(range(1, 8))
+    assert {e.session_id for e in events} == {"new"}
+    assert isinstance(events[2], MessageCompleted) and events[2].message == messages[0]
+    assert isinstance(events[5], TextDelta) and events[5].delta == "Plotting."
+
+
+def test_replay_returns_recorded_events_in_order() -> None:
+    record, messages = conversation()
+    recorded = [
+        StateChanged(seq=1, from_state=InterpreterState.INIT, to_state=InterpreterState.RUNNING),
+        MessageStarted(seq=2, message_id=messages[1].id),
+        TextDelta(seq=3, message_id=messages[1].id, delta="Plot"),
+        ToolCallFinished(seq=5, result=ToolResult(call_id="c1", name="run_code", content="ok")),
+        MessageCompleted(seq=4, message=messages[1]),
+    ]
+    doc = json.loads(json.dumps(export_session(record, messages, recorded)))
+
+    events = replay_events(parse_export(json.dumps(doc)))
+
+    assert [e.seq for e in events] == [1, 2, 3, 4, 5]
+    assert [e.type for e in events] == [
+        "state_changed",
+        "message_started",
+        "text_delta",
+        "message_completed",
+        "tool_call_finished",
+    ]
+
+
+def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    """Edit a document in place at a dotted path ("messages.0.images.0.url")."""
+
+    def edit(doc: dict[str, Any]) -> None:
+        *parents, last = path.split(".")
+        node: Any = doc
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        if isinstance(node, list):
+            node[int(last)] = value
+        else:
+            node[last] = value
+
+    return edit
+
+
+HOSTILE: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "wrong-format": (_set("format", "chatgpt-export"), "not a GuiAgent session export"),
+    "newer-version": (_set("version", 2), "unsupported export version 2"),
+    "string-version": (_set("version", "1"), "unsupported export version '1'"),
+    "unknown-top-level": (_set("plugins", ["evil"]), "unknown fields in the export: plugins"),
+    "no-session": (_set("session", None), "no session object"),
+    "messages-not-list": (_set("messages", {"a": 1}), "'messages' must be a list"),
+    "file-url-image": (
+        _set("messages.3.images.0.url", "file:///etc/passwd"),
+        "only http(s) URLs are allowed",
+    ),
+    "path-image-url": (_set("messages.3.images.0.url", "/etc/passwd"), "only http(s) URLs"),
+    "javascript-image-url": (
+        _set("messages.3.images.0.url", "javascript:alert(1)"),
+        "only http(s) URLs",
+    ),
+    "path-image-data": (_set("messages.0.images.0.data", "/etc/passwd"), "data must be base64"),
+    "relative-path-data": (_set("messages.0.images.0.data", "../../.ssh/id_rsa"), "base64"),
+    "non-image-media": (_set("messages.0.images.0.media_type", "text/html"), "is not an image"),
+    "path-in-metadata": (_set("messages.3.metadata", {"path": "/etc/shadow"}), "file path"),
+    "file-url-in-metadata": (
+        _set("messages.3.metadata", {"attachments": [{"href": "FILE:///etc/hosts"}]}),
+        "file: URL",
+    ),
+    "unknown-message-field": (_set("messages.0.exec", "rm -rf /"), "message 0: unknown field"),
+    "unknown-nested-field": (
+        _set("messages.1.tool_calls.0.shell", True),
+        "message 1.tool_calls[0]: unknown field(s) shell",
+    ),
+    "unknown-session-field": (_set("session.settings.api_key", "sk-x"), "session.settings"),
+    "bad-role": (_set("messages.0.role", "root"), "message 0: role"),
+    "tool-without-call-id": (_set("messages.2.tool_call_id", None), "tool_call_id"),
+    "message-not-object": (_set("messages.1", "hello"), "message 1: not an object"),
+    "duplicate-ids": (_set("messages.1.id", "same"), "duplicate id"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_hostile_imports_are_refused_with_a_reason(case: str) -> None:
+    edit, reason = HOSTILE[case]
+    doc = exported()
+    if case == "duplicate-ids":
+        doc["messages"][0]["id"] = "same"
+    edit(doc)
+
+    with pytest.raises(InvalidRequest) as refused:
+        import_session(json.dumps(doc), owner="bob")
+    assert reason in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        ("{not json", "not valid JSON"),
+        (b"\xff\xfe\x00garbage", "not valid JSON"),
+        ("[1, 2, 3]", "not a JSON object"),
+        ("[" * 100_000 + "]" * 100_000, "not valid JSON"),
+        ("", "not valid JSON"),
+    ],
+    ids=["truncated", "binary", "array", "deeply-nested", "empty"],
+)
+def test_malformed_input_is_refused(data: str | bytes, reason: str) -> None:
+    with pytest.raises(InvalidRequest, match=reason):
+        import_session(data, owner="bob")
+
+
+def test_oversized_input_is_refused_before_parsing() -> None:
+    text = json.dumps(exported())
+    with pytest.raises(InvalidRequest, match=f"the limit is {len(text) - 1}"):
+        import_session(text, owner="bob", max_bytes=len(text) - 1)
+    assert import_session(text, owner="bob", max_bytes=len(text))[0].owner == "bob"
+
+
+def test_too_many_messages_are_refused() -> None:
+    doc = exported(messages=[{"role": "user"}] * (MAX_IMPORT_MESSAGES + 1))
+    with pytest.raises(InvalidRequest, match="the limit is 50000"):
+        import_session(json.dumps(doc), owner="bob")
+
+
+def test_hostile_recorded_events_are_refused_on_replay() -> None:
+    result = ToolResult(
+        call_id="c1",
+        name="screenshot",
+        content="",
+        images=(ImagePart(url="file:///home/alice/secret.png"),),
+    )
+    doc = exported(events=[ToolCallFinished(seq=1, result=result).model_dump(mode="json")])
+    with pytest.raises(InvalidRequest, match="event 0: image 0: only http"):
+        replay_events(doc)
+
+    unknown = exported(events=[{"type": "shell_exec", "command": "id"}])
+    with pytest.raises(InvalidRequest, match="event 0"):
+        replay_events(unknown)

@@ -1,0 +1,360 @@
+"""The interpreter: turns, Stop, queued messages, approvals, errors, concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from connectors.scripted import ScriptedModel, call, calls
+from gui_agent.exceptions import InvalidRequest, ModelRateLimited
+from gui_agent.tools import tool
+from schema import (
+    MAX_MESSAGE_CHARS,
+    ApprovalDecision,
+    ApprovalRequested,
+    InterpreterState,
+    MessageCompleted,
+    MessageStatus,
+    MessageType,
+    PermissionMode,
+    Role,
+    RunFinished,
+    RunOutcome,
+    StateChanged,
+    TextDelta,
+)
+from tests.gui_agent.helpers import make, next_event, of_type
+
+
+async def test_a_turn_streams_and_frames_itself_with_state_changes(tmp_path: Path) -> None:
+    interpreter, _ = make(tmp_path, ["Hello there, how can I help?"])
+    assert interpreter.state is InterpreterState.INIT
+    events = [e async for e in interpreter.chat("hi")]
+    states = [(e.from_state, e.to_state) for e in events if isinstance(e, StateChanged)]
+    assert states == [
+        (InterpreterState.INIT, InterpreterState.RUNNING),
+        (InterpreterState.RUNNING, InterpreterState.STOP),
+    ]
+    deltas = [e.delta for e in events if isinstance(e, TextDelta)]
+    assert len(deltas) > 3 and "".join(deltas) == "Hello there, how can I help?"
+    assert [e.seq for e in events] == sorted({e.seq for e in events})
+    assert {e.session_id for e in events} == {interpreter.id}
+    assert interpreter.session.history[-1].content == "Hello there, how can I help?"
+    assert interpreter.session.title == "hi"
+
+
+async def test_empty_and_oversized_messages_are_refused_without_a_state_change(
+    tmp_path: Path,
+) -> None:
+    interpreter, model = make(tmp_path, ["unused"])
+    with pytest.raises(InvalidRequest, match="empty"):
+        await interpreter.send("   \n ")
+    with pytest.raises(InvalidRequest, match="limit"):
+        await interpreter.send("x" * (MAX_MESSAGE_CHARS + 1))
+    assert interpreter.state is InterpreterState.INIT and not interpreter.session.history
+    assert isinstance(model, ScriptedModel) and model.requests == []
+
+
+async def test_a_large_message_within_the_limit_is_kept_whole(tmp_path: Path) -> None:
+    interpreter, model = make(tmp_path, ["got it"])
+    text = "y" * MAX_MESSAGE_CHARS
+    _ = [e async for e in interpreter.chat(text)]
+    assert interpreter.session.history[0].content == text
+    assert isinstance(model, ScriptedModel)
+    assert model.requests[0].messages[-1].content == text
+
+
+async def test_stop_mid_stream_keeps_the_partial_reply_marked_interrupted(
+    tmp_path: Path,
+) -> None:
+    long_reply = " ".join(f"word{i}" for i in range(2000))
+    interpreter, _ = make(tmp_path, [long_reply, "second answer"], delay_s=0.005)
+    async with interpreter.subscribe() as sub:
+        await interpreter.send("write a lot")
+        await next_event(sub, lambda e: isinstance(e, TextDelta))
+        await next_event(sub, lambda e: isinstance(e, TextDelta))
+        assert await interpreter.stop() is True
+        after = sub.pending()
+    assert interpreter.state is InterpreterState.STOP
+    partial = interpreter.session.history[-1]
+    assert partial.role is Role.ASSISTANT and partial.status is MessageStatus.INTERRUPTED
+    assert partial.content.startswith("word0") and len(partial.content) < len(long_reply)
+    finished = [e for e in after if isinstance(e, RunFinished)]
+    assert finished and finished[0].outcome is RunOutcome.INTERRUPTED
+    assert not [e for e in after if isinstance(e, TextDelta) and e.seq > finished[0].seq]
+    # the session stays usable, and the model sees the partial reply
+    events = [e async for e in interpreter.chat("go on")]
+    assert of_type(events, "run_finished")[0].outcome is RunOutcome.COMPLETED  # type: ignore[attr-defined]
+    assert interpreter.session.history[-1].content == "second answer"
+
+
+async def test_stop_mid_tool_cancels_the_tool_and_answers_its_call(tmp_path: Path) -> None:
+    started, cancelled = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Wait for a long time."""
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            cancelled.set()
+        return "never"
+
+    interpreter, _ = make(tmp_path, [call("slow"), "after"], tools=[slow])
+    await interpreter.send("run slow")
+    await started.wait()
+    assert interpreter.state is InterpreterState.RUNNING
+    await interpreter.stop()
+    assert cancelled.is_set()
+    assert interpreter.state is InterpreterState.STOP
+    answer = interpreter.session.history[-1]
+    assert answer.role is Role.TOOL and answer.status is MessageStatus.INTERRUPTED
+    assert "Not run" in answer.content
+
+
+async def test_stop_when_idle_is_harmless(tmp_path: Path) -> None:
+    interpreter, _ = make(tmp_path, ["x"])
+    assert await interpreter.stop() is False
+    assert await interpreter.stop() is False
+    assert interpreter.state is InterpreterState.INIT
+
+
+async def test_a_message_sent_while_running_is_queued_and_handled_next(tmp_path: Path) -> None:
+    gate = asyncio.Event()
+    entered = asyncio.Event()
+
+    @tool
+    async def wait_gate() -> str:
+        """Block until the test opens the gate."""
+        entered.set()
+        await gate.wait()
+        return "opened"
+
+    interpreter, model = make(
+        tmp_path, [call("wait_gate"), "first done", "second done"], tools=[wait_gate]
+    )
+    async with interpreter.subscribe() as sub:
+        await interpreter.send("first")
+        await entered.wait()
+        await interpreter.send("second")  # queued, not run concurrently
+        assert interpreter.state is InterpreterState.RUNNING
+        gate.set()
+        events = [e async for e in sub.until_idle()]
+    contents = [m.content for m in interpreter.session.history if m.role is Role.USER]
+    assert contents == ["first", "second"]
+    assert isinstance(model, ScriptedModel)
+    # the queued message reached the model in the same turn, before its next call
+    assert [m.content for m in model.requests[1].messages if m.role is Role.USER] == [
+        "first",
+        "second",
+    ]
+    assert len(of_type(events, "run_finished")) == 1
+
+
+async def test_messages_queued_behind_a_stopped_turn_are_kept(tmp_path: Path) -> None:
+    entered = asyncio.Event()
+
+    @tool
+    async def hang() -> str:
+        """Hang."""
+        entered.set()
+        await asyncio.Event().wait()
+        return ""
+
+    interpreter, _ = make(tmp_path, [call("hang")], tools=[hang])
+    await interpreter.send("first")
+    await entered.wait()
+    await interpreter.send("queued one")
+    await interpreter.stop()
+    assert interpreter.session.history[-1].content == "queued one"
+
+
+async def test_approval_allow_once_runs_the_tool_after_waiting(tmp_path: Path) -> None:
+    interpreter, _ = make(tmp_path, [call("run_python", code="print(6 * 7)"), "It is 42."])
+    async with interpreter.subscribe() as sub:
+        await interpreter.send("compute")
+        request = await next_event(sub, lambda e: isinstance(e, ApprovalRequested))
+        assert isinstance(request, ApprovalRequested)
+        assert interpreter.state is InterpreterState.WAITING
+        assert "print(6 * 7)" in request.detail and request.language == "python"
+        assert interpreter.approve(request.approval_id, ApprovalDecision.ALLOW_ONCE)
+        events = [e async for e in sub.until_idle()]
+    states = [e.to_state for e in events if isinstance(e, StateChanged)]
+    assert states == [InterpreterState.RUNNING, InterpreterState.STOP]
+    console = [m for m in interpreter.session.history if m.type is MessageType.CONSOLE]
+    assert console and "42" in console[0].content
+    assert "run_python" not in interpreter.session.allowed_tools
+
+
+async def test_approval_deny_returns_the_denial_and_note_to_the_model(tmp_path: Path) -> None:
+    interpreter, model = make(
+        tmp_path, [call("write_file", path="a.txt", content="x"), "Understood."]
+    )
+    async with interpreter.subscribe() as sub:
+        await interpreter.send("write")
+        request = await next_event(sub, lambda e: isinstance(e, ApprovalRequested))
+        assert isinstance(request, ApprovalRequested)
+        interpreter.approve(request.approval_id, ApprovalDecision.DENY, "not that file")
+        _ = [e async for e in sub.until_idle()]
+    assert not (tmp_path / "a.txt").exists()
+    assert isinstance(model, ScriptedModel)
+    tool_message = model.requests[1].messages[-1]
+    assert tool_message.role is Role.TOOL and "denied" in tool_message.content
+    assert "not that file" in tool_message.content
+
+
+async def test_allow_for_session_skips_later_approvals(tmp_path: Path) -> None:
+    interpreter, _ = make(
+        tmp_path,
+        [
+            call("write_file", path="a.txt", content="1"),
+            "ok",
+            call("write_file", path="b.txt", content="2"),
+            "ok again",
+        ],
+    )
+    async with interpreter.subscribe() as sub:
+        await interpreter.send("first")
+        request = await next_event(sub, lambda e: isinstance(e, ApprovalRequested))
+        assert isinstance(request, ApprovalRequested)
+        interpreter.approve(request.approval_id, ApprovalDecision.ALLOW_SESSION)
+        _ = [e async for e in sub.until_idle()]
+    events = [e async for e in interpreter.chat("second")]
+    assert not of_type(events, "approval_requested")
+    assert (tmp_path / "a.txt").read_text() == "1" and (tmp_path / "b.txt").read_text() == "2"
+
+
+async def test_no_answer_in_time_means_deny(tmp_path: Path) -> None:
+    interpreter, _ = make(tmp_path, [call("run_python", code="print(1)"), "ok"])
+    interpreter.session.settings = interpreter.session.settings.model_copy(
+        update={"approval_timeout_s": 0.05}
+    )
+    events = [e async for e in interpreter.chat("go")]
+    resolved = of_type(events, "approval_resolved")
+    assert resolved and resolved[0].decision is ApprovalDecision.DENY  # type: ignore[attr-defined]
+    assert resolved[0].by == "timeout"  # type: ignore[attr-defined]
+    assert interpreter.state is InterpreterState.STOP
+
+
+async def test_stop_while_waiting_for_approval_denies_and_stops(tmp_path: Path) -> None:
+    interpreter, _ = make(tmp_path, [call("run_python", code="print(1)")])
+    async with interpreter.subscribe() as sub:
+        await interpreter.send("go")
+        await next_event(sub, lambda e: isinstance(e, ApprovalRequested))
+        await interpreter.stop()
+        after = sub.pending()
+    assert interpreter.state is InterpreterState.STOP
+    assert [e.to_state for e in after if isinstance(e, StateChanged)] == [InterpreterState.STOP]
+    assert of_type(after, "approval_resolved")[0].by == "policy"  # type: ignore[attr-defined]
+    assert interpreter.pending_approvals == ()
+
+
+async def test_policy_deny_refuses_without_asking(tmp_path: Path) -> None:
+    interpreter, _ = make(
+        tmp_path,
+        [call("run_python", code="print(1)"), "fine"],
+        permissions={"run_python": PermissionMode.DENY},
+    )
+    events = [e async for e in interpreter.chat("go")]
+    assert not of_type(events, "approval_requested")
+    finished = of_type(events, "tool_call_finished")[0]
+    assert finished.result.is_error and "not allowed" in finished.result.content  # type: ignore[attr-defined]
+
+
+async def test_provider_error_is_reported_and_the_session_stays_usable(tmp_path: Path) -> None:
+    interpreter, _ = make(tmp_path, [ModelRateLimited("slow down", provider="x"), "recovered"])
+    events = [e async for e in interpreter.chat("hello")]
+    errors = of_type(events, "error")
+    assert errors and "slow down" in errors[0].message  # type: ignore[attr-defined]
+    assert of_type(events, "run_finished")[0].outcome is RunOutcome.ERROR  # type: ignore[attr-defined]
+    assert interpreter.state is InterpreterState.STOP
+    assert interpreter.session.history[0].content == "hello"
+    events = [e async for e in interpreter.chat("again")]
+    assert interpreter.session.history[-1].content == "recovered"
+
+
+async def test_unknown_tool_and_malformed_arguments_go_back_to_the_model(tmp_path: Path) -> None:
+    from schema import ModelResponse, ToolCall
+
+    bad_json = ModelResponse(tool_calls=(ToolCall(id="c2", name="list_files", arguments="{oops"),))
+    interpreter, model = make(tmp_path, [call("no_such_tool"), bad_json, "sorry"])
+    events = [e async for e in interpreter.chat("go")]
+    results = [e.result for e in of_type(events, "tool_call_finished")]  # type: ignore[attr-defined]
+    assert results[0].is_error and "no_such_tool" in results[0].content
+    assert results[1].is_error and "JSON" in results[1].content
+    assert interpreter.session.history[-1].content == "sorry"
+    assert isinstance(model, ScriptedModel) and len(model.requests) == 3
+
+
+async def test_parallel_tool_calls_run_concurrently_with_results_in_call_order(
+    tmp_path: Path,
+) -> None:
+    both_running = asyncio.Event()
+    running = 0
+
+    @tool
+    async def work(n: int) -> int:
+        """Pretend to work."""
+        nonlocal running
+        running += 1
+        if running == 2:
+            both_running.set()
+        await both_running.wait()
+        await asyncio.sleep(0.01 * (3 - n))
+        return n * 10
+
+    interpreter, _ = make(
+        tmp_path, [calls(("work", {"n": 1}), ("work", {"n": 2})), "done"], tools=[work]
+    )
+    events = [e async for e in interpreter.chat("go")]
+    finished_order = [e.result.content for e in of_type(events, "tool_call_finished")]  # type: ignore[attr-defined]
+    assert finished_order == ["20", "10"]  # n=2 finishes first
+    tool_messages = [m.content for m in interpreter.session.history if m.role is Role.TOOL]
+    assert tool_messages == ["10", "20"]  # appended in call order
+
+
+async def test_max_iterations_stops_the_loop_and_says_so(tmp_path: Path) -> None:
+    interpreter, _ = make(tmp_path, [call("list_files")] * 3)
+    interpreter.session.settings = interpreter.session.settings.model_copy(
+        update={"max_iterations": 3}
+    )
+    events = [e async for e in interpreter.chat("loop")]
+    assert of_type(events, "run_finished")[0].outcome is RunOutcome.MAX_ITERATIONS  # type: ignore[attr-defined]
+    assert interpreter.session.history[-1].metadata.get("truncated") is True
+
+
+async def test_many_sessions_run_concurrently_without_sharing_state(tmp_path: Path) -> None:
+    pairs = [make(tmp_path / str(i), [f"answer {i}"], delay_s=0.001) for i in range(40)]
+
+    async def run(index: int) -> list[str]:
+        interpreter, _ = pairs[index]
+        _ = [e async for e in interpreter.chat(f"question {index}")]
+        return [m.content for m in interpreter.session.history]
+
+    histories = await asyncio.gather(*(run(i) for i in range(40)))
+    assert histories == [[f"question {i}", f"answer {i}"] for i in range(40)]
+
+
+async def test_retry_edit_and_clear(tmp_path: Path) -> None:
+    interpreter, model = make(tmp_path, ["one", "two", "three"])
+    _ = [e async for e in interpreter.chat("q")]
+    await interpreter.retry()
+    await interpreter.wait_idle()
+    assert [m.content for m in interpreter.session.history] == ["q", "two"]
+    await interpreter.edit_last("q2")
+    await interpreter.wait_idle()
+    assert [m.content for m in interpreter.session.history] == ["q2", "three"]
+    await interpreter.clear()
+    assert interpreter.session.history == []
+    with pytest.raises(InvalidRequest):
+        await interpreter.retry()
+
+
+async def test_every_completed_message_is_announced(tmp_path: Path) -> None:
+    interpreter, _ = make(tmp_path, [call("list_files"), "done"])
+    events = [e async for e in interpreter.chat("go")]
+    announced = [e.message.id for e in events if isinstance(e, MessageCompleted)]
+    assert announced == [m.id for m in interpreter.session.history]

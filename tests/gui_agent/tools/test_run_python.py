@@ -1,0 +1,214 @@
+"""run_python: real child processes, confined, limited, and killed when they must stop."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import select
+from pathlib import Path
+from textwrap import dedent
+
+import pytest
+
+from gui_agent.tools import ToolContext, ToolRegistry, execute_tool, run_python
+from gui_agent.tools.python_runner import PythonLimits, python_tool
+from schema import MessageType, ToolCall, ToolResult
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="run_python needs POSIX")
+
+
+@pytest.fixture
+def workdir(tmp_path: Path) -> Path:
+    return tmp_path / "session"
+
+
+async def run(workdir: Path, code: str, *, limits: PythonLimits | None = None) -> ToolResult:
+    runner = run_python if limits is None else python_tool(limits)
+    ctx = ToolContext(session_id="s", run_id="r", call_id="c", workdir=workdir)
+    call = ToolCall(id="c", name="run_python", arguments=json.dumps({"code": dedent(code)}))
+    return await execute_tool(ToolRegistry([runner]), call, ctx)
+
+
+def is_gone(pid: int) -> bool:
+    """True when the process has exited (a zombie nobody reaped counts as gone)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1].startswith(("Z", "X"))
+    except (OSError, IndexError):
+        return True
+
+
+def wait_gone(pid: int, timeout_s: float = 5.0) -> bool:
+    """Wait for a process to exit through its pidfd (no polling)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    try:
+        readable, _, _ = select.select([fd], [], [], timeout_s)
+        return bool(readable)
+    finally:
+        os.close(fd)
+
+
+async def test_prints_output_and_the_exit_code(workdir: Path) -> None:
+    result = await run(workdir, "import sys\nprint('hello')\nprint('oops', file=sys.stderr)")
+    assert not result.is_error
+    assert result.message_type is MessageType.CONSOLE
+    assert result.content == "hello\noops\nexit code 0"
+    assert result.metadata["exit_code"] == 0
+    assert result.metadata["files_created"] == []
+    assert workdir.is_dir()  # created when missing
+
+
+async def test_a_failing_program_is_an_error_with_its_traceback(workdir: Path) -> None:
+    result = await run(workdir, "print('before')\nraise ValueError('boom')")
+    assert result.is_error
+    assert result.metadata["exit_code"] == 1
+    lines = result.content.splitlines()
+    assert lines[0] == "before"
+    assert lines[1] == "Traceback (most recent call last):"
+    assert "runpy" not in result.content  # only the user's own frames
+    assert lines[-2:] == ["ValueError: boom", "exit code 1"]
+
+    exited = await run(workdir, "import sys\nsys.exit(7)")
+    assert exited.is_error
+    assert exited.content == "(no output)\nexit code 7"
+
+
+async def test_reports_files_it_created_and_attaches_small_pngs(workdir: Path) -> None:
+    workdir.mkdir()
+    (workdir / "untouched.txt").write_text("same")
+    (workdir / "changed.txt").write_text("old")
+    (workdir / "helper.py").write_text("VALUE = 42\n")
+    png = b"\x89PNG\r\n\x1a\n" + bytes(range(50))
+    code = f"""
+        import helper
+        from pathlib import Path
+        Path('out').mkdir()
+        Path('out/result.csv').write_text('a,b')
+        Path('changed.txt').write_text('new content')
+        Path('plot.png').write_bytes({png!r})
+        print(helper.VALUE)
+    """
+    result = await run(workdir, code)
+    assert not result.is_error, result.content
+    assert result.metadata["files_created"] == ["changed.txt", "out/result.csv", "plot.png"]
+    assert result.content == (
+        "42\n[files created or changed: changed.txt, out/result.csv, plot.png]\nexit code 0"
+    )
+    assert len(result.images) == 1
+    assert result.images[0].media_type == "image/png"
+    assert base64.b64decode(result.images[0].data or "") == png
+    assert not list((workdir / ".gui_agent").glob("*.py"))  # the script is cleaned up
+
+
+async def test_an_infinite_loop_is_killed_at_the_wall_timeout(workdir: Path) -> None:
+    code = "print('started', flush=True)\nwhile True:\n    pass"
+    result = await run(workdir, code, limits=PythonLimits(wall_timeout_s=1.0))
+    assert result.is_error
+    assert result.metadata["timed_out"] is True
+    assert result.metadata["exit_code"] is None
+    assert result.content == "started\nkilled: timed out after 1s"
+
+
+async def test_allocating_past_the_memory_limit_is_reported(workdir: Path) -> None:
+    result = await run(workdir, "data = bytearray(2 * 1024 ** 3)\nprint('allocated')")
+    assert result.is_error
+    assert "allocated" not in result.content
+    assert "MemoryError" in result.content
+    assert "memory limit of 1024 MiB reached" in result.content.splitlines()[-1]
+
+
+async def test_writing_past_the_file_size_limit_fails(workdir: Path) -> None:
+    limits = PythonLimits(file_size_bytes=1024 * 1024)
+    result = await run(
+        workdir, "open('big.bin', 'wb').write(b'x' * 3 * 1024 * 1024)", limits=limits
+    )
+    assert result.is_error
+    assert "File too large" in result.content
+    assert (workdir / "big.bin").stat().st_size <= 1024 * 1024
+
+
+async def test_the_servers_secrets_are_not_visible(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-for-children")
+    monkeypatch.setenv("GUI_AGENT_JWT_SECRET", "jwt-test-secret")
+    code = """
+        import json, os
+        print(json.dumps(dict(os.environ)))
+    """
+    result = await run(workdir, code)
+    env = json.loads(result.content.splitlines()[0])
+    assert "OPENAI_API_KEY" not in env
+    assert "sk-test-not-for-children" not in result.content
+    assert "jwt-test-secret" not in result.content
+    assert env["HOME"] == str(workdir.resolve())
+    assert env["MPLBACKEND"] == "Agg"
+
+
+async def test_huge_output_keeps_head_and_tail(workdir: Path) -> None:
+    code = "import sys\nprint('FIRST')\nsys.stdout.write('x' * 10_000_000)\nprint()\nprint('LAST')"
+    result = await run(workdir, code)
+    assert not result.is_error
+    assert result.content.startswith("FIRST\n")
+    assert result.content.endswith("LAST\nexit code 0")
+    assert "bytes of output omitted]" in result.content
+    assert len(result.content) < run_python.max_output_chars
+    assert result.metadata["output_bytes_dropped"] > 9_900_000
+
+
+async def test_cancelling_kills_and_reaps_the_process(workdir: Path) -> None:
+    pids: asyncio.Queue[int] = asyncio.Queue()
+
+    async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await pids.put(int(await reader.readline()))
+        writer.close()
+        await writer.wait_closed()
+
+    server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    code = f"""
+        import os, socket
+        with socket.create_connection(("127.0.0.1", {port})) as conn:
+            conn.sendall(f"{{os.getpid()}}\\n".encode())
+        while True:
+            pass
+    """
+    async with server:
+        task = asyncio.create_task(run(workdir, code))
+        async with asyncio.timeout(10):
+            pid = await pids.get()
+        assert not is_gone(pid)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    with pytest.raises(ProcessLookupError):  # killed and reaped, not a zombie
+        os.kill(pid, 0)
+
+
+async def test_background_processes_do_not_outlive_the_run(workdir: Path) -> None:
+    code = """
+        import subprocess, sys
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        print(child.pid)
+    """
+    result = await run(workdir, code)
+    assert not result.is_error, result.content
+    pid = int(result.content.splitlines()[0])
+    assert await asyncio.to_thread(wait_gone, pid)
+
+
+def test_approval_view_and_schema_show_the_code() -> None:
+    schema = run_python.schema
+    assert schema.destructive
+    assert schema.parameters["required"] == ["code"]
+    assert list(schema.parameters["properties"]) == ["code"]
+    assert "30s wall time" in schema.description
+    assert run_python.timeout_s is not None and run_python.timeout_s > 30
