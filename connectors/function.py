@@ -33,14 +33,9 @@ class FunctionInfo:
 
 
 FunctionResult = (
-    str
-    | ModelResponse
-    | Iterable[str | ModelStreamPart]
-    | AsyncIterator[str | ModelStreamPart]
+    str | ModelResponse | Iterable[str | ModelStreamPart] | AsyncIterator[str | ModelStreamPart]
 )
-ModelFunction = Callable[
-    [list[Message], FunctionInfo], FunctionResult | Awaitable[FunctionResult]
-]
+ModelFunction = Callable[[list[Message], FunctionInfo], FunctionResult | Awaitable[FunctionResult]]
 
 
 class FunctionModel:
@@ -54,7 +49,10 @@ class FunctionModel:
         return self._name
 
     async def _invoke(
-        self, messages: Sequence[Message], tools: Sequence[ToolSchema], settings: ModelSettings | None
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSchema],
+        settings: ModelSettings | None,
     ) -> FunctionResult:
         self.calls += 1
         info = FunctionInfo(tuple(tools), settings, self.calls)
@@ -97,9 +95,8 @@ class FunctionModel:
         text: list[str] = []
         reasoning: list[str] = []
         final: ModelResponse | None = None
-        async for item in _aiter(result):
-            if isinstance(item, str):
-                item = ModelTextDelta(text=item)
+        async for raw in _aiter(result):
+            item = ModelTextDelta(text=raw) if isinstance(raw, str) else raw
             if isinstance(item, ModelTextDelta):
                 text.append(item.text)
             elif isinstance(item, ModelReasoningDelta):

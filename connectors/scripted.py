@@ -47,12 +47,14 @@ def call(name: str, /, _id: str | None = None, **arguments: Any) -> ModelRespons
     return calls((name, arguments, _id))
 
 
-def calls(*specs: tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], str | None]) -> ModelResponse:
+def calls(
+    *specs: tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], str | None],
+) -> ModelResponse:
     """A reply that calls several tools at once (parallel tool calls)."""
     tool_calls = []
     for spec in specs:
         name, arguments = spec[0], spec[1]
-        call_id = spec[2] if len(spec) > 2 and spec[2] else "call_" + new_id()[:12]  # type: ignore[misc]
+        call_id = spec[2] if len(spec) > 2 and spec[2] else "call_" + new_id()[:12]
         tool_calls.append(ToolCall(id=str(call_id), name=name, arguments=json.dumps(arguments)))
     return ModelResponse(tool_calls=tuple(tool_calls), finish_reason="tool_calls")
 
@@ -62,7 +64,9 @@ def split_tokens(text: str) -> list[str]:
     return _TOKEN_RE.findall(text) or ([text] if text else [])
 
 
-def estimate_usage(messages: Sequence[Message], output: str, tool_calls: Sequence[ToolCall]) -> Usage:
+def estimate_usage(
+    messages: Sequence[Message], output: str, tool_calls: Sequence[ToolCall]
+) -> Usage:
     prompt_chars = sum(len(m.content) for m in messages)
     out_chars = len(output) + sum(len(c.name) + len(c.arguments) for c in tool_calls)
     return Usage(
@@ -171,11 +175,13 @@ class EchoModel:
         last = next((m for m in reversed(messages) if m.role is Role.USER), None)
         said = last.content if last else ""
         text = (
-            "I am the built-in echo model (no language model is configured). You said:\n\n"
-            + said
+            "I am the built-in echo model (no language model is configured). You said:\n\n" + said
         )
         return ModelResponse(
-            text=text, finish_reason="stop", usage=estimate_usage(messages, text, ()), model=self._name
+            text=text,
+            finish_reason="stop",
+            usage=estimate_usage(messages, text, ()),
+            model=self._name,
         )
 
     async def generate(

@@ -92,9 +92,12 @@ class EventHub:
 
     def publish(self, event: Event, run_id: str) -> Event:
         self._seq += 1
-        event.seq = self._seq
-        event.session_id = self.session_id
-        event.run_id = run_id
+        # The envelope is stamped straight into the instance dict: events do not validate
+        # assignment, and pydantic's __setattr__ would cost more than the rest of publishing.
+        fields = event.__dict__
+        fields["seq"] = self._seq
+        fields["session_id"] = self.session_id
+        fields["run_id"] = run_id
         self._recent.append(event)
         for subscriber in self._subscribers:
             subscriber._put(event)

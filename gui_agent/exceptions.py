@@ -1,27 +1,27 @@
 """The one error tree of GuiAgent.
 
-    GuiAgentError
-    ├── UserError                 misuse: fix the call or the configuration
-    │   ├── ConfigError           bad configuration (unknown model, missing key, unsafe bind)
-    │   ├── IllegalTransition     a state change the interpreter's machine does not allow
-    │   ├── ToolDefinitionError   a function that cannot become a tool
-    │   └── InvalidRequest        a request that breaks the contract (empty, too long, unknown id)
-    ├── RunError                  something failed while a turn ran
-    │   ├── ModelError            a provider failed; connectors translate vendor errors to these
-    │   │   ├── ModelAuthError        the key was refused (names the variable to set)
-    │   │   ├── ModelNotFound         the server does not know the model
-    │   │   ├── ModelRateLimited      429; carries retry_after when the server said
-    │   │   ├── ModelServerError      5xx
-    │   │   ├── ModelTimeout          no answer in time
-    │   │   ├── ModelConnectionError  could not reach the server
-    │   │   ├── ModelResponseError    garbage, or a response over the size cap
-    │   │   └── CircuitOpen           too many recent failures; not calling for a while
-    │   ├── ToolExecutionError    a tool could not be run at all (not: a tool that raised)
-    │   └── PathEscape            a file path outside the session's folder
-    ├── StoreError                the session store failed
-    │   ├── StoreVersionError     the database is newer than this program, or corrupt
-    │   └── StoreLocked           another server holds the database
-    └── AuthError                 a token or a login was refused
+GuiAgentError
+├── UserError                 misuse: fix the call or the configuration
+│   ├── ConfigError           bad configuration (unknown model, missing key, unsafe bind)
+│   ├── IllegalTransition     a state change the interpreter's machine does not allow
+│   ├── ToolDefinitionError   a function that cannot become a tool
+│   └── InvalidRequest        a request that breaks the contract (empty, too long, unknown id)
+├── RunError                  something failed while a turn ran
+│   ├── ModelError            a provider failed; connectors translate vendor errors to these
+│   │   ├── ModelAuthError        the key was refused (names the variable to set)
+│   │   ├── ModelNotFound         the server does not know the model
+│   │   ├── ModelRateLimited      429; carries retry_after when the server said
+│   │   ├── ModelServerError      5xx
+│   │   ├── ModelTimeout          no answer in time
+│   │   ├── ModelConnectionError  could not reach the server
+│   │   ├── ModelResponseError    garbage, or a response over the size cap
+│   │   └── CircuitOpen           too many recent failures; not calling for a while
+│   ├── ToolExecutionError    a tool could not be run at all (not: a tool that raised)
+│   └── PathEscape            a file path outside the session's folder
+├── StoreError                the session store failed
+│   ├── StoreVersionError     the database is newer than this program, or corrupt
+│   └── StoreLocked           another server holds the database
+└── AuthError                 a token or a login was refused
 """
 
 from __future__ import annotations

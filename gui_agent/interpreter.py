@@ -314,8 +314,12 @@ class Interpreter:
         session = self.session
         session.run_id = self._run_id = prompt.id
         session.task_complete = None
-        self._machine.fire(Trigger.BEGIN, "autochat" if prompt.metadata.get("autochat") else "message")
-        architecture = self.architectures.get(session.agent) or next(iter(self.architectures.values()))
+        self._machine.fire(
+            Trigger.BEGIN, "autochat" if prompt.metadata.get("autochat") else "message"
+        )
+        architecture = self.architectures.get(session.agent) or next(
+            iter(self.architectures.values())
+        )
         if self._speaker is not None and self._speaker is not architecture.name:
             self._publish(AgentSwitched(from_agent=self._speaker, to_agent=architecture.name))
         self._speaker = architecture.name
@@ -333,7 +337,9 @@ class Interpreter:
                 else:
                     await self._emit(event)
         except asyncio.CancelledError:
-            await self._end_turn(RunOutcome.INTERRUPTED, self._stop_reason, MessageStatus.INTERRUPTED)
+            await self._end_turn(
+                RunOutcome.INTERRUPTED, self._stop_reason, MessageStatus.INTERRUPTED
+            )
             raise
         except GuiAgentError as exc:
             self._publish(_error_event(exc))
@@ -513,9 +519,7 @@ def _answer_dangling_calls(session: Session, reason: str) -> list[Message]:
     for index in range(len(session.history) - 1, -1, -1):
         message = session.history[index]
         if message.role is Role.ASSISTANT and message.tool_calls:
-            answered = {
-                m.tool_call_id for m in session.history[index + 1 :] if m.role is Role.TOOL
-            }
+            answered = {m.tool_call_id for m in session.history[index + 1 :] if m.role is Role.TOOL}
             return [
                 Message(
                     role=Role.TOOL,

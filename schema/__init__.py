@@ -41,7 +41,6 @@ from schema.model import (
     ModelStreamPart,
     ModelTextDelta,
 )
-from schema.sessions import SessionRecord
 from schema.requests import (
     DEFAULT_CONTINUATION_PROMPT,
     MAX_MESSAGE_CHARS,
@@ -53,6 +52,7 @@ from schema.requests import (
     SettingsUpdate,
     StopRequest,
 )
+from schema.sessions import SessionRecord
 
 __all__ = [
     "DEFAULT_CONTINUATION_PROMPT",

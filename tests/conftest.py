@@ -17,8 +17,11 @@ os.environ["HF_HUB_OFFLINE"] = "1"
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 
 
-class NetworkBlocked(RuntimeError):
-    """A test tried to open a connection to a host that is not this machine."""
+class NetworkBlocked(ConnectionRefusedError):
+    """A test tried to open a connection to a host that is not this machine.
+
+    An OSError, so client libraries close their sockets and report it as a failed
+    connection, carrying this message."""
 
 
 def _is_local(address: Any) -> bool:

@@ -10,7 +10,7 @@ unknown one. Errors read `{"error": {"code": ..., "message": ...}}` (see `errors
     POST   /api/login                                  -> {token, expires_at, user}
     GET    /api/health                                 -> {status, protocol_version, auth}
     GET    /api/models | /api/agents
-    GET    /api/sessions?q=                            -> {sessions: [record]}
+    GET    /api/sessions?q=&limit=&offset=             -> {sessions: [record], ...}
     POST   /api/sessions          {agent?, model?, settings?, title?}  -> 201 {session}
     GET    /api/sessions/{id}     ?limit=              -> {session, messages, state, ...}
     PATCH  /api/sessions/{id}     {title?, settings?, autochat?, agent?, model?}
@@ -65,6 +65,8 @@ DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_KEEPALIVE_S = 15.0
 MAX_SESSION_ID_CHARS = 128
 MAX_QUERY_CHARS = 200
+PAGE_SIZE = 200
+MAX_PAGE_SIZE = 1000
 _SAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 
 
@@ -162,11 +164,21 @@ def create_api(
     # -- sessions ---------------------------------------------------------------------------
 
     @app.get("/api/sessions")
-    async def list_sessions(request: Request, q: str | None = None) -> dict[str, Any]:
+    async def list_sessions(
+        request: Request, q: str | None = None, limit: int = PAGE_SIZE, offset: int = 0
+    ) -> dict[str, Any]:
         owner = await auth.owner(request)
+        if not 1 <= limit <= MAX_PAGE_SIZE or offset < 0:
+            raise ApiError(
+                400, "invalid_request", f"limit must be 1-{MAX_PAGE_SIZE} and offset >= 0"
+            )
         query = q.strip()[:MAX_QUERY_CHARS] if q and q.strip() else None
-        records = await manager.list(owner, query=query)
-        return {"sessions": [record.model_dump(mode="json") for record in records]}
+        records = await manager.store.list_sessions(owner, query=query, limit=limit, offset=offset)
+        return {
+            "sessions": [record.model_dump(mode="json") for record in records],
+            "limit": limit,
+            "offset": offset,
+        }
 
     @app.post("/api/sessions", status_code=201)
     async def create_session(request: Request) -> dict[str, Any]:

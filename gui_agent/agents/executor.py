@@ -100,7 +100,7 @@ async def stream_reply(
     message_id = new_id()
     yield MessageStarted(message_id=message_id, agent=agent)
     await deps.hooks.on_llm_start(session, messages)
-    tools = deps.tools.schemas() if use_tools else []
+    tools = deps.tools.schemas() if use_tools else ()
     final: ModelResponse | None = None
     async for part in deps.provider.stream(
         messages, tools=tools, settings=settings or model_settings(session)
@@ -271,7 +271,9 @@ def session_denial(session: Session, tool_call: ToolCall) -> ToolResult | None:
     return ToolResult(call_id=tool_call.id, name=tool_call.name, content=text, is_error=True)
 
 
-async def ask_person(session: Session, deps: AgentDeps, tool_call: ToolCall) -> AsyncIterator[Event]:
+async def ask_person(
+    session: Session, deps: AgentDeps, tool_call: ToolCall
+) -> AsyncIterator[Event]:
     """Announce an approval request, wait for the answer, announce the decision."""
     tool = deps.tools.get(tool_call.name)
     assert tool is not None
@@ -313,6 +315,16 @@ async def run_parallel(
         return
     run_id = session.run_id
     workdir = session.workdir_path()
+    if len(calls) == 1:
+        (tool_call,) = calls
+        await deps.hooks.on_tool_start(session, tool_call)
+        ctx = ToolContext(
+            session_id=session.id, run_id=run_id, call_id=tool_call.id, workdir=workdir
+        )
+        result = await execute_tool(deps.tools, tool_call, ctx)
+        await deps.hooks.on_tool_end(session, result)
+        yield result
+        return
     tasks: dict[asyncio.Task[ToolResult], ToolCall] = {}
     for tool_call in calls:
         await deps.hooks.on_tool_start(session, tool_call)
@@ -340,4 +352,3 @@ def safe_args(tool_call: ToolCall) -> dict[str, object]:
         return tool_call.parsed_arguments()
     except ValueError:
         return {}
-

@@ -14,6 +14,7 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._schemas: tuple[ToolSchema, ...] | None = None
         for item in tools:
             self.add(item)
 
@@ -24,13 +25,20 @@ class ToolRegistry:
         if tool.name in self._tools:
             raise ToolDefinitionError(f"a tool named {tool.name!r} is already registered")
         self._tools[tool.name] = tool
+        self._schemas = None
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
 
-    def schemas(self) -> list[ToolSchema]:
-        """What the model is told about every tool, in registration order."""
-        return [item.schema for item in self._tools.values()]
+    def schemas(self) -> tuple[ToolSchema, ...]:
+        """What the model is told about every tool, in registration order.
+
+        Built once per change of the registry: this runs before every model call. The
+        schemas are frozen; providers must not change their parameter dicts.
+        """
+        if self._schemas is None:
+            self._schemas = tuple(item.schema for item in self._tools.values())
+        return self._schemas
 
     @property
     def names(self) -> tuple[str, ...]:

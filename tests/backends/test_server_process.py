@@ -339,6 +339,35 @@ def test_a_second_server_on_the_same_data_folder_is_refused(
     assert first.stop() == 0
 
 
+def test_a_damaged_database_or_a_busy_port_is_refused_with_a_clear_message(
+    servers: Servers, tmp_path: Path
+) -> None:
+    damaged = tmp_path / "damaged"
+    damaged.mkdir(mode=0o700)
+    (damaged / "gui-agent.db").write_bytes(b"this is not a database" * 100)
+    refused = servers.run(damaged)
+    assert refused.returncode == 2
+    assert "not a GuiAgent database or is damaged" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        busy = subprocess.run(
+            serve_args(tmp_path / "data", port),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=tmp_path,
+            env=_env(),
+            check=False,
+        )
+    assert busy.returncode == 2
+    assert f"cannot listen on 127.0.0.1:{port}" in busy.stderr and "--port" in busy.stderr
+    assert "Traceback" not in busy.stderr
+
+
 # -- (e) the page --------------------------------------------------------------------------
 
 

@@ -23,11 +23,7 @@ def make(
     permissions: dict[str, PermissionMode] | None = None,
     autochat: AutoChatSettings | None = None,
 ) -> tuple[Interpreter, LLMProvider]:
-    model = (
-        replies
-        if isinstance(replies, LLMProvider)
-        else ScriptedModel(replies, delay_s=delay_s)
-    )
+    model = replies if isinstance(replies, LLMProvider) else ScriptedModel(replies, delay_s=delay_s)
     interpreter = create_interpreter(
         model, tools=tools, workdir=tmp_path, permissions=permissions, autochat=autochat
     )

@@ -35,7 +35,9 @@ def stopped(events: list) -> AutoChatStopped:  # type: ignore[type-arg]
 
 
 async def test_runs_max_turns_then_stops_with_the_reason(tmp_path: Path) -> None:
-    interpreter, model = make(tmp_path, [f"step {i}" for i in range(10)], autochat=auto(max_turns=3))
+    interpreter, model = make(
+        tmp_path, [f"step {i}" for i in range(10)], autochat=auto(max_turns=3)
+    )
     events = [e async for e in interpreter.chat("count for me")]
     assert [e.turn for e in events if isinstance(e, AutoChatTurn)] == [1, 2, 3]
     assert [e.remaining for e in events if isinstance(e, AutoChatTurn)] == [2, 1, 0]

@@ -339,7 +339,7 @@ async def test_many_sessions_run_concurrently_without_sharing_state(tmp_path: Pa
 
 
 async def test_retry_edit_and_clear(tmp_path: Path) -> None:
-    interpreter, model = make(tmp_path, ["one", "two", "three"])
+    interpreter, _model = make(tmp_path, ["one", "two", "three"])
     _ = [e async for e in interpreter.chat("q")]
     await interpreter.retry()
     await interpreter.wait_idle()

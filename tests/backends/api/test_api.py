@@ -309,6 +309,10 @@ def test_sessions_are_listed_searched_patched_and_deleted(api: Api) -> None:
     assert {s["id"] for s in listed} == {first, second}
     found = api.get("/api/sessions", params={"q": "alpha"}).json()["sessions"]
     assert [s["id"] for s in found] == [first]
+    page = api.get("/api/sessions", params={"limit": 1, "offset": 1}).json()["sessions"]
+    assert [s["id"] for s in page] == [listed[1]["id"]]
+    assert api.get("/api/sessions", params={"limit": 0}).status_code == 400
+    assert api.get("/api/sessions", params={"limit": "many"}).status_code == 400
 
     patch = api.request(
         "PATCH",

@@ -15,7 +15,7 @@ import pytest
 from jose import jwt
 
 from connectors.scripted import call
-from gui_agent.auth import TokenService
+from gui_agent.auth import ProxyHeaderAuth, TokenService
 from schema import ApprovalRequested
 from tests.backends.api.live import SECRET, Api, Backend, running_backend
 
@@ -111,8 +111,8 @@ def test_another_users_session_is_not_found_and_stays_unchanged(
 
 def test_session_lists_and_searches_show_only_your_own(two_users: TwoUsers) -> None:
     bob = two_users.bob
-    assert bob.get("/api/sessions").json() == {"sessions": []}
-    assert bob.get("/api/sessions", params={"q": "secret"}).json() == {"sessions": []}
+    assert bob.get("/api/sessions").json()["sessions"] == []
+    assert bob.get("/api/sessions", params={"q": "secret"}).json()["sessions"] == []
     own = bob.create_session(title="Bob's notes")
     listed = bob.get("/api/sessions").json()["sessions"]
     assert [s["id"] for s in listed] == [own] and listed[0]["owner"] == "bob"
@@ -209,3 +209,24 @@ def test_removing_a_user_revokes_their_tokens(two_users: TwoUsers) -> None:
     response = two_users.bob.get("/api/sessions")
     assert response.status_code == 401
     assert "no longer exists" in response.json()["error"]["message"]
+
+
+# -- a trusted proxy names the user ---------------------------------------------------------
+
+
+def test_a_trusted_proxy_header_names_the_user_on_every_request(tmp_path: Path) -> None:
+    proxy = ProxyHeaderAuth(trusted=True, header="X-Forwarded-User")
+    with running_backend(tmp_path, proxy=proxy) as backend:
+        http = backend.client().http
+        assert http.post("/api/login").status_code == 401  # not through the proxy
+        as_alice = {"X-Forwarded-User": "alice"}
+        login = http.post("/api/login", headers=as_alice)
+        assert login.status_code == 200 and login.json()["user"] == "alice"
+        bearer = {"Authorization": f"Bearer {login.json()['token']}"}
+        assert http.get("/api/sessions", headers={**bearer, **as_alice}).status_code == 200
+        # The token alone is not enough, and it cannot be replayed as someone else.
+        assert http.get("/api/sessions", headers=bearer).status_code == 401
+        as_bob = {**bearer, "X-Forwarded-User": "bob"}
+        assert http.get("/api/sessions", headers=as_bob).status_code == 401
+        bad_name = http.post("/api/login", headers={"X-Forwarded-User": "../root"})
+        assert bad_name.status_code == 401

@@ -1,0 +1,14 @@
+"""The built-in roles, by name."""
+
+from __future__ import annotations
+
+from gui_agent.agents.base import Architecture
+from gui_agent.agents.executor import ExecutorAgent
+from gui_agent.agents.thought import ThoughtAgent
+from schema import AgentName
+
+
+def default_architectures() -> dict[AgentName, Architecture]:
+    """The built-in roles, executor first (the default)."""
+    roles: list[Architecture] = [ExecutorAgent(), ThoughtAgent()]
+    return {role.name: role for role in roles}

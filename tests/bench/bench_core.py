@@ -1,0 +1,177 @@
+"""Framework overhead of one full agent run, against a hand-written asyncio loop.
+
+One run: model → tool call(s) → model → final text, with the full event stream consumed.
+Both sides use the same zero-latency ScriptedModel and the same async tool, so the
+difference is what GuiAgent adds: state machine, events, memory window, permissions, tool
+execution, history. Also: memory per idle interpreter, for 10,000 sessions.
+
+Run: python tests/bench/bench_core.py [--runs N]. The last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from connectors.scripted import ScriptedModel, calls
+from gui_agent import ToolRegistry, create_interpreter, tool
+from gui_agent.agents import (
+    AgentDeps,
+    default_architectures,
+)
+from gui_agent.interpreter import Interpreter
+from gui_agent.memory import SlidingWindowMemory
+from gui_agent.session import Session
+from gui_agent.tools import PermissionPolicy
+from schema import Message, ModelResponse, ModelTextDelta, Role
+
+
+@tool
+async def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+def script(n_calls: int) -> list[ModelResponse | str]:
+    specs = [("add", {"a": i, "b": 1}, f"c{i}") for i in range(n_calls)]
+    return [calls(*specs), "The answers are ready."]  # type: ignore[arg-type]
+
+
+async def framework_run(interpreter: Interpreter, model: ScriptedModel, n_calls: int) -> int:
+    model.push(*script(n_calls))
+    interpreter.session.history.clear()
+    count = 0
+    async for _ in interpreter.chat("add them"):
+        count += 1
+    return count
+
+
+async def bare_run(model: ScriptedModel, n_calls: int) -> int:
+    """The minimum: stream, run the tools concurrently, stream again."""
+    model.push(*script(n_calls))
+    schemas = [add.schema]
+    messages = [Message(role=Role.USER, content="add them")]
+    final: ModelResponse | None = None
+    async for part in model.stream(messages, tools=schemas):
+        if isinstance(part, ModelResponse):
+            final = part
+    assert final is not None
+    results = await asyncio.gather(
+        *(add.function(**json.loads(c.arguments)) for c in final.tool_calls)
+    )
+    messages.append(Message(role=Role.ASSISTANT, tool_calls=final.tool_calls))
+    for c, r in zip(final.tool_calls, results, strict=True):
+        messages.append(Message(role=Role.TOOL, tool_call_id=c.id, content=str(r)))
+    text = []
+    async for part in model.stream(messages, tools=schemas):
+        if isinstance(part, ModelTextDelta):
+            text.append(part.text)
+    return len(text)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def measure(runs: int, n_calls: int, workdir: Path) -> dict[str, float]:
+    fw_model = ScriptedModel()
+    interpreter = create_interpreter(fw_model, tools=[add], builtin_tools=False, workdir=workdir)
+    bare_model = ScriptedModel()
+    events = 0
+    for _ in range(200):  # warm up both paths
+        events = await framework_run(interpreter, fw_model, n_calls)
+        await bare_run(bare_model, n_calls)
+    fw: list[float] = []
+    bare: list[float] = []
+    gc.collect()
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        await bare_run(bare_model, n_calls)
+        t1 = time.perf_counter()
+        await framework_run(interpreter, fw_model, n_calls)
+        t2 = time.perf_counter()
+        bare.append((t1 - t0) * 1e6)
+        fw.append((t2 - t1) * 1e6)
+    fw_med, bare_med = statistics.median(fw), statistics.median(bare)
+    return {
+        "tool_calls": n_calls,
+        "events_per_run": events,
+        "framework_median_us": round(fw_med, 1),
+        "framework_p99_us": round(percentile(fw, 0.99), 1),
+        "bare_median_us": round(bare_med, 1),
+        "bare_p99_us": round(percentile(bare, 0.99), 1),
+        "overhead_median_us": round(fw_med - bare_med, 1),
+    }
+
+
+def idle_memory(count: int, workdir: Path) -> float:
+    """Bytes per idle interpreter (a session restored from the store, never run)."""
+    model = ScriptedModel()
+    tools = ToolRegistry([add])
+    memory = SlidingWindowMemory()
+    policy = PermissionPolicy()
+    architectures = default_architectures()
+    gc.collect()
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    kept = []
+    for _ in range(count):
+        session = Session(workdir=workdir)
+        deps = AgentDeps(provider=model, tools=tools, permissions=policy, memory=memory)
+        kept.append(Interpreter(session, deps, architectures=architectures))
+    gc.collect()
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return (after - before) / count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=2000)
+    parser.add_argument("--sessions", type=int, default=10_000)
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="bench-core-"))
+    one = asyncio.run(measure(args.runs, 1, workdir))
+    ten = asyncio.run(measure(max(200, args.runs // 4), 10, workdir))
+    per_session = idle_memory(args.sessions, workdir)
+    rows = [one, ten]
+    print(
+        f"{'tool calls':>10} {'events':>7} {'GuiAgent med':>13} {'p99':>9} "
+        f"{'bare med':>9} {'p99':>9} {'overhead':>9}  (µs per run)"
+    )
+    for r in rows:
+        print(
+            f"{r['tool_calls']:>10} {r['events_per_run']:>7} {r['framework_median_us']:>13} "
+            f"{r['framework_p99_us']:>9} {r['bare_median_us']:>9} {r['bare_p99_us']:>9} "
+            f"{r['overhead_median_us']:>9}"
+        )
+    print(
+        f"idle interpreters: {args.sessions:,} sessions, {per_session:,.0f} bytes each, "
+        f"{per_session * args.sessions / 2**20:,.1f} MiB in all"
+    )
+    print(
+        json.dumps(
+            {
+                "bench": "core",
+                "one_tool": one,
+                "ten_tools": ten,
+                "idle_bytes_per_session": round(per_session),
+                "idle_sessions": args.sessions,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""How the SQLite session store scales. A script, not a test (pytest does not collect it).
+
+    .venv/bin/python tests/bench/bench_store.py [--sessions 1000] [--messages 100000]
+
+On a temporary database file it measures:
+
+- appends: N messages spread over S sessions, each committed on its own (appends/s);
+- opening a 10,000-message session (load_messages) and windowing it with
+  SlidingWindowMemory (ms, cold cache then warm);
+- listing 1,000 sessions (ms);
+- one append at conversation length 100 vs 10,000 (ms): it should not grow.
+
+Prints a table, then one JSON object on the last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from gui_agent.memory import SlidingWindowMemory
+from gui_agent.store import SQLiteStore
+from gui_agent.tokens import counter_for_model
+from schema import Message, Role, SessionRecord
+
+OWNER = "bench"
+LONG_SESSION = 10_000
+SAMPLES = 200
+_WORDS = ("the", "agent", "reads", "a", "file", "then", "runs", "tests", "and", "reports", "why")
+
+
+def message(index: int) -> Message:
+    """A plausible chat message of 200-400 characters, user and assistant in turn."""
+    role = Role.USER if index % 2 == 0 else Role.ASSISTANT
+    words = [_WORDS[(index + i) % len(_WORDS)] for i in range(40 + index % 40)]
+    return Message(role=role, content=f"{index}: " + " ".join(words))
+
+
+async def timed(operation: Callable[[], Awaitable[Any]]) -> tuple[float, Any]:
+    """Seconds the awaited operation took, and its result."""
+    started = time.perf_counter()
+    result = await operation()
+    return time.perf_counter() - started, result
+
+
+async def append_latency_ms(store: SQLiteStore, session_id: str, start: int) -> float:
+    """Median milliseconds of SAMPLES single appends to a session."""
+    samples = []
+    for offset in range(SAMPLES):
+        seconds, _ = await timed(
+            lambda o=offset: store.append_message(session_id, message(start + o))
+        )
+        samples.append(seconds * 1000)
+    return statistics.median(samples)
+
+
+async def fill(store: SQLiteStore, session_id: str, count: int, start: int = 0) -> None:
+    for index in range(start, start + count):
+        await store.append_message(session_id, message(index))
+
+
+async def run(sessions: int, messages: int, folder: Path) -> dict[str, float]:
+    results: dict[str, float] = {}
+    async with SQLiteStore(folder / "bench.db") as store:
+        ids = []
+        for index in range(sessions):
+            record = SessionRecord(owner=OWNER, title=f"session {index}")
+            await store.create_session(record)
+            ids.append(record.id)
+
+        started = time.perf_counter()
+        for index in range(messages):
+            await store.append_message(ids[index % sessions], message(index))
+        elapsed = time.perf_counter() - started
+        results["appends_per_s"] = messages / elapsed
+        results["append_mean_ms"] = elapsed / messages * 1000
+
+        long = SessionRecord(owner=OWNER, title="a long conversation")
+        await store.create_session(long)
+        await fill(store, long.id, 100)
+        results["append_at_100_ms"] = await append_latency_ms(store, long.id, 100)
+        await fill(store, long.id, LONG_SESSION - 2 * SAMPLES - 100, start=100 + SAMPLES)
+        results["append_at_10000_ms"] = await append_latency_ms(
+            store, long.id, LONG_SESSION - SAMPLES
+        )
+
+        seconds, history = await timed(lambda: store.load_messages(long.id))
+        results["load_10000_ms"] = seconds * 1000
+        results["loaded_messages"] = len(history)
+        memory = SlidingWindowMemory(counter=counter_for_model("gpt-4o"))
+        prompt = "You are a helpful assistant."
+        seconds, window = await timed(
+            lambda: asyncio.to_thread(memory.window, history, system_prompt=prompt)
+        )
+        results["window_cold_ms"] = seconds * 1000
+        seconds, _ = await timed(
+            lambda: asyncio.to_thread(memory.window, history, system_prompt=prompt)
+        )
+        results["window_warm_ms"] = seconds * 1000
+        results["window_messages"] = len(window.messages)
+
+        list_samples = []
+        for _ in range(5):
+            seconds, listed = await timed(lambda: store.list_sessions(OWNER, limit=1000))
+            list_samples.append(seconds * 1000)
+        assert len(listed) == 1000, len(listed)
+        results["list_1000_ms"] = statistics.median(list_samples)
+    results["db_mb"] = sum(p.stat().st_size for p in folder.iterdir()) / 1e6
+    return results
+
+
+def table(results: dict[str, float], sessions: int, messages: int) -> str:
+    rows = [
+        (
+            f"append {messages:,} messages over {sessions:,} sessions",
+            "appends/s",
+            results["appends_per_s"],
+        ),
+        ("  mean time per append", "ms", results["append_mean_ms"]),
+        ("append at conversation length 100-300 (median)", "ms", results["append_at_100_ms"]),
+        (
+            "append at conversation length 9,800-10,000 (median)",
+            "ms",
+            results["append_at_10000_ms"],
+        ),
+        (
+            f"open a {LONG_SESSION:,}-message session (load_messages)",
+            "ms",
+            results["load_10000_ms"],
+        ),
+        ("window it with SlidingWindowMemory, cold", "ms", results["window_cold_ms"]),
+        ("window it again, warm cache", "ms", results["window_warm_ms"]),
+        ("  messages in the window", "msgs", results["window_messages"]),
+        ("list 1,000 sessions (median of 5)", "ms", results["list_1000_ms"]),
+        ("database files on disk", "MB", results["db_mb"]),
+    ]
+    width = max(len(label) for label, _, _ in rows)
+    lines = [f"{'measure':<{width}}  {'value':>12}  unit", "-" * (width + 22)]
+    lines += [f"{label:<{width}}  {value:>12,.2f}  {unit}" for label, unit, value in rows]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=1000)
+    parser.add_argument("--messages", type=int, default=100_000)
+    args = parser.parse_args()
+    if args.sessions < 1000:
+        parser.error("--sessions must be at least 1000 (the listing step lists 1,000)")
+    with tempfile.TemporaryDirectory(prefix="gui-agent-bench-") as folder:
+        results = asyncio.run(run(args.sessions, args.messages, Path(folder)))
+    print(table(results, args.sessions, args.messages))
+    growth = results["append_at_10000_ms"] / results["append_at_100_ms"]
+    print(f"append cost at 10,000 vs 100 messages: x{growth:.2f}")
+    summary = {key: round(value, 3) for key, value in results.items()}
+    summary["append_growth_10000_vs_100"] = round(growth, 3)
+    print(json.dumps(summary, sort_keys=True))
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
