@@ -19,7 +19,7 @@ unknown one. Errors read `{"error": {"code": ..., "message": ...}}` (see `errors
     POST   /api/sessions/{id}/stop
     POST   /api/sessions/{id}/approvals/{approval_id}  {decision, note?}
     POST   /api/sessions/{id}/control   {action: retry|edit_last|clear, text?}
-    GET    /api/sessions/{id}/events    (SSE; Last-Event-ID or ?since= replays)
+    GET    /api/sessions/{id}/events    (SSE; Last-Event-ID or ?since= replays; ?epoch=)
     GET    /api/sessions/{id}/export    -> the export document, as an attachment
     POST   /api/sessions/import         (body: an export document) -> 201 {session}
 """
@@ -30,6 +30,8 @@ import asyncio
 import json
 import logging
 import re
+import secrets
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -113,6 +115,13 @@ def create_api(
         openapi_url="/api/openapi.json" if docs else None,
     )
     install_error_handlers(app)
+
+    # Sequence numbers restart when a session's interpreter is rebuilt (a server restart,
+    # or an idle session released from memory); an epoch names one run of numbers.
+    epochs: weakref.WeakKeyDictionary[Interpreter, str] = weakref.WeakKeyDictionary()
+
+    def epoch_of(interpreter: Interpreter) -> str:
+        return epochs.setdefault(interpreter, secrets.token_hex(8))
 
     async def session_of(request: Request, session_id: str) -> Interpreter:
         owner = await auth.owner(request)
@@ -200,6 +209,9 @@ def create_api(
         record, messages = await asyncio.to_thread(
             import_session, raw, owner=owner, max_bytes=max_import_bytes
         )
+        if record.settings.model not in manager.models.names():  # made on another server
+            settings = record.settings.model_copy(update={"model": manager.models.default})
+            record = record.model_copy(update={"settings": settings})
         await manager.store.create_session(record)
         if messages:
             await manager.store.replace_messages(record.id, messages)
@@ -228,6 +240,7 @@ def create_api(
             "busy": interpreter.busy,
             "pending_approvals": [a.model_dump(mode="json") for a in interpreter.pending_approvals],
             "last_seq": interpreter.last_seq,
+            "epoch": epoch_of(interpreter),
             "protocol_version": PROTOCOL_VERSION,
         }
 
@@ -310,11 +323,15 @@ def create_api(
     async def events(request: Request, session_id: str) -> EventStreamResponse:
         interpreter = await session_of(request, session_id)
         since = _since(request)
+        epoch = epoch_of(interpreter)
+        client_epoch = request.query_params.get("epoch")
+        stale = since is not None and client_epoch is not None and client_epoch != epoch
 
         def hello(replay: Sequence[Event], complete: bool) -> dict[str, Any]:
             return {
                 "protocol_version": PROTOCOL_VERSION,
                 "session_id": interpreter.id,
+                "epoch": epoch,
                 "state": interpreter.state.value,
                 "busy": interpreter.busy,
                 "last_seq": interpreter.last_seq,
@@ -326,7 +343,9 @@ def create_api(
             }
 
         return EventStreamResponse(
-            event_stream(interpreter, since=since, keepalive_s=keepalive_s, hello=hello)
+            event_stream(
+                interpreter, since=since, keepalive_s=keepalive_s, hello=hello, stale=stale
+            )
         )
 
     # -- files ------------------------------------------------------------------------------

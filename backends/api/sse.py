@@ -55,6 +55,7 @@ async def event_stream(
     since: int | None,
     keepalive_s: float,
     hello: Callable[[Sequence[Event], bool], dict[str, Any]],
+    stale: bool = False,
 ) -> AsyncIterator[bytes]:
     """The SSE body for one client of one session.
 
@@ -63,15 +64,17 @@ async def event_stream(
     when they arrive live. `hello(replay, complete)` builds the opening event's data;
     `complete` is False when the buffer no longer holds every event after `since` (or
     `since` comes from before a restart) and the client should reload the session.
+    `stale` says `since` belongs to an earlier run of the session's sequence numbers (another
+    epoch): nothing is replayed and the client is told to reload.
     Ends when the session's event hub closes; the subscription is closed however it ends.
     """
     subscription = interpreter.subscribe()
     iterator = aiter(subscription)
     pending: asyncio.Task[Event | None] | None = None
     try:
-        replay = interpreter.events_since(since) if since is not None else []
+        replay = interpreter.events_since(since) if since is not None and not stale else []
         last_seq = interpreter.last_seq
-        complete = (
+        complete = not stale and (
             since is None
             or since == last_seq
             or (since < last_seq and bool(replay) and replay[0].seq == since + 1)

@@ -228,9 +228,16 @@ class Api:
 
     @contextmanager
     def events(
-        self, session_id: str, *, since: int | None = None, last_event_id: int | None = None
+        self,
+        session_id: str,
+        *,
+        since: int | None = None,
+        last_event_id: int | None = None,
+        epoch: str | None = None,
     ) -> Iterator[EventReader]:
         params = {"since": str(since)} if since is not None else {}
+        if epoch is not None:
+            params["epoch"] = epoch
         headers = {**self.headers, "Accept": "text/event-stream"}
         if last_event_id is not None:
             headers["Last-Event-ID"] = str(last_event_id)

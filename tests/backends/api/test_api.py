@@ -210,6 +210,14 @@ def test_last_event_id_replays_what_the_client_missed(api: Api) -> None:
     with api.events(session_id, last_event_id=10_000) as stream:
         assert stream.hello["resync"] is True and stream.hello["replayed"] == 0
 
+    # A seq from an earlier run of the session's numbers (another epoch) is not replayed.
+    epoch = api.session(session_id)["epoch"]
+    with api.events(session_id, since=3, epoch=epoch) as stream:
+        assert stream.hello["epoch"] == epoch and stream.hello["resync"] is False
+        assert stream.next().seq == 4
+    with api.events(session_id, since=3, epoch="an-older-epoch") as stream:
+        assert stream.hello["resync"] is True and stream.hello["replayed"] == 0
+
     bad = api.get(f"/api/sessions/{session_id}/events", params={"since": "abc"})
     assert bad.status_code == 400
 
@@ -384,6 +392,11 @@ def test_export_then_import_makes_an_equal_new_session(api: Api) -> None:
     assert disposition.startswith("attachment;") and session_id in disposition
     document = exported.json()
     assert document["format"] == "gui-agent-session"
+    foreign = json.loads(exported.content)
+    foreign["session"]["settings"]["model"] = "openai:a-model-this-server-lacks"
+    adopted = api.post("/api/sessions/import", json=foreign)
+    assert adopted.json()["session"]["settings"]["model"] == "scripted"
+    api.request("DELETE", f"/api/sessions/{adopted.json()['session']['id']}")
 
     imported = api.post("/api/sessions/import", content=exported.content)
     assert imported.status_code == 201, imported.text

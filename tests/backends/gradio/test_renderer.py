@@ -608,6 +608,8 @@ def test_merge_keeps_messages_channels_and_order_apart() -> None:
 
 
 def make_page() -> Page:
+    """Build the layout. Call it with an event loop running: Gradio makes (and never closes)
+    a loop of its own when a Blocks is built without one."""
     with gr.Blocks():
         return build_page(
             title="t",
@@ -619,7 +621,7 @@ def make_page() -> Page:
         )
 
 
-def test_layout_carries_every_stable_handle() -> None:
+async def test_layout_carries_every_stable_handle() -> None:
     with gr.Blocks() as demo:
         build_page(
             title="t",

@@ -1,0 +1,139 @@
+"""Browser-test fixtures: Debian's Chromium for pytest-playwright, and a live app server.
+
+`LiveServer` runs a FastAPI app with the Gradio page mounted, under uvicorn, in a background
+thread with its own event loop; the app is built inside that loop (Gradio creates and leaks
+a loop of its own when a Blocks is built without one running). `server.call(coro)` runs a
+coroutine on the server's loop, so tests can look at sessions the way the server sees them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import shutil
+import socket
+import threading
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import uvicorn
+from fastapi import FastAPI
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+T = TypeVar("T")
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """pytest-playwright launches the system Chromium (`playwright install` cannot run here)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip("browser tests need Debian's chromium: apt-get install -y chromium")
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_FLAGS}
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
+
+
+class LiveServer:
+    """An app served on a free loopback port from a background thread."""
+
+    def __init__(self, build: Callable[[], Coroutine[Any, Any, tuple[FastAPI, Any]]]) -> None:
+        self._build = build
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self.port: int = self._sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/"
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.state: Any = None
+        self._server: uvicorn.Server | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="live-server", daemon=True)
+
+    def start(self, timeout_s: float = 30.0) -> None:
+        self._thread.start()
+        if not self._ready.wait(timeout_s):
+            raise RuntimeError("the test server did not start in time")
+        if self._error is not None:
+            raise RuntimeError("the test server failed to start") from self._error
+
+    def _run(self) -> None:
+        try:
+            asyncio.run(self._main())
+        except BaseException as exc:  # reported to the test thread
+            self._error = exc
+            self._ready.set()
+
+    async def _main(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        app, self.state = await self._build()
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan="on", timeout_graceful_shutdown=3
+        )
+        self._server = uvicorn.Server(config)
+        serving = asyncio.ensure_future(self._server.serve(sockets=[self._sock]))
+        while not self._server.started and not serving.done():
+            await asyncio.sleep(0.01)
+        self._ready.set()
+        await serving
+
+    def call(self, coroutine: Coroutine[Any, Any, T], timeout_s: float = 10.0) -> T:
+        """Run a coroutine on the server's loop and return its result."""
+        assert self.loop is not None
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        return future.result(timeout_s)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        self._thread.join(15)
+        self._sock.close()
+
+
+@contextlib.contextmanager
+def live_server(
+    build: Callable[[], Coroutine[Any, Any, tuple[FastAPI, Any]]],
+) -> Iterator[LiveServer]:
+    server = LiveServer(build)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@contextlib.asynccontextmanager
+async def started(manager: Any) -> AsyncIterator[None]:
+    """A FastAPI lifespan body: open the session manager, close it at shutdown."""
+    await manager.start()
+    try:
+        yield
+    finally:
+        await manager.close()
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    path = tmp_path_factory.mktemp("workspace")
+    yield path
+    shutil.rmtree(path, ignore_errors=True)

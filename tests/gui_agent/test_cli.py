@@ -1,0 +1,108 @@
+"""The `gui-agent` command as a person uses it: help, models, and the terminal chat."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+CLI = str(Path(sys.executable).parent / "gui-agent")
+
+
+def env(tmp_path: Path) -> dict[str, str]:
+    clean = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    clean["GUI_AGENT_DATA_DIR"] = str(tmp_path / "data")
+    clean["HOME"] = str(tmp_path)
+    return clean
+
+
+def test_help_lists_every_command(tmp_path: Path) -> None:
+    out = subprocess.run(
+        [CLI, "--help"], capture_output=True, text=True, env=env(tmp_path), check=True
+    ).stdout
+    for command in ("serve", "chat", "models", "users"):
+        assert command in out
+
+
+def test_models_says_which_is_default_and_why(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [CLI, "models", "--model", "scripted:echo", "--no-probe"],
+        capture_output=True,
+        text=True,
+        env=env(tmp_path),
+        check=True,
+        cwd=tmp_path,
+    )
+    assert "scripted:echo" in result.stdout
+    assert "default: scripted:echo" in result.stdout
+    assert "--model" in result.stdout  # where it came from
+
+
+def test_unknown_model_is_a_clear_error(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [CLI, "models", "--model", "nonsense", "--no-probe"],
+        capture_output=True,
+        text=True,
+        env=env(tmp_path),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 2
+    assert "openai:" in result.stderr  # lists the accepted forms
+    assert "Traceback" not in result.stderr
+
+
+def test_terminal_chat_streams_a_reply(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [CLI, "chat", "--model", "scripted:echo", "--no-probe", "--workdir", str(tmp_path)],
+        input="hello from the terminal\n/quit\n",
+        capture_output=True,
+        text=True,
+        env=env(tmp_path),
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "hello from the terminal" in result.stdout
+    assert "AGENT_EXECUTOR" in result.stdout
+    assert "(completed)" in result.stdout
+
+
+async def test_ctrl_c_stops_the_turn_not_the_program(tmp_path: Path) -> None:
+    process = await asyncio.create_subprocess_exec(
+        CLI,
+        "chat",
+        "--model",
+        "scripted:echo",
+        "--no-probe",
+        "--workdir",
+        str(tmp_path),
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env=env(tmp_path),
+        cwd=tmp_path,
+    )
+    assert process.stdin and process.stdout
+    long_message = " ".join(f"w{i}" for i in range(3000))  # echoed at ~100 words/s
+    process.stdin.write((long_message + "\n").encode())
+    await process.stdin.drain()
+    seen = b""
+    async with asyncio.timeout(30):
+        while b"w20 " not in seen:
+            seen += await process.stdout.read(4096)
+    process.send_signal(signal.SIGINT)
+    async with asyncio.timeout(30):
+        while b"(interrupted" not in seen:
+            chunk = await process.stdout.read(4096)
+            assert chunk, seen[-2000:]
+            seen += chunk
+    assert process.returncode is None  # still running after Ctrl-C
+    process.stdin.write(b"/quit\n")
+    await process.stdin.drain()
+    async with asyncio.timeout(30):
+        rest, _ = await process.communicate()
+    assert process.returncode == 0
+    assert b"w2999" not in seen + rest  # the turn really stopped
