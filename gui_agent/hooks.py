@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from schema import Message, ModelResponse, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from gui_agent.session import Session
+
+logger = logging.getLogger(__name__)
 
 
 class AgentHooks:
@@ -33,3 +37,11 @@ class AgentHooks:
 
     async def on_error(self, session: Session, error: BaseException) -> None:
         return None
+
+
+async def call_hook(awaitable: Awaitable[None]) -> None:
+    """Await a hook; a hook that raises is logged and does not break the turn."""
+    try:
+        await awaitable
+    except Exception:
+        logger.exception("a lifecycle hook failed")

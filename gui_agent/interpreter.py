@@ -19,6 +19,7 @@ from gui_agent.approvals import ApprovalBroker
 from gui_agent.autochat import AutoRun
 from gui_agent.events import EventHub, Subscription
 from gui_agent.exceptions import GuiAgentError, InvalidRequest, ModelError, StoreError
+from gui_agent.hooks import call_hook
 from gui_agent.llm import LLMProvider
 from gui_agent.memory import ContextWindow
 from gui_agent.session import Session
@@ -326,6 +327,7 @@ class Interpreter:
         title = session.title
         session.add(prompt)
         await self._emit(MessageCompleted(message=prompt))
+        await call_hook(self.deps.hooks.on_start(session, prompt))
         if session.title != title:
             self._publish(SessionUpdated(fields={"title": session.title}))
         await self._save_record()
@@ -342,11 +344,13 @@ class Interpreter:
             )
             raise
         except GuiAgentError as exc:
+            await call_hook(self.deps.hooks.on_error(session, exc))
             self._publish(_error_event(exc))
             await self._end_turn(RunOutcome.ERROR, str(exc), MessageStatus.ERROR)
             return RunOutcome.ERROR
         except Exception as exc:
             logger.exception("session %s: the %s agent failed", self.id, architecture.name.value)
+            await call_hook(self.deps.hooks.on_error(session, exc))
             self._publish(ErrorEvent(code="agent_failed", message=f"{type(exc).__name__}: {exc}"))
             await self._end_turn(RunOutcome.ERROR, str(exc), MessageStatus.ERROR)
             return RunOutcome.ERROR
@@ -378,6 +382,7 @@ class Interpreter:
                 )
             )
         self._publish(RunFinished(outcome=outcome, detail=detail))
+        await call_hook(self.deps.hooks.on_end(session, outcome.value))
         self._machine.fire(Trigger.FINISH, outcome.value)
         await self._save_record()
 

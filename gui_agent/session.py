@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from gui_agent.exceptions import ConfigError
@@ -43,6 +44,7 @@ class Session:
     token_limit: int | None = None
     denials: dict[str, str] = field(default_factory=dict)
     run_id: str = ""
+    created_at: datetime = field(default_factory=utcnow)
 
     def owner_folder(self) -> str:
         """A folder name for the owner that cannot escape its parent."""
@@ -78,6 +80,7 @@ class Session:
             state=state,
             usage=self.usage,
             goal=self.goal,
+            created_at=self.created_at,
             updated_at=utcnow(),
         )
 
@@ -93,6 +96,7 @@ class Session:
             history=history,
             usage=record.usage,
             goal=record.goal,
+            created_at=record.created_at,
         )
 
 

@@ -27,6 +27,7 @@ unknown one. Errors read `{"error": {"code": ..., "message": ...}}` (see `errors
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import re
@@ -55,6 +56,7 @@ from schema import (
     ChatRequest,
     ControlRequest,
     Event,
+    InterpreterState,
     Message,
     SessionRecord,
     SessionSettings,
@@ -68,6 +70,7 @@ DEFAULT_KEEPALIVE_S = 15.0
 MAX_SESSION_ID_CHARS = 128
 MAX_QUERY_CHARS = 200
 PAGE_SIZE = 200
+SETTLE_TIMEOUT_S = 5.0
 MAX_PAGE_SIZE = 1000
 _SAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 
@@ -308,6 +311,7 @@ def create_api(
         command = validate(
             ControlRequest, await read_object(request, max_body_bytes), session_id=session_id
         )
+        await _settle(interpreter)
         if command.action == "clear":
             await interpreter.clear()
             return JSONResponse({"action": "clear"})
@@ -374,6 +378,19 @@ def create_api(
         raise not_found(f"no endpoint /api/{rest}")
 
     return app
+
+
+async def _settle(interpreter: Interpreter) -> None:
+    """Let a turn that has already ended (the client saw STOP) finish saving.
+
+    The interpreter publishes STOP before its run task returns, so a retry sent the moment
+    a client sees STOP would otherwise be refused as "a turn is running".
+    """
+    finishing = interpreter.state is InterpreterState.STOP and not interpreter.autochat_active
+    if interpreter.busy and finishing:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(SETTLE_TIMEOUT_S):
+                await interpreter.wait_idle()
 
 
 def _since(request: Request) -> int | None:

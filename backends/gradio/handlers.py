@@ -327,6 +327,8 @@ class Handlers:
         interpreter = await self.lookup(session_id, request)
         if interpreter is None or role not in AgentName.__members__:
             return {}
+        if interpreter.session.agent is AgentName(role):
+            return {}  # already so (the dropdown reports one pick more than once)
         subscription = interpreter.subscribe()
         try:
             view = self.view_of(interpreter)

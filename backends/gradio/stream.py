@@ -60,7 +60,7 @@ class PageView:
         self.chat = chat
         self.panels = panels
         self._languages = languages
-        self._sent: dict[Any, Any] = {}
+        self._sent: Updates = {}
         self._chat_version = -1
 
     @classmethod
@@ -106,17 +106,20 @@ class PageView:
             self.panels.apply(event)
 
     def updates(self, *, full: bool = False) -> Updates:
-        """Components whose value changed since the last call (all of them if `full`)."""
-        page = self.page
-        out: Updates = {}
-        if full or self.chat.version != self._chat_version:
-            self._chat_version = self.chat.version
-            out[page.chatbot] = self.chat.messages()
-        for component, value in self._values().items():
-            if full or self._sent.get(component, _UNSET) != value:
-                self._sent[component] = value
-                out[component] = value
-        return out
+        """Every component this view manages, or {} when nothing changed since last time.
+
+        Unchanged components are sent again with the same value rather than left out:
+        Gradio streams each output as a diff against its previous value, so a repeated
+        value costs an empty diff, while a left-out one turns into a "no change" marker
+        whose diff against the last value can reset props (a button's `interactive`).
+        """
+        values = self._values()
+        changed = full or self.chat.version != self._chat_version or values != self._sent
+        if not changed:
+            return {}
+        self._chat_version = self.chat.version
+        self._sent = values
+        return {self.page.chatbot: self.chat.messages(), **values}
 
     def _values(self) -> Updates:
         page, panels = self.page, self.panels
@@ -131,7 +134,10 @@ class PageView:
             page.usage_panel: usage_markdown(panels.turns, panels.total),
             page.role_picker: panels.agent.value,
         }
-        if approval is not None:
+        if approval is None:
+            values[page.approval_title] = ""
+            values[page.approval_code] = gr.update(value="", language=None, label="What will run")
+        else:
             warning = " It changes things: check it first." if approval.destructive else ""
             values[page.approval_title] = (
                 f"**Approval needed:** {escape_html(approval.summary)}.{warning}"
@@ -142,9 +148,6 @@ class PageView:
                 label=f"What will run ({approval.language or 'text'})",
             )
         return values
-
-
-_UNSET = object()
 
 
 def _catch_up(chat: ChatView, interpreter: Interpreter) -> None:

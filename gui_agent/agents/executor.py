@@ -12,6 +12,7 @@ import logging
 from collections.abc import AsyncIterator, Sequence
 
 from gui_agent.agents.base import AgentDeps
+from gui_agent.hooks import call_hook
 from gui_agent.session import Session
 from gui_agent.tools import (
     TASK_COMPLETE,
@@ -99,7 +100,7 @@ async def stream_reply(
     the caller decides what to append)."""
     message_id = new_id()
     yield MessageStarted(message_id=message_id, agent=agent)
-    await deps.hooks.on_llm_start(session, messages)
+    await call_hook(deps.hooks.on_llm_start(session, messages))
     tools = deps.tools.schemas() if use_tools else ()
     final: ModelResponse | None = None
     async for part in deps.provider.stream(
@@ -113,7 +114,7 @@ async def stream_reply(
             yield TextDelta(message_id=message_id, delta=part.text, channel="reasoning")
     if final is None:
         final = ModelResponse()
-    await deps.hooks.on_llm_end(session, final)
+    await call_hook(deps.hooks.on_llm_end(session, final))
     yield final
     yield MessageCompleted(
         message=Message(
@@ -317,17 +318,17 @@ async def run_parallel(
     workdir = session.workdir_path()
     if len(calls) == 1:
         (tool_call,) = calls
-        await deps.hooks.on_tool_start(session, tool_call)
+        await call_hook(deps.hooks.on_tool_start(session, tool_call))
         ctx = ToolContext(
             session_id=session.id, run_id=run_id, call_id=tool_call.id, workdir=workdir
         )
         result = await execute_tool(deps.tools, tool_call, ctx)
-        await deps.hooks.on_tool_end(session, result)
+        await call_hook(deps.hooks.on_tool_end(session, result))
         yield result
         return
     tasks: dict[asyncio.Task[ToolResult], ToolCall] = {}
     for tool_call in calls:
-        await deps.hooks.on_tool_start(session, tool_call)
+        await call_hook(deps.hooks.on_tool_start(session, tool_call))
         ctx = ToolContext(
             session_id=session.id, run_id=run_id, call_id=tool_call.id, workdir=workdir
         )
@@ -338,7 +339,7 @@ async def run_parallel(
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 result = task.result()
-                await deps.hooks.on_tool_end(session, result)
+                await call_hook(deps.hooks.on_tool_end(session, result))
                 yield result
     finally:
         for task in pending:

@@ -15,7 +15,7 @@ import logging
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from contextlib import asynccontextmanager, contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import TracebackType
@@ -37,6 +37,8 @@ from schema import (
     Usage,
 )
 from schema.messages import utcnow
+
+__all__ = ["DB_FILE_NAME", "SQLiteStore", "default_data_dir"]
 
 logger = logging.getLogger(__name__)
 
@@ -186,6 +188,10 @@ class SQLiteStore:
 
     def _prepare_files(self) -> None:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # Conversations are private: a new database (and so its -wal and -shm files, which
+        # SQLite creates with the database's mode) is readable by its owner only.
+        with suppress(FileExistsError):
+            os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         self._lock_file.acquire()
 
     async def close(self) -> None:
@@ -448,6 +454,3 @@ class SQLiteStore:
                 "DELETE FROM sessions WHERE updated_at < ?", (to_micros(cutoff),)
             )
             return cursor.rowcount
-
-
-__all__ = ["DB_FILE_NAME", "SQLiteStore", "default_data_dir"]

@@ -1,6 +1,7 @@
 """The real `gui-agent serve` process: what an operator sees when starting, stopping,
-crashing and restarting it. Each test runs the installed command in a subprocess and talks
-to it over HTTP on a free loopback port."""
+crashing and restarting it. The tests run the installed command in a subprocess and talk
+to it over HTTP on a free loopback port; the last one checks the same composition
+(`build_server`) in process."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import importlib.util
 import os
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -18,9 +20,11 @@ from pathlib import Path
 import httpx
 import pytest
 
+from backends.server import build_server
+from gui_agent.config import AppConfig
 from gui_agent.manager import INTERRUPTED_NOTE
 from schema import MessageStatus, MessageType, Role, TextDelta
-from tests.backends.api.live import Api, is_idle
+from tests.backends.api.live import Api, ServerThread, is_idle
 
 GUI_AGENT = Path(sys.executable).with_name("gui-agent")
 READY_TIMEOUT_S = 90.0
@@ -385,3 +389,25 @@ def test_the_root_serves_the_gradio_page(servers: Servers, tmp_path: Path) -> No
     rebound = httpx.get(server.base_url + "/", headers={"Host": "evil.example"}, timeout=20)
     assert rebound.status_code == 421
     assert server.stop() == 0
+
+
+# -- the same composition, in process ------------------------------------------------------
+
+
+def test_build_server_composes_the_api_and_the_page(tmp_path: Path) -> None:
+    config = AppConfig(models=("scripted:echo",), data_dir=tmp_path / "data", port=0)
+    server = ServerThread(lambda: build_server(config, probe_local=False)).start()
+    api = Api(server.base_url).login()
+    try:
+        assert api.get("/api/models").json()["default"] == "scripted:echo"
+        session_id = api.create_session()
+        chat(api, session_id, "hello in process")
+        assert api.messages(session_id)[-1].content.endswith("hello in process")
+        page = api.http.get("/")
+        if importlib.util.find_spec("backends.gradio") is not None:
+            assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+        assert (tmp_path / "data" / "gui-agent.db").exists()
+        assert stat.S_IMODE((tmp_path / "data").stat().st_mode) == 0o700
+    finally:
+        api.close()
+        server.stop()

@@ -138,3 +138,20 @@ def test_insecure_no_auth_starts_but_warns(caplog: pytest.LogCaptureFixture) -> 
     with caplog.at_level(logging.WARNING, logger="gui_agent.auth.users"):
         check_bind_safety("0.0.0.0", login_configured=False, insecure_no_auth=True)
     assert "without login" in caplog.text
+
+
+def test_public_surface_is_exact() -> None:
+    import gui_agent.auth
+
+    assert set(gui_agent.auth.__all__) == {
+        "Claims",
+        "ProxyHeaderAuth",
+        "SECRET_ENV_VAR",
+        "TokenService",
+        "USERS_FILE_NAME",
+        "UserDB",
+        "check_bind_safety",
+        "is_loopback",
+        "load_or_create_signing_key",
+    }
+    assert all(hasattr(gui_agent.auth, name) for name in gui_agent.auth.__all__)

@@ -48,13 +48,15 @@ async def test_everything_survives_closing_and_reopening(
     assert loaded[-1].status is MessageStatus.INTERRUPTED
 
 
-async def test_database_is_wal_with_the_current_schema(db_path: Path) -> None:
+async def test_database_is_wal_with_the_current_schema_and_private(db_path: Path) -> None:
     async with SQLiteStore(db_path) as store:
         await store.create_session(SessionRecord())
+        wal = db_path.with_name(db_path.name + "-wal")
+        for private in (db_path.parent, db_path, wal):
+            assert os.stat(private).st_mode & 0o077 == 0, private
 
     assert read_db(db_path, "PRAGMA journal_mode") == [("wal",)]
     assert read_db(db_path, "PRAGMA user_version") == [(SCHEMA_VERSION,)]
-    assert os.stat(db_path.parent).st_mode & 0o077 == 0
 
 
 async def test_appending_finds_the_next_position_through_the_index(db_path: Path) -> None:

@@ -271,3 +271,18 @@ async def test_retention_deletes_only_sessions_untouched_for_longer(
     assert await store.get_session(revived.id, owner="alice") is not None
     with pytest.raises(ConfigError):
         await apply_retention(store, days=0)
+
+
+def test_public_surface_is_exact() -> None:
+    import gui_agent.store
+
+    assert set(gui_agent.store.__all__) == {
+        "DB_FILE_NAME",
+        "SCHEMA_VERSION",
+        "MemoryStore",
+        "SQLiteStore",
+        "SessionStore",
+        "apply_retention",
+        "default_data_dir",
+    }
+    assert all(hasattr(gui_agent.store, name) for name in gui_agent.store.__all__)

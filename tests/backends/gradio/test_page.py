@@ -1,0 +1,413 @@
+"""The chat page in a real browser: streaming, Stop, approvals, AutoChat, roles, sessions,
+isolation between tabs, bad input, and screenshots (desktop and phone).
+
+One server and one browser serve the whole module; every test opens its own browser
+context, i.e. its own tab with its own conversation. The model is a `FunctionModel` that
+decides from the last message what to do (see `play`), so each test steers it by what it
+types.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pytest
+from fastapi import FastAPI
+from playwright.sync_api import Browser, Page, expect
+
+from backends.gradio import create_app
+from backends.gradio.assets import ASSETS_DIR
+from connectors.function import FunctionInfo, FunctionModel
+from gui_agent.llm import StaticCatalog
+from gui_agent.manager import SessionManager
+from gui_agent.store import MemoryStore
+from schema import Message, MessageStatus, ModelResponse, Role, ToolCall
+from tests.backends.conftest import LiveServer, live_server, started
+
+pytestmark = pytest.mark.browser
+
+NOTICE = "Offline test model <b>(not bold)</b>: answers are scripted."
+HOSTILE = '<script>window.__pwned = 1</script> <img src=x onerror="window.__pwned = 2">'
+WAIT_MS = 15_000
+
+
+async def play(messages: list[Message], info: FunctionInfo) -> Any:
+    """The scripted model. The last message decides:
+
+    - a tool result: "Result: <its text>";
+    - "stream N": N words, one every 20 ms; "slow": words every 50 ms, for a long time;
+    - "python: CODE": a run_python call with CODE;
+    - "html": a reply full of markup; "autochat …" and continuations: one short step;
+    - anything else: "You said: …".
+    """
+    last = messages[-1]
+    if last.role is Role.TOOL:
+        return f"Result: {last.content.splitlines()[0]}"
+    text = last.content
+    if text.startswith("python:"):
+        code = text.removeprefix("python:").strip()
+        arguments = json.dumps({"code": code})
+        return ModelResponse(tool_calls=(ToolCall(id=f"call{info.call_number}", name="run_python", arguments=arguments),))
+    if text == "html":
+        return f"Markup stays text: {HOSTILE} and `<b>code</b>`."
+    if match := re.fullmatch(r"stream (\d+)", text):
+        return _words(int(match.group(1)), 0.02)
+    if text == "slow":
+        return _words(2000, 0.05)
+    if text.startswith("autochat") or last.metadata.get("autochat"):
+        return _words(8, 0.05, prefix="step")
+    return f"You said: {text}"
+
+
+async def _words(count: int, delay_s: float, prefix: str = "word") -> AsyncIterator[str]:
+    for number in range(count):
+        await asyncio.sleep(delay_s)
+        yield f"{prefix}{number} "
+
+
+async def build() -> tuple[FastAPI, SessionManager]:
+    # Gradio summarises its queue statistics with pandas after every event, which warns
+    # (an error under this suite's filterwarnings) and costs time: never summarise here.
+    os.environ["GRADIO_ANALYTICS_CACHE_FREQUENCY"] = str(10**9)
+    workspace = Path(tempfile.mkdtemp(prefix="gui-agent-page-"))
+    manager = SessionManager(
+        models=StaticCatalog(FunctionModel(play, name="scripted-function")),
+        store=MemoryStore(),
+        workspace_root=workspace,
+    )
+    blocks = create_app(manager, notice=NOTICE, title="GuiAgent test")
+
+    app = FastAPI(lifespan=lambda _app: started(manager))
+    app = gr.mount_gradio_app(app, blocks, path="/", allowed_paths=[str(ASSETS_DIR)])
+    return app, manager
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LiveServer]:
+    with live_server(build) as running:
+        yield running
+
+
+@pytest.fixture
+def tab(browser: Browser, server: LiveServer) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.goto(server.url, wait_until="load")
+    expect(page.locator("#state-badge")).to_have_text("INIT")
+    yield page
+    context.close()
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def badge(page: Page) -> Any:
+    return page.locator("#state-badge")
+
+
+def chat(page: Page) -> Any:
+    return page.locator("#chatbot")
+
+
+def bot_messages(page: Page) -> Any:
+    return page.locator('#chatbot [data-testid="bot"]')
+
+
+def user_messages(page: Page) -> Any:
+    return page.locator('#chatbot [data-testid="user"]')
+
+
+def send(page: Page, text: str) -> None:
+    box = page.locator("#chat-input textarea")
+    box.fill(text)
+    box.press("Enter")
+
+
+def wait_idle(page: Page) -> None:
+    expect(badge(page)).to_have_text("STOP")
+
+
+def session_of(server: LiveServer, page: Page) -> Any:
+    """The interpreter behind a tab, found by the (unique) text of its first message."""
+    first = user_messages(page).first.inner_text().strip()
+
+    async def find() -> Any:
+        manager: SessionManager = server.state
+        for interpreter in manager._live.values():
+            history = interpreter.session.history
+            if history and history[0].content.strip() == first:
+                return interpreter
+        raise AssertionError(f"no session starts with {first!r}")
+
+    return server.call(find())
+
+
+def pick(page: Page, elem_id: str, option: str) -> None:
+    page.locator(f"#{elem_id} input").click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+# -- tests -------------------------------------------------------------------------------------
+
+
+def test_a_reply_streams_in_with_markdown_usage_and_memory(tab: Page, artifacts: Path) -> None:
+    expect(tab.locator("#notice")).to_contain_text("<b>(not bold)</b>")
+    expect(chat(tab)).to_be_visible()
+    tab.evaluate(
+        """() => {
+            window.__snapshots = new Set();
+            const root = document.querySelector('#chatbot');
+            new MutationObserver(() => {
+                const bots = root.querySelectorAll('[data-testid="bot"]');
+                if (bots.length) window.__snapshots.add(bots[bots.length - 1].innerText);
+            }).observe(root, {subtree: true, childList: true, characterData: true});
+        }"""
+    )
+    send(tab, "stream 40")
+    expect(badge(tab)).to_have_text("RUNNING")
+    expect(bot_messages(tab).last).to_contain_text("word39")
+    wait_idle(tab)
+    partial_renders = tab.evaluate(
+        "() => [...window.__snapshots].filter(t => t.includes('word') && !t.includes('word39'))"
+        ".length"
+    )
+    assert partial_renders >= 2, "the reply should appear piece by piece"
+    expect(bot_messages(tab).last).to_contain_text("AGENT_EXECUTOR")
+    expect(tab.locator('#chatbot img[alt="AGENT_EXECUTOR icon"]').first).to_be_visible()
+    expect(tab.locator("#stop-btn")).to_be_disabled()
+    expect(tab.locator("#memory-panel")).to_contain_text("2 messages")
+    expect(tab.locator("#memory-panel")).to_contain_text("(estimated)")
+    expect(tab.locator("#usage-panel")).to_contain_text("Session:")
+    usage_text = tab.locator("#usage-panel").inner_text()
+    assert re.search(r"Session:\s*[1-9][\d,]* in", usage_text), usage_text
+    assert re.search(r"^1\s+[1-9]\d*\s+[1-9]\d*$", usage_text, re.MULTILINE), usage_text
+
+    # Shift+Enter adds a line instead of sending
+    box = tab.locator("#chat-input textarea")
+    box.fill("line one")
+    box.press("Shift+Enter")
+    box.type("line two")
+    assert box.input_value() == "line one\nline two"
+    box.press("Enter")
+    expect(user_messages(tab).last).to_contain_text("line two")
+    wait_idle(tab)
+    expect(bot_messages(tab).last).to_contain_text("You said: line one")
+    tab.screenshot(path=str(artifacts / "main-page.png"), full_page=True)
+
+
+def test_stop_ends_the_stream_and_keeps_the_partial_reply(
+    tab: Page, server: LiveServer
+) -> None:
+    send(tab, "slow")
+    expect(bot_messages(tab).last).to_contain_text("word3")
+    expect(tab.locator("#stop-btn")).to_be_enabled()
+    tab.keyboard.press("Escape")  # Esc stops, like the Stop button
+    wait_idle(tab)
+    expect(bot_messages(tab).last).to_contain_text("[interrupted]")
+    for _ in range(3):  # more clicks on a disabled Stop do nothing
+        tab.locator("#stop-btn").click(force=True)
+    interpreter = session_of(server, tab)
+    assert not interpreter.busy
+    reply = interpreter.session.history[-1]
+    assert reply.status is MessageStatus.INTERRUPTED
+    assert 3 < len(reply.content.split()) < 2000
+    shown = bot_messages(tab).last.inner_text()
+    assert reply.content.split()[-1] in shown  # what was streamed is what was kept
+    expect(badge(tab)).to_have_text("STOP")
+
+
+def test_approval_allow_runs_the_code_and_shows_the_output(tab: Page) -> None:
+    send(tab, "python: print(6 * 7)")
+    expect(badge(tab)).to_have_text("WAITING")
+    panel = tab.locator("#approval-panel")
+    expect(panel).to_be_visible()
+    expect(panel).to_contain_text("Run Python code")
+    expect(tab.locator("#approval-code")).to_contain_text("print(6 * 7)")
+    expect(tab.locator("#approval-code")).to_contain_text("python")
+    tab.get_by_role("button", name="Allow once").click()
+    wait_idle(tab)
+    expect(panel).to_be_hidden()
+    expect(chat(tab)).to_contain_text("Allowed once")
+    expect(bot_messages(tab).last).to_contain_text("Result: 42")
+
+
+def test_approval_deny_runs_nothing_and_tells_the_agent(tab: Page, server: LiveServer) -> None:
+    send(tab, "python: open('denied.txt', 'w').write('x')")
+    expect(badge(tab)).to_have_text("WAITING")
+    tab.locator("#approval-note textarea").fill("not today")
+    tab.get_by_role("button", name="Deny").click()
+    wait_idle(tab)
+    expect(chat(tab)).to_contain_text("Denied")
+    expect(bot_messages(tab).last).to_contain_text("Result: The user denied this tool call.")
+    interpreter = session_of(server, tab)
+    assert not (interpreter.session.workdir_path() / "denied.txt").exists()
+    tool_message = next(m for m in interpreter.session.history if m.role is Role.TOOL)
+    assert "not today" in tool_message.content
+
+
+def test_autochat_runs_the_set_number_of_turns_and_stops(tab: Page) -> None:
+    tab.locator("#autochat-max-turns input").fill("2")
+    tab.locator("#autochat-toggle input").check()
+    expect(tab.locator("#autochat-status")).to_contain_text("starts with your first message")
+    send(tab, "autochat: count for me")
+    expect(tab.locator("#autochat-status")).to_contain_text("1 remaining")
+    expect(tab.locator("#autochat-status")).to_contain_text(
+        "AutoChat stopped after 2 automatic turns: max_turns"
+    )
+    wait_idle(tab)
+    expect(chat(tab)).to_contain_text("AutoChat turn 2:")
+    assert "AutoChat turn 3" not in chat(tab).inner_text()
+    assert bot_messages(tab).filter(has_text="step7").count() >= 1
+
+
+def test_role_picker_routes_the_next_turn_and_shows_the_switch(tab: Page) -> None:
+    send(tab, "first to the executor")
+    wait_idle(tab)
+    pick(tab, "role-picker", "THOUGHT")
+    expect(chat(tab)).to_contain_text("Switched to THOUGHT")
+    send(tab, "now to the thinker")
+    wait_idle(tab)
+    expect(bot_messages(tab).last).to_contain_text("You said: now to the thinker")
+    last_speaker = tab.locator("#chatbot .ga-agent").last
+    expect(last_speaker).to_have_text("THOUGHT")
+    expect(tab.locator('#chatbot img[alt="THOUGHT icon"]').last).to_be_visible()
+
+
+def test_two_tabs_do_not_share_a_conversation(browser: Browser, server: LiveServer) -> None:
+    pages = []
+    for _ in range(2):
+        context = browser.new_context()
+        page = context.new_page()
+        page.set_default_timeout(WAIT_MS)
+        page.goto(server.url, wait_until="load")
+        expect(badge(page)).to_have_text("INIT")
+        pages.append(page)
+    first, second = pages
+    send(first, "alpha-only-here")
+    send(second, "beta-only-here")
+    wait_idle(first)
+    wait_idle(second)
+    expect(chat(first)).to_contain_text("You said: alpha-only-here")
+    expect(chat(second)).to_contain_text("You said: beta-only-here")
+    assert "beta-only-here" not in chat(first).inner_text()
+    assert "alpha-only-here" not in chat(second).inner_text()
+    for page in pages:
+        page.context.close()
+
+
+def test_empty_and_oversized_messages_are_refused(tab: Page) -> None:
+    send(tab, "   ")
+    tab.locator("#send-btn").click()
+    big = "x" * 1_000_000
+    tab.locator("#chat-input textarea").fill(big)
+    tab.locator("#send-btn").click()
+    expect(tab.get_by_text(re.compile(r"the limit is 200,000"))).to_be_visible()
+    expect(badge(tab)).to_have_text("INIT")
+    send(tab, "a real message")  # the page still works
+    wait_idle(tab)
+    assert user_messages(tab).count() == 1
+    expect(user_messages(tab).first).to_contain_text("a real message")
+
+
+def test_markup_is_shown_as_text_and_never_runs(tab: Page) -> None:
+    send(tab, f"mine: {HOSTILE}")
+    wait_idle(tab)
+    send(tab, "html")
+    wait_idle(tab)
+    expect(user_messages(tab).first).to_contain_text("<script>window.__pwned = 1</script>")
+    expect(bot_messages(tab).last).to_contain_text('<img src=x onerror="window.__pwned = 2">')
+    expect(bot_messages(tab).last.locator("code")).to_have_text("<b>code</b>")
+    assert tab.evaluate("() => window.__pwned") is None
+    assert tab.locator("#chatbot script").count() == 0
+    assert tab.locator('#chatbot img[src="x"]').count() == 0
+
+
+def test_sessions_can_be_listed_reopened_renamed_searched_and_deleted(tab: Page) -> None:
+    send(tab, "remember the zebra")
+    wait_idle(tab)
+    sessions = tab.locator("#session-list")
+    expect(sessions).to_contain_text("remember the zebra")
+    tab.locator("#new-session-btn").click()
+    expect(user_messages(tab)).to_have_count(0)
+    expect(badge(tab)).to_have_text("INIT")
+    sessions.get_by_text("remember the zebra").first.click()
+    expect(chat(tab)).to_contain_text("You said: remember the zebra")
+    expect(badge(tab)).to_have_text("STOP")
+
+    tab.get_by_role("button", name="Manage this chat").click()
+    tab.locator("#rename-input textarea").fill("Zebra facts")
+    tab.get_by_role("button", name="Rename chat").click()
+    expect(sessions).to_contain_text("Zebra facts")
+    tab.locator("#session-search textarea").fill("zebra")
+    expect(sessions).to_contain_text("Zebra facts")
+    tab.locator("#session-search textarea").fill("no such title at all")
+    expect(sessions).not_to_contain_text("Zebra facts")
+    tab.locator("#session-search textarea").fill("")
+
+    tab.get_by_role("button", name="Delete chat").click()
+    tab.get_by_role("button", name="Yes, delete it").click()
+    expect(user_messages(tab)).to_have_count(0)
+    expect(sessions).not_to_contain_text("Zebra facts")
+
+
+def test_export_then_import_restores_the_conversation(tab: Page, tmp_path: Path) -> None:
+    send(tab, "export me please")
+    wait_idle(tab)
+    tab.get_by_role("button", name="Manage this chat").click()
+    with tab.expect_download() as download:
+        tab.get_by_role("button", name="Export as JSON").click()
+    saved = tmp_path / "export.json"
+    download.value.save_as(saved)
+    document = json.loads(saved.read_text())
+    assert document["format"] == "gui-agent-session"
+    assert [m["content"] for m in document["messages"]][0] == "export me please"
+
+    tab.locator("#new-session-btn").click()
+    expect(user_messages(tab)).to_have_count(0)
+    tab.locator("#import-btn input[type=file], input[type=file]").first.set_input_files(saved)
+    expect(chat(tab)).to_contain_text("You said: export me please")
+    expect(badge(tab)).to_have_text("STOP")
+
+
+def test_retry_edit_and_clear(tab: Page) -> None:
+    send(tab, "original question")
+    wait_idle(tab)
+    tab.get_by_role("button", name="Retry last turn").click()
+    expect(badge(tab)).to_have_text("STOP")
+    expect(bot_messages(tab).filter(has_text="You said: original question")).to_have_count(1)
+    tab.get_by_role("button", name="Edit last message").click()
+    box = tab.locator("#chat-input textarea")
+    expect(box).to_have_value("original question")
+    expect(tab.locator("#edit-mode input")).to_be_checked()
+    box.fill("edited question")
+    box.press("Enter")
+    expect(bot_messages(tab).last).to_contain_text("You said: edited question")
+    wait_idle(tab)
+    assert "original question" not in chat(tab).inner_text()
+    tab.get_by_role("button", name="Clear chat").click()
+    expect(user_messages(tab)).to_have_count(0)
+
+
+def test_narrow_phone_screen(browser: Browser, server: LiveServer, artifacts: Path) -> None:
+    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.goto(server.url, wait_until="load")
+    expect(badge(page)).to_have_text("INIT")
+    send(page, "hello from a phone")
+    wait_idle(page)
+    expect(chat(page)).to_contain_text("You said: hello from a phone")
+    for handle in ("#send-btn", "#stop-btn", "#chat-input"):
+        box = page.locator(handle).bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 391, handle
+    page.screenshot(path=str(artifacts / "mobile-page.png"), full_page=True)
+    context.close()
