@@ -56,6 +56,7 @@ from gui_agent.memory import ContextWindow, Memory, SlidingWindowMemory
 from gui_agent.quick import chat_sync, create_interpreter
 from gui_agent.session import Session
 from gui_agent.stream import StreamWrapper
+from gui_agent.telemetry import TracingHooks
 from gui_agent.tokens import TokenCounter, counter_for_model
 from gui_agent.tools import (
     PermissionPolicy,
@@ -114,6 +115,7 @@ __all__ = [
     "ToolExecutionError",
     "ToolOutput",
     "ToolRegistry",
+    "TracingHooks",
     "UserError",
     "Verdict",
     "chat_sync",

@@ -7,12 +7,14 @@ Ctrl-C stops the running turn (not the program); at the prompt it exits. Command
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 
 from gui_agent.cli import LineReader, install_interrupt
 from gui_agent.interpreter import Interpreter
 from gui_agent.manager import SessionManager
+from gui_agent.telemetry import tracing_from_env
 from schema import (
     AgentName,
     AgentSwitched,
@@ -89,7 +91,12 @@ async def run_repl(
 
     registry = await resolve_models(explicit=models, probe_local=probe)
     root = workdir or (default_data_dir() / "workspaces")
-    manager = SessionManager(models=registry, store=MemoryStore(), workspace_root=root)
+    manager = SessionManager(
+        models=registry,
+        store=MemoryStore(),
+        workspace_root=root,
+        hooks=tracing_from_env(os.environ),
+    )
     await manager.start()
     interpreter = await manager.create("local")
     if auto:
