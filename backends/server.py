@@ -130,6 +130,9 @@ def serve(config: AppConfig, *, probe_local: bool = True, with_api: bool = True)
     except GuiAgentError as exc:
         logger.error("%s", exc)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C while starting, before the signal handlers are in
+        logger.info("interrupted while starting")
+        return 130
     return 0
 
 
@@ -336,8 +339,13 @@ def _proxy_dependency(proxy: ProxyHeaderAuth) -> Callable[[Any], str | None]:
 def _private_dir(path: Path) -> Path:
     """`path`, created with mode 0700 if missing; a warning if others can read it."""
     path = Path(path).expanduser()
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    mode = stat.S_IMODE(path.stat().st_mode)
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        mode = stat.S_IMODE(path.stat().st_mode)
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot use the folder {path}: {exc.strerror or exc}; choose another with --data-dir"
+        ) from None
     if mode & 0o077:
         logger.warning(
             "%s can be read by other users (mode %04o); restrict it with: chmod 700 %s",

@@ -58,7 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--trusted-proxy-header", help="take the user from this header")
     serve.add_argument("--retention-days", type=int, help="delete sessions untouched this long")
     serve.add_argument("--share", action="store_true", help="Gradio share link (off by default)")
-    serve.add_argument("--api", action="store_true", help="also serve the HTTP + SSE API")
+    serve.add_argument(
+        "--api", action="store_true", help="also serve the API's OpenAPI docs at /api/docs"
+    )
 
     chat = sub.add_parser("chat", help="chat in the terminal")
     model_args(chat)
@@ -84,9 +86,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+COMMANDS = ("serve", "chat", "models", "users")
+GLOBAL_OPTIONS = ("--config", "--log-level")
+
+
+def with_default_command(argv: Sequence[str]) -> list[str]:
+    """Insert `serve` when no command is named: `gui-agent --host X` means `serve --host X`."""
+    args = list(argv)
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg in COMMANDS or arg in ("-h", "--help"):
+            return args
+        if arg in GLOBAL_OPTIONS:
+            index += 2
+        elif arg.split("=", 1)[0] in GLOBAL_OPTIONS:
+            index += 1
+        else:
+            break
+    return [*args[:index], "serve", *args[index:]]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(with_default_command(sys.argv[1:] if argv is None else argv))
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
@@ -96,10 +119,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             level=(args.log_level or config.log_level).upper(),
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         )
-        command = args.command or "serve"
+        command = args.command
         if command == "serve":
-            if args.command is None:
-                args = parser.parse_args([*(argv or sys.argv[1:]), "serve"])
             config = config.with_overrides(
                 host=args.host,
                 port=args.port,

@@ -258,20 +258,21 @@ class Interpreter:
 
     async def retry(self) -> Message:
         """Run the last user message again, dropping what came after it."""
-        index = self._require_last_user()
+        index = await self._require_last_user()
         text = self.session.history[index].content
         await self._truncate(index)
         return await self.send(text)
 
     async def edit_last(self, text: str) -> Message:
         """Replace the last user message with `text` and run it."""
-        index = self._require_last_user()
+        index = await self._require_last_user()
         if not text.strip():
             raise InvalidRequest("the message is empty")
         await self._truncate(index)
         return await self.send(text)
 
     async def clear(self) -> None:
+        await self._settle()
         if self.busy:
             raise InvalidRequest("stop the running turn before clearing")
         await self._truncate(0)
@@ -491,7 +492,19 @@ class Interpreter:
         index = self.session.last_user_index()
         return None if index is None else self.session.history[index].content
 
-    def _require_last_user(self) -> int:
+    async def _settle(self) -> None:
+        """Let a run task that already announced STOP finish saving, unless more is coming
+        (AutoChat or a queued message)."""
+        if (
+            self.busy
+            and self.state is InterpreterState.STOP
+            and not self._auto.active
+            and not self.session.inbox
+        ):
+            await self.wait_idle()
+
+    async def _require_last_user(self) -> int:
+        await self._settle()
         if self.busy:
             raise InvalidRequest("stop the running turn first")
         for index in range(len(self.session.history) - 1, -1, -1):

@@ -118,8 +118,11 @@ class SessionManager:
                 state = InterpreterState.STOP
             return self._attach(session, state)
 
-    async def list(self, owner: str, *, query: str | None = None) -> list[SessionRecord]:
-        return await self.store.list_sessions(owner, query=query)
+    async def list(
+        self, owner: str, *, query: str | None = None, limit: int = 200, offset: int = 0
+    ) -> list[SessionRecord]:
+        """The owner's sessions, most recently touched first."""
+        return await self.store.list_sessions(owner, query=query, limit=limit, offset=offset)
 
     async def rename(self, session_id: str, title: str, owner: str) -> None:
         interpreter = await self.get(session_id, owner)

@@ -23,7 +23,7 @@ from backends.gradio.layout import Page
 from backends.gradio.markdown import escape_html
 from backends.gradio.panels import PanelState, badge_html
 from backends.gradio.renderer import ChatView
-from backends.gradio.stream import PageView, Updates, stream_session
+from backends.gradio.stream import PageView, Updates, no_change, stream_session
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.interpreter import Interpreter
 from gui_agent.manager import SessionManager, SessionNotFound
@@ -251,6 +251,7 @@ class Handlers:
         """Keep showing a session that is busy (opened mid-turn, or AutoChat running)."""
         interpreter = await self.lookup(session_id, request)
         if interpreter is None or not interpreter.busy:
+            yield no_change()
             return
         async for update in stream_session(
             interpreter, lambda: self.view_of(interpreter), interval_s=self.interval_s
@@ -263,23 +264,23 @@ class Handlers:
     async def rename(self, session_id: str, title: str, query: str, request: gr.Request) -> Updates:
         if not session_id:
             gr.Warning("Send a message first: a new chat is saved with its first message.")
-            return {}
+            return no_change()
         if not title.strip():
             gr.Warning("A title cannot be empty.")
-            return {}
+            return no_change()
         owner = owner_of(request)
         try:
             await self.manager.rename(session_id, title, owner)
         except SessionNotFound:
             gr.Warning("This chat no longer exists.")
-            return {}
+            return no_change()
         gr.Info("Chat renamed.")
         return await self.session_list_update(owner, session_id, query)
 
     def ask_delete(self, session_id: str) -> Updates:
         if not session_id:
             gr.Warning("There is nothing to delete yet.")
-            return {}
+            return no_change()
         return {self.page.confirm_row: gr.update(visible=True)}
 
     def cancel_delete(self) -> Updates:
@@ -297,7 +298,7 @@ class Handlers:
     async def stop(self, session_id: str, request: gr.Request) -> Updates:
         interpreter = await self.lookup(session_id, request)
         if interpreter is None:
-            return {}
+            return no_change()
         await interpreter.stop()
         return {
             self.page.badge: badge_html(interpreter.state),
@@ -312,7 +313,7 @@ class Handlers:
         ) -> Updates:
             interpreter = await self.lookup(session_id, request)
             if interpreter is None or not approval_id:
-                return {}
+                return no_change()
             if not interpreter.approve(approval_id, decision, note.strip() or None):
                 gr.Warning("That request was already answered or has expired.")
             return {
@@ -326,15 +327,15 @@ class Handlers:
     async def pick_role(self, session_id: str, role: str, request: gr.Request) -> Updates:
         interpreter = await self.lookup(session_id, request)
         if interpreter is None or role not in AgentName.__members__:
-            return {}
+            return no_change()
         if interpreter.session.agent is AgentName(role):
-            return {}  # already so (the dropdown reports one pick more than once)
+            return no_change()  # already so (the dropdown reports one pick more than once)
         subscription = interpreter.subscribe()
         try:
             view = self.view_of(interpreter)
             await interpreter.set_agent(AgentName(role))
             if interpreter.busy:
-                return {}  # the running stream shows the switch
+                return no_change()  # the running stream shows the switch
             view.apply(subscription.pending())
             return {self.page.chatbot: view.chat.messages()}
         except InvalidRequest as exc:
@@ -388,17 +389,17 @@ class Handlers:
             if message.role is Role.USER and not message.metadata.get("autochat"):
                 return {self.page.chat_input: message.content, self.page.edit_mode: True}
         gr.Warning("There is no message of yours to edit.")
-        return {}
+        return no_change()
 
     async def clear(self, session_id: str, request: gr.Request) -> Updates:
         interpreter = await self.lookup(session_id, request)
         if interpreter is None:
-            return {}
+            return no_change()
         try:
             await interpreter.clear()
         except InvalidRequest as exc:
             gr.Warning(str(exc))
-            return {}
+            return no_change()
         return self.view_of(interpreter).updates(full=True)
 
     # -- streaming: send, retry, AutoChat ------------------------------------------------------
@@ -408,12 +409,14 @@ class Handlers:
         form = Form.read(self.page, data)
         text = form.text
         if not text.strip():
-            return  # nothing sent, nothing changes
+            yield no_change()  # nothing sent, nothing changes
+            return
         if len(text) > MAX_MESSAGE_CHARS:
             gr.Warning(
                 f"Your message has {len(text):,} characters; the limit is "
                 f"{MAX_MESSAGE_CHARS:,}. Please shorten it."
             )
+            yield no_change()
             return
         interpreter = await self.lookup(form.session_id, request)
         first: Updates = {self.page.chat_input: "", self.page.edit_mode: False}
@@ -422,6 +425,7 @@ class Handlers:
                 interpreter = await self._create(form, request)
             except InvalidRequest as exc:
                 gr.Warning(str(exc))
+                yield no_change()
                 return
             first[self.page.session_id] = interpreter.id
         elif interpreter.busy and not form.as_edit:
@@ -444,6 +448,7 @@ class Handlers:
         interpreter = await self.lookup(session_id, request)
         if interpreter is None:
             gr.Warning("There is nothing to retry yet.")
+            yield no_change()
             return
         async for update in self._stream(interpreter, interpreter.retry, None, request):
             yield update
@@ -458,6 +463,7 @@ class Handlers:
             auto = form.autochat_settings()
         except InvalidRequest as exc:
             gr.Warning(str(exc))
+            yield no_change()
             return
         interpreter = await self.lookup(form.session_id, request)
         if interpreter is None:
@@ -470,7 +476,8 @@ class Handlers:
             return
         if interpreter.busy:
             await interpreter.update(autochat=auto)
-            return  # the running stream shows the effect
+            yield no_change()  # the running stream shows the effect
+            return
         target = interpreter
 
         async def act() -> None:
@@ -510,13 +517,17 @@ class Handlers:
             refresh_sessions=refresh,
             interval_s=self.interval_s,
         )
+        yielded = False
         try:
             async for update in stream:
+                yielded = True
                 yield update
         except InvalidRequest as exc:
             gr.Warning(str(exc))
         finally:
             await stream.aclose()
+        if not yielded:
+            yield no_change()  # a streaming handler must yield once, or Gradio blanks its outputs
 
 
 def _label(record: SessionRecord) -> str:

@@ -110,15 +110,7 @@ def build_page(
     settings = SessionSettings()
     auto = AutoChatSettings()
     session_id = gr.State("")
-    with gr.Row(elem_classes=["ga-header"], equal_height=True):
-        gr.Markdown(f"## {escape_html(title)}", elem_classes=["ga-title"], min_width=120)
-        badge = gr.HTML(
-            badge_html(InterpreterState.INIT),
-            elem_id="state-badge",
-            js_on_load=None,
-            min_width=110,
-            scale=0,
-        )
+    gr.Markdown(f"## {escape_html(title)}", elem_classes=["ga-title"])
     notice_box = gr.Markdown(
         escape_html(notice or ""),
         elem_id="notice",
@@ -212,7 +204,13 @@ def build_page(
                     min_width=200,
                     autofocus=True,
                 )
-                with gr.Column(scale=1, min_width=90):
+                with gr.Column(scale=1, min_width=100, elem_classes=["ga-actions"]):
+                    badge = gr.HTML(
+                        badge_html(InterpreterState.INIT),
+                        elem_id="state-badge",
+                        js_on_load=None,
+                        container=False,
+                    )
                     send_btn = gr.Button("Send", elem_id="send-btn", variant="primary")
                     stop_btn = gr.Button(
                         "Stop", elem_id="stop-btn", variant="stop", interactive=False

@@ -35,7 +35,7 @@ from gui_agent.events import Subscription
 from gui_agent.interpreter import Interpreter
 from schema import Event, InterpreterState, MessageStarted, TextDelta, UsageReported
 
-__all__ = ["PageView", "Updates", "stream_session"]
+__all__ = ["PageView", "Updates", "no_change", "stream_session"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +43,14 @@ Updates = dict[Any, Any]
 """`{component: value}`: what one yield of a handler changes on the page."""
 
 _ACTIVE = (InterpreterState.RUNNING, InterpreterState.WAITING)
+
+
+def no_change() -> Updates:
+    """Leave every output as it is (Gradio's skip). A handler returns this rather than `{}`,
+    and a streaming handler with nothing to show yields it once: one that yields nothing
+    makes Gradio blank all its outputs."""
+    value: Updates = gr.skip()
+    return value
 
 
 class PageView:

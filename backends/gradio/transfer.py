@@ -12,7 +12,7 @@ import gradio as gr
 
 from backends.gradio.coalesce import Coalescer
 from backends.gradio.handlers import Handlers, owner_of
-from backends.gradio.stream import Updates
+from backends.gradio.stream import Updates, no_change
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.export import export_session, import_session, parse_export, replay_events
 from schema import Event
@@ -53,13 +53,13 @@ class Transfer:
     async def import_file(self, data: bytes | None, request: gr.Request) -> Updates:
         """Import an export as a new session of this user, and open it."""
         if not data:
-            return {}
+            return no_change()
         owner = owner_of(request)
         try:
             record, messages = import_session(data, owner=owner)
         except InvalidRequest as exc:
             gr.Warning(f"Could not import: {exc}")
-            return {}
+            return no_change()
         store = self.handlers.manager.store
         await store.create_session(record)
         await store.replace_messages(record.id, messages)
@@ -70,11 +70,13 @@ class Transfer:
     async def replay(self, data: bytes | None, request: gr.Request) -> AsyncIterator[Updates]:
         """Show an export being re-rendered event by event (it does not become a session)."""
         if not data:
+            yield no_change()
             return
         try:
             events = replay_events(parse_export(data))
         except InvalidRequest as exc:
             gr.Warning(f"Could not replay: {exc}")
+            yield no_change()
             return
         page = self.handlers.page
         view = self.handlers.blank_view()

@@ -248,7 +248,7 @@ def check_bind_safety(host: str, *, login_configured: bool, insecure_no_auth: bo
         f"refusing to listen on {host!r} without login: anyone who can reach that address "
         "could use the agent and run its tools. Configure login first:\n"
         "  gui-agent users add NAME          (asks for a password, writes the users file)\n"
-        f"  gui-agent --host {host} --auth-file FILE\n"
+        f"  gui-agent serve --host {host} --auth-file FILE\n"
         "or listen on 127.0.0.1, or pass --insecure-no-auth if a proxy in front of GuiAgent "
         "already authenticates people."
     )

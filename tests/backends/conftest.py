@@ -1,4 +1,10 @@
-"""Browser-test fixtures: Debian's Chromium for pytest-playwright, and a live app server.
+"""Browser-test fixtures: Debian's Chromium through Playwright, and a live app server.
+
+`chromium` starts Playwright (sync API) for one test module and stops it after: a
+Playwright sync session keeps an event loop running in the main thread, and while it does,
+pytest-asyncio cannot run the suite's async tests. (pytest-playwright's `browser` fixture
+lives for the whole session, so it is not used; `browser_type_launch_args` is still
+pointed at Debian's Chromium for anyone who does use it.)
 
 `LiveServer` runs a FastAPI app with the Gradio page mounted, under uvicorn, in a background
 thread with its own event loop; the app is built inside that loop (Gradio creates and leaks
@@ -21,6 +27,7 @@ from typing import Any, TypeVar
 import pytest
 import uvicorn
 from fastapi import FastAPI
+from playwright.sync_api import Browser, sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
@@ -45,6 +52,24 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     if not Path(CHROMIUM).exists():
         pytest.skip("browser tests need Debian's chromium: apt-get install -y chromium")
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_FLAGS}
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[Browser]:
+    """A headless Chromium for the tests of one module."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip("browser tests need Debian's chromium: apt-get install -y chromium")
+    playwright = sync_playwright().start()
+    try:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+    finally:
+        playwright.stop()
 
 
 @pytest.fixture(scope="session")

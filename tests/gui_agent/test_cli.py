@@ -48,6 +48,7 @@ def test_unknown_model_is_a_clear_error(tmp_path: Path) -> None:
         text=True,
         env=env(tmp_path),
         cwd=tmp_path,
+        check=False,
     )
     assert result.returncode == 2
     assert "openai:" in result.stderr  # lists the accepted forms
@@ -63,6 +64,7 @@ def test_terminal_chat_streams_a_reply(tmp_path: Path) -> None:
         env=env(tmp_path),
         cwd=tmp_path,
         timeout=60,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
     assert "hello from the terminal" in result.stdout
@@ -106,3 +108,33 @@ async def test_ctrl_c_stops_the_turn_not_the_program(tmp_path: Path) -> None:
         rest, _ = await process.communicate()
     assert process.returncode == 0
     assert b"w2999" not in seen + rest  # the turn really stopped
+
+
+def test_serve_is_the_default_command() -> None:
+    from gui_agent.cli import with_default_command
+
+    assert with_default_command([]) == ["serve"]
+    assert with_default_command(["--host", "0.0.0.0"]) == ["serve", "--host", "0.0.0.0"]
+    assert with_default_command(["--config", "c.toml", "--port", "1"]) == [
+        "--config",
+        "c.toml",
+        "serve",
+        "--port",
+        "1",
+    ]
+    assert with_default_command(["--log-level=DEBUG", "chat"]) == ["--log-level=DEBUG", "chat"]
+    assert with_default_command(["--help"]) == ["--help"]
+
+
+def test_non_loopback_bind_without_login_refuses_with_how_to(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [CLI, "--host", "0.0.0.0", "--model", "scripted:echo", "--no-probe"],
+        capture_output=True,
+        text=True,
+        env=env(tmp_path),
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "gui-agent users add" in result.stderr and "--auth-file" in result.stderr

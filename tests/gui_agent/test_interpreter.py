@@ -358,3 +358,26 @@ async def test_every_completed_message_is_announced(tmp_path: Path) -> None:
     events = [e async for e in interpreter.chat("go")]
     announced = [e.message.id for e in events if isinstance(e, MessageCompleted)]
     assert announced == [m.id for m in interpreter.session.history]
+
+
+async def test_retry_right_after_stop_is_announced_works(tmp_path: Path) -> None:
+    from gui_agent import SessionManager, StaticCatalog
+    from gui_agent.store import SQLiteStore
+
+    manager = SessionManager(
+        models=StaticCatalog(ScriptedModel(["one", "two"])),
+        store=SQLiteStore(tmp_path / "db.sqlite"),
+        workspace_root=tmp_path,
+    )
+    await manager.start()
+    interpreter = await manager.create("someone")
+    async with interpreter.subscribe() as sub:
+        await interpreter.send("q")
+        await next_event(
+            sub, lambda e: isinstance(e, StateChanged) and e.to_state is InterpreterState.STOP
+        )
+        assert interpreter.busy  # still saving the session record to SQLite
+        await interpreter.retry()
+    await interpreter.wait_idle()
+    assert [m.content for m in interpreter.session.history] == ["q", "two"]
+    await manager.close()

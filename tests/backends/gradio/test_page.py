@@ -97,8 +97,8 @@ def server() -> Iterator[LiveServer]:
 
 
 @pytest.fixture
-def tab(browser: Browser, server: LiveServer) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+def tab(chromium: Browser, server: LiveServer) -> Iterator[Page]:
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
     page.goto(server.url, wait_until="load")
@@ -282,10 +282,10 @@ def test_role_picker_routes_the_next_turn_and_shows_the_switch(tab: Page) -> Non
     expect(tab.locator('#chatbot img[alt="THOUGHT icon"]').last).to_be_visible()
 
 
-def test_two_tabs_do_not_share_a_conversation(browser: Browser, server: LiveServer) -> None:
+def test_two_tabs_do_not_share_a_conversation(chromium: Browser, server: LiveServer) -> None:
     pages = []
     for _ in range(2):
-        context = browser.new_context()
+        context = chromium.new_context()
         page = context.new_page()
         page.set_default_timeout(WAIT_MS)
         page.goto(server.url, wait_until="load")
@@ -397,13 +397,14 @@ def test_retry_edit_and_clear(tab: Page) -> None:
     expect(user_messages(tab)).to_have_count(0)
 
 
-def test_narrow_phone_screen(browser: Browser, server: LiveServer, artifacts: Path) -> None:
-    context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
+def test_narrow_phone_screen(chromium: Browser, server: LiveServer, artifacts: Path) -> None:
+    context = chromium.new_context(viewport={"width": 390, "height": 844}, is_mobile=True)
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
     page.goto(server.url, wait_until="load")
     expect(badge(page)).to_have_text("INIT")
-    send(page, "hello from a phone")
+    page.locator("#chat-input textarea").fill("hello from a phone")
+    page.locator("#send-btn").click()  # fails if anything covers the button
     wait_idle(page)
     expect(chat(page)).to_contain_text("You said: hello from a phone")
     for handle in ("#send-btn", "#stop-btn", "#chat-input"):
