@@ -10,9 +10,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import AsyncGenerator, Iterator, Sequence
-from contextlib import aclosing, contextmanager
-from types import TracebackType
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anthropic
@@ -26,12 +25,12 @@ from connectors.anthropic_mapping import (
     build_request,
     stream_error,
 )
+from connectors.base import StreamingProvider
 from connectors.resilience import (
     CircuitBreaker,
     RetryPolicy,
     error_for_status,
     parse_retry_after,
-    resilient_stream,
 )
 from gui_agent.exceptions import (
     ConfigError,
@@ -40,8 +39,7 @@ from gui_agent.exceptions import (
     ModelResponseError,
     ModelTimeout,
 )
-from gui_agent.llm import generate_from_stream
-from schema import Message, ModelResponse, ModelSettings, ModelStreamPart, ToolSchema
+from schema import Message, ModelSettings, ModelStreamPart, ToolSchema
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +113,7 @@ def _as_dict(item: object) -> object:
     return to_dict(warnings=False) if callable(to_dict) else item
 
 
-class AnthropicProvider:
+class AnthropicProvider(StreamingProvider):
     """A Claude model through the Messages API (or a server speaking it, via `base_url`).
 
     ``thinking_budget`` turns on extended thinking with that many tokens; thinking arrives as
@@ -159,53 +157,6 @@ class AnthropicProvider:
         )
         self._client = anthropic.AsyncAnthropic(
             api_key=key, base_url=base_url, timeout=timeout_s, max_retries=0
-        )
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def __repr__(self) -> str:
-        return f"AnthropicProvider({self._name!r})"
-
-    async def aclose(self) -> None:
-        """Close the HTTP connection pool."""
-        await self._client.close()
-
-    async def __aenter__(self) -> AnthropicProvider:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def generate(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSchema] = (),
-        settings: ModelSettings | None = None,
-    ) -> ModelResponse:
-        async with aclosing(self.stream(messages, tools=tools, settings=settings)) as parts:
-            return await generate_from_stream(parts)
-
-    def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSchema] = (),
-        settings: ModelSettings | None = None,
-    ) -> AsyncGenerator[ModelStreamPart, None]:
-        history, tool_list = tuple(messages), tuple(tools)
-        return resilient_stream(
-            lambda: self._attempt(history, tool_list, settings),
-            provider=self._name,
-            retry=self.retry,
-            breaker=self.breaker,
         )
 
     async def _open(

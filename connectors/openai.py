@@ -13,9 +13,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import AsyncGenerator, Iterator, Sequence
-from contextlib import AbstractContextManager, aclosing, contextmanager
-from types import TracebackType
+from collections.abc import AsyncGenerator, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import httpx2
@@ -23,13 +22,13 @@ import openai
 from openai import AsyncStream
 from openai.types.chat import ChatCompletionChunk
 
+from connectors.base import StreamingProvider
 from connectors.openai_mapping import RequestOptions, StreamAccumulator, build_request
 from connectors.resilience import (
     CircuitBreaker,
     RetryPolicy,
     error_for_status,
     parse_retry_after,
-    resilient_stream,
     shorten,
 )
 from gui_agent.exceptions import (
@@ -41,8 +40,7 @@ from gui_agent.exceptions import (
     ModelServerError,
     ModelTimeout,
 )
-from gui_agent.llm import generate_from_stream
-from schema import Message, ModelResponse, ModelSettings, ModelStreamPart, ToolSchema
+from schema import Message, ModelSettings, ModelStreamPart, ToolSchema
 
 logger = logging.getLogger(__name__)
 
@@ -130,7 +128,7 @@ def _as_dict(item: object) -> object:
     return to_dict(warnings=False) if callable(to_dict) else item
 
 
-class OpenAIProvider:
+class OpenAIProvider(StreamingProvider):
     """A Chat Completions model: OpenAI itself, or any OpenAI-compatible server via `base_url`.
 
     ``max_retries`` sets the default retry policy (``max_retries + 1`` attempts); pass
@@ -180,53 +178,6 @@ class OpenAIProvider:
         self._stream_usage = True
         self._client = openai.AsyncOpenAI(
             api_key=key, base_url=base_url, timeout=timeout_s, max_retries=0
-        )
-
-    @property
-    def name(self) -> str:
-        return self._name
-
-    def __repr__(self) -> str:
-        return f"OpenAIProvider({self._name!r})"
-
-    async def aclose(self) -> None:
-        """Close the HTTP connection pool."""
-        await self._client.close()
-
-    async def __aenter__(self) -> OpenAIProvider:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
-    async def generate(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSchema] = (),
-        settings: ModelSettings | None = None,
-    ) -> ModelResponse:
-        async with aclosing(self.stream(messages, tools=tools, settings=settings)) as parts:
-            return await generate_from_stream(parts)
-
-    def stream(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSchema] = (),
-        settings: ModelSettings | None = None,
-    ) -> AsyncGenerator[ModelStreamPart, None]:
-        history, tool_list = tuple(messages), tuple(tools)
-        return resilient_stream(
-            lambda: self._attempt(history, tool_list, settings),
-            provider=self._name,
-            retry=self.retry,
-            breaker=self.breaker,
         )
 
     def _options(self) -> RequestOptions:

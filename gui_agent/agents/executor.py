@@ -87,46 +87,46 @@ def drain_inbox(session: Session) -> list[Message]:
     return moved
 
 
-async def stream_reply(
+async def model_step(
     session: Session,
     deps: AgentDeps,
-    messages: list[Message],
     *,
     agent: AgentName,
+    turn_usage: Usage,
     use_tools: bool = True,
-    settings: ModelSettings | None = None,
 ) -> AsyncIterator[Event | ModelResponse]:
-    """One model call, streamed: message_started, deltas, then the ModelResponse (not an event;
-    the caller decides what to append)."""
+    """One model call on the memory window, streamed: memory_updated, message_started,
+    deltas, message_completed (the reply, appended to the history), usage, and last the
+    ModelResponse itself (not an event: the caller acts on its tool calls)."""
+    messages, memory = memory_event(session, deps)
+    yield memory
     message_id = new_id()
     yield MessageStarted(message_id=message_id, agent=agent)
     await call_hook(deps.hooks.on_llm_start(session, messages))
     tools = deps.tools.schemas() if use_tools else ()
-    final: ModelResponse | None = None
-    async for part in deps.provider.stream(
-        messages, tools=tools, settings=settings or model_settings(session)
-    ):
+    final = ModelResponse()
+    async for part in deps.provider.stream(messages, tools=tools, settings=model_settings(session)):
         if isinstance(part, ModelTextDelta):
             yield TextDelta(message_id=message_id, delta=part.text)
         elif isinstance(part, ModelResponse):
             final = part
         else:
             yield TextDelta(message_id=message_id, delta=part.text, channel="reasoning")
-    if final is None:
-        final = ModelResponse()
     await call_hook(deps.hooks.on_llm_end(session, final))
-    yield final
-    yield MessageCompleted(
-        message=Message(
-            id=message_id,
-            role=Role.ASSISTANT,
-            content=final.text,
-            reasoning=final.reasoning,
-            tool_calls=final.tool_calls,
-            agent=agent,
-            metadata={"model": final.model or deps.provider.name},
-        )
+    reply = Message(
+        id=message_id,
+        role=Role.ASSISTANT,
+        content=final.text,
+        reasoning=final.reasoning,
+        tool_calls=final.tool_calls,
+        agent=agent,
+        metadata={"model": final.model or deps.provider.name},
     )
+    session.add(reply)
+    yield MessageCompleted(message=reply)
+    session.usage = session.usage + final.usage
+    yield UsageReported(turn=turn_usage + final.usage, total=session.usage)
+    yield final
 
 
 class ExecutorAgent:
@@ -148,19 +148,13 @@ class ExecutorAgent:
         for _ in range(session.settings.max_iterations):
             for queued in drain_inbox(session):
                 yield MessageCompleted(message=queued)
-            messages, memory = memory_event(session, deps)
-            yield memory
             response = ModelResponse()
-            async for item in stream_reply(session, deps, messages, agent=self._name):
+            async for item in model_step(session, deps, agent=self._name, turn_usage=turn_usage):
                 if isinstance(item, ModelResponse):
                     response = item
-                    continue
-                if isinstance(item, MessageCompleted):
-                    session.add(item.message)
-                yield item
+                else:
+                    yield item
             turn_usage = turn_usage + response.usage
-            session.usage = session.usage + response.usage
-            yield UsageReported(turn=turn_usage, total=session.usage)
             if not response.tool_calls:
                 return
             async for event in self.run_tools(session, deps, response.tool_calls):

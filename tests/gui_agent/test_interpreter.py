@@ -381,3 +381,24 @@ async def test_retry_right_after_stop_is_announced_works(tmp_path: Path) -> None
     await interpreter.wait_idle()
     assert [m.content for m in interpreter.session.history] == ["q", "two"]
     await manager.close()
+
+
+async def test_switching_role_routes_the_next_turn_and_is_announced(tmp_path: Path) -> None:
+    from schema import AgentName, AgentSwitched
+
+    interpreter, model = make(tmp_path, ["as executor", "as thinker"])
+    _ = [e async for e in interpreter.chat("one")]
+    async with interpreter.subscribe() as sub:
+        await interpreter.set_agent(AgentName.THOUGHT)
+        await interpreter.send("two")
+        events = [e async for e in sub.until_idle()]
+    switched = [e for e in events if isinstance(e, AgentSwitched)]
+    assert [(e.from_agent, e.to_agent) for e in switched] == [
+        (AgentName.AGENT_EXECUTOR, AgentName.THOUGHT)
+    ]
+    assert interpreter.session.history[1].agent is AgentName.AGENT_EXECUTOR
+    assert interpreter.session.history[-1].agent is AgentName.THOUGHT
+    assert isinstance(model, ScriptedModel)
+    assert model.requests[0].tools and model.requests[1].tools == ()  # thinkers get no tools
+    with pytest.raises(InvalidRequest, match="available"):
+        await interpreter.set_agent(AgentName.CREW)

@@ -1,0 +1,84 @@
+"""What every HTTP provider shares: naming, closing, and one resilient streaming path.
+
+A subclass builds its vendor client in `__init__` (setting `_name`, `retry`, `breaker` and
+`_client`), and implements `_attempt`: one request, streamed. Retries, the circuit breaker
+and `generate` come from here.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
+from types import TracebackType
+from typing import Any, Self
+
+from connectors.resilience import CircuitBreaker, RetryPolicy, resilient_stream
+from gui_agent.llm import generate_from_stream
+from schema import Message, ModelResponse, ModelSettings, ModelStreamPart, ToolSchema
+
+
+class StreamingProvider(ABC):
+    """Base of the vendor providers; implements the `LLMProvider` protocol."""
+
+    _name: str
+    _client: Any
+    retry: RetryPolicy
+    breaker: CircuitBreaker
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._name!r})"
+
+    async def aclose(self) -> None:
+        """Close the HTTP connection pool."""
+        await self._client.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def generate(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        settings: ModelSettings | None = None,
+    ) -> ModelResponse:
+        async with aclosing(self.stream(messages, tools=tools, settings=settings)) as parts:
+            return await generate_from_stream(parts)
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSchema] = (),
+        settings: ModelSettings | None = None,
+    ) -> AsyncGenerator[ModelStreamPart, None]:
+        """Stream one reply; retried (before any output) and guarded by the breaker."""
+        history, tool_list = tuple(messages), tuple(tools)
+        return resilient_stream(
+            lambda: self._attempt(history, tool_list, settings),
+            provider=self._name,
+            retry=self.retry,
+            breaker=self.breaker,
+        )
+
+    @abstractmethod
+    def _attempt(
+        self,
+        messages: tuple[Message, ...],
+        tools: tuple[ToolSchema, ...],
+        settings: ModelSettings | None,
+    ) -> AsyncGenerator[ModelStreamPart, None]:
+        """One request to the vendor, streamed to its final ModelResponse."""
