@@ -51,6 +51,7 @@ from gui_agent.config import AppConfig
 from gui_agent.exceptions import AuthError, ConfigError, GuiAgentError
 from gui_agent.manager import SessionManager
 from gui_agent.store import DB_FILE_NAME, SQLiteStore, apply_retention, default_data_dir
+from gui_agent.telemetry import tracing_from_env
 
 __all__ = ["build_server", "serve"]
 
@@ -96,6 +97,7 @@ async def build_server(
         store=SQLiteStore(data_dir / DB_FILE_NAME),
         workspace_root=workspace_root,
         counter_factory=registry.token_counter,
+        hooks=tracing_from_env(os.environ),
     )
     await manager.start()
     try:
