@@ -1,0 +1,82 @@
+"""Team mode through the browser: two people log in on the real page, each sees only their
+own conversations, and a wrong password gets nowhere."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from backends.server import build_server
+from gui_agent.auth.users import UserDB
+from gui_agent.config import AppConfig
+from gui_agent.manager import SessionManager
+from tests.backends.conftest import LiveServer
+
+pytestmark = pytest.mark.browser
+
+USERS = {"alice": "alice-password-1", "bob": "bob-password-22"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    tmp = tmp_path_factory.mktemp("team")
+    users = UserDB(tmp / "users.json")
+    for name, password in USERS.items():
+        users.add(name, password)
+    config = AppConfig(
+        models=("scripted:echo",), data_dir=tmp / "data", auth_file=tmp / "users.json"
+    )
+    live = LiveServer(lambda: build_server(config, probe_local=False))
+    live.start()
+    try:
+        yield live
+    finally:
+        live.stop()
+
+
+def log_in(browser: Browser, url: str, name: str, password: str) -> Page:
+    page = browser.new_context().new_page()
+    page.goto(url, wait_until="load")
+    page.get_by_test_id("textbox").fill(name)
+    page.get_by_test_id("password").fill(password)
+    page.get_by_role("button", name="Login").click()
+    return page
+
+
+def say(page: Page, text: str) -> None:
+    page.locator("#chat-input textarea").fill(text)
+    page.locator("#send-btn").click()
+    expect(page.locator("#state-badge")).to_have_text("STOP", timeout=30_000)
+    expect(page.get_by_text("You said:").last).to_be_visible()
+
+
+def test_two_people_see_only_their_own_sessions(chromium: Browser, server: LiveServer) -> None:
+    alice = log_in(chromium, server.url, "alice", USERS["alice"])
+    expect(alice.locator("#chat-input")).to_be_visible(timeout=30_000)
+    say(alice, "alice's secret plan")
+    bob = log_in(chromium, server.url, "bob", USERS["bob"])
+    expect(bob.locator("#chat-input")).to_be_visible(timeout=30_000)
+    say(bob, "bob's grocery list")
+    expect(bob.locator("#session-list")).to_contain_text("bob's grocery list")
+    assert "alice's secret plan" not in bob.content()
+    alice.reload(wait_until="load")
+    expect(alice.locator("#session-list")).to_contain_text("alice's secret plan")
+    assert "bob's grocery list" not in alice.content()
+    assert server.call(_titles_by_owner(server)) == {
+        "alice": ["alice's secret plan"],
+        "bob": ["bob's grocery list"],
+    }
+
+
+async def _titles_by_owner(server: LiveServer) -> dict[str, list[str]]:
+    """What the store holds for each person (build_server's cleanup is manager.close)."""
+    manager: SessionManager = server.state.__self__
+    return {name: [r.title for r in await manager.list(name)] for name in USERS}
+
+
+def test_a_wrong_password_does_not_log_in(chromium: Browser, server: LiveServer) -> None:
+    page = log_in(chromium, server.url, "alice", "not-her-password")
+    expect(page.get_by_text("Incorrect Credentials")).to_be_visible(timeout=15_000)
+    assert page.locator("#chat-input").count() == 0
