@@ -3,15 +3,24 @@
 The app factory builds the layout (`layout.py`), binds the controls to `Handlers`
 (`handlers.py`, `transfer.py`) and returns the Blocks; it starts nothing and opens no
 socket. The server composition mounts it with `gr.mount_gradio_app(app, blocks, path="/",
-auth=..., allowed_paths=[str(ASSETS_DIR)])`.
+auth=..., allowed_paths=[str(ASSETS_DIR)])`; the page's CSS and JS travel inside the Blocks
+(a load event), so no css/js/head arguments are needed there.
 
-Every event is private (no public API endpoint; the HTTP API lives in backends/server.py)
-and has no concurrency limit: each tab's handlers are async and cheap, and the streaming
-ones spend their time waiting on their session's events, so 50 tabs stream at once.
+How it is wired, and why:
+
+- every event is private (no public API endpoint; the HTTP API is backends/api) and has
+  no concurrency limit: handlers are async, and the streaming ones spend their time
+  waiting on their session's events;
+- Gradio runs at most `max_concurrent_events` events at once; a streaming reply holds one
+  for its whole turn and every open tab holds one (`Handlers.keep_open`);
+- streaming handlers skip Gradio's postprocessing and yield wire-ready values
+  (`PageView`), coalesced to at most one update every `stream_interval_s`.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +41,16 @@ _EVENT: dict[str, Any] = {
     "concurrency_limit": None,
     "show_progress": "hidden",
 }
+_STREAM: dict[str, Any] = {**_EVENT, "postprocess": False}
+"""Streaming handlers yield values already in the browser's format (see PageView)."""
+
+MAX_CONCURRENT_EVENTS = 1000
+"""Gradio runs at most this many events at once, across all tabs (its default is 40, and a
+streaming reply holds its event for the whole turn: the 41st tab would wait, and so would
+every Stop click)."""
+
+_ON_SEND_JS = "(...inputs) => { window.guiAgentSent?.(); return inputs; }"
+"""Runs in the browser when a send really goes out: empties the input box."""
 
 
 def create_app(
@@ -41,13 +60,15 @@ def create_app(
     notice: str | None = None,
     title: str = "GuiAgent",
     stream_interval_s: float = DEFAULT_INTERVAL_S,
+    max_concurrent_events: int = MAX_CONCURRENT_EVENTS,
 ) -> gr.Blocks:
     """The chat page for the sessions of `manager`.
 
     `models` lists the configured models for the model picker (any objects with `.name`,
     `.is_default` and `.note`; defaults to the manager's catalog). `notice` is shown plainly
     at the top (e.g. that the model is a tiny offline one). `stream_interval_s` is the
-    shortest time between two updates of a streaming reply.
+    shortest time between two updates of a streaming reply; `max_concurrent_events` how
+    many events (streaming replies included) Gradio runs at once.
     """
     assets = load_assets()
     infos = list(models)
@@ -84,29 +105,38 @@ def create_app(
             page_js=assets.page_js,
             download_js=assets.download_js,
         )
+    demo.max_threads = max_concurrent_events  # the queue's slots are sized from this
+    _skip_missing_matplotlib()
     demo.queue(default_concurrency_limit=None)
     return demo
 
 
+def _skip_missing_matplotlib() -> None:
+    """Gradio tries `import matplotlib` twice around every handler call (every yield of a
+    stream). When it is not installed, each failed import searches the whole sys.path
+    again: about a quarter of the server's time per streamed update. Recording the absence
+    once (the standard `sys.modules[name] = None`) makes those imports fail at once."""
+    if "matplotlib" not in sys.modules and importlib.util.find_spec("matplotlib") is None:
+        sys.modules["matplotlib"] = None  # type: ignore[assignment]
+
+
 def _stream_outputs(page: Page) -> list[Any]:
-    """What a streaming handler may change."""
+    """What a streaming handler changes: the chat and the panels, all plain values.
+
+    Kept short on purpose: on every yield Gradio processes every output, and one that is
+    left out costs as much as one that changed (see `PageView._values`).
+    """
     return [
         page.session_id,
         page.chatbot,
         page.badge,
-        page.stop_btn,
-        page.approval_group,
         page.approval_title,
         page.approval_code,
         page.approval_id,
-        page.approval_note,
         page.autochat_status,
         page.memory_panel,
         page.usage_panel,
         page.role_picker,
-        page.session_list,
-        page.chat_input,
-        page.edit_mode,
     ]
 
 
@@ -144,34 +174,48 @@ def _wire(
 
     demo.load(None, None, None, js=page_js)
     demo.load(handlers.on_load, None, [page.session_list], **_EVENT)
+    demo.load(handlers.keep_open, None, None, **_EVENT)
 
-    streams: list[dict[str, Any]] = [
-        page.send_btn.click(handlers.send, form, streamed, trigger_mode="once", **_EVENT),
-        page.chat_input.submit(handlers.send, form, streamed, trigger_mode="once", **_EVENT),
-        page.retry_btn.click(handlers.retry, sid, streamed, trigger_mode="once", **_EVENT),
-        page.autochat_toggle.input(handlers.toggle_autochat, form, streamed, **_EVENT),
-    ]
+    sessions = [handlers.refresh_list, [page.session_id, page.search], [page.session_list]]
+    streams: list[dict[str, Any]] = []
+    for trigger in (
+        # One event for both triggers: "once" then also ignores Enter-then-click.
+        gr.on(
+            [page.send_btn.click, page.chat_input.submit],
+            handlers.send,
+            form,
+            streamed,
+            trigger_mode="once",
+            js=_ON_SEND_JS,
+            **_STREAM,
+        ),
+        page.retry_btn.click(handlers.retry, sid, streamed, trigger_mode="once", **_STREAM),
+        page.autochat_toggle.input(handlers.toggle_autochat, form, streamed, **_STREAM),
+    ):
+        streams.append(trigger)
+        trigger.then(*sessions, **_EVENT)
     follow = [handlers.follow, sid, streamed]
 
     opened = page.session_list.input(
         handlers.open_session, [page.session_list], everything, cancels=streams, **_EVENT
     )
-    streams.append(opened.then(*follow, **_EVENT))
+    streams.append(opened.then(*follow, **_STREAM))
     imported = page.import_btn.upload(
         transfer.import_file, [page.import_btn], everything, cancels=streams, **_EVENT
     )
-    streams.append(imported.then(*follow, **_EVENT))
+    streams.append(imported.then(*follow, **_STREAM))
     streams.append(
         page.replay_btn.upload(
-            transfer.replay, [page.replay_btn], streamed, cancels=streams, **_EVENT
+            transfer.replay, [page.replay_btn], streamed, cancels=streams, **_STREAM
         )
     )
     page.new_btn.click(handlers.new_chat, None, everything, cancels=streams, **_EVENT)
     page.confirm_delete_btn.click(handlers.delete, sid, everything, cancels=streams, **_EVENT)
 
-    page.stop_btn.click(handlers.stop, sid, [page.badge, page.stop_btn], **_EVENT)
+    page.stop_btn.click(handlers.stop, sid, [page.badge], **_EVENT)
     approval_inputs = [page.session_id, page.approval_id, page.approval_note]
-    approval_outputs = [page.approval_group, page.approval_id, page.approval_note]
+    approval_outputs = [page.approval_title, page.approval_code, page.approval_id]
+    approval_outputs.append(page.approval_note)
     for button, decision in (
         (page.approve_once_btn, ApprovalDecision.ALLOW_ONCE),
         (page.approve_session_btn, ApprovalDecision.ALLOW_SESSION),
@@ -210,11 +254,18 @@ def _wire(
         [page.model_note, page.model_picker],
         **_EVENT,
     )
-    page.system_prompt.blur(handlers.change_settings, form, None, **_EVENT)
-    page.temperature.release(handlers.change_settings, form, None, **_EVENT)
+    # Events with no outputs skip the queue: queued next to another event of the same tab,
+    # Gradio 6.31 sometimes leaves the other event's outputs "pending" in the browser.
+    page.system_prompt.blur(handlers.change_settings, form, None, queue=False, **_EVENT)
+    page.temperature.release(handlers.change_settings, form, None, queue=False, **_EVENT)
     for limit in (page.max_turns, page.delay, page.token_budget, page.time_budget):
         limit.input(
-            handlers.change_autochat_limits, form, None, trigger_mode="always_last", **_EVENT
+            handlers.change_autochat_limits,
+            form,
+            None,
+            trigger_mode="always_last",
+            queue=False,
+            **_EVENT,
         )
     page.edit_btn.click(handlers.edit_last, sid, [page.chat_input, page.edit_mode], **_EVENT)
     page.clear_btn.click(handlers.clear, sid, streamed, **_EVENT)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from schema import AgentName
+from schema import MAX_MESSAGE_CHARS, AgentName
 
 __all__ = ["ASSETS_DIR", "PageAssets", "icon_file", "load_assets"]
 
@@ -23,6 +23,7 @@ ASSETS_DIR: Final = Path(__file__).resolve().parents[2] / "assets"
 """The folder of icons and page files (the only folder the app serves files from)."""
 
 _CSS_PLACEHOLDER = "__GUI_AGENT_CSS__"
+_MAX_CHARS_PLACEHOLDER = "__GUI_AGENT_MAX_CHARS__"
 
 
 def icon_file(agent: AgentName, folder: Path = ASSETS_DIR) -> Path:
@@ -61,6 +62,8 @@ def load_assets(folder: Path = ASSETS_DIR) -> PageAssets:
     download_js = _read(folder / "download.js").strip() or "() => {}"
     return PageAssets(
         icons=icons,
-        page_js=page_js.replace(_CSS_PLACEHOLDER, json.dumps(css)),
+        page_js=page_js.replace(_CSS_PLACEHOLDER, json.dumps(css)).replace(
+            _MAX_CHARS_PLACEHOLDER, str(MAX_MESSAGE_CHARS)
+        ),
         download_js=download_js,
     )

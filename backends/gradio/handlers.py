@@ -8,17 +8,17 @@ and the session is created by the first message.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, Protocol
 
 import gradio as gr
-from pydantic import ValidationError
 
 from backends.gradio.coalesce import DEFAULT_INTERVAL_S
+from backends.gradio.form import Form
 from backends.gradio.layout import Page
 from backends.gradio.markdown import escape_html
 from backends.gradio.panels import PanelState, badge_html
@@ -37,11 +37,12 @@ from schema import (
     SessionSettings,
 )
 
-__all__ = ["Form", "Handlers", "ModelInfoLike", "owner_of"]
+__all__ = ["Handlers", "ModelInfoLike", "owner_of"]
 
 logger = logging.getLogger(__name__)
 
 LOCAL_OWNER = "local"
+KEEP_OPEN_S = 15.0
 
 
 class ModelInfoLike(Protocol):
@@ -59,84 +60,6 @@ def owner_of(request: gr.Request | None) -> str:
     """The logged-in user, or "local" when the app runs without login."""
     username = getattr(request, "username", None) if request is not None else None
     return username if isinstance(username, str) and username else LOCAL_OWNER
-
-
-def _number(value: object, default: float) -> float:
-    return float(value) if isinstance(value, int | float) else default
-
-
-def _first_error(exc: ValidationError) -> str:
-    error = exc.errors(include_url=False)[0]
-    where = ".".join(str(part) for part in error["loc"])
-    return f"{where}: {error['msg']}" if where else str(error["msg"])
-
-
-@dataclass(frozen=True, slots=True)
-class Form:
-    """The values of the chat form (input box, role, settings, AutoChat limits)."""
-
-    session_id: str = ""
-    text: str = ""
-    as_edit: bool = False
-    role: str = ""
-    model: str = ""
-    system_prompt: str = ""
-    temperature: float = 1.0
-    autochat: bool = False
-    max_turns: float = 5
-    delay: float = 0.0
-    token_budget: float = 0
-    time_budget: float = 0
-
-    @classmethod
-    def read(cls, page: Page, data: Mapping[Any, Any]) -> Form:
-        """The form from a handler's `{component: value}` input (missing ones default)."""
-
-        def get(component: Any, default: Any) -> Any:
-            value = data.get(component, default)
-            return default if value is None else value
-
-        return cls(
-            session_id=str(get(page.session_id, "")),
-            text=str(get(page.chat_input, "")),
-            as_edit=bool(get(page.edit_mode, False)),
-            role=str(get(page.role_picker, "")),
-            model=str(get(page.model_picker, "")),
-            system_prompt=str(get(page.system_prompt, SessionSettings().system_prompt)),
-            temperature=_number(get(page.temperature, 1.0), 1.0),
-            autochat=bool(get(page.autochat_toggle, False)),
-            max_turns=_number(get(page.max_turns, 5), 5),
-            delay=_number(get(page.delay, 0.0), 0.0),
-            token_budget=_number(get(page.token_budget, 0), 0),
-            time_budget=_number(get(page.time_budget, 0), 0),
-        )
-
-    def autochat_settings(self, *, enabled: bool | None = None) -> AutoChatSettings:
-        """AutoChat settings from the form; 0 means "no budget". Raises InvalidRequest."""
-        tokens = int(self.token_budget)
-        try:
-            return AutoChatSettings(
-                enabled=self.autochat if enabled is None else enabled,
-                max_turns=int(self.max_turns),
-                delay_s=self.delay,
-                token_budget=tokens if tokens > 0 else None,
-                time_budget_s=self.time_budget if self.time_budget > 0 else None,
-            )
-        except ValidationError as exc:
-            raise InvalidRequest(f"AutoChat {_first_error(exc)}") from None
-
-    def session_settings(self, base: SessionSettings) -> SessionSettings:
-        """`base` with the form's system prompt and temperature. Raises InvalidRequest."""
-        try:
-            return SessionSettings.model_validate(
-                {
-                    **base.model_dump(),
-                    "system_prompt": self.system_prompt,
-                    "temperature": self.temperature,
-                }
-            )
-        except ValidationError as exc:
-            raise InvalidRequest(_first_error(exc)) from None
 
 
 class Handlers:
@@ -227,6 +150,19 @@ class Handlers:
     async def on_load(self, request: gr.Request) -> Updates:
         return await self.session_list_update(owner_of(request), "")
 
+    async def keep_open(self) -> AsyncIterator[None]:
+        """Holds the tab's event stream open for as long as the tab is.
+
+        Gradio's browser client opens its server-sent-event stream when an event starts and
+        lets it close when none is left; an event sent while the stream is closing loses
+        its reply, and the button that sent it stays busy. With this event always pending
+        the stream never closes. It wakes every `KEEP_OPEN_S` so that Gradio notices a
+        closed tab and ends it (a handler that never yields would hold its queue slot).
+        """
+        while True:
+            yield None
+            await asyncio.sleep(KEEP_OPEN_S)
+
     async def new_chat(self, request: gr.Request) -> Updates:
         view = self.blank_view()
         return {
@@ -259,6 +195,10 @@ class Handlers:
             yield update
 
     async def search(self, query: str, session_id: str, request: gr.Request) -> Updates:
+        return await self.session_list_update(owner_of(request), session_id, query)
+
+    async def refresh_list(self, session_id: str, query: str, request: gr.Request) -> Updates:
+        """The session list after a turn (new chat saved, title set, order changed)."""
         return await self.session_list_update(owner_of(request), session_id, query)
 
     async def rename(self, session_id: str, title: str, query: str, request: gr.Request) -> Updates:
@@ -300,10 +240,7 @@ class Handlers:
         if interpreter is None:
             return no_change()
         await interpreter.stop()
-        return {
-            self.page.badge: badge_html(interpreter.state),
-            self.page.stop_btn: gr.update(interactive=False),
-        }
+        return {self.page.badge: badge_html(interpreter.state)}
 
     def approver(
         self, decision: ApprovalDecision
@@ -314,10 +251,11 @@ class Handlers:
             interpreter = await self.lookup(session_id, request)
             if interpreter is None or not approval_id:
                 return no_change()
-            if not interpreter.approve(approval_id, decision, note.strip() or None):
+            if not interpreter.approve(approval_id, decision, (note or "").strip() or None):
                 gr.Warning("That request was already answered or has expired.")
             return {
-                self.page.approval_group: gr.update(visible=False),
+                self.page.approval_title: "",  # hides the panel (page.js)
+                self.page.approval_code: "",
                 self.page.approval_id: "",
                 self.page.approval_note: "",
             }
@@ -419,7 +357,7 @@ class Handlers:
             yield no_change()
             return
         interpreter = await self.lookup(form.session_id, request)
-        first: Updates = {self.page.chat_input: "", self.page.edit_mode: False}
+        first: Updates = {}
         if interpreter is None:
             try:
                 interpreter = await self._create(form, request)
@@ -431,7 +369,7 @@ class Handlers:
         elif interpreter.busy and not form.as_edit:
             await interpreter.send(text)  # queued; the running stream shows it
             gr.Info("Queued: the agent reads it when the current step ends.")
-            yield first
+            yield no_change()
             return
         target = interpreter
 
@@ -504,17 +442,11 @@ class Handlers:
         first: Updates | None,
         request: gr.Request,
     ) -> AsyncIterator[Updates]:
-        owner = owner_of(request)
-
-        async def refresh() -> Updates:
-            return await self.session_list_update(owner, interpreter.id)
-
         stream = stream_session(
             interpreter,
             lambda: self.view_of(interpreter),
             action=action,
             first=first,
-            refresh_sessions=refresh,
             interval_s=self.interval_s,
         )
         yielded = False

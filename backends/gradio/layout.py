@@ -64,7 +64,7 @@ class Page:
     chatbot: gr.Chatbot
     approval_group: gr.Column
     approval_title: gr.Markdown
-    approval_code: gr.Code
+    approval_code: gr.Markdown
     approval_id: gr.Textbox
     approval_note: gr.Textbox
     approve_once_btn: gr.Button
@@ -171,13 +171,10 @@ def build_page(
                 allow_tags=False,
                 placeholder="Ask something to start.",
             )
-            with gr.Column(
-                visible=False, elem_id="approval-panel", variant="panel"
-            ) as approval_group:
+            # Shown only while an approval is open: page.js hides it when the title is empty.
+            with gr.Column(elem_id="approval-panel", variant="panel") as approval_group:
                 approval_title = gr.Markdown(elem_id="approval-title")
-                approval_code = gr.Code(
-                    label="What will run", interactive=False, elem_id="approval-code"
-                )
+                approval_code = gr.Markdown(elem_id="approval-code")
                 approval_id = gr.Textbox(visible=False, elem_id="approval-id")
                 approval_note = gr.Textbox(
                     label="Note for the agent (optional)",
@@ -212,9 +209,8 @@ def build_page(
                         container=False,
                     )
                     send_btn = gr.Button("Send", elem_id="send-btn", variant="primary")
-                    stop_btn = gr.Button(
-                        "Stop", elem_id="stop-btn", variant="stop", interactive=False
-                    )
+                    # Enabled only while RUNNING or WAITING: page.js follows the badge.
+                    stop_btn = gr.Button("Stop", elem_id="stop-btn", variant="stop")
             with gr.Row(elem_classes=["ga-controls"]):
                 retry_btn = gr.Button("Retry last turn", elem_id="retry-btn", size="sm")
                 edit_btn = gr.Button("Edit last message", elem_id="edit-btn", size="sm")

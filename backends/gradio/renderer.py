@@ -21,18 +21,22 @@ What each thing looks like:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from backends.gradio.markdown import (
-    OUTPUT_LANGUAGE,
-    escape_html,
-    fence,
-    images_markdown,
-    json_or_text,
+from backends.gradio.looks import (
+    ERROR_MARK,
+    INTERRUPTED_MARK,
+    agent_header,
+    arguments_markdown,
+    body_markdown,
+    confirmation_markdown,
+    preview,
+    result_markdown,
+    tool_step_id,
 )
+from backends.gradio.markdown import escape_html, fence, images_markdown
 from schema import (
     AgentName,
     AgentSwitched,
@@ -67,33 +71,10 @@ __all__ = [
 ]
 
 ChatbotMessage = dict[str, Any]
-"""One chatbot message: {"role", "content": {"type": "text", "text"}, "metadata"?}."""
-
-INTERRUPTED_MARK = "_[interrupted]_"
-ERROR_MARK = "_[error]_"
-
-_DECISIONS = {
-    "allow_once": ("✓", "Allowed once"),
-    "allow_session": ("✓", "Allowed for this session"),
-    "deny": ("✗", "Denied"),
-}
-_ICON_STYLE = "width:20px;height:20px;display:inline-block;vertical-align:middle;margin:0 6px 0 0"
-
-
-def tool_step_id(call_id: str) -> str:
-    """The `metadata.id` of a tool call's step (its result's `parent_id`)."""
-    return f"tool-{call_id}"
-
-
-def agent_header(agent: AgentName, icons: Mapping[str, str]) -> str:
-    """The line that opens every assistant message: the role's icon and name."""
-    icon = icons.get(agent.value)
-    image = (
-        f'<img src="{icon}" alt="{agent.value} icon" class="ga-agent-icon" style="{_ICON_STYLE}">'
-        if icon
-        else ""
-    )
-    return f'{image}<span class="ga-agent" data-agent="{agent.value}">{agent.value}</span>'
+"""One chatbot message in Gradio 6's normalized `messages` form, which is both a valid
+Chatbot value and exactly what the browser receives, so a streaming handler can skip
+Gradio's postprocessing: {"role", "metadata" (dict or None), "content": [{"text", "type":
+"text"}], "options": None}."""
 
 
 @dataclass(slots=True, eq=False)
@@ -117,13 +98,12 @@ class _Entry:
 
     def render(self) -> ChatbotMessage:
         if self.cache is None:
-            message: ChatbotMessage = {
+            self.cache = {
                 "role": self.role,
-                "content": {"type": "text", "text": self.text},
+                "metadata": dict(self.metadata) if self.metadata else None,
+                "content": [{"text": self.text, "type": "text"}],
+                "options": None,
             }
-            if self.metadata:
-                message["metadata"] = dict(self.metadata)
-            self.cache = message
         return self.cache
 
 
@@ -183,7 +163,7 @@ class ChatView:
         index = len(self._history)
         self._history.append(message.id)
         self._committed.add(message.id)
-        self._previews[message.id] = (message.role.value, _preview(message))
+        self._previews[message.id] = (message.role.value, preview(message))
         self._live.pop(message.id, None)
         if message.role is Role.TOOL:
             self._tool_result(
@@ -373,7 +353,7 @@ class ChatView:
         entry = self._by_key.get(message_id)
         if entry is None:
             return
-        body = _body(live.type, "".join(live.content), live.language, ())
+        body = body_markdown(live.type, "".join(live.content), live.language, ())
         text = (self._header(live.agent) if entry.role == "assistant" else "") + body
         entry.set(text.rstrip("\n"))
         self.version += 1
@@ -407,7 +387,7 @@ class ChatView:
 
     def _message_text(self, message: Message) -> str:
         if message.type is MessageType.CONFIRMATION:
-            return _confirmation(message)
+            return confirmation_markdown(message)
         if message.role is Role.USER:
             text = escape_html(message.content)
             if message.metadata.get("autochat"):
@@ -419,7 +399,7 @@ class ChatView:
         prefix = ""
         if message.role is Role.SYSTEM:
             prefix = '<span class="ga-note">System:</span> '
-        body = _body(message.type, message.content, message.language, message.images)
+        body = body_markdown(message.type, message.content, message.language, message.images)
         text = self._header(message.agent) + prefix + body
         if message.status is MessageStatus.INTERRUPTED:
             text = text.rstrip("\n") + "\n\n" + INTERRUPTED_MARK
@@ -436,7 +416,7 @@ class ChatView:
                     key,
                     "assistant",
                     anchor,
-                    _arguments_markdown(name, arguments),
+                    arguments_markdown(name, arguments),
                     metadata={"title": name, "id": tool_step_id(call_id), "status": "pending"},
                 )
             )
@@ -484,7 +464,7 @@ class ChatView:
             extra["duration"] = round(duration_ms / 1000, 3)
         step.set(**extra)
         out_key = f"tool:{call_id}:out"
-        body = _result_markdown(content, message_type, images)
+        body = result_markdown(content, message_type, images)
         title = "Error" if is_error else "Output"
         if status is MessageStatus.INTERRUPTED:
             title = "Not run"
@@ -519,88 +499,6 @@ class ChatView:
                 transient=True,
             )
         )
-
-
-# -- pure helpers -------------------------------------------------------------------------
-
-
-def _body(
-    message_type: MessageType, content: str, language: str | None, images: Sequence[ImagePart]
-) -> str:
-    if message_type is MessageType.CODE:
-        text = fence(content, language)
-    elif message_type is MessageType.CONSOLE:
-        text = fence(content, OUTPUT_LANGUAGE)
-    elif message_type is MessageType.FUNCTION:
-        text = json_or_text(content) if content else ""
-    else:
-        text = escape_html(content)
-    shown = images_markdown(images)
-    return "\n\n".join(part for part in (text, shown) if part)
-
-
-def _result_markdown(content: str, message_type: MessageType, images: Sequence[ImagePart]) -> str:
-    if message_type is MessageType.CONSOLE:
-        text = fence(content, OUTPUT_LANGUAGE)
-    elif message_type is MessageType.IMAGE:
-        text = escape_html(content)
-    elif message_type is MessageType.CODE:
-        text = fence(content)
-    else:
-        text = json_or_text(content)
-    shown = images_markdown(images, "tool output")
-    return "\n\n".join(part for part in (text, shown) if part) or "_(no output)_"
-
-
-def _arguments_markdown(name: str, arguments: str) -> str:
-    """What a tool call will run: code with its language, the file path, or the arguments."""
-    try:
-        args = json.loads(arguments or "{}")
-    except ValueError:
-        return fence(arguments, "text")
-    if not isinstance(args, dict):
-        return fence(arguments, "text")
-    parts: list[str] = []
-    rest = dict(args)
-    path = rest.pop("path", None)
-    if isinstance(path, str):
-        parts.append(f"**File:** {_code_span(path)}")
-    code = rest.pop("code", None)
-    if isinstance(code, str):
-        parts.append(fence(code, "python" if "python" in name else None))
-    content = rest.pop("content", None)
-    if isinstance(content, str):
-        parts.append(fence(content))
-    if rest:
-        parts.append(fence(json.dumps(rest, indent=2, ensure_ascii=False), "json"))
-    return "\n\n".join(parts) or "_(no arguments)_"
-
-
-def _code_span(text: str) -> str:
-    """`text` as an inline code span (backticks inside are handled)."""
-    single_line = " ".join(text.split())
-    ticks = "`"
-    while ticks in single_line:
-        ticks += "`"
-    return f"{ticks} {single_line} {ticks}"
-
-
-def _confirmation(message: Message) -> str:
-    decision = str(message.metadata.get("decision", ""))
-    symbol, label = _DECISIONS.get(decision, ("•", "Approval"))
-    by = message.metadata.get("by")
-    who = f" _(by {escape_html(str(by))})_" if by and by != "user" else ""
-    head = f'<span class="ga-confirmation">{symbol} **{label}**</span>'
-    return f"{head} · {escape_html(message.content)}{who}"
-
-
-def _preview(message: Message, limit: int = 60) -> str:
-    text = " ".join(message.content.split())
-    if not text and message.tool_calls:
-        text = "calls " + ", ".join(call.name for call in message.tool_calls)
-    if not text and message.images:
-        text = f"[{len(message.images)} image(s)]"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _float(value: object) -> float | None:

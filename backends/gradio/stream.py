@@ -1,12 +1,11 @@
-"""A session's event stream → coalesced Gradio updates, sending only what changed.
+"""A session's event stream → coalesced Gradio updates.
 
 `PageView` holds what one browser tab shows of one session (the chat and the panels) and
-turns it into `{component: value}` updates containing only the components whose value
-changed since the last update. `stream_session` is the body of every streaming handler:
-subscribe, run the action (send, retry, …), then yield an update whenever the coalescer says
-so, until the session is idle. The subscription and the reader task are always closed, also
-when the browser goes away mid-stream (Gradio closes the generator) or the handler is
-cancelled.
+turns it into `{component: value}` updates of plain, wire-ready values. `stream_session` is
+the body of every streaming handler: subscribe, run the action (send, retry, …), then
+yield an update whenever the coalescer says so (and something changed), until the session
+is idle. The subscription and the reader task are always closed, also when the browser
+goes away mid-stream (Gradio closes the generator) or the handler is cancelled.
 """
 
 from __future__ import annotations
@@ -20,7 +19,7 @@ import gradio as gr
 
 from backends.gradio.coalesce import DEFAULT_INTERVAL_S, Coalescer
 from backends.gradio.layout import Page
-from backends.gradio.markdown import escape_html
+from backends.gradio.markdown import escape_html, fence
 from backends.gradio.panels import (
     MemoryInfo,
     PanelState,
@@ -130,32 +129,33 @@ class PageView:
         return {self.page.chatbot: self.chat.messages(), **values}
 
     def _values(self) -> Updates:
+        """Plain values only (strings): what the browser receives as is, so a streaming
+        handler can skip Gradio's postprocessing. No `gr.update` here: Gradio builds a new
+        component instance for every update dict (and for every left-out output) on every
+        yield. The Stop button and the approval panel follow the badge and the approval
+        title in the browser (page.js)."""
         page, panels = self.page, self.panels
         approval = panels.approval
-        values: Updates = {
+        title, detail = "", ""
+        if approval is not None:
+            warning = " It changes things: check it first." if approval.destructive else ""
+            title = (
+                f'<span class="ga-approval">**Approval needed:** '
+                f"{escape_html(approval.summary)}.{warning}</span>"
+            )
+            language = code_language(approval.language, self._languages)
+            label = f"What will run ({approval.language or 'text'}):"
+            detail = f"{label}\n\n{fence(approval.detail, language)}"
+        return {
             page.badge: badge_html(panels.state),
-            page.stop_btn: gr.update(interactive=panels.state in _ACTIVE),
-            page.approval_group: gr.update(visible=approval is not None),
+            page.approval_title: title,
+            page.approval_code: detail,
             page.approval_id: approval.approval_id if approval else "",
             page.autochat_status: panels.autochat,
             page.memory_panel: memory_markdown(panels.memory, self.chat.preview),
             page.usage_panel: usage_markdown(panels.turns, panels.total),
             page.role_picker: panels.agent.value,
         }
-        if approval is None:
-            values[page.approval_title] = ""
-            values[page.approval_code] = gr.update(value="", language=None, label="What will run")
-        else:
-            warning = " It changes things: check it first." if approval.destructive else ""
-            values[page.approval_title] = (
-                f"**Approval needed:** {escape_html(approval.summary)}.{warning}"
-            )
-            values[page.approval_code] = gr.update(
-                value=approval.detail,
-                language=code_language(approval.language, self._languages),
-                label=f"What will run ({approval.language or 'text'})",
-            )
-        return values
 
 
 def _catch_up(chat: ChatView, interpreter: Interpreter) -> None:
@@ -179,14 +179,13 @@ async def stream_session(
     *,
     action: Callable[[], Awaitable[object]] | None = None,
     first: Updates | None = None,
-    refresh_sessions: Callable[[], Awaitable[Updates]] | None = None,
     interval_s: float = DEFAULT_INTERVAL_S,
 ) -> AsyncGenerator[Updates, None]:
     """Run `action` and yield page updates until the session is idle again.
 
     `build` makes the starting view; it runs right after subscribing, so no event is seen
     twice or missed. Deltas are coalesced to one update per `interval_s`; structural events
-    are shown at once. `first` is merged into the first update (e.g. clear the input box).
+    are shown at once. `first` is merged into the first update (e.g. the new session id).
     An `InvalidRequest` from the action propagates before anything is yielded.
     """
     subscription: Subscription = interpreter.subscribe()
@@ -199,35 +198,37 @@ async def stream_session(
         running = interpreter.busy  # if so, an idle marker will end the subscription
         if not running:
             view.apply(subscription.pending())
-        update = {**(first or {}), **view.updates(full=True)}
-        if refresh_sessions is not None and (first is not None or view.panels.sessions_changed):
-            view.panels.sessions_changed = False
-            update.update(await refresh_sessions())
-        yield update
+        yield {**(first or {}), **view.updates(full=True)}
         if not running:
             return
         coalescer = Coalescer(interval_s)
         finished = False
         while not finished:
             if reader is None:
-                reader = asyncio.ensure_future(_next_event(events))
-            done, _ = await asyncio.wait({reader}, timeout=coalescer.timeout())
-            if reader in done:
-                event = reader.result()
-                reader = None
-                if event is None:
+                # Take what is already there without waiting (a fast model publishes many
+                # events per loop turn). Once the run task is done, every event it
+                # published is in hand; its idle marker may be among them.
+                for ready in subscription.pending():
+                    coalescer.offer(ready)
+                if not interpreter.busy:
                     finished = True
-                elif not coalescer.offer(event):
-                    continue
-            elif not coalescer.due():
+                elif not coalescer.due():
+                    reader = asyncio.ensure_future(_next_event(events))
+            if reader is not None:
+                done, _ = await asyncio.wait({reader}, timeout=coalescer.timeout())
+                if reader in done:
+                    event = reader.result()
+                    reader = None
+                    if event is None:
+                        finished = True
+                    else:
+                        coalescer.offer(event)
+            if not (finished or coalescer.due()):
                 continue
             view.apply(coalescer.take())
             if finished:
                 view.refresh_memory(interpreter)
             update = view.updates()
-            if refresh_sessions is not None and (finished or view.panels.sessions_changed):
-                view.panels.sessions_changed = False
-                update.update(await refresh_sessions())
             if update:
                 yield update
     finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 
 import gradio as gr
@@ -15,9 +15,9 @@ from backends.gradio.handlers import Handlers, owner_of
 from backends.gradio.stream import Updates, no_change
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.export import export_session, import_session, parse_export, replay_events
-from schema import Event
+from schema import Event, Message, MessageCompleted
 
-__all__ = ["REPLAY_STEP_S", "Transfer"]
+__all__ = ["REPLAY_STEP_S", "Transfer", "complete_events"]
 
 REPLAY_STEP_S = 0.25
 """The longest pause between two steps of a replay (recorded gaps are shortened to this)."""
@@ -45,7 +45,9 @@ class Transfer:
             return ""
         session = interpreter.session
         document = export_session(
-            session.to_record(interpreter.state), session.history, interpreter.events_since(0)
+            session.to_record(interpreter.state),
+            session.history,
+            complete_events(interpreter.events_since(0), session.history),
         )
         payload = {"filename": _export_name(session.title), "document": document}
         return json.dumps(payload, ensure_ascii=False)
@@ -107,6 +109,16 @@ class Transfer:
             return 0.0
         gap = (current.at - previous.at).total_seconds()
         return min(max(gap, 0.0), self.step_s) or self.step_s / 5
+
+
+def complete_events(events: Sequence[Event], history: Sequence[Message]) -> list[Event]:
+    """The recorded events if they tell the whole history, else none (a replay then
+    re-creates the steps from the messages). The session's buffer holds only its recent
+    events, and none from before a restart."""
+    completed = {e.message.id for e in events if isinstance(e, MessageCompleted)}
+    if not events or any(message.id not in completed for message in history):
+        return []
+    return list(events)
 
 
 def _export_name(title: str) -> str:

@@ -188,6 +188,7 @@ class ExecutorAgent:
         self, session: Session, deps: AgentDeps, calls: Sequence[ToolCall]
     ) -> AsyncIterator[Event]:
         """Ask for approvals in order, then run the allowed calls in parallel."""
+        parent = session.history[-1].id if session.history else None  # the assistant message
         refused: dict[str, ToolResult] = {}
         for tool_call in calls:
             verdict = await self._permission(session, deps, tool_call)
@@ -199,7 +200,6 @@ class ExecutorAgent:
                     yield event
                 if (denial := session_denial(session, tool_call)) is not None:
                     refused[tool_call.id] = denial
-        parent = session.history[-1].id if session.history else None
         for tool_call in calls:
             yield ToolCallStarted(call=tool_call, parent_message_id=parent, agent=self._name)
         results: dict[str, ToolResult] = dict(refused)

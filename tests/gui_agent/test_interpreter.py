@@ -402,3 +402,18 @@ async def test_switching_role_routes_the_next_turn_and_is_announced(tmp_path: Pa
     assert model.requests[0].tools and model.requests[1].tools == ()  # thinkers get no tools
     with pytest.raises(InvalidRequest, match="available"):
         await interpreter.set_agent(AgentName.CREW)
+
+
+async def test_tool_steps_point_at_the_message_that_called_them(tmp_path: Path) -> None:
+    from schema import ToolCallStarted
+
+    interpreter, _ = make(tmp_path, [call("run_python", code="print(1)"), "ok"])
+    async with interpreter.subscribe() as sub:
+        await interpreter.send("go")
+        request = await next_event(sub, lambda e: isinstance(e, ApprovalRequested))
+        assert isinstance(request, ApprovalRequested)
+        interpreter.approve(request.approval_id, ApprovalDecision.ALLOW_ONCE)
+        events = [e async for e in sub.until_idle()]
+    started = [e for e in events if isinstance(e, ToolCallStarted)]
+    caller = next(m for m in interpreter.session.history if m.tool_calls)
+    assert started and started[0].parent_message_id == caller.id

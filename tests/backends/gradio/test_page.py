@@ -55,7 +55,11 @@ async def play(messages: list[Message], info: FunctionInfo) -> Any:
     if text.startswith("python:"):
         code = text.removeprefix("python:").strip()
         arguments = json.dumps({"code": code})
-        return ModelResponse(tool_calls=(ToolCall(id=f"call{info.call_number}", name="run_python", arguments=arguments),))
+        return ModelResponse(
+            tool_calls=(
+                ToolCall(id=f"c{info.call_number}", name="run_python", arguments=arguments),
+            )
+        )
     if text == "html":
         return f"Markup stays text: {HOSTILE} and `<b>code</b>`."
     if match := re.fullmatch(r"stream (\d+)", text):
@@ -151,6 +155,30 @@ def session_of(server: LiveServer, page: Page) -> Any:
     return server.call(find())
 
 
+def record_texts(page: Page, selector: str) -> None:
+    """Record every text the element shows from now on (expect() polls could miss some)."""
+    page.evaluate(
+        """(selector) => {
+            window.__texts = new Set();
+            const root = document.querySelector(selector);
+            const note = () => window.__texts.add(root.innerText);
+            new MutationObserver(note)
+                .observe(root, {subtree: true, childList: true, characterData: true});
+        }""",
+        selector,
+    )
+
+
+def recorded_texts(page: Page) -> list[str]:
+    return list(page.evaluate("() => [...window.__texts]"))
+
+
+def upload(page: Page, button: str, path: Path) -> None:
+    with page.expect_file_chooser() as chooser:
+        page.get_by_role("button", name=button).click()
+    chooser.value.set_files(path)
+
+
 def pick(page: Page, elem_id: str, option: str) -> None:
     page.locator(f"#{elem_id} input").click()
     page.get_by_role("option", name=option, exact=True).click()
@@ -161,26 +189,13 @@ def pick(page: Page, elem_id: str, option: str) -> None:
 
 def test_a_reply_streams_in_with_markdown_usage_and_memory(tab: Page, artifacts: Path) -> None:
     expect(tab.locator("#notice")).to_contain_text("<b>(not bold)</b>")
-    expect(chat(tab)).to_be_visible()
-    tab.evaluate(
-        """() => {
-            window.__snapshots = new Set();
-            const root = document.querySelector('#chatbot');
-            new MutationObserver(() => {
-                const bots = root.querySelectorAll('[data-testid="bot"]');
-                if (bots.length) window.__snapshots.add(bots[bots.length - 1].innerText);
-            }).observe(root, {subtree: true, childList: true, characterData: true});
-        }"""
-    )
+    record_texts(tab, "#chatbot")
     send(tab, "stream 40")
     expect(badge(tab)).to_have_text("RUNNING")
     expect(bot_messages(tab).last).to_contain_text("word39")
     wait_idle(tab)
-    partial_renders = tab.evaluate(
-        "() => [...window.__snapshots].filter(t => t.includes('word') && !t.includes('word39'))"
-        ".length"
-    )
-    assert partial_renders >= 2, "the reply should appear piece by piece"
+    partial_renders = [t for t in recorded_texts(tab) if "word" in t and "word39" not in t]
+    assert len(partial_renders) >= 2, "the reply should appear piece by piece"
     expect(bot_messages(tab).last).to_contain_text("AGENT_EXECUTOR")
     expect(tab.locator('#chatbot img[alt="AGENT_EXECUTOR icon"]').first).to_be_visible()
     expect(tab.locator("#stop-btn")).to_be_disabled()
@@ -204,12 +219,14 @@ def test_a_reply_streams_in_with_markdown_usage_and_memory(tab: Page, artifacts:
     tab.screenshot(path=str(artifacts / "main-page.png"), full_page=True)
 
 
-def test_stop_ends_the_stream_and_keeps_the_partial_reply(
-    tab: Page, server: LiveServer
-) -> None:
+def test_stop_ends_the_stream_and_keeps_the_partial_reply(tab: Page, server: LiveServer) -> None:
     send(tab, "slow")
     expect(bot_messages(tab).last).to_contain_text("word3")
     expect(tab.locator("#stop-btn")).to_be_enabled()
+    tab.locator("#chat-input textarea").fill("not now")
+    for _ in range(3):  # Send while a reply streams does nothing (and keeps the text)
+        tab.locator("#send-btn").click()
+    tab.locator("#chat-input textarea").blur()
     tab.keyboard.press("Escape")  # Esc stops, like the Stop button
     wait_idle(tab)
     expect(bot_messages(tab).last).to_contain_text("[interrupted]")
@@ -217,6 +234,8 @@ def test_stop_ends_the_stream_and_keeps_the_partial_reply(
         tab.locator("#stop-btn").click(force=True)
     interpreter = session_of(server, tab)
     assert not interpreter.busy
+    assert user_messages(tab).count() == 1
+    expect(tab.locator("#chat-input textarea")).to_have_value("not now")
     reply = interpreter.session.history[-1]
     assert reply.status is MessageStatus.INTERRUPTED
     assert 3 < len(reply.content.split()) < 2000
@@ -225,19 +244,26 @@ def test_stop_ends_the_stream_and_keeps_the_partial_reply(
     expect(badge(tab)).to_have_text("STOP")
 
 
-def test_approval_allow_runs_the_code_and_shows_the_output(tab: Page) -> None:
+def test_approval_allow_runs_the_code_and_shows_the_output(tab: Page, artifacts: Path) -> None:
+    panel = tab.locator("#approval-panel")
+    expect(panel).to_be_hidden()
     send(tab, "python: print(6 * 7)")
     expect(badge(tab)).to_have_text("WAITING")
-    panel = tab.locator("#approval-panel")
     expect(panel).to_be_visible()
     expect(panel).to_contain_text("Run Python code")
     expect(tab.locator("#approval-code")).to_contain_text("print(6 * 7)")
     expect(tab.locator("#approval-code")).to_contain_text("python")
+    expect(tab.locator("#stop-btn")).to_be_enabled()
+    tab.screenshot(path=str(artifacts / "approval.png"), full_page=True)
     tab.get_by_role("button", name="Allow once").click()
     wait_idle(tab)
     expect(panel).to_be_hidden()
     expect(chat(tab)).to_contain_text("Allowed once")
     expect(bot_messages(tab).last).to_contain_text("Result: 42")
+    expect(chat(tab)).not_to_contain_text("exit code 0")  # a finished step starts closed
+    chat(tab).get_by_text("run_python", exact=True).first.click()
+    expect(chat(tab)).to_contain_text("exit code 0")  # the console output, nested in it
+    tab.screenshot(path=str(artifacts / "tool-step.png"), full_page=True)
 
 
 def test_approval_deny_runs_nothing_and_tells_the_agent(tab: Page, server: LiveServer) -> None:
@@ -258,11 +284,14 @@ def test_autochat_runs_the_set_number_of_turns_and_stops(tab: Page) -> None:
     tab.locator("#autochat-max-turns input").fill("2")
     tab.locator("#autochat-toggle input").check()
     expect(tab.locator("#autochat-status")).to_contain_text("starts with your first message")
+    record_texts(tab, "#autochat-status")
     send(tab, "autochat: count for me")
-    expect(tab.locator("#autochat-status")).to_contain_text("1 remaining")
     expect(tab.locator("#autochat-status")).to_contain_text(
         "AutoChat stopped after 2 automatic turns: max_turns"
     )
+    seen = recorded_texts(tab)
+    assert any("automatic turn 1 of 2, 1 remaining" in text for text in seen), seen
+    assert any("automatic turn 2 of 2, 0 remaining" in text for text in seen), seen
     wait_idle(tab)
     expect(chat(tab)).to_contain_text("AutoChat turn 2:")
     assert "AutoChat turn 3" not in chat(tab).inner_text()
@@ -304,18 +333,26 @@ def test_two_tabs_do_not_share_a_conversation(chromium: Browser, server: LiveSer
         page.context.close()
 
 
-def test_empty_and_oversized_messages_are_refused(tab: Page) -> None:
+def test_empty_and_oversized_messages_are_refused(tab: Page, server: LiveServer) -> None:
     send(tab, "   ")
     tab.locator("#send-btn").click()
     big = "x" * 1_000_000
     tab.locator("#chat-input textarea").fill(big)
     tab.locator("#send-btn").click()
-    expect(tab.get_by_text(re.compile(r"the limit is 200,000"))).to_be_visible()
+    expect(tab.locator("#ga-input-notice")).to_contain_text(
+        "Your message has 1,000,000 characters; the limit is 200,000."
+    )
     expect(badge(tab)).to_have_text("INIT")
+    assert user_messages(tab).count() == 0
     send(tab, "a real message")  # the page still works
+    expect(tab.locator("#ga-input-notice")).to_be_hidden()
     wait_idle(tab)
     assert user_messages(tab).count() == 1
     expect(user_messages(tab).first).to_contain_text("a real message")
+    interpreter = session_of(server, tab)
+    assert [m.content for m in interpreter.session.history if m.role is Role.USER] == [
+        "a real message"
+    ]
 
 
 def test_markup_is_shown_as_text_and_never_runs(tab: Page) -> None:
@@ -369,13 +406,22 @@ def test_export_then_import_restores_the_conversation(tab: Page, tmp_path: Path)
     download.value.save_as(saved)
     document = json.loads(saved.read_text())
     assert document["format"] == "gui-agent-session"
-    assert [m["content"] for m in document["messages"]][0] == "export me please"
+    assert document["messages"][0]["content"] == "export me please"
 
     tab.locator("#new-session-btn").click()
     expect(user_messages(tab)).to_have_count(0)
-    tab.locator("#import-btn input[type=file], input[type=file]").first.set_input_files(saved)
+    upload(tab, "Replay a JSON export", saved)
+    expect(chat(tab)).to_contain_text("End of the replay")
     expect(chat(tab)).to_contain_text("You said: export me please")
+
+    tab.locator("#new-session-btn").click()
+    expect(user_messages(tab)).to_have_count(0)
+    upload(tab, "Import a JSON export", saved)
+    expect(chat(tab)).to_contain_text("You said: export me please")
+    expect(chat(tab)).not_to_contain_text("End of the replay")
     expect(badge(tab)).to_have_text("STOP")
+    send(tab, "and go on")  # the import is a session of its own that continues
+    expect(bot_messages(tab).last).to_contain_text("You said: and go on")
 
 
 def test_retry_edit_and_clear(tab: Page) -> None:
@@ -411,4 +457,9 @@ def test_narrow_phone_screen(chromium: Browser, server: LiveServer, artifacts: P
         box = page.locator(handle).bounding_box()
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 391, handle
     page.screenshot(path=str(artifacts / "mobile-page.png"), full_page=True)
+    page.goto(f"{server.url}?__theme=dark", wait_until="load")  # Gradio's dark theme
+    expect(badge(page)).to_have_text("INIT")
+    send(page, "hello in the dark")
+    wait_idle(page)
+    page.screenshot(path=str(artifacts / "mobile-page-dark.png"), full_page=True)
     context.close()

@@ -65,11 +65,14 @@ from schema import (
 )
 
 ICONS = {agent.value: f"data:image/svg+xml;base64,{agent.value}" for agent in AgentName}
-PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQABpfZFQAAAAABJRU5ErkJggg=="
+PNG = (  # a 1x1 PNG
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGBgAAAABQAB"
+    "pfZFQAAAAABJRU5ErkJggg=="
+)
 
 
 def text_of(message: dict[str, Any]) -> str:
-    content = message["content"]
+    [content] = message["content"]
     assert content["type"] == "text"
     return str(content["text"])
 
@@ -91,7 +94,7 @@ def test_user_message_is_a_user_bubble_with_its_text() -> None:
     [message] = view.messages()
     assert message["role"] == "user"
     assert text_of(message) == "What is **2+2**?"
-    assert "metadata" not in message
+    assert message["metadata"] is None
 
 
 def test_assistant_message_shows_agent_name_and_icon() -> None:
@@ -162,6 +165,7 @@ def test_confirmation_has_its_own_look(decision: str, label: str) -> None:
     [rendered] = ChatView.from_history([message], icons=ICONS).messages()
     text = text_of(rendered)
     assert label in text
+    assert text.endswith("· Run Python code")  # the decision is said once, in words
     assert 'class="ga-confirmation"' in text
     assert "data-agent" not in text  # a confirmation is the app speaking, not an agent
 
@@ -228,7 +232,7 @@ def test_reasoning_deltas_stream_into_a_pending_step() -> None:
     view = ChatView(icons=ICONS)
     view.apply(MessageStarted(message_id="m1", agent=AgentName.THOUGHT))
     view.apply(TextDelta(message_id="m1", delta="Let me think", channel="reasoning"))
-    reasoning, reply = view.messages()
+    reasoning, _reply = view.messages()
     assert reasoning["metadata"] == {"title": "Reasoning", "status": "pending"}
     assert text_of(reasoning) == "Let me think"
     view.apply(MessageCompleted(message=assistant("Done", id="m1", reasoning="Let me think")))
@@ -298,7 +302,7 @@ def test_tool_result_finishes_the_step_and_nests_the_output_under_it() -> None:
 
 
 def test_failed_and_unrun_tool_calls_say_so() -> None:
-    tool_call, asking, _ = _tool_call_messages()
+    _, asking, _ = _tool_call_messages()
     not_run = Message(
         role=Role.TOOL,
         content="Not run: the turn ended (stopped by the user).",
@@ -395,7 +399,7 @@ def test_errors_and_autochat_stops_are_noted_in_the_chat() -> None:
 
 
 def test_history_truncation_drops_what_came_after() -> None:
-    tool_call, asking, result_message = _tool_call_messages()
+    _, asking, result_message = _tool_call_messages()
     view = ChatView.from_history([user("first"), assistant("one"), user("again"), asking])
     view.apply(MessageCompleted(message=result_message))
     view.apply(ErrorEvent(code="x", message="late"))
@@ -413,6 +417,15 @@ def test_unchanged_messages_are_reused_between_updates() -> None:
     second = view.messages()
     assert first[0] is second[0] and first[1] is second[1]
     assert first[2] is not second[2]
+
+
+async def test_messages_are_already_in_the_form_the_browser_receives(tmp_path: Path) -> None:
+    """Streaming handlers skip Gradio's postprocessing; that is safe only if it changes
+    nothing."""
+    _, asking, result_message = _tool_call_messages()
+    history = [user("hi <b>"), asking, result_message, assistant("done", reasoning="hmm")]
+    messages = ChatView.from_history(history, icons=ICONS).messages()
+    assert gr.Chatbot().postprocess(messages).model_dump() == messages
 
 
 async def test_a_real_run_renders_the_same_live_as_from_its_history(tmp_path: Path) -> None:
@@ -678,3 +691,48 @@ async def test_closing_the_stream_mid_reply_closes_the_subscription(tmp_path: Pa
     assert all(t.get_name().startswith("session-") for t in tasks)  # only the run itself
     await interpreter.stop()
     assert interpreter.state is InterpreterState.STOP
+
+
+async def test_the_server_refuses_blank_and_oversized_messages(tmp_path: Path) -> None:
+    """The page's own guard aside, the send handler checks again (API clients, old pages)."""
+    from backends.gradio.handlers import Handlers
+    from gui_agent.llm import StaticCatalog
+    from gui_agent.manager import SessionManager
+    from gui_agent.store import MemoryStore
+
+    page = make_page()
+    manager = SessionManager(
+        models=StaticCatalog(ScriptedModel(default="hi")),
+        store=MemoryStore(),
+        workspace_root=tmp_path,
+    )
+    await manager.start()
+    handlers = Handlers(manager, page, icons=ICONS, languages=(), models=())
+    try:
+        for text in ("", "  \n\t "):
+            updates = [u async for u in handlers.send({page.chat_input: text}, None)]  # type: ignore[arg-type]
+            assert updates == [{"__type__": "update"}]  # one "no change", nothing sent
+        with pytest.warns(UserWarning, match="the limit is 200,000"):
+            oversized = {page.chat_input: "x" * 200_001}
+            updates = [u async for u in handlers.send(oversized, None)]  # type: ignore[arg-type]
+        assert updates == [{"__type__": "update"}]
+        assert await manager.list("local") == []  # no session was even created
+    finally:
+        await manager.close()
+
+
+def test_the_package_exports_exactly_create_app() -> None:
+    import types
+
+    import backends
+    import backends.gradio
+
+    public = {
+        name
+        for name in dir(backends.gradio)
+        if not name.startswith("_")
+        and name != "annotations"
+        and not isinstance(getattr(backends.gradio, name), types.ModuleType)
+    }
+    assert backends.gradio.__all__ == ["create_app"] == sorted(public)
+    assert backends.__all__ == []

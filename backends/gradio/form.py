@@ -1,0 +1,94 @@
+"""The chat form: the values a send reads (input box, role, model, settings, AutoChat
+limits), checked into the schema's settings objects."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from backends.gradio.layout import Page
+from gui_agent.exceptions import InvalidRequest
+from schema import AutoChatSettings, SessionSettings
+
+__all__ = ["Form"]
+
+
+def _number(value: object, default: float) -> float:
+    return float(value) if isinstance(value, int | float) else default
+
+
+def _first_error(exc: ValidationError) -> str:
+    error = exc.errors(include_url=False)[0]
+    where = ".".join(str(part) for part in error["loc"])
+    return f"{where}: {error['msg']}" if where else str(error["msg"])
+
+
+@dataclass(frozen=True, slots=True)
+class Form:
+    """The values of the chat form (input box, role, settings, AutoChat limits)."""
+
+    session_id: str = ""
+    text: str = ""
+    as_edit: bool = False
+    role: str = ""
+    model: str = ""
+    system_prompt: str = ""
+    temperature: float = 1.0
+    autochat: bool = False
+    max_turns: float = 5
+    delay: float = 0.0
+    token_budget: float = 0
+    time_budget: float = 0
+
+    @classmethod
+    def read(cls, page: Page, data: Mapping[Any, Any]) -> Form:
+        """The form from a handler's `{component: value}` input (missing ones default)."""
+
+        def get(component: Any, default: Any) -> Any:
+            value = data.get(component, default)
+            return default if value is None else value
+
+        return cls(
+            session_id=str(get(page.session_id, "")),
+            text=str(get(page.chat_input, "")),
+            as_edit=bool(get(page.edit_mode, False)),
+            role=str(get(page.role_picker, "")),
+            model=str(get(page.model_picker, "")),
+            system_prompt=str(get(page.system_prompt, SessionSettings().system_prompt)),
+            temperature=_number(get(page.temperature, 1.0), 1.0),
+            autochat=bool(get(page.autochat_toggle, False)),
+            max_turns=_number(get(page.max_turns, 5), 5),
+            delay=_number(get(page.delay, 0.0), 0.0),
+            token_budget=_number(get(page.token_budget, 0), 0),
+            time_budget=_number(get(page.time_budget, 0), 0),
+        )
+
+    def autochat_settings(self, *, enabled: bool | None = None) -> AutoChatSettings:
+        """AutoChat settings from the form; 0 means "no budget". Raises InvalidRequest."""
+        tokens = int(self.token_budget)
+        try:
+            return AutoChatSettings(
+                enabled=self.autochat if enabled is None else enabled,
+                max_turns=int(self.max_turns),
+                delay_s=self.delay,
+                token_budget=tokens if tokens > 0 else None,
+                time_budget_s=self.time_budget if self.time_budget > 0 else None,
+            )
+        except ValidationError as exc:
+            raise InvalidRequest(f"AutoChat {_first_error(exc)}") from None
+
+    def session_settings(self, base: SessionSettings) -> SessionSettings:
+        """`base` with the form's system prompt and temperature. Raises InvalidRequest."""
+        try:
+            return SessionSettings.model_validate(
+                {
+                    **base.model_dump(),
+                    "system_prompt": self.system_prompt,
+                    "temperature": self.temperature,
+                }
+            )
+        except ValidationError as exc:
+            raise InvalidRequest(_first_error(exc)) from None

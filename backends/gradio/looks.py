@@ -1,0 +1,138 @@
+"""How each kind of message looks in the chat: pure functions from content to Markdown.
+
+Text a person or a model wrote always goes through `escape_html`; the HTML built here
+(icons, role names, small labels) is the app's own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+
+from backends.gradio.markdown import (
+    OUTPUT_LANGUAGE,
+    escape_html,
+    fence,
+    images_markdown,
+    json_or_text,
+)
+from schema import AgentName, ImagePart, Message, MessageType
+
+__all__ = [
+    "ERROR_MARK",
+    "INTERRUPTED_MARK",
+    "agent_header",
+    "arguments_markdown",
+    "body_markdown",
+    "code_span",
+    "confirmation_markdown",
+    "preview",
+    "result_markdown",
+    "tool_step_id",
+]
+
+INTERRUPTED_MARK = "_[interrupted]_"
+ERROR_MARK = "_[error]_"
+
+_DECISIONS = {
+    "allow_once": ("✓", "Allowed once"),
+    "allow_session": ("✓", "Allowed for this session"),
+    "deny": ("✗", "Denied"),
+}
+_ICON_STYLE = "width:20px;height:20px;display:inline-block;vertical-align:middle;margin:0 6px 0 0"
+
+
+def tool_step_id(call_id: str) -> str:
+    """The `metadata.id` of a tool call's step (its result's `parent_id`)."""
+    return f"tool-{call_id}"
+
+
+def agent_header(agent: AgentName, icons: Mapping[str, str]) -> str:
+    """The line that opens every assistant message: the role's icon and name."""
+    icon = icons.get(agent.value)
+    image = (
+        f'<img src="{icon}" alt="{agent.value} icon" class="ga-agent-icon" style="{_ICON_STYLE}">'
+        if icon
+        else ""
+    )
+    return f'{image}<span class="ga-agent" data-agent="{agent.value}">{agent.value}</span>'
+
+
+def body_markdown(
+    message_type: MessageType, content: str, language: str | None, images: Sequence[ImagePart]
+) -> str:
+    if message_type is MessageType.CODE:
+        text = fence(content, language)
+    elif message_type is MessageType.CONSOLE:
+        text = fence(content, OUTPUT_LANGUAGE)
+    elif message_type is MessageType.FUNCTION:
+        text = json_or_text(content) if content else ""
+    else:
+        text = escape_html(content)
+    shown = images_markdown(images)
+    return "\n\n".join(part for part in (text, shown) if part)
+
+
+def result_markdown(content: str, message_type: MessageType, images: Sequence[ImagePart]) -> str:
+    if message_type is MessageType.CONSOLE:
+        text = fence(content, OUTPUT_LANGUAGE)
+    elif message_type is MessageType.IMAGE:
+        text = escape_html(content)
+    elif message_type is MessageType.CODE:
+        text = fence(content)
+    else:
+        text = json_or_text(content)
+    shown = images_markdown(images, "tool output")
+    return "\n\n".join(part for part in (text, shown) if part) or "_(no output)_"
+
+
+def arguments_markdown(name: str, arguments: str) -> str:
+    """What a tool call will run: code with its language, the file path, or the arguments."""
+    try:
+        args = json.loads(arguments or "{}")
+    except ValueError:
+        return fence(arguments, "text")
+    if not isinstance(args, dict):
+        return fence(arguments, "text")
+    parts: list[str] = []
+    rest = dict(args)
+    path = rest.pop("path", None)
+    if isinstance(path, str):
+        parts.append(f"**File:** {code_span(path)}")
+    code = rest.pop("code", None)
+    if isinstance(code, str):
+        parts.append(fence(code, "python" if "python" in name else None))
+    content = rest.pop("content", None)
+    if isinstance(content, str):
+        parts.append(fence(content))
+    if rest:
+        parts.append(fence(json.dumps(rest, indent=2, ensure_ascii=False), "json"))
+    return "\n\n".join(parts) or "_(no arguments)_"
+
+
+def code_span(text: str) -> str:
+    """`text` as an inline code span (backticks inside are handled)."""
+    single_line = " ".join(text.split())
+    ticks = "`"
+    while ticks in single_line:
+        ticks += "`"
+    return f"{ticks} {single_line} {ticks}"
+
+
+def confirmation_markdown(message: Message) -> str:
+    decision = str(message.metadata.get("decision", ""))
+    symbol, label = _DECISIONS.get(decision, ("•", "Approval"))
+    by = message.metadata.get("by")
+    who = f" _(by {escape_html(str(by))})_" if by and by != "user" else ""
+    head = f'<span class="ga-confirmation">{symbol} **{label}**</span>'
+    text = message.content.replace(f": {decision}", "", 1) if decision else message.content
+    return f"{head} · {escape_html(text)}{who}"
+
+
+def preview(message: Message, limit: int = 60) -> str:
+    text = " ".join(message.content.split())
+    if not text and message.tool_calls:
+        text = "calls " + ", ".join(call.name for call in message.tool_calls)
+    if not text and message.images:
+        text = f"[{len(message.images)} image(s)]"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
