@@ -19,8 +19,8 @@ server holds it, a database from a newer version), with one clear line and no tr
 from __future__ import annotations
 
 import asyncio
-import gc
 import contextlib
+import gc
 import importlib
 import logging
 import os
