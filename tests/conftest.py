@@ -57,3 +57,11 @@ def _no_outside_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(socket.socket, "connect", guarded_connect)
     monkeypatch.setattr(socket.socket, "connect_ex", guarded_connect_ex)
     yield
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """After the run, let interpreter shutdown be quiet: llama_cpp keeps module-level handles
+    to /dev/null that Python reports as unclosed while exiting (not a test failure)."""
+    import warnings
+
+    warnings.simplefilter("ignore", ResourceWarning)
