@@ -15,7 +15,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import anthropic
-import httpx2
 from anthropic import AsyncStream
 from anthropic.types import RawMessageStreamEvent
 
@@ -25,7 +24,7 @@ from connectors.anthropic_mapping import (
     build_request,
     stream_error,
 )
-from connectors.base import StreamingProvider
+from connectors.base import StreamingProvider, map_transport_errors
 from connectors.resilience import (
     CircuitBreaker,
     RetryPolicy,
@@ -60,7 +59,8 @@ def _server_detail(error: anthropic.APIStatusError) -> str:
 def map_errors(provider: str, *, model: str = "") -> Iterator[None]:
     """Translate `anthropic` SDK (and transport) exceptions into our `ModelError` tree."""
     try:
-        yield
+        with map_transport_errors(provider):
+            yield
     except ModelError:
         raise
     except anthropic.APIStatusError as error:
@@ -77,7 +77,7 @@ def map_errors(provider: str, *, model: str = "") -> Iterator[None]:
             key_env=KEY_ENV,
             retry_after=parse_retry_after(error.response.headers),
         ) from error
-    except (anthropic.APITimeoutError, httpx2.TimeoutException) as error:
+    except anthropic.APITimeoutError as error:
         raise ModelTimeout(f"{provider}: no answer from the server in time") from error
     except anthropic.APIConnectionError as error:
         cause = error.__cause__
@@ -89,18 +89,6 @@ def map_errors(provider: str, *, model: str = "") -> Iterator[None]:
     except anthropic.APIResponseValidationError as error:
         raise ModelResponseError(
             f"{provider}: the server's answer did not match the API: {error.message}",
-            provider=provider,
-        ) from error
-    except httpx2.DecodingError as error:
-        raise ModelResponseError(f"{provider}: undecodable response: {error}") from error
-    except httpx2.RequestError as error:
-        raise ModelConnectionError(
-            f"{provider}: the connection to the server failed ({type(error).__name__}: {error})",
-            provider=provider,
-        ) from error
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ModelResponseError(
-            f"{provider}: the server sent something that is not valid JSON ({error})",
             provider=provider,
         ) from error
     except anthropic.AnthropicError as error:

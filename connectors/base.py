@@ -7,15 +7,41 @@ and `generate` come from here.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Sequence
-from contextlib import aclosing
+from collections.abc import AsyncGenerator, Iterator, Sequence
+from contextlib import aclosing, contextmanager
 from types import TracebackType
 from typing import Any, Self
 
+import httpx2
+
 from connectors.resilience import CircuitBreaker, RetryPolicy, resilient_stream
+from gui_agent.exceptions import ModelConnectionError, ModelResponseError, ModelTimeout
 from gui_agent.llm import generate_from_stream
 from schema import Message, ModelResponse, ModelSettings, ModelStreamPart, ToolSchema
+
+
+@contextmanager
+def map_transport_errors(provider: str) -> Iterator[None]:
+    """Failures below the vendor SDK (transport, decoding, JSON), the same for every vendor.
+    Each vendor's own `map_errors` wraps this and handles the SDK's exceptions."""
+    try:
+        yield
+    except httpx2.TimeoutException as error:
+        raise ModelTimeout(f"{provider}: no answer from the server in time") from error
+    except httpx2.DecodingError as error:
+        raise ModelResponseError(f"{provider}: undecodable response: {error}") from error
+    except httpx2.RequestError as error:
+        raise ModelConnectionError(
+            f"{provider}: the connection to the server failed ({type(error).__name__}: {error})",
+            provider=provider,
+        ) from error
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ModelResponseError(
+            f"{provider}: the server sent something that is not valid JSON ({error})",
+            provider=provider,
+        ) from error
 
 
 class StreamingProvider(ABC):

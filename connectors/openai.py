@@ -17,12 +17,11 @@ from collections.abc import AsyncGenerator, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-import httpx2
 import openai
 from openai import AsyncStream
 from openai.types.chat import ChatCompletionChunk
 
-from connectors.base import StreamingProvider
+from connectors.base import StreamingProvider, map_transport_errors
 from connectors.openai_mapping import RequestOptions, StreamAccumulator, build_request
 from connectors.resilience import (
     CircuitBreaker,
@@ -65,7 +64,8 @@ def _server_detail(error: openai.APIError) -> str:
 def map_errors(provider: str, *, model: str = "", hint: str = "") -> Iterator[None]:
     """Translate `openai` SDK (and transport) exceptions into our `ModelError` tree."""
     try:
-        yield
+        with map_transport_errors(provider):
+            yield
     except ModelError:
         raise
     except openai.APIStatusError as error:
@@ -102,20 +102,6 @@ def map_errors(provider: str, *, model: str = "", hint: str = "") -> Iterator[No
             ) from error
         raise ModelServerError(
             f"{provider}: the server reported an error mid-stream: {shorten(detail)}",
-            provider=provider,
-        ) from error
-    except httpx2.TimeoutException as error:
-        raise ModelTimeout(f"{provider}: no answer from the server in time") from error
-    except httpx2.DecodingError as error:
-        raise ModelResponseError(f"{provider}: undecodable response: {error}") from error
-    except httpx2.RequestError as error:
-        raise ModelConnectionError(
-            f"{provider}: the connection to the server failed ({type(error).__name__}: {error})",
-            provider=provider,
-        ) from error
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ModelResponseError(
-            f"{provider}: the server sent something that is not valid JSON ({error})",
             provider=provider,
         ) from error
     except openai.OpenAIError as error:
