@@ -60,8 +60,12 @@ def _no_outside_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    """After the run, let interpreter shutdown be quiet: llama_cpp keeps module-level handles
-    to /dev/null that Python reports as unclosed while exiting (not a test failure)."""
-    import warnings
+    """llama_cpp opens two module-level handles to /dev/null and never closes them; close them
+    after the run so interpreter shutdown does not report them as leaked."""
+    import sys
 
-    warnings.simplefilter("ignore", ResourceWarning)
+    utils = sys.modules.get("llama_cpp._utils")
+    for name in ("outnull_file", "errnull_file"):
+        handle = getattr(utils, name, None)
+        if handle is not None and not handle.closed:
+            handle.close()
