@@ -119,6 +119,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             level=(args.log_level or config.log_level).upper(),
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         )
+        # the state machine library narrates every callback at INFO; our own
+        # state_changed events already say what happened
+        logging.getLogger("transitions").setLevel(logging.WARNING)
         command = args.command
         if command == "serve":
             config = config.with_overrides(
