@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,6 +117,19 @@ class SessionManager:
             if state in (InterpreterState.RUNNING, InterpreterState.WAITING):
                 state = InterpreterState.STOP
             return self._attach(session, state)
+
+    async def import_session(
+        self, record: SessionRecord, messages: Sequence[Message]
+    ) -> Interpreter:
+        """Store an imported session (already owned by the importer) and open it. A model this
+        server does not offer is replaced by the default."""
+        if record.settings.model not in self.models.names():
+            settings = record.settings.model_copy(update={"model": self.models.default})
+            record = record.model_copy(update={"settings": settings})
+        await self.store.create_session(record)
+        if messages:
+            await self.store.replace_messages(record.id, messages)
+        return await self.get(record.id, record.owner)
 
     async def list(
         self, owner: str, *, query: str | None = None, limit: int = 200, offset: int = 0

@@ -212,13 +212,7 @@ def create_api(
         record, messages = await asyncio.to_thread(
             import_session, raw, owner=owner, max_bytes=max_import_bytes
         )
-        if record.settings.model not in manager.models.names():  # made on another server
-            settings = record.settings.model_copy(update={"model": manager.models.default})
-            record = record.model_copy(update={"settings": settings})
-        await manager.store.create_session(record)
-        if messages:
-            await manager.store.replace_messages(record.id, messages)
-        interpreter = await manager.get(record.id, owner)
+        interpreter = await manager.import_session(record, messages)
         logger.info("imported session %s for %s (%d messages)", record.id, owner, len(messages))
         return {
             "session": (await record_of(interpreter)).model_dump(mode="json"),

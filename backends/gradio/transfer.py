@@ -62,9 +62,7 @@ class Transfer:
         except InvalidRequest as exc:
             gr.Warning(f"Could not import: {exc}")
             return no_change()
-        store = self.handlers.manager.store
-        await store.create_session(record)
-        await store.replace_messages(record.id, messages)
+        await self.handlers.manager.import_session(record, messages)
         gr.Info(f"Imported {len(messages)} messages as a new chat.")
         opened = await self.handlers.open_session(record.id, request)
         return {**opened, **await self.handlers.session_list_update(owner, record.id)}

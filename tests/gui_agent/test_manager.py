@@ -1,0 +1,103 @@
+"""SessionManager: every lookup scoped to its owner; sessions restored from the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from connectors.scripted import ScriptedModel
+from gui_agent import SessionManager, SessionNotFound, StaticCatalog
+from gui_agent.manager import INTERRUPTED_NOTE
+from gui_agent.store import SQLiteStore
+from schema import (
+    AgentName,
+    InterpreterState,
+    Message,
+    MessageType,
+    Role,
+    SessionRecord,
+    SessionSettings,
+)
+
+
+def manager(tmp_path: Path, *replies: str) -> SessionManager:
+    return SessionManager(
+        models=StaticCatalog(ScriptedModel(replies, name="scripted")),
+        store=SQLiteStore(tmp_path / "sessions.db"),
+        workspace_root=tmp_path / "work",
+    )
+
+
+async def test_sessions_are_scoped_to_their_owner(tmp_path: Path) -> None:
+    m = manager(tmp_path, "hi alice")
+    await m.start()
+    mine = await m.create("alice")
+    _ = [e async for e in mine.chat("hello")]
+    assert [r.title for r in await m.list("alice")] == ["hello"]
+    assert await m.list("bob") == []
+    with pytest.raises(SessionNotFound):
+        await m.get(mine.id, "bob")
+    with pytest.raises(SessionNotFound):
+        await m.delete(mine.id, "bob")
+    assert mine.session.workdir is not None
+    assert mine.session.workdir.is_relative_to(tmp_path / "work" / "alice")
+    await m.close()
+
+
+async def test_a_restart_restores_history_settings_and_role(tmp_path: Path) -> None:
+    first = manager(tmp_path, "the answer")
+    await first.start()
+    interpreter = await first.create("alice", agent=AgentName.THOUGHT)
+    _ = [e async for e in interpreter.chat("question")]
+    await interpreter.update(title="Renamed")
+    session_id = interpreter.id
+    await first.close()
+
+    second = manager(tmp_path)
+    await second.start()
+    restored = await second.get(session_id, "alice")
+    assert restored.state is InterpreterState.STOP
+    assert restored.session.title == "Renamed"
+    assert restored.session.agent is AgentName.THOUGHT
+    assert [m.content for m in restored.session.history] == ["question", "the answer"]
+    assert restored.window().message_ids == tuple(m.id for m in restored.session.history)
+    await second.close()
+
+
+async def test_a_turn_cut_by_a_crash_comes_back_stopped_with_a_note(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "sessions.db")
+    await store.open()
+    record = SessionRecord(owner="alice", state=InterpreterState.RUNNING, title="cut")
+    await store.create_session(record)
+    await store.append_message(record.id, Message(role=Role.USER, content="go"))
+    await store.upsert_partial(record.id, Message(role=Role.ASSISTANT, content="half an"))
+    await store.close()
+
+    m = manager(tmp_path, "recovered")
+    await m.start()
+    assert m.interrupted_at_start == (record.id,)
+    interpreter = await m.get(record.id, "alice")
+    assert interpreter.state is InterpreterState.STOP
+    history = interpreter.session.history
+    assert history[1].content == "half an" and history[1].status.value == "interrupted"
+    assert history[-1].content == INTERRUPTED_NOTE and history[-1].type is MessageType.CONSOLE
+    _ = [e async for e in interpreter.chat("again")]
+    assert interpreter.session.history[-1].content == "recovered"
+    sent = interpreter.deps.provider.requests[-1].messages  # type: ignore[attr-defined]
+    assert INTERRUPTED_NOTE not in [msg.content for msg in sent]  # shown, never sent
+    await m.close()
+
+
+async def test_import_opens_a_new_session_and_replaces_an_unknown_model(tmp_path: Path) -> None:
+    m = manager(tmp_path)
+    await m.start()
+    record = SessionRecord(
+        owner="bob", title="imported", settings=SessionSettings(model="openai:elsewhere")
+    )
+    messages = [Message(role=Role.USER, content="q"), Message(role=Role.ASSISTANT, content="a")]
+    interpreter = await m.import_session(record, messages)
+    assert interpreter.session.settings.model == "scripted"
+    assert [x.content for x in interpreter.session.history] == ["q", "a"]
+    assert [r.title for r in await m.list("bob")] == ["imported"]
+    await m.close()
