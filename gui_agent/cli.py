@@ -207,6 +207,10 @@ class LineReader:
             self._loop.call_soon_threadsafe(self._queue.put_nowait, line.rstrip("\n"))
         self._loop.call_soon_threadsafe(self._queue.put_nowait, None)
 
+    def interrupt(self) -> None:
+        """End a pending `readline` as if standard input had closed."""
+        self._queue.put_nowait(None)
+
     async def readline(self, prompt: str) -> str | None:
         sys.stdout.write(prompt)
         sys.stdout.flush()

@@ -114,6 +114,8 @@ class Interpreter:
         self._open: dict[str, _Partial] = {}
         self._open_approvals: dict[str, ApprovalRequested] = {}
         self._speaker: AgentName | None = None
+        self._run_id = ""
+        self._stop_reason = "stopped by the user"
 
     # -- what front ends read ---------------------------------------------------------------
 
@@ -428,9 +430,6 @@ class Interpreter:
         self._publish(AutoChatStopped(reason=reason, turns=turns, detail=detail))
 
     # -- publishing -------------------------------------------------------------------------
-
-    _run_id: str = ""
-    _stop_reason: str = "stopped by the user"
 
     def _publish(self, event: Event) -> None:
         self._hub.publish(event, self._run_id)

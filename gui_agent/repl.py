@@ -69,8 +69,7 @@ def format_event(event: Event) -> str | None:
     if isinstance(event, ErrorEvent):
         return f"\n  ! {event.code}: {event.message}"
     if isinstance(event, RunFinished):
-        usage = ""
-        return f"\n  ({event.outcome.value}{': ' + event.detail if event.detail else ''}){usage}\n"
+        return f"\n  ({event.outcome.value}{': ' + event.detail if event.detail else ''})\n"
     if isinstance(event, AutoChatTurn):
         return f"\n  ↻ AutoChat turn {event.turn}/{event.max_turns}"
     if isinstance(event, AutoChatStopped):
@@ -113,7 +112,7 @@ async def run_repl(
             loop.create_task(interpreter.stop())  # noqa: RUF006 - awaited via wait_idle below
         else:
             quit_requested.set()
-            reader._queue.put_nowait(None)
+            reader.interrupt()
 
     install_interrupt(loop, on_interrupt)
     _out(f"model: {registry.default}   {HELP}\n")
