@@ -39,6 +39,26 @@ class AgentHooks:
         return None
 
 
+_HOOK_NAMES = (
+    "on_start",
+    "on_llm_start",
+    "on_llm_end",
+    "on_tool_start",
+    "on_tool_end",
+    "on_end",
+    "on_error",
+)
+
+
+def has_hooks(hooks: AgentHooks) -> bool:
+    """True when `hooks` overrides any hook. Callers skip the calls (a coroutine each, a few
+    per model and tool call) for the plain no-op `AgentHooks`."""
+    cls = type(hooks)
+    return any(getattr(cls, name) is not getattr(AgentHooks, name) for name in _HOOK_NAMES) or any(
+        name in vars(hooks) for name in _HOOK_NAMES
+    )
+
+
 async def call_hook(awaitable: Awaitable[None]) -> None:
     """Await a hook; a hook that raises is logged and does not break the turn."""
     try:

@@ -330,7 +330,8 @@ class Interpreter:
         title = session.title
         session.add(prompt)
         await self._emit(MessageCompleted(message=prompt))
-        await call_hook(self.deps.hooks.on_start(session, prompt))
+        if self.deps.hooked:
+            await call_hook(self.deps.hooks.on_start(session, prompt))
         if session.title != title:
             self._publish(SessionUpdated(fields={"title": session.title}))
         await self._save_record()
@@ -347,13 +348,15 @@ class Interpreter:
             )
             raise
         except GuiAgentError as exc:
-            await call_hook(self.deps.hooks.on_error(session, exc))
+            if self.deps.hooked:
+                await call_hook(self.deps.hooks.on_error(session, exc))
             self._publish(_error_event(exc))
             await self._end_turn(RunOutcome.ERROR, str(exc), MessageStatus.ERROR)
             return RunOutcome.ERROR
         except Exception as exc:
             logger.exception("session %s: the %s agent failed", self.id, architecture.name.value)
-            await call_hook(self.deps.hooks.on_error(session, exc))
+            if self.deps.hooked:
+                await call_hook(self.deps.hooks.on_error(session, exc))
             self._publish(ErrorEvent(code="agent_failed", message=f"{type(exc).__name__}: {exc}"))
             await self._end_turn(RunOutcome.ERROR, str(exc), MessageStatus.ERROR)
             return RunOutcome.ERROR
@@ -385,7 +388,8 @@ class Interpreter:
                 )
             )
         self._publish(RunFinished(outcome=outcome, detail=detail))
-        await call_hook(self.deps.hooks.on_end(session, outcome.value))
+        if self.deps.hooked:
+            await call_hook(self.deps.hooks.on_end(session, outcome.value))
         self._machine.fire(Trigger.FINISH, outcome.value)
         await self._save_record()
 

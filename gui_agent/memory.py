@@ -113,6 +113,8 @@ class SlidingWindowMemory:
         self._cache: OrderedDict[tuple[str, int], int] = OrderedDict()
         self._cache_size = cache_size
         self._lock = threading.Lock()
+        # system prompt text -> (its message, its tokens); one prompt per session at most
+        self._system: OrderedDict[str, tuple[Message, int]] = OrderedDict()
         # history[0].id -> (end, history[end - 1].id, sendable messages in history[:end])
         self._prefixes: OrderedDict[str, tuple[int, str, int]] = OrderedDict()
 
@@ -146,9 +148,9 @@ class SlidingWindowMemory:
         fixed: list[Message] = []
         fixed_tokens = base
         if system_prompt:
-            system = Message(role=Role.SYSTEM, content=system_prompt)
+            system, tokens = self._system_message(system_prompt, base)
             fixed.append(system)
-            fixed_tokens += self._cost(system, base, key_id="\0system")
+            fixed_tokens += tokens
 
         costs: list[int | None] = [None] * len(units)
         chosen, used = self._select(
@@ -293,6 +295,22 @@ class SlidingWindowMemory:
             if len(self._prefixes) > _MAX_PREFIXES:
                 self._prefixes.popitem(last=False)
         return count
+
+    def _system_message(self, prompt: str, base: int) -> tuple[Message, int]:
+        """The SYSTEM message for `prompt` and its tokens, built once per prompt text:
+        messages are immutable, so every window with this prompt can share it."""
+        with self._lock:
+            known = self._system.get(prompt)
+            if known is not None:
+                self._system.move_to_end(prompt)
+                return known
+        system = Message(role=Role.SYSTEM, content=prompt)
+        entry = (system, max(self.counter.count_messages((system,)) - base, 0))
+        with self._lock:
+            self._system[prompt] = entry
+            if len(self._system) > _MAX_PREFIXES:
+                self._system.popitem(last=False)
+        return entry
 
     # --- token costs ---------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from gui_agent.approvals import ApprovalBroker
-from gui_agent.hooks import AgentHooks
+from gui_agent.hooks import AgentHooks, has_hooks
 from gui_agent.llm import LLMProvider
 from gui_agent.memory import SlidingWindowMemory
 from gui_agent.session import Session
@@ -26,6 +26,11 @@ class AgentDeps:
     approvals: ApprovalBroker = field(default_factory=ApprovalBroker)
     hooks: AgentHooks = field(default_factory=AgentHooks)
     agents: Mapping[AgentName, Architecture] = field(default_factory=dict)
+    hooked: bool = field(init=False, default=False)
+    """Whether `hooks` does anything; when not, the hook calls are skipped."""
+
+    def __post_init__(self) -> None:
+        self.hooked = has_hooks(self.hooks)
 
 
 class Architecture(Protocol):

@@ -102,9 +102,10 @@ async def model_step(
     yield memory
     message_id = new_id()
     yield MessageStarted(message_id=message_id, agent=agent)
-    await call_hook(deps.hooks.on_llm_start(session, messages))
+    if deps.hooked:
+        await call_hook(deps.hooks.on_llm_start(session, messages))
     tools = deps.tools.schemas() if use_tools else ()
-    final = ModelResponse()
+    final: ModelResponse | None = None
     async for part in deps.provider.stream(messages, tools=tools, settings=model_settings(session)):
         if isinstance(part, ModelTextDelta):
             yield TextDelta(message_id=message_id, delta=part.text)
@@ -112,7 +113,10 @@ async def model_step(
             final = part
         else:
             yield TextDelta(message_id=message_id, delta=part.text, channel="reasoning")
-    await call_hook(deps.hooks.on_llm_end(session, final))
+    if final is None:
+        final = ModelResponse()
+    if deps.hooked:
+        await call_hook(deps.hooks.on_llm_end(session, final))
     reply = Message(
         id=message_id,
         role=Role.ASSISTANT,
@@ -148,12 +152,13 @@ class ExecutorAgent:
         for _ in range(session.settings.max_iterations):
             for queued in drain_inbox(session):
                 yield MessageCompleted(message=queued)
-            response = ModelResponse()
+            response: ModelResponse | None = None
             async for item in model_step(session, deps, agent=self._name, turn_usage=turn_usage):
                 if isinstance(item, ModelResponse):
                     response = item
                 else:
                     yield item
+            assert response is not None  # model_step always ends with it
             turn_usage = turn_usage + response.usage
             if not response.tool_calls:
                 return
@@ -312,17 +317,20 @@ async def run_parallel(
     workdir = session.workdir_path()
     if len(calls) == 1:
         (tool_call,) = calls
-        await call_hook(deps.hooks.on_tool_start(session, tool_call))
+        if deps.hooked:
+            await call_hook(deps.hooks.on_tool_start(session, tool_call))
         ctx = ToolContext(
             session_id=session.id, run_id=run_id, call_id=tool_call.id, workdir=workdir
         )
         result = await execute_tool(deps.tools, tool_call, ctx)
-        await call_hook(deps.hooks.on_tool_end(session, result))
+        if deps.hooked:
+            await call_hook(deps.hooks.on_tool_end(session, result))
         yield result
         return
     tasks: dict[asyncio.Task[ToolResult], ToolCall] = {}
     for tool_call in calls:
-        await call_hook(deps.hooks.on_tool_start(session, tool_call))
+        if deps.hooked:
+            await call_hook(deps.hooks.on_tool_start(session, tool_call))
         ctx = ToolContext(
             session_id=session.id, run_id=run_id, call_id=tool_call.id, workdir=workdir
         )
@@ -333,7 +341,8 @@ async def run_parallel(
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             for task in done:
                 result = task.result()
-                await call_hook(deps.hooks.on_tool_end(session, result))
+                if deps.hooked:
+                    await call_hook(deps.hooks.on_tool_end(session, result))
                 yield result
     finally:
         for task in pending:

@@ -106,11 +106,29 @@ class Tool:
 
         Raises `pydantic.ValidationError` naming each bad field.
         """
-        args: list[Any] = []
-        kwargs: dict[str, Any] = {}
         values: BaseModel | None = None
         if self.args_model is not None:
             values = self.args_model.model_validate(dict(arguments))
+        return self._call_args(values, ctx)
+
+    def bind_json(self, raw: str, ctx: ToolContext) -> tuple[list[Any], dict[str, Any]]:
+        """`bind` for the raw JSON text a model wrote, parsed and validated in one pass.
+
+        Raises `pydantic.ValidationError` for bad JSON as well as bad fields; `execute_tool`
+        then takes the slower path that explains which it was.
+        """
+        values: BaseModel | None = None
+        if self.args_model is not None:
+            values = self.args_model.model_validate_json(raw)
+        elif raw.strip() not in ("", "{}"):
+            raise ValueError("arguments given to a tool that takes none")
+        return self._call_args(values, ctx)
+
+    def _call_args(
+        self, values: BaseModel | None, ctx: ToolContext
+    ) -> tuple[list[Any], dict[str, Any]]:
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
         for param in self.params:
             value = ctx if param.name == self.context_param else getattr(values, param.field_name)
             if param.positional_only:

@@ -66,6 +66,8 @@ def _describe_validation(tool: Tool, error: ValidationError) -> str:
 def _to_text(value: Any) -> str:
     if isinstance(value, str):
         return value
+    if type(value) is int:  # what json.dumps writes, without its machinery
+        return str(value)
     if isinstance(value, BaseModel):
         return value.model_dump_json()
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -133,32 +135,23 @@ async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext)
         return _error(call, f"Unknown tool {call.name!r}. Available tools: {available}.", started)
 
     try:
-        arguments = json.loads(call.arguments or "{}")
-    except json.JSONDecodeError as error:
-        return _error(
-            call,
-            f"Arguments for {tool.name} are not valid JSON ({error}). "
-            "Send the arguments as one JSON object.",
-            started,
-        )
-    if not isinstance(arguments, dict):
-        return _error(
-            call,
-            f"Arguments for {tool.name} must be a JSON object, not {type(arguments).__name__}.",
-            started,
-        )
-    try:
-        args, kwargs = tool.bind(arguments, ctx)
-    except ValidationError as error:
-        return _error(call, _describe_validation(tool, error), started)
+        args, kwargs = tool.bind_json(call.arguments or "{}", ctx)
+    except (ValidationError, ValueError):
+        # Rare: parse again step by step to say exactly what is wrong.
+        try:
+            args, kwargs = _bind_explained(tool, call, ctx)
+        except _BadArguments as error:
+            return _error(call, str(error), started)
 
     logger.debug("running tool %s (call %s)", tool.name, call.id)
     deadline = asyncio.timeout(tool.timeout_s)
     try:
         async with deadline:
             value = await _invoke(tool, args, kwargs)
-        output = value if isinstance(value, ToolOutput) else ToolOutput(content=_to_text(value))
-        content, truncated = _truncate(output.content, tool.max_output_chars)
+        output = value if isinstance(value, ToolOutput) else None
+        content, truncated = _truncate(
+            _to_text(value) if output is None else output.content, tool.max_output_chars
+        )
     except TimeoutError as error:
         if not deadline.expired():
             return _error(call, f"{tool.name} raised TimeoutError: {error}", started)
@@ -176,6 +169,14 @@ async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext)
         detail = str(error) or "(no message)"
         return _error(call, f"{tool.name} raised {type(error).__name__}: {detail}", started)
 
+    if output is None:
+        return ToolResult(
+            call_id=call.id,
+            name=tool.name,
+            content=content,
+            truncated=truncated,
+            duration_ms=(time.perf_counter() - started) * 1000,
+        )
     return ToolResult(
         call_id=call.id,
         name=tool.name,
@@ -187,3 +188,27 @@ async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext)
         images=output.images,
         metadata=dict(output.metadata),
     )
+
+
+class _BadArguments(Exception):
+    """The arguments a model wrote cannot be used; the message says why, for the model."""
+
+
+def _bind_explained(
+    tool: Tool, call: ToolCall, ctx: ToolContext
+) -> tuple[list[Any], dict[str, Any]]:
+    try:
+        arguments = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError as error:
+        raise _BadArguments(
+            f"Arguments for {tool.name} are not valid JSON ({error}). "
+            "Send the arguments as one JSON object."
+        ) from None
+    if not isinstance(arguments, dict):
+        raise _BadArguments(
+            f"Arguments for {tool.name} must be a JSON object, not {type(arguments).__name__}."
+        )
+    try:
+        return tool.bind(arguments, ctx)
+    except ValidationError as error:
+        raise _BadArguments(_describe_validation(tool, error)) from None

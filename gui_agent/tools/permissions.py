@@ -72,7 +72,10 @@ class PermissionPolicy:
         return self._destructive_default if tool.destructive else self._safe_default
 
     def with_modes(self, modes: Mapping[str, PermissionMode]) -> PermissionPolicy:
-        """A copy with `modes` laid over this policy's per-tool modes (theirs win)."""
+        """A copy with `modes` laid over this policy's per-tool modes (theirs win); this policy
+        itself when `modes` is empty (it is immutable)."""
+        if not modes:
+            return self
         return PermissionPolicy(
             {**self._modes, **modes},
             destructive_default=self._destructive_default,
