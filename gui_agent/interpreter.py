@@ -11,7 +11,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gui_agent.agents.base import AgentDeps, Architecture
@@ -340,8 +340,8 @@ class Interpreter:
             async for event in architecture.run(session, self.deps, prompt):
                 if isinstance(event, RunFinished):
                     outcome, detail = event.outcome, event.detail
-                else:
-                    await self._emit(event)
+                elif (saving := self._track(event)) is not None:
+                    await self._store_call(saving)
         except asyncio.CancelledError:
             await self._end_turn(
                 RunOutcome.INTERRUPTED, self._stop_reason, MessageStatus.INTERRUPTED
@@ -445,28 +445,38 @@ class Interpreter:
 
     async def _emit(self, event: Event) -> None:
         """Publish an event from a turn, keeping state, partial replies and the store in step."""
+        saving = self._track(event)
+        if saving is not None:
+            await self._store_call(saving)
+
+    def _track(self, event: Event) -> Awaitable[None] | None:
+        """`_emit` without the store: publishes `event` and returns the store call to await,
+        if any. Synchronous, because most events need no I/O and a turn emits many."""
+        store = self._store
         if isinstance(event, TextDelta):
+            self._publish(event)
             partial = self._open.get(event.message_id)
-            if partial is not None:
-                (partial.content if event.channel == "content" else partial.reasoning).append(
-                    event.delta
-                )
-                if self._store is not None:
-                    now = time.monotonic()
-                    if now - partial.saved_at >= PARTIAL_SAVE_INTERVAL_S:
-                        partial.saved_at = now
-                        message = partial.message(event.message_id, MessageStatus.INTERRUPTED)
-                        await self._store_call(self._store.upsert_partial(self.id, message))
-        elif isinstance(event, MessageStarted):
-            self._open[event.message_id] = _Partial(
-                event.role, event.message_type, event.agent, event.language
+            if partial is None:
+                return None
+            (partial.content if event.channel == "content" else partial.reasoning).append(
+                event.delta
             )
-            if self._store is not None:
-                self._open[event.message_id].saved_at = time.monotonic()
-        elif isinstance(event, MessageCompleted):
+            if store is not None:
+                now = time.monotonic()
+                if now - partial.saved_at >= PARTIAL_SAVE_INTERVAL_S:
+                    partial.saved_at = now
+                    message = partial.message(event.message_id, MessageStatus.INTERRUPTED)
+                    return store.upsert_partial(self.id, message)
+            return None
+        if isinstance(event, MessageCompleted):
             self._open.pop(event.message.id, None)
-            if self._store is not None:
-                await self._store_call(self._store.append_message(self.id, event.message))
+            self._publish(event)
+            return None if store is None else store.append_message(self.id, event.message)
+        if isinstance(event, MessageStarted):
+            partial = _Partial(event.role, event.message_type, event.agent, event.language)
+            if store is not None:
+                partial.saved_at = time.monotonic()
+            self._open[event.message_id] = partial
         elif isinstance(event, ApprovalRequested):
             self._open_approvals[event.approval_id] = event
             self._machine.fire(Trigger.AWAIT_APPROVAL, "approval needed")
@@ -475,12 +485,13 @@ class Interpreter:
             self._publish(event)
             if self.state is InterpreterState.WAITING and not self._open_approvals:
                 self._machine.fire(Trigger.RESUME, event.decision.value)
-            return
+            return None
         self._publish(event)
+        return None
 
-    async def _store_call(self, operation: object) -> None:
+    async def _store_call(self, operation: Awaitable[None]) -> None:
         try:
-            await operation  # type: ignore[misc]
+            await operation
         except StoreError as exc:
             logger.error("session %s: could not save: %s", self.id, exc)
             self._publish(ErrorEvent(code="store_error", message=f"could not save: {exc}"))

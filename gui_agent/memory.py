@@ -31,6 +31,7 @@ Rules, in the words the UI uses:
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -110,8 +111,10 @@ class SlidingWindowMemory:
         self.max_messages = max_messages
         self.token_budget = token_budget
         self._counter = counter
-        self._cache: OrderedDict[tuple[str, int], int] = OrderedDict()
+        # message id -> (content it was counted with, tokens); oldest first
+        self._cache: dict[str, tuple[str, int]] = {}
         self._cache_size = cache_size
+        self._base: int | None = None
         self._lock = threading.Lock()
         # system prompt text -> (its message, its tokens); one prompt per session at most
         self._system: OrderedDict[str, tuple[Message, int]] = OrderedDict()
@@ -124,6 +127,12 @@ class SlidingWindowMemory:
             self._counter = counter_for_model(None)
         return self._counter
 
+    def _base_tokens(self) -> int:
+        """What an empty request costs (reply priming); the same for every call."""
+        if self._base is None:
+            self._base = self.counter.count_messages(())
+        return self._base
+
     def window(
         self,
         history: Sequence[Message],
@@ -135,15 +144,21 @@ class SlidingWindowMemory:
     ) -> ContextWindow:
         """The context for the next model call. `exchanges` and `token_budget` override this
         memory's defaults for one call (per-session settings); None keeps the default."""
-        _positive("exchanges", exchanges, optional=True)
-        _positive("token_budget", token_budget, optional=True)
-        k = exchanges if exchanges is not None else self.exchanges
-        budget = token_budget if token_budget is not None else self.token_budget
+        if exchanges is None:
+            k = self.exchanges
+        else:
+            _positive("exchanges", exchanges, optional=False)
+            k = exchanges
+        if token_budget is None:
+            budget = self.token_budget
+        else:
+            _positive("token_budget", token_budget, optional=False)
+            budget = token_budget
         goal = goal.strip() if goal and goal.strip() else None
         counter = self.counter
-        base = counter.count_messages(())  # what an empty request costs (reply priming)
+        base = self._base_tokens()
 
-        units, mandatory, scanned_from = self._collect(history, k)
+        units, mandatory, scanned_from, sendable_scanned = self._collect(history, k)
 
         fixed: list[Message] = []
         fixed_tokens = base
@@ -162,16 +177,13 @@ class SlidingWindowMemory:
         ):
             pin = Message(role=Role.USER, content=goal, metadata={"pinned_goal": True})
             fixed.append(pin)
-            fixed_tokens += self._cost(pin, base, key_id="\0goal")
+            fixed_tokens += self._cost(pin, base, key="\0goal")
             pinned = True
             if budget is not None:  # a tighter budget can only shrink the choice
                 chosen, used = self._select(units, costs, mandatory, base, budget - fixed_tokens)
 
         included = [m for i in sorted(chosen, reverse=True) for m in units[i]]
         sendable_before = self._sendable_before(history, scanned_from)
-        sendable_scanned = sum(
-            1 for j in range(scanned_from, len(history)) if not history[j].display_only
-        )
         return ContextWindow(
             messages=(*fixed, *included),
             token_count=fixed_tokens + used,
@@ -179,19 +191,23 @@ class SlidingWindowMemory:
             goal=goal,
             goal_pinned=pinned,
             dropped=sendable_before + sendable_scanned - len(included),
-            message_ids=tuple(m.id for m in included),
+            message_ids=tuple([m.id for m in included]),
         )
 
     # --- walking the history -------------------------------------------------------------
 
-    def _collect(self, history: Sequence[Message], k: int) -> tuple[list[_Unit], int | None, int]:
+    def _collect(
+        self, history: Sequence[Message], k: int
+    ) -> tuple[list[_Unit], int | None, int, int]:
         """Units of the last `k` exchanges, newest first, stopping early once the message cap
         is reached. Returns (units, index of the mandatory unit, first history index looked
-        at). The mandatory unit is the newest user message, or the newest unit without one."""
+        at, sendable messages from there on). The mandatory unit is the newest user message,
+        or the newest unit without one."""
         units: list[_Unit] = []
         pending: list[Message] = []  # tool messages seen, newest first, awaiting their call
         collected = 0
         closed = 0
+        sendable = 0
         mandatory: int | None = None
         i = len(history) - 1
         while i >= 0:
@@ -199,6 +215,7 @@ class SlidingWindowMemory:
             if message.display_only:
                 i -= 1
                 continue
+            sendable += 1
             if message.role is Role.TOOL:
                 pending.append(message)
                 i -= 1
@@ -221,14 +238,18 @@ class SlidingWindowMemory:
             if collected >= self.max_messages:
                 # Nothing older fits the cap; only the newest user message may still be kept.
                 if mandatory is None:
+                    looked_from = i
                     i, found = self._find_user(history, i)
+                    sendable += sum(
+                        1 for j in range(i + 1, looked_from + 1) if not history[j].display_only
+                    )
                     if found is not None:
                         units.append((found,))
                         mandatory = len(units) - 1
                 break
         if mandatory is None and units:
             mandatory = 0
-        return units, mandatory, max(i + 1, 0)
+        return units, mandatory, max(i + 1, 0), sendable
 
     @staticmethod
     def _find_user(history: Sequence[Message], i: int) -> tuple[int, Message | None]:
@@ -317,21 +338,29 @@ class SlidingWindowMemory:
     def _unit_cost(self, units: list[_Unit], costs: list[int | None], index: int, base: int) -> int:
         cost = costs[index]
         if cost is None:
-            cost = costs[index] = sum(self._cost(m, base, key_id=m.id) for m in units[index])
+            unit = units[index]
+            cost = self._cost(unit[0], base)
+            for message in unit[1:]:
+                cost += self._cost(message, base)
+            costs[index] = cost
         return cost
 
-    def _cost(self, message: Message, base: int, *, key_id: str) -> int:
-        """Tokens `message` adds to a request, cached under (key_id, hash of the content).
-        Messages are immutable; the hash guards against an edited copy that kept its id."""
-        key = (key_id, hash(message.content))
-        with self._lock:
-            value = self._cache.get(key)
-            if value is not None:
-                self._cache.move_to_end(key)
-                return value
+    def _cost(self, message: Message, base: int, key: str | None = None) -> int:
+        """Tokens `message` adds to a request, cached by message id (or `key`). Messages are
+        immutable; the stored content guards against an edited copy that kept its id.
+
+        The cache is a plain dict, safe to share between threads without a lock: each step is
+        one dict operation, and a race can at worst count a message twice.
+        """
+        cache = self._cache
+        key = message.id if key is None else key
+        known = cache.get(key)
+        if known is not None and known[0] == message.content:
+            return known[1]
         value = max(self.counter.count_messages((message,)) - base, 0)
-        with self._lock:
-            self._cache[key] = value
-            if len(self._cache) > self._cache_size:
-                self._cache.popitem(last=False)
+        cache[key] = (message.content, value)
+        if len(cache) > self._cache_size:
+            # Drop the oldest entry (dicts keep insertion order); another thread may have.
+            with contextlib.suppress(KeyError, RuntimeError, StopIteration):
+                del cache[next(iter(cache))]
         return value

@@ -81,7 +81,9 @@ class StateMachine:
         options = machine.events[trigger.value].transitions.get(source.name)
         if not options:
             raise IllegalTransition(trigger.value, source.value)
-        machine.set_state(options[0].dest, model)
+        dest = options[0].dest
+        assert dest is not None  # every transition in TRANSITIONS has a destination
+        machine.set_state(dest, model)
         self._listener(source, model.state, reason)
 
     def _build(self) -> Machine:

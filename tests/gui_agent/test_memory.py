@@ -378,7 +378,7 @@ def test_token_counts_are_cached_per_message() -> None:
 
     again = mem.window(history, system_prompt="sys")
 
-    assert counter.calls == 1  # only the cost of an empty request
+    assert counter.calls == 0  # every message and the empty request were counted before
     edited = history[-1].model_copy(update={"content": "a much longer answer than before"})
     changed = mem.window([*history[:-1], edited], system_prompt="sys")
     assert changed.token_count == again.token_count + 4  # 6 words instead of 2
