@@ -366,7 +366,7 @@ class Interpreter:
     async def _end_turn(self, outcome: RunOutcome, detail: str, status: MessageStatus) -> None:
         """Close what the turn left open, so the history stays whole and sendable."""
         session = self.session
-        recent = {m.id: m for m in session.history[-8:]}
+        recent = {m.id: m for m in session.history[-8:]} if self._open else {}
         for message_id, partial in list(self._open.items()):
             message = recent.get(message_id)
             if message is None:
@@ -547,27 +547,35 @@ def _error_event(exc: GuiAgentError) -> ErrorEvent:
 
 
 def _answer_dangling_calls(session: Session, reason: str) -> list[Message]:
-    """TOOL messages for calls of the last assistant message that got no result."""
-    for index in range(len(session.history) - 1, -1, -1):
-        message = session.history[index]
-        if message.role is Role.ASSISTANT and message.tool_calls:
-            answered = {m.tool_call_id for m in session.history[index + 1 :] if m.role is Role.TOOL}
-            return [
-                Message(
-                    role=Role.TOOL,
-                    type=MessageType.FUNCTION,
-                    content=f"Not run: the turn ended ({reason}).",
-                    tool_call_id=call.id,
-                    name=call.name,
-                    agent=message.agent,
-                    status=MessageStatus.INTERRUPTED,
-                    metadata={"is_error": True, "arguments": call.arguments},
-                )
-                for call in message.tool_calls
-                if call.id not in answered
-            ]
+    """TOOL messages for calls of the last assistant message that got no result.
+
+    Only the newest assistant message can have unanswered calls: every turn ends here, so
+    older ones were answered when their turn ended.
+    """
+    history = session.history
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
         if message.role is Role.USER:
             return []
+        if message.role is not Role.ASSISTANT or message.display_only:
+            continue
+        if not message.tool_calls:
+            return []
+        answered = {m.tool_call_id for m in history[index + 1 :] if m.role is Role.TOOL}
+        return [
+            Message(
+                role=Role.TOOL,
+                type=MessageType.FUNCTION,
+                content=f"Not run: the turn ended ({reason}).",
+                tool_call_id=call.id,
+                name=call.name,
+                agent=message.agent,
+                status=MessageStatus.INTERRUPTED,
+                metadata={"is_error": True, "arguments": call.arguments},
+            )
+            for call in message.tool_calls
+            if call.id not in answered
+        ]
     return []
 
 

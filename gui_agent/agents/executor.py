@@ -156,10 +156,11 @@ class ExecutorAgent:
             async for item in model_step(session, deps, agent=self._name, turn_usage=turn_usage):
                 if isinstance(item, ModelResponse):
                     response = item
-                else:
-                    yield item
+                    continue
+                if isinstance(item, UsageReported):
+                    turn_usage = item.turn
+                yield item
             assert response is not None  # model_step always ends with it
-            turn_usage = turn_usage + response.usage
             if not response.tool_calls:
                 return
             async for event in self.run_tools(session, deps, response.tool_calls):
@@ -315,7 +316,7 @@ async def run_parallel(
         return
     run_id = session.run_id
     workdir = session.workdir_path()
-    if len(calls) == 1:
+    if len(calls) == 1:  # no tasks needed for one call
         (tool_call,) = calls
         if deps.hooked:
             await call_hook(deps.hooks.on_tool_start(session, tool_call))
