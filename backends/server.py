@@ -37,10 +37,11 @@ from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from backends.api import create_api
+from backends.api import LoginThrottles, create_api
 from connectors.llama_local import LOCAL_MODEL_NOTICE
 from connectors.registry import ModelRegistry, resolve_models
 from gui_agent.auth import (
+    LoginThrottle,
     ProxyHeaderAuth,
     TokenService,
     UserDB,
@@ -111,12 +112,28 @@ async def build_server(
         await apply_retention(manager.store, days=config.retention_days)
         secret = await asyncio.to_thread(load_or_create_signing_key, data_dir)
         notice = _notice(registry)
+        throttles = LoginThrottles()
         app = create_api(
-            manager, TokenService(secret), users=users, proxy=proxy, notice=notice, docs=with_api
+            manager,
+            TokenService(secret),
+            users=users,
+            proxy=proxy,
+            notice=notice,
+            docs=with_api,
+            throttles=throttles,
         )
         if users is None and proxy is None and not config.insecure_no_auth:
             app.add_middleware(LoopbackHostOnly)
-        _mount_page(app, manager, registry, config, users=users, proxy=proxy, notice=notice)
+        _mount_page(
+            app,
+            manager,
+            registry,
+            config,
+            users=users,
+            proxy=proxy,
+            notice=notice,
+            throttle=throttles.by_user,
+        )
     except BaseException:
         await manager.close()
         raise
@@ -290,8 +307,10 @@ def _mount_page(
     users: UserDB | None,
     proxy: ProxyHeaderAuth | None,
     notice: str | None,
+    throttle: LoginThrottle,
 ) -> None:
-    """Mount the Gradio chat page at / with the same login as the API."""
+    """Mount the Gradio chat page at / with the same login (and failed-login counts, per
+    user name) as the API."""
     try:
         page = importlib.import_module("backends.gradio")
         assets = importlib.import_module("backends.gradio.assets")
@@ -307,7 +326,7 @@ def _mount_page(
     if proxy is not None:
         login["auth_dependency"] = _proxy_dependency(proxy)
     elif users is not None:
-        login["auth"] = _password_check(users)
+        login["auth"] = _password_check(users, throttle)
     gr.mount_gradio_app(
         app,
         blocks,
@@ -321,13 +340,29 @@ def _mount_page(
     )
 
 
-def _password_check(users: UserDB) -> Callable[[str, str], Awaitable[bool]]:
+def _password_check(
+    users: UserDB, throttle: LoginThrottle
+) -> Callable[[str, str], Awaitable[bool]]:
+    """Gradio's login check. Gradio passes no request, so only the user name is throttled
+    here, and a throttled login reads as "Incorrect credentials" on the page."""
+
     async def check(username: str, password: str) -> bool:
+        wait = throttle.retry_after(username)
+        if wait > 0:
+            logger.warning(
+                "page login for %r refused for %.0f s more: too many failures", username, wait
+            )
+            return False
         try:
-            return await users.verify_async(username, password)
+            ok = await users.verify_async(username, password)
         except AuthError as exc:  # an unreadable users file refuses everyone, loudly
             logger.error("login refused: %s", exc)
             return False
+        if ok:
+            throttle.succeeded(username)
+        else:
+            throttle.failed(username)
+        return ok
 
     return check
 

@@ -1,7 +1,7 @@
 """The HTTP + SSE API that Streamlit, React and scripts use (see `backends.api.app`)."""
 
 from backends.api.app import DEFAULT_KEEPALIVE_S, DEFAULT_MAX_BODY_BYTES, create_api
-from backends.api.auth import LOCAL_USER, Authenticator
+from backends.api.auth import LOCAL_USER, Authenticator, LoginThrottles
 from backends.api.errors import ApiError
 
 __all__ = [
@@ -10,5 +10,6 @@ __all__ = [
     "LOCAL_USER",
     "ApiError",
     "Authenticator",
+    "LoginThrottles",
     "create_api",
 ]

@@ -40,7 +40,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from backends.api.auth import Authenticator
+from backends.api.auth import Authenticator, LoginThrottles
 from backends.api.bodies import check_images, read_body, read_object, validate
 from backends.api.errors import ApiError, install_error_handlers, not_found
 from backends.api.sse import EventStreamResponse, event_stream
@@ -105,11 +105,15 @@ def create_api(
     keepalive_s: float = DEFAULT_KEEPALIVE_S,
     notice: str | None = None,
     docs: bool = False,
+    throttles: LoginThrottles | None = None,
 ) -> FastAPI:
     """The API app over `manager`. `users` enables password login, `proxy` the trusted
     header; with neither, login issues a token for "local" (loopback development).
-    `docs` serves the OpenAPI schema and pages under /api/docs."""
-    auth = Authenticator(tokens=tokens, users=users, proxy=proxy)
+    `docs` serves the OpenAPI schema and pages under /api/docs. `throttles` counts failed
+    logins (pass the page's, so both count together)."""
+    auth = Authenticator(
+        tokens=tokens, users=users, proxy=proxy, throttles=throttles or LoginThrottles()
+    )
     app = FastAPI(
         title="GuiAgent API",
         version=PROTOCOL_VERSION,

@@ -7,6 +7,10 @@ Three modes, chosen by the server's configuration:
 - trusted proxy header: the token is issued to the user the proxy names;
 - neither (loopback development): the token is issued to "local" with no password.
 
+Failed password logins are throttled per user name and per client address
+(`gui_agent.auth.LoginThrottle`): past a few free attempts, 429 with `Retry-After`, and the
+password is not even checked until then.
+
 Tokens are HS256 JWTs from `gui_agent.auth.TokenService`; anything else (no token, a bad
 signature, `alg: none`, an expired token, a removed user) is 401 with `WWW-Authenticate`.
 """
@@ -14,15 +18,15 @@ signature, `alg: none`, an expired token, a removed user) is 401 with `WWW-Authe
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from backends.api.bodies import read_object, validate
-from backends.api.errors import ApiError, unauthorized
-from gui_agent.auth import ProxyHeaderAuth, TokenService, UserDB
+from backends.api.errors import ApiError, too_many_attempts, unauthorized
+from gui_agent.auth import LoginThrottle, ProxyHeaderAuth, TokenService, UserDB
 from gui_agent.exceptions import AuthError
 
 LOCAL_USER = "local"
@@ -41,10 +45,20 @@ class LoginBody(BaseModel):
 
 
 @dataclass(frozen=True, kw_only=True)
+class LoginThrottles:
+    """Failed-login counters: per user name, and (more lenient, since people behind one
+    proxy or NAT share an address) per client address."""
+
+    by_user: LoginThrottle = field(default_factory=LoginThrottle)
+    by_address: LoginThrottle = field(default_factory=lambda: LoginThrottle(free_attempts=20))
+
+
+@dataclass(frozen=True, kw_only=True)
 class Authenticator:
     tokens: TokenService
     users: UserDB | None = None
     proxy: ProxyHeaderAuth | None = None
+    throttles: LoginThrottles = field(default_factory=LoginThrottles)
 
     @property
     def mode(self) -> AuthMode:
@@ -67,12 +81,21 @@ class Authenticator:
         user = self._proxy_user(request)
         if user is None and self.users is not None:
             body = validate(LoginBody, await read_object(request, MAX_LOGIN_BYTES))
+            address = request.client.host if request.client else "unknown"
+            by_user, by_address = self.throttles.by_user, self.throttles.by_address
+            wait = max(by_user.retry_after(body.username), by_address.retry_after(address))
+            if wait > 0:
+                raise too_many_attempts(wait)
             try:
                 ok = await self.users.verify_async(body.username, body.password)
             except AuthError as exc:  # an unreadable users file: say so, but refuse
                 raise unauthorized(f"login is unavailable: {exc}") from None
             if not ok:
+                by_user.failed(body.username)
+                by_address.failed(address)
                 raise unauthorized("wrong user name or password")
+            by_user.succeeded(body.username)
+            by_address.succeeded(address)
             user = body.username
         elif user is None and self.mode == "proxy":
             header = self.proxy.header if self.proxy else "user"

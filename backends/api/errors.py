@@ -8,6 +8,7 @@ contract is 400, a refused token is 401 with `WWW-Authenticate: Bearer`.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Mapping
 
 from fastapi import FastAPI, Request
@@ -35,6 +36,7 @@ _STATUS_CODES = {
     409: "conflict",
     413: "too_large",
     415: "unsupported_media_type",
+    429: "too_many_attempts",
 }
 
 
@@ -59,6 +61,16 @@ class ApiError(Exception):
 def unauthorized(message: str, *, invalid_token: bool = False) -> ApiError:
     challenge = 'Bearer error="invalid_token"' if invalid_token else "Bearer"
     return ApiError(401, "unauthorized", message, headers={"WWW-Authenticate": challenge})
+
+
+def too_many_attempts(wait_s: float) -> ApiError:
+    seconds = max(1, math.ceil(wait_s))
+    return ApiError(
+        429,
+        "too_many_attempts",
+        f"too many failed logins; try again in {seconds} s",
+        headers={"Retry-After": str(seconds)},
+    )
 
 
 def not_found(message: str = "no such session") -> ApiError:

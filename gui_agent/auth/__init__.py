@@ -1,6 +1,7 @@
 """Who may use GuiAgent: session tokens, the signing key, the users file, the bind check."""
 
 from gui_agent.auth.secrets import SECRET_ENV_VAR, load_or_create_signing_key
+from gui_agent.auth.throttle import LoginThrottle
 from gui_agent.auth.tokens import Claims, TokenService
 from gui_agent.auth.users import (
     USERS_FILE_NAME,
@@ -14,6 +15,7 @@ __all__ = [
     "SECRET_ENV_VAR",
     "USERS_FILE_NAME",
     "Claims",
+    "LoginThrottle",
     "ProxyHeaderAuth",
     "TokenService",
     "UserDB",

@@ -202,6 +202,25 @@ def test_login_refuses_wrong_passwords_and_unknown_users(two_users: TwoUsers) ->
     assert ok.status_code == 200 and ok.json()["user"] == "alice"
 
 
+def test_password_guessing_is_slowed_down_with_429_and_retry_after(two_users: TwoUsers) -> None:
+    http = two_users.backend.client().http
+    statuses = [
+        http.post("/api/login", json={"username": "alice", "password": f"guess-{n}"}).status_code
+        for n in range(7)
+    ]
+    assert statuses == [401] * 6 + [429]  # five failures are free; the sixth costs a wait
+    refused = http.post("/api/login", json={"username": "alice", "password": "alice-password-1"})
+    assert refused.status_code == 429  # even the right password waits: it is not checked
+    assert refused.json()["error"]["code"] == "too_many_attempts"
+    assert 1 <= int(refused.headers["Retry-After"]) <= 2
+    other = http.post("/api/login", json={"username": "bob", "password": "bob-password-22"})
+    assert other.status_code == 200  # another user from the same address is not locked out
+    assert two_users.alice.get("/api/sessions").status_code == 200  # tokens keep working
+    time.sleep(int(refused.headers["Retry-After"]) + 0.1)
+    ok = http.post("/api/login", json={"username": "alice", "password": "alice-password-1"})
+    assert ok.status_code == 200
+
+
 def test_removing_a_user_revokes_their_tokens(two_users: TwoUsers) -> None:
     assert two_users.bob.get("/api/sessions").status_code == 200
     users = two_users.backend.users

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import httpx
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
@@ -16,7 +17,7 @@ from tests.backends.conftest import LiveServer
 
 pytestmark = pytest.mark.browser
 
-USERS = {"alice": "alice-password-1", "bob": "bob-password-22"}
+USERS = {"alice": "alice-password-1", "bob": "bob-password-22", "carol": "carol-password-3"}
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +68,7 @@ def test_two_people_see_only_their_own_sessions(chromium: Browser, server: LiveS
     assert server.call(_titles_by_owner(server)) == {
         "alice": ["alice's secret plan"],
         "bob": ["bob's grocery list"],
+        "carol": [],
     }
 
 
@@ -80,3 +82,18 @@ def test_a_wrong_password_does_not_log_in(chromium: Browser, server: LiveServer)
     page = log_in(chromium, server.url, "alice", "not-her-password")
     expect(page.get_by_text("Incorrect Credentials")).to_be_visible(timeout=15_000)
     assert page.locator("#chat-input").count() == 0
+
+
+def test_guessing_on_the_page_and_the_api_counts_together(server: LiveServer) -> None:
+    """Gradio's login form and POST /api/login share the failed-login count per user name;
+    once it is used up, the right password is refused on both until the wait is over."""
+    with httpx.Client(base_url=server.url, timeout=30) as http:
+
+        def page_login(password: str) -> int:
+            form = {"username": "carol", "password": password}
+            return http.post("login", data=form).status_code
+
+        assert [page_login(f"guess-{n}") for n in range(6)] == [400] * 6
+        assert page_login(USERS["carol"]) == 400  # throttled: not even checked
+        api = http.post("api/login", json={"username": "carol", "password": USERS["carol"]})
+        assert api.status_code == 429 and int(api.headers["Retry-After"]) >= 1

@@ -145,6 +145,7 @@ def test_public_surface_is_exact() -> None:
 
     assert set(gui_agent.auth.__all__) == {
         "Claims",
+        "LoginThrottle",
         "ProxyHeaderAuth",
         "SECRET_ENV_VAR",
         "TokenService",
