@@ -18,8 +18,13 @@ Choices made here:
   that follows tells it the call could not be parsed.
 - Empty text is left out (the API refuses empty text blocks), and so are messages that end
   up with no content at all.
-- Reasoning is not sent back: thinking blocks need the signature the API issued, which the
-  schema does not carry.
+- Thinking goes back as the API issued it: a reply's signed ``thinking`` and
+  ``redacted_thinking`` blocks are kept in ``ModelResponse.provider_data["anthropic"]`` (the
+  agent stores that in the message's metadata) and are sent first in that assistant turn, as
+  the API requires during a tool loop. Only to the model that signed them: after a switch
+  of model they are left out, and so is reasoning without a signature (from other
+  providers). When two assistant messages merge into one turn, only the first one's
+  thinking is kept (thinking must lead the turn).
 - Stop reasons are normalised to the OpenAI words the rest of GuiAgent uses: end_turn and
   stop_sequence → ``stop``, max_tokens → ``length``, tool_use → ``tool_calls``,
   refusal → ``content_filter``; anything else passes through.
@@ -72,6 +77,12 @@ STOP_REASONS: Mapping[str, str] = MappingProxyType(
 )
 
 
+PROVIDER_DATA_KEY = "anthropic"
+"""The key of this provider's part of `ModelResponse.provider_data`."""
+
+_THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
+
+
 def image_block(image: ImagePart) -> dict[str, Any]:
     if image.url is not None:
         return {"type": "image", "source": {"type": "url", "url": image.url}}
@@ -100,8 +111,27 @@ def _is_error(message: Message) -> bool:
     return bool(message.metadata.get("is_error")) or message.status is MessageStatus.ERROR
 
 
-def message_blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
-    """One non-system message as (role, content blocks)."""
+def signed_thinking(message: Message, model: str | None) -> list[dict[str, Any]]:
+    """The thinking blocks `message` carries from an Anthropic reply by `model`, as issued."""
+    data = message.metadata.get("provider_data")
+    mine = data.get(PROVIDER_DATA_KEY) if isinstance(data, Mapping) else None
+    if not isinstance(mine, Mapping) or model is None or mine.get("model") != model:
+        return []
+    blocks = mine.get("thinking")
+    if not isinstance(blocks, list):
+        return []
+    return [dict(b) for b in blocks if isinstance(b, Mapping) and _valid_thinking(b)]
+
+
+def _valid_thinking(block: Mapping[str, Any]) -> bool:
+    if block.get("type") == "thinking":
+        return isinstance(block.get("thinking"), str) and isinstance(block.get("signature"), str)
+    return block.get("type") == "redacted_thinking" and isinstance(block.get("data"), str)
+
+
+def message_blocks(message: Message, model: str | None = None) -> tuple[str, list[dict[str, Any]]]:
+    """One non-system message as (role, content blocks). `model` is the model the request
+    goes to: thinking that model signed is sent back."""
     if message.role is Role.TOOL:
         content: list[dict[str, Any]] | str = _text_blocks(message.content, message.images)
         if not message.images:
@@ -115,7 +145,8 @@ def message_blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
             block["is_error"] = True
         return "user", [block]
     if message.role is Role.ASSISTANT:
-        blocks = _text_blocks(message.content, ())
+        blocks = signed_thinking(message, model)
+        blocks += _text_blocks(message.content, ())
         blocks.extend(
             {"type": "tool_use", "id": c.id, "name": c.name, "input": tool_input(c.arguments)}
             for c in message.tool_calls
@@ -125,9 +156,10 @@ def message_blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
 
 
 def messages_to_anthropic(
-    messages: Iterable[Message],
+    messages: Iterable[Message], *, model: str | None = None
 ) -> tuple[str | None, list[dict[str, Any]]]:
-    """Our history as (system prompt, Messages API messages). See the module docstring."""
+    """Our history as (system prompt, Messages API messages) for `model`. See the module
+    docstring."""
     system: list[str] = []
     wire: list[dict[str, Any]] = []
     for message in messages:
@@ -137,11 +169,11 @@ def messages_to_anthropic(
             if message.content:
                 system.append(message.content)
             continue
-        role, blocks = message_blocks(message)
+        role, blocks = message_blocks(message, model)
         if not blocks:
             continue
         if wire and wire[-1]["role"] == role:
-            wire[-1]["content"].extend(blocks)
+            wire[-1]["content"].extend(b for b in blocks if b["type"] not in _THINKING_TYPES)
         else:
             wire.append({"role": role, "content": blocks})
     return ("\n\n".join(system) or None), wire
@@ -184,7 +216,7 @@ def build_request(
     on, temperature is not sent (the API only allows the default then), and ``max_tokens``
     is raised above the thinking budget when it is not already (the API requires it).
     """
-    system, wire = messages_to_anthropic(messages)
+    system, wire = messages_to_anthropic(messages, model=options.model)
     max_tokens = options.max_tokens
     temperature = options.temperature
     if settings is not None:
@@ -234,6 +266,8 @@ class _Block:
     id: str = ""
     name: str = ""
     start_input: Any = None
+    signature: list[str] = field(default_factory=list)
+    data: str = ""
 
 
 class EventAccumulator:
@@ -316,6 +350,10 @@ class EventAccumulator:
             block.id = str(raw.get("id") or "")
             block.name = str(raw.get("name") or "")
             block.start_input = raw.get("input")
+        elif kind == "thinking" and raw.get("signature"):
+            block.signature.append(str(raw["signature"]))
+        elif kind == "redacted_thinking":
+            block.data = str(raw.get("data") or "")
 
     def _block_delta(self, event: Mapping[str, Any]) -> list[StreamDelta]:
         delta = event.get("delta")
@@ -334,7 +372,9 @@ class EventAccumulator:
             return [ModelReasoningDelta(text=piece)] if piece else []
         if kind == "input_json_delta":
             self._append(self._block(event, "tool_use"), str(delta.get("partial_json") or ""))
-        return []  # signature_delta, citations_delta: nothing to show
+        elif kind == "signature_delta":
+            self._block(event, "thinking").signature.append(str(delta.get("signature") or ""))
+        return []  # signatures and citations: nothing to show
 
     def _append(self, block: _Block, piece: str) -> None:
         if not piece:
@@ -365,9 +405,26 @@ class EventAccumulator:
             calls.append(ToolCall(id=block.id, name=block.name, arguments=arguments))
         return tuple(calls)
 
+    def thinking_blocks(self) -> list[dict[str, Any]]:
+        """The signed thinking and redacted thinking blocks, in order, to send back."""
+        blocks: list[dict[str, Any]] = []
+        for _, block in sorted(self._blocks.items()):
+            signature = "".join(block.signature)
+            if block.type == "thinking" and signature:
+                blocks.append(
+                    {"type": "thinking", "thinking": "".join(block.text), "signature": signature}
+                )
+            elif block.type == "redacted_thinking" and block.data:
+                blocks.append({"type": "redacted_thinking", "data": block.data})
+        return blocks
+
     def response(self, *, model: str | None = None) -> ModelResponse:
         reasoning = self._joined("thinking")
         stop = self.stop_reason
+        thinking = self.thinking_blocks()
+        # Thinking goes back to the model that was asked (what the next request names), not
+        # the dated id the API reports.
+        signer = model or self.model
         return ModelResponse(
             text=self._joined("text"),
             reasoning=reasoning or None,
@@ -377,6 +434,9 @@ class EventAccumulator:
             ),
             finish_reason=STOP_REASONS.get(stop, stop) if stop else None,
             model=self.model or model,
+            provider_data=(
+                {PROVIDER_DATA_KEY: {"model": signer, "thinking": thinking}} if thinking else {}
+            ),
         )
 
 

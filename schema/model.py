@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -50,6 +50,9 @@ class ModelResponse(BaseModel):
     usage: Usage = Usage()
     finish_reason: str | None = None
     model: str | None = None
+    provider_data: dict[str, Any] = Field(default_factory=dict)
+    """Opaque data the provider needs back on later requests, keyed by provider (Anthropic's
+    signed thinking blocks). The agent keeps it in the reply's ``metadata["provider_data"]``."""
 
 
 ModelStreamPart = Annotated[

@@ -57,6 +57,14 @@ def model_settings(session: Session) -> ModelSettings:
     )
 
 
+def reply_metadata(final: ModelResponse, deps: AgentDeps) -> dict[str, object]:
+    """What a reply message records about its model call."""
+    metadata: dict[str, object] = {"model": final.model or deps.provider.name}
+    if final.provider_data:
+        metadata["provider_data"] = final.provider_data
+    return metadata
+
+
 def memory_event(session: Session, deps: AgentDeps) -> tuple[list[Message], MemoryUpdated]:
     """The context window for the next model call, and the event that shows it."""
     window = deps.memory.window(
@@ -124,7 +132,7 @@ async def model_step(
         reasoning=final.reasoning,
         tool_calls=final.tool_calls,
         agent=agent,
-        metadata={"model": final.model or deps.provider.name},
+        metadata=reply_metadata(final, deps),
     )
     session.add(reply)
     yield MessageCompleted(message=reply)

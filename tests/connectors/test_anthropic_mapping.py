@@ -292,3 +292,80 @@ def test_garbage_events_are_response_errors() -> None:
         acc.feed("nope")
     with pytest.raises(ModelResponseError):
         acc.feed({"type": "content_block_start", "index": 0, "content_block": None})
+
+
+# --- thinking goes back signed -----------------------------------------------------------
+
+
+def thinking_reply(model: str = "claude-x") -> Message:
+    """An assistant message as the agent stores a signed thinking + tool_use reply."""
+    acc = EventAccumulator()
+    for event in (
+        start(5),
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking"}},
+        delta(0, type="thinking_delta", thinking="Need the weather."),
+        delta(0, type="signature_delta", signature="sig-"),
+        delta(0, type="signature_delta", signature="abc"),
+        {
+            "type": "content_block_start",
+            "index": 1,
+            "content_block": {"type": "redacted_thinking", "data": "opaque=="},
+        },
+        {
+            "type": "content_block_start",
+            "index": 2,
+            "content_block": {"type": "tool_use", "id": "toolu_1", "name": "t", "input": {}},
+        },
+        delta(2, type="input_json_delta", partial_json='{"city": "Oslo"}'),
+        {"type": "message_stop"},
+    ):
+        acc.feed(event)
+    response = acc.response(model=model)
+    assert response.reasoning == "Need the weather."
+    return Message(
+        role=Role.ASSISTANT,
+        content=response.text,
+        tool_calls=response.tool_calls,
+        reasoning=response.reasoning,
+        metadata={"model": response.model, "provider_data": response.provider_data},
+    )
+
+
+def test_signed_thinking_is_sent_back_first_in_its_turn_to_the_model_that_signed_it() -> None:
+    reply = thinking_reply()
+    history = [
+        Message(role=Role.USER, content="weather in Oslo?"),
+        reply,
+        tool_message("toolu_1", "-3 C"),
+    ]
+    _, wire = messages_to_anthropic(history, model="claude-x")
+    assert wire[1]["content"] == [
+        {"type": "thinking", "thinking": "Need the weather.", "signature": "sig-abc"},
+        {"type": "redacted_thinking", "data": "opaque=="},
+        {"type": "tool_use", "id": "toolu_1", "name": "t", "input": {"city": "Oslo"}},
+    ]
+    for other in ("claude-y", None):  # another model cannot check the signature
+        _, wire = messages_to_anthropic(history, model=other)
+        assert [b["type"] for b in wire[1]["content"]] == ["tool_use"]
+
+
+def test_thinking_never_lands_in_the_middle_of_a_merged_turn() -> None:
+    note = Message(role=Role.ASSISTANT, content="(a note)")
+    _, wire = messages_to_anthropic(
+        [Message(role=Role.USER, content="hi"), note, thinking_reply()], model="claude-x"
+    )
+    assert [b["type"] for b in wire[1]["content"]] == ["text", "tool_use"]
+
+
+def test_unsigned_reasoning_and_malformed_provider_data_are_not_sent() -> None:
+    plain = Message(role=Role.ASSISTANT, content="ok", reasoning="thought about it")
+    broken = Message(
+        role=Role.ASSISTANT,
+        content="ok",
+        metadata={"provider_data": {"anthropic": {"model": "claude-x", "thinking": [{"x": 1}]}}},
+    )
+    for message in (plain, broken):
+        _, wire = messages_to_anthropic(
+            [Message(role=Role.USER, content="hi"), message], model="claude-x"
+        )
+        assert wire[1]["content"] == [{"type": "text", "text": "ok"}]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import pytest
 from stubllm.fixtures.models import Fixture, MatchCriteria, MessageMatch, MockResponse
@@ -17,6 +18,7 @@ from stubllm.server import MockLLMServer
 
 from connectors.anthropic import AnthropicProvider
 from connectors.resilience import BreakerState, CircuitBreaker, RetryPolicy
+from gui_agent import create_interpreter, tool
 from gui_agent.exceptions import (
     CircuitOpen,
     ConfigError,
@@ -35,6 +37,8 @@ from schema import (
     ModelSettings,
     ModelTextDelta,
     Role,
+    RunFinished,
+    RunOutcome,
     ToolCall,
     ToolSchema,
 )
@@ -272,6 +276,64 @@ async def test_thinking_streams_as_reasoning_and_usage_adds_up(
     body = peer.requests[0].body
     assert body["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert "temperature" not in body  # the API refuses one alongside thinking
+
+
+async def test_a_tool_loop_with_thinking_sends_the_signed_thinking_back(
+    peer: ScriptedPeer, fast_retry: RetryPolicy, tmp_path: Path
+) -> None:
+    """The API refuses a tool result whose assistant turn lost its thinking: the agent loop
+    must send the signed thinking block back, unchanged, before the tool_use."""
+
+    @tool
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return f"18 degrees in {city}"
+
+    thinking = anthropic_block(
+        0,
+        {"type": "thinking", "thinking": "", "signature": ""},
+        [
+            {"type": "thinking_delta", "thinking": "I should look it up."},
+            {"type": "signature_delta", "signature": "EqQBCgIYAhIMsig"},
+        ],
+    )
+    use = anthropic_block(
+        1,
+        {"type": "tool_use", "id": "toolu_9", "name": "get_weather", "input": {}},
+        [{"type": "input_json_delta", "partial_json": '{"city": "Paris"}'}],
+    )
+    peer.script(
+        Reply.sse(anthropic_start(), *thinking, *use, *anthropic_end("tool_use")),
+        Reply.sse(*anthropic_text_stream(["Sunny, 18 degrees."])),
+    )
+    provider = provider_for(peer.url, retry=fast_retry, thinking_budget=1024)
+    interpreter = create_interpreter(
+        provider, tools=[get_weather], builtin_tools=False, workdir=tmp_path
+    )
+    try:
+        events = [e async for e in interpreter.chat("weather in Paris?")]
+    finally:
+        await provider.aclose()
+    assert any(isinstance(e, RunFinished) and e.outcome is RunOutcome.COMPLETED for e in events)
+    assert interpreter.session.history[-1].content == "Sunny, 18 degrees."
+    second = peer.requests[1].body["messages"]
+    assert second[1] == {
+        "role": "assistant",
+        "content": [
+            {
+                "type": "thinking",
+                "thinking": "I should look it up.",
+                "signature": "EqQBCgIYAhIMsig",
+            },
+            {
+                "type": "tool_use",
+                "id": "toolu_9",
+                "name": "get_weather",
+                "input": {"city": "Paris"},
+            },
+        ],
+    }
+    assert second[2]["content"][0]["type"] == "tool_result"
 
 
 async def test_the_request_on_the_wire(scripted: AnthropicProvider, peer: ScriptedPeer) -> None:
