@@ -261,17 +261,17 @@ class Interpreter:
     async def retry(self) -> Message:
         """Run the last user message again, dropping what came after it."""
         index = await self._require_last_user()
-        text = self.session.history[index].content
+        last = self.session.history[index]
         await self._truncate(index)
-        return await self.send(text)
+        return await self.send(last.content, images=last.images)
 
-    async def edit_last(self, text: str) -> Message:
-        """Replace the last user message with `text` and run it."""
+    async def edit_last(self, text: str, *, images: Sequence[ImagePart] = ()) -> Message:
+        """Replace the last user message with `text` (and `images`) and run it."""
         index = await self._require_last_user()
-        if not text.strip():
+        if not text.strip() and not images:
             raise InvalidRequest("the message is empty")
         await self._truncate(index)
-        return await self.send(text)
+        return await self.send(text, images=images)
 
     async def clear(self) -> None:
         await self._settle()

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import gradio as gr
 
+from backends.gradio.attach import add_images, attachments_note
 from backends.gradio.coalesce import DEFAULT_INTERVAL_S
 from backends.gradio.form import Form
 from backends.gradio.layout import Page
@@ -343,10 +344,11 @@ class Handlers:
     # -- streaming: send, retry, AutoChat ------------------------------------------------------
 
     async def send(self, data: dict[Any, Any], request: gr.Request) -> AsyncIterator[Updates]:
-        """Send the message (or the edit of the last one) and stream the reply."""
+        """Send the message (or the edit of the last one) with the attached images, and
+        stream the reply."""
         form = Form.read(self.page, data)
-        text = form.text
-        if not text.strip():
+        text, images = form.text, form.images
+        if not text.strip() and not images:
             yield no_change()  # nothing sent, nothing changes
             return
         if len(text) > MAX_MESSAGE_CHARS:
@@ -367,7 +369,7 @@ class Handlers:
                 return
             first[self.page.session_id] = interpreter.id
         elif interpreter.busy and not form.as_edit:
-            await interpreter.send(text)  # queued; the running stream shows it
+            await interpreter.send(text, images=images)  # queued; the running stream shows it
             gr.Info("Queued: the agent reads it when the current step ends.")
             yield no_change()
             return
@@ -375,12 +377,31 @@ class Handlers:
 
         async def act() -> None:
             if form.as_edit:
-                await target.edit_last(text)
+                await target.edit_last(text, images=images)
             else:
-                await target.send(text)
+                await target.send(text, images=images)
 
         async for update in self._stream(target, act, first, request):
             yield update
+
+    async def attach(self, files: list[bytes] | None, current: list[Any] | None) -> Updates:
+        """Keep the uploaded images for the next message; refuse what is not an image."""
+        kept, problems = add_images(current or [], files or [])
+        for problem in problems:
+            gr.Warning(f"Not attached: {problem}.")
+        return self._tray(kept)
+
+    async def detach(self) -> Updates:
+        """Empty the tray: the images were sent, or the person removed them."""
+        return self._tray([])
+
+    def _tray(self, items: list[Any]) -> Updates:
+        page = self.page
+        return {
+            page.attachments: items,
+            page.attach_note: attachments_note(items),
+            page.detach_btn: gr.update(visible=bool(items)),
+        }
 
     async def retry(self, session_id: str, request: gr.Request) -> AsyncIterator[Updates]:
         interpreter = await self.lookup(session_id, request)

@@ -20,6 +20,7 @@ __all__ = ["ELEM_IDS", "Page", "build_page"]
 
 ELEM_IDS = (
     "chat-input",
+    "attach-btn",
     "send-btn",
     "stop-btn",
     "state-badge",
@@ -71,6 +72,10 @@ class Page:
     approve_session_btn: gr.Button
     deny_btn: gr.Button
     chat_input: gr.Textbox
+    attachments: gr.State
+    attach_btn: gr.UploadButton
+    attach_note: gr.Markdown
+    detach_btn: gr.Button
     send_btn: gr.Button
     stop_btn: gr.Button
     retry_btn: gr.Button
@@ -211,7 +216,21 @@ def build_page(
                     send_btn = gr.Button("Send", elem_id="send-btn", variant="primary")
                     # Enabled only while RUNNING or WAITING: page.js follows the badge.
                     stop_btn = gr.Button("Stop", elem_id="stop-btn", variant="stop")
+            attachments = gr.State([])
+            with gr.Row(elem_classes=["ga-attachments"]):
+                attach_note = gr.Markdown("", elem_id="attach-note")
+                detach_btn = gr.Button(
+                    "Remove images", elem_id="detach-btn", size="sm", visible=False
+                )
             with gr.Row(elem_classes=["ga-controls"]):
+                attach_btn = gr.UploadButton(
+                    "Attach images",
+                    elem_id="attach-btn",
+                    file_types=["image"],
+                    file_count="multiple",
+                    type="binary",
+                    size="sm",
+                )
                 retry_btn = gr.Button("Retry last turn", elem_id="retry-btn", size="sm")
                 edit_btn = gr.Button("Edit last message", elem_id="edit-btn", size="sm")
                 clear_btn = gr.Button("Clear chat", elem_id="clear-btn", size="sm")
@@ -328,6 +347,10 @@ def build_page(
         approve_session_btn=approve_session_btn,
         deny_btn=deny_btn,
         chat_input=chat_input,
+        attachments=attachments,
+        attach_btn=attach_btn,
+        attach_note=attach_note,
+        detach_btn=detach_btn,
         send_btn=send_btn,
         stop_btn=stop_btn,
         retry_btn=retry_btn,

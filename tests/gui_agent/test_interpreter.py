@@ -14,6 +14,7 @@ from schema import (
     MAX_MESSAGE_CHARS,
     ApprovalDecision,
     ApprovalRequested,
+    ImagePart,
     InterpreterState,
     MessageCompleted,
     MessageStatus,
@@ -351,6 +352,22 @@ async def test_retry_edit_and_clear(tmp_path: Path) -> None:
     assert interpreter.session.history == []
     with pytest.raises(InvalidRequest):
         await interpreter.retry()
+
+
+async def test_retry_and_edit_keep_or_replace_the_attached_images(tmp_path: Path) -> None:
+    interpreter, model = make(tmp_path, ["one", "two", "three"])
+    cat = ImagePart(media_type="image/png", data="iVBORw0KGgo=")
+    dog = ImagePart(url="https://example.org/dog.png")
+    await interpreter.send("what is this?", images=[cat])
+    await interpreter.wait_idle()
+    await interpreter.retry()
+    await interpreter.wait_idle()
+    assert interpreter.session.history[0].images == (cat,)
+    assert model.requests[-1].messages[-1].images == (cat,)  # the model saw it again
+    await interpreter.edit_last("", images=[dog])  # an edit may be images alone
+    await interpreter.wait_idle()
+    assert interpreter.session.history[0].images == (dog,)
+    assert [m.content for m in interpreter.session.history] == ["", "three"]
 
 
 async def test_every_completed_message_is_announced(tmp_path: Path) -> None:

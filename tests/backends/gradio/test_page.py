@@ -10,10 +10,12 @@ types.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import re
 import tempfile
+import zlib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -422,6 +424,57 @@ def test_export_then_import_restores_the_conversation(tab: Page, tmp_path: Path)
     expect(badge(tab)).to_have_text("STOP")
     send(tab, "and go on")  # the import is a session of its own that continues
     expect(bot_messages(tab).last).to_contain_text("You said: and go on")
+
+
+def tiny_png() -> bytes:
+    """A real 2×2 red PNG."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = zlib.crc32(kind + body).to_bytes(4, "big")
+        return len(body).to_bytes(4, "big") + kind + body + crc
+
+    header = (2).to_bytes(4, "big") * 2 + bytes([8, 2, 0, 0, 0])
+    rows = b"".join(b"\x00" + b"\xff\x00\x00" * 2 for _ in range(2))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+def test_images_attach_to_the_next_message_and_non_images_are_refused(
+    tab: Page, server: LiveServer, tmp_path: Path
+) -> None:
+    fake = tmp_path / "notes.png"
+    fake.write_text("not an image at all")
+    upload(tab, "Attach images", fake)
+    expect(
+        tab.get_by_text("Not attached: file 1 is not a PNG, JPEG, GIF or WebP image")
+    ).to_be_visible()
+    expect(tab.locator("#attach-note")).to_have_text("")
+
+    picture = tmp_path / "red.png"
+    picture.write_bytes(tiny_png())
+    upload(tab, "Attach images", picture)
+    expect(tab.locator("#attach-note")).to_contain_text("1 image will go with your next message")
+    expect(tab.locator("#detach-btn")).to_be_visible()
+    send(tab, "what colour is this?")
+    wait_idle(tab)
+    expect(tab.locator("#attach-note")).to_have_text("")  # the tray is empty again
+    expect(user_messages(tab).last.locator("img")).to_have_count(1)
+    expect(bot_messages(tab).last).to_contain_text("You said: what colour is this?")
+    interpreter = session_of(server, tab)
+    (image,) = interpreter.session.history[0].images
+    assert image.media_type == "image/png"
+    assert base64.b64decode(image.data) == tiny_png()
+
+    upload(tab, "Attach images", picture)  # attached, then taken back
+    tab.locator("#detach-btn").click()
+    expect(tab.locator("#attach-note")).to_have_text("")
+    send(tab, "no picture now")
+    wait_idle(tab)
+    assert interpreter.session.history[-2].images == ()
 
 
 def test_retry_edit_and_clear(tab: Page) -> None:
