@@ -521,11 +521,10 @@ class Interpreter:
         await self._settle()
         if self.busy:
             raise InvalidRequest("stop the running turn first")
-        for index in range(len(self.session.history) - 1, -1, -1):
-            message = self.session.history[index]
-            if message.role is Role.USER and not message.metadata.get("autochat"):
-                return index
-        raise InvalidRequest("there is no message of yours to retry")
+        index = self.session.last_user_index()
+        if index is None:
+            raise InvalidRequest("there is no message of yours to retry")
+        return index
 
     async def _truncate(self, length: int) -> None:
         del self.session.history[length:]

@@ -64,8 +64,9 @@ class Session:
             self.title = title_from(message.content)
 
     def last_user_index(self) -> int | None:
+        """Where the person's latest message is (AutoChat's prompts and plan steps skipped)."""
         for index in range(len(self.history) - 1, -1, -1):
-            if self.history[index].role is Role.USER:
+            if written_by_person(self.history[index]):
                 return index
         return None
 
@@ -98,6 +99,13 @@ class Session:
             goal=record.goal,
             created_at=record.created_at,
         )
+
+
+def written_by_person(message: Message) -> bool:
+    """A USER message the person wrote: not AutoChat's continuation, not a plan step."""
+    return message.role is Role.USER and not (
+        message.metadata.get("autochat") or message.metadata.get("plan_step")
+    )
 
 
 def title_from(text: str) -> str:

@@ -28,12 +28,12 @@ from backends.gradio.stream import PageView, Updates, no_change, stream_session
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.interpreter import Interpreter
 from gui_agent.manager import SessionManager, SessionNotFound
+from gui_agent.session import written_by_person
 from schema import (
     MAX_MESSAGE_CHARS,
     AgentName,
     ApprovalDecision,
     AutoChatSettings,
-    Role,
     SessionRecord,
     SessionSettings,
 )
@@ -325,7 +325,7 @@ class Handlers:
         interpreter = await self.lookup(session_id, request)
         history = interpreter.session.history if interpreter else []
         for message in reversed(history):
-            if message.role is Role.USER and not message.metadata.get("autochat"):
+            if written_by_person(message):
                 return {self.page.chat_input: message.content, self.page.edit_mode: True}
         gr.Warning("There is no message of yours to edit.")
         return no_change()

@@ -394,6 +394,11 @@ class ChatView:
                 turn = message.metadata.get("autochat_turn")
                 label = f"AutoChat turn {turn}" if turn else "AutoChat"
                 text = f'<span class="ga-autochat">{label}:</span> {text}'
+            elif message.metadata.get("plan_step"):
+                meta = message.metadata
+                label = f"Plan step {meta['plan_step']}/{meta.get('plan_steps', '?')}"
+                step = escape_html(str(meta.get("step", ""))) or text
+                text = f'<span class="ga-autochat">{escape_html(label)}:</span> {step}'
             images = images_markdown(message.images, "attached image")
             return "\n\n".join(part for part in (text, images) if part)
         prefix = ""

@@ -2,7 +2,15 @@
 
 from gui_agent.agents.base import AgentDeps, Architecture
 from gui_agent.agents.executor import ExecutorAgent
+from gui_agent.agents.planner import PlannerAgent
 from gui_agent.agents.roles import default_architectures
 from gui_agent.agents.thought import ThoughtAgent
 
-__all__ = ["AgentDeps", "Architecture", "ExecutorAgent", "ThoughtAgent", "default_architectures"]
+__all__ = [
+    "AgentDeps",
+    "Architecture",
+    "ExecutorAgent",
+    "PlannerAgent",
+    "ThoughtAgent",
+    "default_architectures",
+]

@@ -102,11 +102,17 @@ async def model_step(
     agent: AgentName,
     turn_usage: Usage,
     use_tools: bool = True,
+    instruction: str | None = None,
 ) -> AsyncIterator[Event | ModelResponse]:
     """One model call on the memory window, streamed: memory_updated, message_started,
     deltas, message_completed (the reply, appended to the history), usage, and last the
-    ModelResponse itself (not an event: the caller acts on its tool calls)."""
+    ModelResponse itself (not an event: the caller acts on its tool calls).
+
+    `instruction` goes to the model as a SYSTEM message after the window, for this call
+    only (it is not kept in the history)."""
     messages, memory = memory_event(session, deps)
+    if instruction:
+        messages.append(Message(role=Role.SYSTEM, content=instruction))
     yield memory
     message_id = new_id()
     yield MessageStarted(message_id=message_id, agent=agent)
@@ -156,7 +162,15 @@ class ExecutorAgent:
         return "Calls tools (run code, read and write files) until the task is answered."
 
     async def run(self, session: Session, deps: AgentDeps, prompt: Message) -> AsyncIterator[Event]:
-        turn_usage = Usage()
+        async for event in self.loop(session, deps, turn_usage=Usage()):
+            yield event
+
+    async def loop(
+        self, session: Session, deps: AgentDeps, *, turn_usage: Usage
+    ) -> AsyncIterator[Event]:
+        """Model calls and tool runs on the history as it stands, until an answer, a limit or
+        `task_complete`. `turn_usage` is what the turn used before (another role may have
+        called the model first in the same turn)."""
         for _ in range(session.settings.max_iterations):
             for queued in drain_inbox(session):
                 yield MessageCompleted(message=queued)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from gui_agent.agents.base import Architecture
 from gui_agent.agents.executor import ExecutorAgent
+from gui_agent.agents.planner import PlannerAgent
 from gui_agent.agents.thought import ThoughtAgent
 from schema import AgentName
 
 
 def default_architectures() -> dict[AgentName, Architecture]:
     """The built-in roles, executor first (the default)."""
-    roles: list[Architecture] = [ExecutorAgent(), ThoughtAgent()]
+    executor = ExecutorAgent()
+    roles: list[Architecture] = [executor, PlannerAgent(executor=executor), ThoughtAgent()]
     return {role.name: role for role in roles}

@@ -1,0 +1,136 @@
+"""LLM_PLANNER: plan first, then have the executor carry out the steps one by one.
+
+A turn: one model call without tools writes a numbered plan (shown as the planner's
+message); then, for each step, a USER message marked ``plan_step`` (shown as "Plan step i/n")
+hands the step to the executor's loop, with tools, approvals and limits as usual. The last
+step also asks for the answer to the person's request. The plan stops early when a step
+hits a limit (the outcome says which), when the agent calls `task_complete`, or on Stop.
+
+Why steps are USER messages: every vendor's chat format lets the model act on a user turn;
+a trailing system note after the planner's own message would read as the start of its
+next message to some APIs. The steps carry the person's request, so they still make sense
+after the request has slid out of the memory window.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+
+from gui_agent.agents.base import AgentDeps
+from gui_agent.agents.executor import ExecutorAgent, model_step
+from gui_agent.session import Session
+from schema import (
+    AgentName,
+    Event,
+    Message,
+    MessageCompleted,
+    ModelResponse,
+    Role,
+    RunFinished,
+    Usage,
+    UsageReported,
+)
+
+__all__ = ["PlannerAgent", "parse_plan"]
+
+DEFAULT_MAX_STEPS = 6
+
+_NUMBERED = re.compile(r"^\s*(?:step\s*)?\d{1,2}\s*[.):]\s*(.+?)\s*$", re.IGNORECASE)
+_BULLET = re.compile(r"^\s*[-*•]\s+(.+?)\s*$")
+
+
+def planning_instruction(max_steps: int) -> str:
+    return (
+        "Plan before acting. Do not do the task yet and do not call tools. Reply with a "
+        f"numbered list of at most {max_steps} short, concrete steps that together answer "
+        "the person's latest request (1. ..., 2. ...), and nothing else. A simple request "
+        "needs just one step."
+    )
+
+
+def parse_plan(text: str, max_steps: int) -> list[str]:
+    """The steps of a plan: its numbered lines, else its bullet lines; at most `max_steps`
+    (the rest folded into the last one, so nothing planned is dropped)."""
+    lines = text.splitlines()
+    steps = [m.group(1) for line in lines if (m := _NUMBERED.match(line))]
+    if not steps:
+        steps = [m.group(1) for line in lines if (m := _BULLET.match(line))]
+    steps = [step.strip("*_` ") for step in steps if step.strip("*_` ")]
+    if len(steps) > max_steps:
+        steps = [*steps[: max_steps - 1], "; then ".join(steps[max_steps - 1 :])]
+    return steps
+
+
+def step_message(request: str, steps: list[str], index: int) -> Message:
+    """The USER message that hands step `index` (0-based) to the executor."""
+    count = len(steps)
+    text = f"Step {index + 1} of {count} of the plan for: {request}\n\nDo this step now: "
+    text += steps[index]
+    if index == count - 1:
+        text += "\n\nThis is the last step: when it is done, answer the request above."
+    else:
+        text += "\n\nDo only this step; the next ones follow."
+    return Message(
+        role=Role.USER,
+        content=text,
+        metadata={"plan_step": index + 1, "plan_steps": count, "step": steps[index]},
+    )
+
+
+class PlannerAgent:
+    """Plans with one model call, then runs each step with the executor's loop."""
+
+    def __init__(
+        self,
+        *,
+        name: AgentName = AgentName.LLM_PLANNER,
+        executor: ExecutorAgent | None = None,
+        max_steps: int = DEFAULT_MAX_STEPS,
+    ) -> None:
+        if max_steps < 1:
+            raise ValueError("max_steps must be at least 1")
+        self._name = name
+        self._executor = executor or ExecutorAgent()
+        self.max_steps = max_steps
+
+    @property
+    def name(self) -> AgentName:
+        return self._name
+
+    @property
+    def description(self) -> str:
+        return "Writes a short plan, then has the executor carry out each step."
+
+    async def run(self, session: Session, deps: AgentDeps, prompt: Message) -> AsyncIterator[Event]:
+        turn_usage = Usage()
+        plan: ModelResponse | None = None
+        async for item in model_step(
+            session,
+            deps,
+            agent=self._name,
+            turn_usage=turn_usage,
+            use_tools=False,
+            instruction=planning_instruction(self.max_steps),
+        ):
+            if isinstance(item, ModelResponse):
+                plan = item
+                continue
+            if isinstance(item, UsageReported):
+                turn_usage = item.turn
+            yield item
+        request = prompt.content.strip() or "(the attached images)"
+        steps = parse_plan(plan.text if plan else "", self.max_steps) or [request]
+        for index in range(len(steps)):
+            message = step_message(request, steps, index)
+            session.add(message)
+            yield MessageCompleted(message=message)
+            finished: RunFinished | None = None
+            async for event in self._executor.loop(session, deps, turn_usage=turn_usage):
+                if isinstance(event, UsageReported):
+                    turn_usage = event.turn
+                elif isinstance(event, RunFinished):
+                    finished = event
+                yield event
+            if finished is not None or session.task_complete is not None:
+                return  # a limit ended the step (its outcome says which), or the task is done
