@@ -313,6 +313,17 @@ def test_role_picker_routes_the_next_turn_and_shows_the_switch(tab: Page) -> Non
     expect(tab.locator('#chatbot img[alt="THOUGHT icon"]').last).to_be_visible()
 
 
+def test_the_planner_shows_its_plan_and_each_step(tab: Page) -> None:
+    pick(tab, "role-picker", "LLM_PLANNER")
+    send(tab, "plan a picnic")
+    wait_idle(tab)
+    expect(chat(tab)).to_contain_text("Plan step 1/1:")
+    expect(bot_messages(tab).last).to_contain_text("You said: Step 1 of 1 of the plan for")
+    speakers = tab.locator("#chatbot .ga-agent")
+    expect(speakers.first).to_have_text("LLM_PLANNER")
+    expect(speakers.last).to_have_text("AGENT_EXECUTOR")
+
+
 def test_two_tabs_do_not_share_a_conversation(chromium: Browser, server: LiveServer) -> None:
     pages = []
     for _ in range(2):
