@@ -145,7 +145,6 @@ def _form(page: Page) -> set[Any]:
     return {
         page.session_id,
         page.chat_input,
-        page.attachments,
         page.edit_mode,
         page.role_picker,
         page.model_picker,
@@ -213,18 +212,18 @@ def _wire(
     page.new_btn.click(handlers.new_chat, None, everything, cancels=streams, **_EVENT)
     page.confirm_delete_btn.click(handlers.delete, sid, everything, cancels=streams, **_EVENT)
 
-    # The send event received the attachments with its inputs; this one empties the tray
-    # at the same moment (as page.js empties the input box).
-    attached = [page.attachments, page.attach_note, page.detach_btn]
+    # The send event takes the tab's images from the server-side tray; this one makes the
+    # tray look empty at once (as page.js empties the input box).
+    attached = [page.attach_note, page.detach_btn]
     gr.on(
         [page.send_btn.click, page.chat_input.submit],
-        handlers.detach,
+        handlers.hide_tray,
         None,
         attached,
         queue=False,
         **_EVENT,
     )
-    page.attach_btn.upload(handlers.attach, [page.attach_btn, page.attachments], attached, **_EVENT)
+    page.attach_btn.upload(handlers.attach, [page.attach_btn], attached, **_EVENT)
     page.detach_btn.click(handlers.detach, None, attached, **_EVENT)
     page.stop_btn.click(handlers.stop, sid, [page.badge], **_EVENT)
     approval_inputs = [page.session_id, page.approval_id, page.approval_note]

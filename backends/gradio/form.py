@@ -9,10 +9,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from backends.gradio.attach import image_parts
 from backends.gradio.layout import Page
 from gui_agent.exceptions import InvalidRequest
-from schema import AutoChatSettings, ImagePart, SessionSettings
+from schema import AutoChatSettings, SessionSettings
 
 __all__ = ["Form"]
 
@@ -33,7 +32,6 @@ class Form:
 
     session_id: str = ""
     text: str = ""
-    images: tuple[ImagePart, ...] = ()
     as_edit: bool = False
     role: str = ""
     model: str = ""
@@ -56,7 +54,6 @@ class Form:
         return cls(
             session_id=str(get(page.session_id, "")),
             text=str(get(page.chat_input, "")),
-            images=image_parts(get(page.attachments, [])),
             as_edit=bool(get(page.edit_mode, False)),
             role=str(get(page.role_picker, "")),
             model=str(get(page.model_picker, "")),

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import gradio as gr
 
-from backends.gradio.attach import add_images, attachments_note
+from backends.gradio.attach import Trays, attachments_note
 from backends.gradio.coalesce import DEFAULT_INTERVAL_S
 from backends.gradio.form import Form
 from backends.gradio.layout import Page
@@ -63,6 +63,12 @@ def owner_of(request: gr.Request | None) -> str:
     return username if isinstance(username, str) and username else LOCAL_OWNER
 
 
+def _tab(request: gr.Request | None) -> str:
+    """A key for the browser tab (and its user) a request comes from."""
+    session_hash = getattr(request, "session_hash", None) if request is not None else None
+    return f"{owner_of(request)}\0{session_hash or ''}"
+
+
 class Handlers:
     """The callbacks of one page layout, bound to a session manager."""
 
@@ -82,6 +88,7 @@ class Handlers:
         self.languages = languages
         self.notes = {model.name: model.note for model in models}
         self.interval_s = interval_s
+        self.trays = Trays()
 
     # -- lookups ----------------------------------------------------------------------------
 
@@ -345,9 +352,10 @@ class Handlers:
 
     async def send(self, data: dict[Any, Any], request: gr.Request) -> AsyncIterator[Updates]:
         """Send the message (or the edit of the last one) with the attached images, and
-        stream the reply."""
+        stream the reply. The images leave the tray with this send, sent or refused (as the
+        text leaves the input box)."""
         form = Form.read(self.page, data)
-        text, images = form.text, form.images
+        text, images = form.text, self.trays.take(_tab(request))
         if not text.strip() and not images:
             yield no_change()  # nothing sent, nothing changes
             return
@@ -384,23 +392,27 @@ class Handlers:
         async for update in self._stream(target, act, first, request):
             yield update
 
-    async def attach(self, files: list[bytes] | None, current: list[Any] | None) -> Updates:
-        """Keep the uploaded images for the next message; refuse what is not an image."""
-        kept, problems = add_images(current or [], files or [])
+    async def attach(self, files: list[bytes] | None, request: gr.Request) -> Updates:
+        """Keep the uploaded images for the tab's next message; refuse what is not an image."""
+        count, problems = self.trays.add(_tab(request), files or [])
         for problem in problems:
             gr.Warning(f"Not attached: {problem}.")
-        return self._tray(kept)
+        return self._tray(count)
 
-    async def detach(self) -> Updates:
-        """Empty the tray: the images were sent, or the person removed them."""
-        return self._tray([])
+    async def detach(self, request: gr.Request) -> Updates:
+        """The person took the images back."""
+        self.trays.take(_tab(request))
+        return self._tray(0)
 
-    def _tray(self, items: list[Any]) -> Updates:
+    async def hide_tray(self) -> Updates:
+        """A send went out with the images (the send itself takes them from the tray)."""
+        return self._tray(0)
+
+    def _tray(self, count: int) -> Updates:
         page = self.page
         return {
-            page.attachments: items,
-            page.attach_note: attachments_note(items),
-            page.detach_btn: gr.update(visible=bool(items)),
+            page.attach_note: attachments_note(count),
+            page.detach_btn: gr.update(visible=bool(count)),
         }
 
     async def retry(self, session_id: str, request: gr.Request) -> AsyncIterator[Updates]:

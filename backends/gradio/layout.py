@@ -72,7 +72,6 @@ class Page:
     approve_session_btn: gr.Button
     deny_btn: gr.Button
     chat_input: gr.Textbox
-    attachments: gr.State
     attach_btn: gr.UploadButton
     attach_note: gr.Markdown
     detach_btn: gr.Button
@@ -216,7 +215,6 @@ def build_page(
                     send_btn = gr.Button("Send", elem_id="send-btn", variant="primary")
                     # Enabled only while RUNNING or WAITING: page.js follows the badge.
                     stop_btn = gr.Button("Stop", elem_id="stop-btn", variant="stop")
-            attachments = gr.State([])
             with gr.Row(elem_classes=["ga-attachments"]):
                 attach_note = gr.Markdown("", elem_id="attach-note")
                 detach_btn = gr.Button(
@@ -347,7 +345,6 @@ def build_page(
         approve_session_btn=approve_session_btn,
         deny_btn=deny_btn,
         chat_input=chat_input,
-        attachments=attachments,
         attach_btn=attach_btn,
         attach_note=attach_note,
         detach_btn=detach_btn,

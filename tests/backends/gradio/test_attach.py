@@ -1,4 +1,5 @@
-"""Images for the next message: recognised by their bytes, capped in size and number."""
+"""Images for the next message: recognised by their bytes, capped in size and number, kept
+per tab on the server until a send takes them."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ import base64
 from backends.gradio.attach import (
     MAX_IMAGE_BYTES,
     MAX_IMAGES,
+    Trays,
     add_images,
     attachments_note,
-    image_parts,
     sniff_image_type,
 )
 
@@ -33,10 +34,11 @@ def test_types_come_from_the_bytes_not_the_name() -> None:
 def test_kept_images_are_base64_image_parts() -> None:
     kept, problems = add_images([], [PNG, b"hello"])
     assert problems == ["file 2 is not a PNG, JPEG, GIF or WebP image"]
-    (part,) = image_parts(kept)
+    (part,) = kept
     assert part.media_type == "image/png" and base64.b64decode(part.data or "") == PNG
-    assert attachments_note(kept) == "📎 1 image will go with your next message."
-    assert attachments_note([]) == ""
+    assert attachments_note(1) == "📎 1 image will go with your next message."
+    assert attachments_note(2).startswith("📎 2 images")
+    assert attachments_note(0) == ""
 
 
 def test_size_and_count_caps() -> None:
@@ -48,5 +50,20 @@ def test_size_and_count_caps() -> None:
     assert "at most 8 images" in problems[0]
 
 
-def test_malformed_state_is_dropped() -> None:
-    assert image_parts([{"media_type": "image/png"}, "junk", 3]) == ()
+def test_trays_are_per_tab_taken_whole_and_bounded() -> None:
+    trays = Trays(max_tabs=2)
+    assert trays.add("a", [PNG]) == (1, [])
+    assert trays.add("a", [GIF]) == (2, [])
+    assert trays.add("b", [b"nope"])[0] == 0 and trays.count("b") == 0
+    assert [i.media_type for i in trays.take("a")] == ["image/png", "image/gif"]
+    assert trays.take("a") == () and trays.count("a") == 0
+    for tab in ("x", "y", "z"):
+        trays.add(tab, [PNG])
+    assert (trays.count("x"), trays.count("y"), trays.count("z")) == (0, 1, 1)
+
+
+def test_trays_bound_the_bytes_held() -> None:
+    trays = Trays(max_bytes=3 * len(base64.b64encode(PNG)))
+    for tab in ("a", "b", "c", "d"):
+        trays.add(tab, [PNG])
+    assert [trays.count(t) for t in "abcd"] == [0, 1, 1, 1]

@@ -481,11 +481,14 @@ def test_images_attach_to_the_next_message_and_non_images_are_refused(
     assert base64.b64decode(image.data) == tiny_png()
 
     upload(tab, "Attach images", picture)  # attached, then taken back
+    expect(tab.locator("#attach-note")).to_contain_text("1 image")
     tab.locator("#detach-btn").click()
     expect(tab.locator("#attach-note")).to_have_text("")
     send(tab, "no picture now")
+    expect(bot_messages(tab).last).to_contain_text("You said: no picture now")
     wait_idle(tab)
-    assert interpreter.session.history[-2].images == ()
+    last_question = interpreter.session.history[-2]
+    assert last_question.content == "no picture now" and last_question.images == ()
 
 
 def test_retry_edit_and_clear(tab: Page) -> None:
