@@ -68,11 +68,15 @@ class _Partial:
     type: MessageType
     agent: AgentName | None
     language: str | None
+    parent_id: str | None = None
     content: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
     saved_at: float = 0.0
 
     def message(self, message_id: str, status: MessageStatus) -> Message:
+        metadata: dict[str, object] = {}
+        if self.parent_id is not None:  # a worker's message: kept for people only
+            metadata = {"display_only": True, "delegated_by": self.parent_id}
         return Message(
             id=message_id,
             role=self.role,
@@ -82,6 +86,7 @@ class _Partial:
             content="".join(self.content),
             reasoning="".join(self.reasoning) or None,
             status=status,
+            metadata=metadata,
         )
 
 
@@ -473,7 +478,9 @@ class Interpreter:
             self._publish(event)
             return None if store is None else store.append_message(self.id, event.message)
         if isinstance(event, MessageStarted):
-            partial = _Partial(event.role, event.message_type, event.agent, event.language)
+            partial = _Partial(
+                event.role, event.message_type, event.agent, event.language, event.parent_id
+            )
             if store is not None:
                 partial.saved_at = time.monotonic()
             self._open[event.message_id] = partial
@@ -554,9 +561,11 @@ def _answer_dangling_calls(session: Session, reason: str) -> list[Message]:
     history = session.history
     for index in range(len(history) - 1, -1, -1):
         message = history[index]
+        if message.display_only:  # shown to people only: confirmations, a worker's steps
+            continue
         if message.role is Role.USER:
             return []
-        if message.role is not Role.ASSISTANT or message.display_only:
+        if message.role is not Role.ASSISTANT:
             continue
         if not message.tool_calls:
             return []

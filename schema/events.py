@@ -50,6 +50,8 @@ class MessageStarted(BaseEvent):
     agent: AgentName | None = None
     language: str | None = None
     parent_id: str | None = None
+    """Set on a worker's message: the supervisor's delegate call it is part of. Such
+    messages are kept display-only (people see them, models do not)."""
 
 
 class TextDelta(BaseEvent):

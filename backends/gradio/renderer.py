@@ -334,7 +334,7 @@ class ChatView:
         role: Literal["user", "assistant"] = "user" if event.role is Role.USER else "assistant"
         entry = _Entry(event.message_id, role, self._tail())
         self._append(entry)
-        if role == "assistant":
+        if role == "assistant" and event.parent_id is None:  # a worker speaks for the supervisor
             self._see_speaker(event.agent, before=event.message_id)
         self._render_live(event.message_id, live)
 
@@ -372,10 +372,14 @@ class ChatView:
 
     def _render_message(self, message: Message, index: int) -> None:
         entry = self._by_key.get(message.id)
-        role: Literal["user", "assistant"] = "user" if message.role is Role.USER else "assistant"
+        delegated = bool(message.metadata.get("delegated_by"))
+        role: Literal["user", "assistant"] = (
+            "user" if message.role is Role.USER and not delegated else "assistant"
+        )
         if entry is None:
             entry = self._append(_Entry(message.id, role, index))
-            if role == "assistant" and message.type is not MessageType.CONFIRMATION:
+            speaks = message.type is not MessageType.CONFIRMATION and not delegated
+            if role == "assistant" and speaks:
                 self._see_speaker(message.agent, before=message.id)
         entry.anchor = index
         entry.role = role
@@ -390,7 +394,10 @@ class ChatView:
             return confirmation_markdown(message)
         if message.role is Role.USER:
             text = escape_html(message.content)
-            if message.metadata.get("autochat"):
+            if message.metadata.get("delegated_by"):  # the supervisor's task for a worker
+                worker = escape_html(str(message.metadata.get("worker", "a worker")))
+                text = f'<span class="ga-autochat">Task for {worker}:</span> {text}'
+            elif message.metadata.get("autochat"):
                 turn = message.metadata.get("autochat_turn")
                 label = f"AutoChat turn {turn}" if turn else "AutoChat"
                 text = f'<span class="ga-autochat">{label}:</span> {text}'

@@ -4,6 +4,7 @@ from gui_agent.agents.base import AgentDeps, Architecture
 from gui_agent.agents.executor import ExecutorAgent
 from gui_agent.agents.planner import PlannerAgent
 from gui_agent.agents.roles import default_architectures
+from gui_agent.agents.supervisor import SupervisorAgent
 from gui_agent.agents.thought import ThoughtAgent
 
 __all__ = [
@@ -11,6 +12,7 @@ __all__ = [
     "Architecture",
     "ExecutorAgent",
     "PlannerAgent",
+    "SupervisorAgent",
     "ThoughtAgent",
     "default_architectures",
 ]

@@ -5,12 +5,14 @@ from __future__ import annotations
 from gui_agent.agents.base import Architecture
 from gui_agent.agents.executor import ExecutorAgent
 from gui_agent.agents.planner import PlannerAgent
+from gui_agent.agents.supervisor import SupervisorAgent
 from gui_agent.agents.thought import ThoughtAgent
 from schema import AgentName
 
 
 def default_architectures() -> dict[AgentName, Architecture]:
     """The built-in roles, executor first (the default)."""
-    executor = ExecutorAgent()
-    roles: list[Architecture] = [executor, PlannerAgent(executor=executor), ThoughtAgent()]
+    executor, thought = ExecutorAgent(), ThoughtAgent()
+    supervisor = SupervisorAgent(workers={executor.name: executor, thought.name: thought})
+    roles: list[Architecture] = [executor, PlannerAgent(executor=executor), supervisor, thought]
     return {role.name: role for role in roles}

@@ -51,6 +51,13 @@ async def play(messages: list[Message], info: FunctionInfo) -> Any:
     - anything else: "You said: …".
     """
     last = messages[-1]
+    if last.role is Role.SYSTEM and "supervisor" in last.content:  # the supervisor's turn
+        said = messages[-2]
+        if said.role is Role.USER and said.content.startswith("delegate:"):
+            task = json.dumps({"worker": "THOUGHT", "task": said.content.removeprefix("delegate:")})
+            call = ToolCall(id=f"d{info.call_number}", name="delegate", arguments=task)
+            return ModelResponse(tool_calls=(call,))
+        last = said
     if last.role is Role.TOOL:
         return f"Result: {last.content.splitlines()[0]}"
     text = last.content
@@ -322,6 +329,18 @@ def test_the_planner_shows_its_plan_and_each_step(tab: Page) -> None:
     speakers = tab.locator("#chatbot .ga-agent")
     expect(speakers.first).to_have_text("LLM_PLANNER")
     expect(speakers.last).to_have_text("AGENT_EXECUTOR")
+
+
+def test_the_supervisor_shows_the_workers_steps_and_answers(tab: Page, artifacts: Path) -> None:
+    pick(tab, "role-picker", "SUPERVISOR")
+    send(tab, "delegate: count the sheep")
+    expect(bot_messages(tab).last).to_contain_text("Result: You said: count the sheep")
+    wait_idle(tab)
+    expect(chat(tab)).to_contain_text("You said: count the sheep")  # the worker's reply
+    speakers = tab.locator("#chatbot .ga-agent")
+    expect(speakers.filter(has_text="THOUGHT")).not_to_have_count(0)
+    expect(speakers.last).to_have_text("SUPERVISOR")
+    tab.locator("#chatbot").screenshot(path=artifacts / "supervisor.png")
 
 
 def test_two_tabs_do_not_share_a_conversation(chromium: Browser, server: LiveServer) -> None:

@@ -1,0 +1,243 @@
+"""SUPERVISOR: splits the work and delegates parts of it to worker roles, then answers.
+
+The supervisor is a model with one special tool, ``delegate(worker, task)`` (and
+`task_complete`). Each delegated task runs as a worker turn (the executor with its tools,
+or the thinker) on a context of its own: the task alone, not the supervisor's conversation.
+The worker's answer comes back as the tool result; the supervisor reads it and delegates
+again or answers the person.
+
+Everything the worker does is shown and kept, but as display-only messages (marked
+``delegated_by`` = the delegate call's id) placed between the supervisor's call and its
+result: people see every step, models never do, so the conversation each model is sent stays
+in its vendor's shape. Approvals, Stop, limits and usage work inside a worker as in any turn;
+the worker's tool permissions ("allow for this session") are the session's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Mapping
+
+from gui_agent.agents.base import AgentDeps, Architecture
+from gui_agent.agents.executor import ExecutorAgent, model_step, safe_args
+from gui_agent.agents.thought import ThoughtAgent
+from gui_agent.session import Session
+from gui_agent.tools import ToolRegistry, task_complete, tool
+from schema import (
+    AgentName,
+    AutoChatSettings,
+    Event,
+    Message,
+    MessageCompleted,
+    MessageStarted,
+    MessageType,
+    ModelResponse,
+    Role,
+    RunFinished,
+    RunOutcome,
+    ToolCall,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolResult,
+    Usage,
+    UsageReported,
+)
+
+__all__ = ["DELEGATE", "SupervisorAgent"]
+
+DELEGATE = "delegate"
+
+
+@tool(name=DELEGATE)
+def delegate(worker: str, task: str) -> str:
+    """Hand one self-contained task to a worker and get its answer back.
+
+    Args:
+        worker: Which worker does it (see the list in your instructions).
+        task: Everything the worker needs to know: it sees only this text, not the conversation.
+    """
+    raise RuntimeError("delegate calls are run by the supervisor, not as a tool")
+
+
+def supervisor_instruction(workers: Mapping[str, str]) -> str:
+    listed = "\n".join(f"- {name}: {description}" for name, description in workers.items())
+    return (
+        "You are the supervisor. Split the person's request into self-contained tasks and "
+        "hand each to a worker with the delegate tool; workers see only the task text you "
+        f"write. Workers:\n{listed}\nWhen the workers' answers cover the request, answer "
+        "the person yourself, without a tool call."
+    )
+
+
+def _shown(message: Message, call_id: str, worker: AgentName) -> Message:
+    """A worker's message as kept in the supervisor's conversation: display-only."""
+    return message.model_copy(
+        update={
+            "metadata": {
+                **message.metadata,
+                "display_only": True,
+                "delegated_by": call_id,
+                "worker": worker.value,
+            }
+        }
+    )
+
+
+class SupervisorAgent:
+    """Delegates tasks to worker roles (by default the executor and the thinker)."""
+
+    def __init__(
+        self,
+        *,
+        name: AgentName = AgentName.SUPERVISOR,
+        workers: Mapping[AgentName, Architecture] | None = None,
+    ) -> None:
+        self._name = name
+        self._workers: Mapping[AgentName, Architecture] = workers if workers is not None else {
+            AgentName.AGENT_EXECUTOR: ExecutorAgent(),
+            AgentName.THOUGHT: ThoughtAgent(),
+        }
+        if not self._workers:
+            raise ValueError("a supervisor needs at least one worker")
+        self._tools = ToolRegistry([delegate, task_complete])
+
+    @property
+    def name(self) -> AgentName:
+        return self._name
+
+    @property
+    def description(self) -> str:
+        return "Splits the task and delegates the parts to worker roles, then answers."
+
+    async def run(self, session: Session, deps: AgentDeps, prompt: Message) -> AsyncIterator[Event]:
+        own = dataclasses.replace(deps, tools=self._tools)
+        instruction = supervisor_instruction(
+            {name.value: worker.description for name, worker in self._workers.items()}
+        )
+        turn_usage = Usage()
+        for _ in range(session.settings.max_iterations):
+            response: ModelResponse | None = None
+            async for item in model_step(
+                session, own, agent=self._name, turn_usage=turn_usage, instruction=instruction
+            ):
+                if isinstance(item, ModelResponse):
+                    response = item
+                    continue
+                if isinstance(item, UsageReported):
+                    turn_usage = item.turn
+                yield item
+            if response is None or not response.tool_calls:
+                return
+            parent = session.history[-1].id
+            others = [c for c in response.tool_calls if c.name != DELEGATE]
+            if others:  # task_complete, or a tool that does not exist: the usual handling
+                async for event in ExecutorAgent(name=self._name).run_tools(session, own, others):
+                    yield event
+            for call in response.tool_calls:
+                if call.name != DELEGATE:
+                    continue
+                async for event in self._delegate(session, deps, call, parent, turn_usage):
+                    if isinstance(event, UsageReported):
+                        turn_usage = event.turn
+                    yield event
+            if session.task_complete is not None:
+                return
+        yield RunFinished(
+            outcome=RunOutcome.MAX_ITERATIONS,
+            detail=f"stopped after {session.settings.max_iterations} supervisor steps",
+        )
+
+    async def _delegate(
+        self,
+        session: Session,
+        deps: AgentDeps,
+        call: ToolCall,
+        parent: str,
+        turn_usage: Usage,
+    ) -> AsyncIterator[Event]:
+        yield ToolCallStarted(call=call, parent_message_id=parent, agent=self._name)
+        args = safe_args(call)
+        name, task = str(args.get("worker", "")).strip(), str(args.get("task", "")).strip()
+        worker = next((w for n, w in self._workers.items() if n.value == name), None)
+        if worker is None or not task:
+            known = ", ".join(n.value for n in self._workers)
+            problem = f"unknown worker {name!r}" if worker is None else "the task is empty"
+            answer, is_error = f"Not delegated: {problem}. Workers: {known}.", True
+        else:
+            answer, is_error = "", False
+            work = self._work(session, deps, worker, call, task=task, turn_usage=turn_usage)
+            async for event in work:
+                if isinstance(event, ToolResult):
+                    answer, is_error = event.content, event.is_error
+                else:
+                    yield event
+        result = ToolResult(call_id=call.id, name=DELEGATE, content=answer, is_error=is_error)
+        yield ToolCallFinished(result=result, parent_message_id=parent)
+        message = Message(
+            role=Role.TOOL,
+            type=MessageType.FUNCTION,
+            content=answer,
+            tool_call_id=call.id,
+            name=DELEGATE,
+            agent=self._name,
+            metadata={"is_error": is_error, "arguments": call.arguments},
+        )
+        session.add(message)
+        yield MessageCompleted(message=message)
+
+    async def _work(
+        self,
+        session: Session,
+        deps: AgentDeps,
+        worker: Architecture,
+        call: ToolCall,
+        *,
+        task: str,
+        turn_usage: Usage,
+    ) -> AsyncIterator[Event | ToolResult]:
+        """Run `worker` on `task` in a context of its own; its events, then its answer as a
+        ToolResult (not an event)."""
+        context = Session(
+            id=session.id,
+            owner=session.owner,
+            agent=worker.name,
+            settings=session.settings,
+            autochat=AutoChatSettings(),
+            workdir=session.workdir,
+            usage=session.usage,
+            allowed_tools=session.allowed_tools,
+            denials=session.denials,
+            token_limit=session.token_limit,
+            run_id=session.run_id,
+        )
+        prompt = Message(role=Role.USER, content=task, metadata={"delegated_by": call.id})
+        context.history.append(prompt)
+        shown = _shown(prompt, call.id, worker.name)
+        session.add(shown)
+        yield MessageCompleted(message=shown)
+        finished: RunFinished | None = None
+        try:
+            async for event in worker.run(context, deps, prompt):
+                if isinstance(event, MessageCompleted):
+                    shown = _shown(event.message, call.id, worker.name)
+                    session.add(shown)
+                    yield MessageCompleted(message=shown)
+                elif isinstance(event, MessageStarted):
+                    yield event.model_copy(update={"parent_id": call.id})
+                elif isinstance(event, UsageReported):
+                    yield UsageReported(turn=turn_usage + event.turn, total=event.total)
+                elif isinstance(event, RunFinished):
+                    finished = event  # the worker's turn, not the supervisor's
+                else:
+                    yield event
+        finally:
+            session.usage = context.usage
+        replies = [m for m in context.history if m.role is Role.ASSISTANT and m.content.strip()]
+        answer = replies[-1].content if replies else "(the worker gave no answer)"
+        if finished is not None:
+            answer += (
+                f"\n\n[The worker stopped early: {finished.detail or finished.outcome.value}.]"
+            )
+        yield ToolResult(
+            call_id=call.id, name=DELEGATE, content=answer, is_error=finished is not None
+        )

@@ -1,0 +1,163 @@
+"""SUPERVISOR: delegates tasks to workers on contexts of their own; people see the workers'
+steps, models never do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from connectors.scripted import ScriptedModel, call
+from gui_agent.agents import SupervisorAgent
+from gui_agent.agents.supervisor import DELEGATE
+from schema import (
+    AgentName,
+    ApprovalDecision,
+    ApprovalRequested,
+    InterpreterState,
+    MessageCompleted,
+    MessageStarted,
+    Role,
+    RunFinished,
+    RunOutcome,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+from tests.gui_agent.helpers import make, next_event
+
+
+async def test_a_delegated_task_runs_on_its_own_context_and_its_answer_comes_back(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "a.txt").write_text("a")
+    interpreter, model = make(
+        tmp_path,
+        [
+            call(DELEGATE, worker="AGENT_EXECUTOR", task="List the files in the folder."),
+            call("list_files"),
+            "There is a.txt.",
+            "Your folder holds one file, a.txt.",
+        ],
+    )
+    assert isinstance(model, ScriptedModel)
+    await interpreter.set_agent(AgentName.SUPERVISOR)
+    events = [e async for e in interpreter.chat("what is in my folder?")]
+
+    history = interpreter.session.history
+    shown = [(m.role, m.agent, bool(m.display_only)) for m in history]
+    assert shown == [
+        (Role.USER, None, False),
+        (Role.ASSISTANT, AgentName.SUPERVISOR, False),  # delegate call
+        (Role.USER, None, True),  # the task, as the worker saw it
+        (Role.ASSISTANT, AgentName.AGENT_EXECUTOR, True),  # list_files call
+        (Role.TOOL, AgentName.AGENT_EXECUTOR, True),
+        (Role.ASSISTANT, AgentName.AGENT_EXECUTOR, True),
+        (Role.TOOL, AgentName.SUPERVISOR, False),  # the worker's answer
+        (Role.ASSISTANT, AgentName.SUPERVISOR, False),
+    ]
+    delegate_call = history[1].tool_calls[0]
+    assert all(m.metadata["delegated_by"] == delegate_call.id for m in history[2:6])
+    assert history[6].tool_call_id == delegate_call.id
+    assert history[6].content == "There is a.txt."
+    assert history[-1].content == "Your folder holds one file, a.txt."
+
+    supervisor, worker, _, again = model.requests
+    assert {t.name for t in supervisor.tools} == {DELEGATE, "task_complete"}
+    assert "supervisor" in supervisor.messages[-1].content  # its instruction, last, not kept
+    assert [m.content for m in worker.messages if m.role is Role.USER] == [
+        "List the files in the folder."
+    ]  # the worker sees the task, not the person's conversation
+    assert "run_python" in {t.name for t in worker.tools}
+    sent = [m.role for m in again.messages if m.role is not Role.SYSTEM]
+    assert sent == [Role.USER, Role.ASSISTANT, Role.TOOL]  # no worker message in between
+
+    started = [e for e in events if isinstance(e, MessageStarted)]
+    worker_ids = {m.id for m in history[3:6] if m.role is Role.ASSISTANT}
+    assert {e.message_id for e in started if e.parent_id == delegate_call.id} == worker_ids
+    delegated = [e for e in events if isinstance(e, ToolCallFinished) and e.result.name == DELEGATE]
+    assert delegated[0].result.content == "There is a.txt." and not delegated[0].result.is_error
+    assert any(isinstance(e, ToolCallStarted) and e.call.name == DELEGATE for e in events)
+    assert [e.message.id for e in events if isinstance(e, MessageCompleted)] == [
+        m.id for m in history
+    ]
+    assert interpreter.session.usage.requests == 4
+
+
+async def test_an_unknown_worker_or_empty_task_is_an_error_the_supervisor_reads(
+    tmp_path: Path,
+) -> None:
+    interpreter, _ = make(
+        tmp_path,
+        [call(DELEGATE, worker="NOBODY", task="x"), "I could not delegate that."],
+    )
+    await interpreter.set_agent(AgentName.SUPERVISOR)
+    _ = [e async for e in interpreter.chat("do it")]
+    result = interpreter.session.history[2]
+    assert result.role is Role.TOOL and result.metadata["is_error"] is True
+    assert "unknown worker 'NOBODY'" in result.content and "AGENT_EXECUTOR" in result.content
+
+
+async def test_a_worker_asks_for_approval_and_goes_on_when_allowed(tmp_path: Path) -> None:
+    interpreter, _ = make(
+        tmp_path,
+        [
+            call(DELEGATE, worker="AGENT_EXECUTOR", task="Print 6*7 with Python."),
+            call("run_python", code="print(6*7)"),
+            "It printed 42.",
+            "The answer is 42.",
+        ],
+    )
+    await interpreter.set_agent(AgentName.SUPERVISOR)
+    async with interpreter.subscribe() as sub:
+        await interpreter.send("compute it")
+        request = await next_event(sub, lambda e: isinstance(e, ApprovalRequested))
+        assert isinstance(request, ApprovalRequested)
+        assert interpreter.state is InterpreterState.WAITING
+        interpreter.approve(request.approval_id, ApprovalDecision.ALLOW_ONCE)
+        await interpreter.wait_idle()
+    history = interpreter.session.history
+    assert any(m.role is Role.TOOL and "42" in m.content and m.display_only for m in history)
+    assert history[-1].content == "The answer is 42."
+
+
+async def test_stop_inside_a_worker_keeps_the_history_sendable(tmp_path: Path) -> None:
+    long_reply = " ".join(f"word{i}" for i in range(3000))
+    interpreter, _ = make(
+        tmp_path,
+        [call(DELEGATE, worker="THOUGHT", task="Think at length."), long_reply, "next"],
+        delay_s=0.002,
+    )
+    await interpreter.set_agent(AgentName.SUPERVISOR)
+    async with interpreter.subscribe() as sub:
+        await interpreter.send("go")
+        await next_event(sub, lambda e: isinstance(e, TextDelta) and e.delta.startswith("word5"))
+        assert await interpreter.stop()
+    history = interpreter.session.history
+    partial = history[-2]
+    assert partial.agent is AgentName.THOUGHT and partial.display_only
+    assert partial.content.startswith("word0") and partial.metadata["delegated_by"]
+    answered = history[-1]
+    assert answered.role is Role.TOOL and answered.tool_call_id == history[1].tool_calls[0].id
+    window = [m.role for m in interpreter.window().messages if m.role is not Role.SYSTEM]
+    assert window == [Role.USER, Role.ASSISTANT, Role.TOOL]
+    events = [e async for e in interpreter.chat("go on")]  # the session stays usable
+    assert [e.outcome for e in events if isinstance(e, RunFinished)] == [RunOutcome.COMPLETED]
+
+
+def test_a_supervisor_needs_workers() -> None:
+    with pytest.raises(ValueError, match="worker"):
+        SupervisorAgent(workers={})
+
+
+async def test_supervisor_steps_are_capped(tmp_path: Path) -> None:
+    replies = [call(DELEGATE, worker="THOUGHT", task=f"think {n}") for n in range(4)]
+    interpreter, _ = make(
+        tmp_path, [r for pair in zip(replies, ["ok"] * 4, strict=True) for r in pair]
+    )
+    session = interpreter.session
+    session.settings = session.settings.model_copy(update={"max_iterations": 2})
+    await interpreter.set_agent(AgentName.SUPERVISOR)
+    events = [e async for e in interpreter.chat("loop")]
+    (finished,) = [e for e in events if isinstance(e, RunFinished)]
+    assert finished.outcome is RunOutcome.MAX_ITERATIONS
