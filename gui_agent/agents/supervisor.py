@@ -93,10 +93,14 @@ class SupervisorAgent:
         workers: Mapping[AgentName, Architecture] | None = None,
     ) -> None:
         self._name = name
-        self._workers: Mapping[AgentName, Architecture] = workers if workers is not None else {
-            AgentName.AGENT_EXECUTOR: ExecutorAgent(),
-            AgentName.THOUGHT: ThoughtAgent(),
-        }
+        self._workers: Mapping[AgentName, Architecture] = (
+            workers
+            if workers is not None
+            else {
+                AgentName.AGENT_EXECUTOR: ExecutorAgent(),
+                AgentName.THOUGHT: ThoughtAgent(),
+            }
+        )
         if not self._workers:
             raise ValueError("a supervisor needs at least one worker")
         self._tools = ToolRegistry([delegate, task_complete])
