@@ -101,10 +101,14 @@ class Session:
         )
 
 
+_GENERATED_MARKS = ("autochat", "plan_step", "crew_member", "delegated_by")
+
+
 def written_by_person(message: Message) -> bool:
-    """A USER message the person wrote: not AutoChat's continuation, not a plan step."""
-    return message.role is Role.USER and not (
-        message.metadata.get("autochat") or message.metadata.get("plan_step")
+    """A USER message the person wrote: not AutoChat's continuation, a plan step, a crew
+    handoff or a supervisor's task for a worker."""
+    return message.role is Role.USER and not any(
+        message.metadata.get(mark) for mark in _GENERATED_MARKS
     )
 
 

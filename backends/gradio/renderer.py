@@ -126,6 +126,9 @@ class _Call:
     anchor: int
 
 
+_HANDOVER_MARKS = ("delegated_by", "crew_member", "plan_step")
+
+
 class ChatView:
     """The chatbot's content for one session, kept in step with its events."""
 
@@ -372,13 +375,15 @@ class ChatView:
 
     def _render_message(self, message: Message, index: int) -> None:
         entry = self._by_key.get(message.id)
-        delegated = bool(message.metadata.get("delegated_by"))
+        # An agent's hand-over (plan step, crew turn, a supervisor's task) is not the person's
+        # message: it is shown on the agents' side, and its writer is not a new speaker.
+        handover = any(message.metadata.get(mark) for mark in _HANDOVER_MARKS)
         role: Literal["user", "assistant"] = (
-            "user" if message.role is Role.USER and not delegated else "assistant"
+            "user" if message.role is Role.USER and not handover else "assistant"
         )
         if entry is None:
             entry = self._append(_Entry(message.id, role, index))
-            speaks = message.type is not MessageType.CONFIRMATION and not delegated
+            speaks = message.type is not MessageType.CONFIRMATION and not handover
             if role == "assistant" and speaks:
                 self._see_speaker(message.agent, before=message.id)
         entry.anchor = index
@@ -397,6 +402,9 @@ class ChatView:
             if message.metadata.get("delegated_by"):  # the supervisor's task for a worker
                 worker = escape_html(str(message.metadata.get("worker", "a worker")))
                 text = f'<span class="ga-autochat">Task for {worker}:</span> {text}'
+            elif message.metadata.get("crew_member"):
+                member = escape_html(str(message.metadata["crew_member"]))
+                text = f'<span class="ga-autochat">Crew, over to the {member}:</span> {text}'
             elif message.metadata.get("autochat"):
                 turn = message.metadata.get("autochat_turn")
                 label = f"AutoChat turn {turn}" if turn else "AutoChat"

@@ -1,6 +1,7 @@
 """Agent roles (architectures) and the registry of the built-in ones."""
 
 from gui_agent.agents.base import AgentDeps, Architecture
+from gui_agent.agents.crew import CrewAgent, CrewMember
 from gui_agent.agents.executor import ExecutorAgent
 from gui_agent.agents.planner import PlannerAgent
 from gui_agent.agents.roles import default_architectures
@@ -10,6 +11,8 @@ from gui_agent.agents.thought import ThoughtAgent
 __all__ = [
     "AgentDeps",
     "Architecture",
+    "CrewAgent",
+    "CrewMember",
     "ExecutorAgent",
     "PlannerAgent",
     "SupervisorAgent",

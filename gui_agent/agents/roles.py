@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gui_agent.agents.base import Architecture
+from gui_agent.agents.crew import CrewAgent
 from gui_agent.agents.executor import ExecutorAgent
 from gui_agent.agents.planner import PlannerAgent
 from gui_agent.agents.supervisor import SupervisorAgent
@@ -14,5 +15,11 @@ def default_architectures() -> dict[AgentName, Architecture]:
     """The built-in roles, executor first (the default)."""
     executor, thought = ExecutorAgent(), ThoughtAgent()
     supervisor = SupervisorAgent(workers={executor.name: executor, thought.name: thought})
-    roles: list[Architecture] = [executor, PlannerAgent(executor=executor), supervisor, thought]
+    roles: list[Architecture] = [
+        executor,
+        PlannerAgent(executor=executor),
+        supervisor,
+        CrewAgent(),
+        thought,
+    ]
     return {role.name: role for role in roles}

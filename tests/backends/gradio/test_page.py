@@ -343,6 +343,16 @@ def test_the_supervisor_shows_the_workers_steps_and_answers(tab: Page, artifacts
     tab.locator("#chatbot").screenshot(path=artifacts / "supervisor.png")
 
 
+def test_the_crew_hands_over_from_the_doer_to_the_reviewer(tab: Page) -> None:
+    pick(tab, "role-picker", "CREW")
+    send(tab, "hello crew")
+    expect(bot_messages(tab).last).to_contain_text("You said: You are the reviewer.")
+    wait_idle(tab)
+    expect(chat(tab)).to_contain_text("Crew, over to the reviewer:")
+    expect(user_messages(tab)).to_have_count(1)  # the hand-over is not shown as the person's
+    expect(tab.locator("#chatbot .ga-agent").last).to_have_text("THOUGHT")
+
+
 def test_two_tabs_do_not_share_a_conversation(chromium: Browser, server: LiveServer) -> None:
     pages = []
     for _ in range(2):

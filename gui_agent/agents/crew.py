@@ -1,0 +1,125 @@
+"""CREW: a small team that works on the request in turn, each member with its own brief.
+
+The default crew is a doer and a reviewer: the executor does the task with its tools, then
+a reviewer (no tools) checks the work for mistakes and gaps and writes the final answer.
+Members after the first get the work handed over as a USER message marked ``crew_member``
+(shown as "Crew: reviewer"), carrying the person's request; retry, edit and the AutoChat goal
+skip these messages. Why a user turn and not a system note: the last message before the
+reviewer's call is the doer's answer, and some APIs read a conversation that ends with an
+assistant message as the start of that message, to be continued.
+
+A member that hits a limit ends the crew's turn with that outcome; so does `task_complete`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+
+from gui_agent.agents.base import AgentDeps
+from gui_agent.agents.executor import ExecutorAgent, model_step
+from gui_agent.session import Session
+from schema import (
+    AgentName,
+    Event,
+    Message,
+    MessageCompleted,
+    ModelResponse,
+    Role,
+    RunFinished,
+    Usage,
+    UsageReported,
+)
+
+__all__ = ["DEFAULT_CREW", "CrewAgent", "CrewMember"]
+
+
+@dataclass(frozen=True, slots=True)
+class CrewMember:
+    """One member: a name people see, the role its messages carry, its brief (with
+    ``{request}`` for the person's request) and whether it may call tools."""
+
+    name: str
+    agent: AgentName
+    brief: str
+    tools: bool
+
+
+DEFAULT_CREW: tuple[CrewMember, ...] = (
+    CrewMember(
+        name="doer",
+        agent=AgentName.AGENT_EXECUTOR,
+        brief="Do the task: {request}",
+        tools=True,
+    ),
+    CrewMember(
+        name="reviewer",
+        agent=AgentName.THOUGHT,
+        brief=(
+            "You are the reviewer. The request was: {request}\n\nCheck the work above for "
+            "mistakes and gaps, then write the final answer for the person: correct what "
+            "was wrong, and say plainly if something could not be done."
+        ),
+        tools=False,
+    ),
+)
+
+
+class CrewAgent:
+    """Runs the members in order on the same conversation."""
+
+    def __init__(
+        self,
+        *,
+        name: AgentName = AgentName.CREW,
+        members: Sequence[CrewMember] = DEFAULT_CREW,
+    ) -> None:
+        if not members:
+            raise ValueError("a crew needs at least one member")
+        self._name = name
+        self.members = tuple(members)
+
+    @property
+    def name(self) -> AgentName:
+        return self._name
+
+    @property
+    def description(self) -> str:
+        names = " then ".join(member.name for member in self.members)
+        return f"A small team working in turn: {names}."
+
+    async def run(self, session: Session, deps: AgentDeps, prompt: Message) -> AsyncIterator[Event]:
+        request = prompt.content.strip() or "(the attached images)"
+        turn_usage = Usage()
+        for index, member in enumerate(self.members):
+            if index > 0:
+                handoff = Message(
+                    role=Role.USER,
+                    content=member.brief.format(request=request),
+                    metadata={"crew_member": member.name, "crew_agent": member.agent.value},
+                )
+                session.add(handoff)
+                yield MessageCompleted(message=handoff)
+            stopped = False
+            async for event in self._member_turn(session, deps, member, turn_usage):
+                if isinstance(event, UsageReported):
+                    turn_usage = event.turn
+                elif isinstance(event, RunFinished):
+                    stopped = True
+                yield event
+            if stopped or session.task_complete is not None:
+                return
+
+    async def _member_turn(
+        self, session: Session, deps: AgentDeps, member: CrewMember, turn_usage: Usage
+    ) -> AsyncIterator[Event]:
+        if member.tools:
+            worker = ExecutorAgent(name=member.agent)
+            async for event in worker.loop(session, deps, turn_usage=turn_usage):
+                yield event
+            return
+        async for item in model_step(
+            session, deps, agent=member.agent, turn_usage=turn_usage, use_tools=False
+        ):
+            if not isinstance(item, ModelResponse):
+                yield item

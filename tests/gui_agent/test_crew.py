@@ -1,0 +1,81 @@
+"""CREW: members work in turn on one conversation; the default is a doer and a reviewer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from connectors.scripted import ScriptedModel, call
+from gui_agent.agents import CrewAgent, CrewMember
+from gui_agent.quick import create_interpreter
+from schema import AgentName, Role, RunFinished, RunOutcome, UsageReported
+from tests.gui_agent.helpers import make
+
+
+async def test_the_doer_works_with_tools_then_the_reviewer_answers(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("x")
+    interpreter, model = make(
+        tmp_path,
+        [call("list_files"), "There is notes.txt.", "Checked: the folder holds notes.txt."],
+    )
+    assert isinstance(model, ScriptedModel)
+    await interpreter.set_agent(AgentName.CREW)
+    events = [e async for e in interpreter.chat("what is in the folder?")]
+
+    history = interpreter.session.history
+    assert [(m.role, m.agent) for m in history] == [
+        (Role.USER, None),
+        (Role.ASSISTANT, AgentName.AGENT_EXECUTOR),
+        (Role.TOOL, AgentName.AGENT_EXECUTOR),
+        (Role.ASSISTANT, AgentName.AGENT_EXECUTOR),
+        (Role.USER, None),  # over to the reviewer
+        (Role.ASSISTANT, AgentName.THOUGHT),
+    ]
+    handoff = history[4]
+    assert handoff.metadata["crew_member"] == "reviewer"
+    assert "what is in the folder?" in handoff.content
+    assert history[-1].content == "Checked: the folder holds notes.txt."
+
+    review = model.requests[-1]
+    assert review.tools == ()  # the reviewer only reads and writes
+    assert review.messages[-1].id == handoff.id  # it answers a user turn, never continues
+    assert all(r.tools for r in model.requests[:-1])
+    assert [e.outcome for e in events if isinstance(e, RunFinished)] == [RunOutcome.COMPLETED]
+    usage = [e for e in events if isinstance(e, UsageReported)]
+    assert usage[-1].turn.requests == 3
+
+    model.push(call("list_files"), "Still notes.txt.", "Checked again.")
+    await interpreter.retry()  # the person's message is retried, not the hand-over
+    await interpreter.wait_idle()
+    again = interpreter.session.history
+    assert again[0].content == "what is in the folder?" and len(again) == 6
+    assert again[-1].content == "Checked again."
+
+
+async def test_a_member_that_hits_a_limit_ends_the_crews_turn(tmp_path: Path) -> None:
+    interpreter, model = make(tmp_path, [call("list_files"), "unused review"])
+    session = interpreter.session
+    session.settings = session.settings.model_copy(update={"max_iterations": 1})
+    await interpreter.set_agent(AgentName.CREW)
+    events = [e async for e in interpreter.chat("go")]
+    assert [e.outcome for e in events if isinstance(e, RunFinished)] == [RunOutcome.MAX_ITERATIONS]
+    assert not any(m.metadata.get("crew_member") for m in session.history)
+    assert isinstance(model, ScriptedModel) and model.remaining == 1
+
+
+async def test_a_custom_crew_runs_its_members_in_order(tmp_path: Path) -> None:
+    crew = CrewAgent(
+        members=[
+            CrewMember("drafter", AgentName.THOUGHT, "Draft: {request}", tools=False),
+            CrewMember("editor", AgentName.THOUGHT, "Edit the draft for: {request}", tools=False),
+        ]
+    )
+    model = ScriptedModel(["a draft", "an edited draft"])
+    interpreter = create_interpreter(model, workdir=tmp_path, architectures={AgentName.CREW: crew})
+    _ = [e async for e in interpreter.chat("a poem")]
+    contents = [m.content for m in interpreter.session.history]
+    assert contents == ["a poem", "a draft", "Edit the draft for: a poem", "an edited draft"]
+    assert crew.description == "A small team working in turn: drafter then editor."
+    with pytest.raises(ValueError, match="member"):
+        CrewAgent(members=[])
