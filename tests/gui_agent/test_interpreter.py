@@ -418,7 +418,7 @@ async def test_switching_role_routes_the_next_turn_and_is_announced(tmp_path: Pa
     assert isinstance(model, ScriptedModel)
     assert model.requests[0].tools and model.requests[1].tools == ()  # thinkers get no tools
     with pytest.raises(InvalidRequest, match="available"):
-        await interpreter.set_agent(AgentName.CREW)
+        await interpreter.set_agent(AgentName.OTHER)
 
 
 async def test_tool_steps_point_at_the_message_that_called_them(tmp_path: Path) -> None:
