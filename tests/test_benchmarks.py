@@ -1,0 +1,42 @@
+"""Every benchmark still runs and ends with its JSON line (small sizes: this checks that the
+scripts work, it measures nothing)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).parent / "bench"
+
+CASES = {
+    "bench_core.py": (["--runs", "30", "--sessions", "100"], "one_tool"),
+    "bench_connectors.py": (["--chunks", "50", "--runs", "1", "--no-llama"], "overhead"),
+    "bench_stream.py": (["--quick"], "plain_gradio"),
+    "bench_store.py": (["--sessions", "1000", "--messages", "11000"], "appends_per_s"),
+}
+
+
+@pytest.mark.parametrize("script", sorted(CASES))
+def test_benchmark_runs_and_ends_with_its_figures(script: str) -> None:
+    args, key = CASES[script]
+    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}
+    done = subprocess.run(
+        [sys.executable, str(BENCH / script), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert key in figures
+    if script == "bench_core.py":
+        assert figures["one_tool"]["events_per_run"] == 19
+        assert figures["ten_tools"]["events_per_run"] == 46
+        assert figures["one_tool"]["framework_median_us"] > 0
