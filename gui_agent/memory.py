@@ -91,7 +91,8 @@ class SlidingWindowMemory:
     """The last k exchanges, a hard message cap and a token budget (see the module doc).
 
     `counter` defaults to `counter_for_model(None)`, built on first use. Per-message counts
-    are cached by message id in a bounded LRU owned by this instance (`cache_size` entries).
+    are cached by message id in a bounded cache owned by this instance (`cache_size` entries,
+    oldest dropped first).
     """
 
     def __init__(

@@ -3,10 +3,10 @@
 The default crew is a doer and a reviewer: the executor does the task with its tools, then
 a reviewer (no tools) checks the work for mistakes and gaps and writes the final answer.
 Members after the first get the work handed over as a USER message marked ``crew_member``
-(shown as "Crew: reviewer"), carrying the person's request; retry, edit and the AutoChat goal
-skip these messages. Why a user turn and not a system note: the last message before the
-reviewer's call is the doer's answer, and some APIs read a conversation that ends with an
-assistant message as the start of that message, to be continued.
+(shown as "Crew, over to the reviewer"), carrying the person's request; retry, edit and the
+AutoChat goal skip these messages. Why a user turn and not a system note: the last message
+before the reviewer's call is the doer's answer, and some APIs read a conversation that ends
+with an assistant message as the start of that message, to be continued.
 
 A member that hits a limit ends the crew's turn with that outcome; so does `task_complete`.
 """
