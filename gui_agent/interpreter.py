@@ -52,7 +52,9 @@ from schema import (
     SessionUpdated,
     StateChanged,
     TextDelta,
+    ToolCall,
     ToolCallFinished,
+    ToolCallStarted,
     ToolResult,
 )
 
@@ -118,6 +120,7 @@ class Interpreter:
         self._auto = AutoRun()
         self._open: dict[str, _Partial] = {}
         self._open_approvals: dict[str, ApprovalRequested] = {}
+        self._open_calls: dict[str, ToolCall] = {}  # started, not finished (for front ends)
         self._speaker: AgentName | None = None
         self._run_id = ""
         self._stop_reason = "stopped by the user"
@@ -379,9 +382,24 @@ class Interpreter:
                 session.add(message)
             await self._emit(MessageCompleted(message=message))
         for message in _answer_dangling_calls(session, detail or outcome.value):
+            self._open_calls.pop(message.tool_call_id or "", None)
             self._publish(ToolCallFinished(result=_tool_result(message)))
             session.add(message)
             await self._emit(MessageCompleted(message=message))
+        for call in self._open_calls.values():  # e.g. a supervisor's worker's call: no answer
+            # is owed to any model, but the step a front end shows must not stay "running"
+            reason = detail or outcome.value
+            self._publish(
+                ToolCallFinished(
+                    result=ToolResult(
+                        call_id=call.id,
+                        name=call.name,
+                        content=f"Not finished: the turn ended ({reason}).",
+                        is_error=True,
+                    )
+                )
+            )
+        self._open_calls.clear()
         for approval_id in list(self._open_approvals):
             del self._open_approvals[approval_id]
             self._publish(
@@ -484,6 +502,10 @@ class Interpreter:
             if store is not None:
                 partial.saved_at = time.monotonic()
             self._open[event.message_id] = partial
+        elif isinstance(event, ToolCallStarted):
+            self._open_calls[event.call.id] = event.call
+        elif isinstance(event, ToolCallFinished):
+            self._open_calls.pop(event.result.call_id, None)
         elif isinstance(event, ApprovalRequested):
             self._open_approvals[event.approval_id] = event
             self._machine.fire(Trigger.AWAIT_APPROVAL, "approval needed")

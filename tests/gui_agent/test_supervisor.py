@@ -3,6 +3,7 @@ steps, models never do."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ import pytest
 from connectors.scripted import ScriptedModel, call
 from gui_agent.agents import SupervisorAgent
 from gui_agent.agents.supervisor import DELEGATE
+from gui_agent.tools import tool
 from schema import (
     AgentName,
     ApprovalDecision,
@@ -143,6 +145,31 @@ async def test_stop_inside_a_worker_keeps_the_history_sendable(tmp_path: Path) -
     assert window == [Role.USER, Role.ASSISTANT, Role.TOOL]
     events = [e async for e in interpreter.chat("go on")]  # the session stays usable
     assert [e.outcome for e in events if isinstance(e, RunFinished)] == [RunOutcome.COMPLETED]
+
+
+async def test_stop_during_a_workers_tool_closes_every_open_tool_step(tmp_path: Path) -> None:
+    @tool
+    async def slow(seconds: float) -> str:
+        """Wait a while."""
+        await asyncio.sleep(seconds)
+        return "waited"
+
+    interpreter, _ = make(
+        tmp_path,
+        [call(DELEGATE, worker="AGENT_EXECUTOR", task="wait"), call("slow", seconds=30)],
+        tools=[slow],
+    )
+    await interpreter.set_agent(AgentName.SUPERVISOR)
+    async with interpreter.subscribe() as sub:
+        await interpreter.send("go")
+        await next_event(sub, lambda e: isinstance(e, ToolCallStarted) and e.call.name == "slow")
+        assert await interpreter.stop()
+        events = sub.pending()
+    finished = {e.result.name: e.result for e in events if isinstance(e, ToolCallFinished)}
+    assert finished["slow"].is_error and "Not finished" in finished["slow"].content
+    assert finished[DELEGATE].is_error  # answered, so the supervisor's call is not dangling
+    started = [e for e in events if isinstance(e, ToolCallStarted)]
+    assert started == []  # nothing new starts after Stop
 
 
 def test_a_supervisor_needs_workers() -> None:
