@@ -79,15 +79,17 @@ def create_app(
     if default not in names:
         default = names[0] if names else None
     notes = {info.name: info.note for info in infos}
+    roles = manager.architectures_factory()
     demo = gr.Blocks(title=title, analytics_enabled=False, fill_width=True)
     with demo:
         page = build_page(
             title=title,
             notice=notice,
-            agents=manager.agent_names,
+            agents=list(roles),
             models=names,
             default_model=default,
             model_note=notes.get(default or "", ""),
+            agent_notes={name: role.description for name, role in roles.items()},
         )
         handlers = Handlers(
             manager,
@@ -255,6 +257,9 @@ def _wire(
         None, [page.export_data], None, js=download_js
     )
 
+    page.role_picker.change(
+        handlers.describe_role, [page.role_picker], [page.role_note], queue=False, **_EVENT
+    )
     page.role_picker.input(
         handlers.pick_role,
         [page.session_id, page.role_picker],

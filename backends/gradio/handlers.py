@@ -89,6 +89,9 @@ class Handlers:
         self.notes = {model.name: model.note for model in models}
         self.interval_s = interval_s
         self.trays = Trays()
+        self.role_notes = {
+            name.value: role.description for name, role in manager.architectures_factory().items()
+        }
 
     # -- lookups ----------------------------------------------------------------------------
 
@@ -289,6 +292,10 @@ class Handlers:
             return {self.page.role_picker: interpreter.session.agent.value}
         finally:
             subscription.close()
+
+    async def describe_role(self, role: str) -> str:
+        """What the picked role does, under the picker."""
+        return escape_html(self.role_notes.get(role, ""))
 
     async def pick_model(self, session_id: str, model: str, request: gr.Request) -> Updates:
         note = {self.page.model_note: escape_html(self.notes.get(model, ""))}

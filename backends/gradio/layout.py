@@ -6,7 +6,7 @@ Stable handles for tests and scripts are the `elem_id`s listed in `ELEM_IDS`.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -83,6 +83,7 @@ class Page:
     clear_btn: gr.Button
     # side panels
     role_picker: gr.Dropdown
+    role_note: gr.Markdown
     model_picker: gr.Dropdown
     model_note: gr.Markdown
     system_prompt: gr.Textbox
@@ -109,6 +110,7 @@ def build_page(
     models: Sequence[str],
     default_model: str | None,
     model_note: str,
+    agent_notes: Mapping[AgentName, str] | None = None,
 ) -> Page:
     """Create and place the components inside the current `gr.Blocks` context."""
     settings = SessionSettings()
@@ -244,6 +246,10 @@ def build_page(
                 elem_id="role-picker",
                 interactive=True,
             )
+            role_note = gr.Markdown(
+                escape_html((agent_notes or {}).get(agents[0], "")) if agents else "",
+                elem_id="role-note",
+            )
             with gr.Accordion("AutoChat", open=True, elem_id="autochat-box"):
                 autochat_toggle = gr.Checkbox(
                     label="AutoChat: keep working on its own",
@@ -355,6 +361,7 @@ def build_page(
         edit_mode=edit_mode,
         clear_btn=clear_btn,
         role_picker=role_picker,
+        role_note=role_note,
         model_picker=model_picker,
         model_note=model_note_box,
         system_prompt=system_prompt,

@@ -308,10 +308,12 @@ def test_autochat_runs_the_set_number_of_turns_and_stops(tab: Page) -> None:
 
 
 def test_role_picker_routes_the_next_turn_and_shows_the_switch(tab: Page) -> None:
+    expect(tab.locator("#role-note")).to_contain_text("Calls tools")
     send(tab, "first to the executor")
     wait_idle(tab)
     pick(tab, "role-picker", "THOUGHT")
     expect(chat(tab)).to_contain_text("Switched to THOUGHT")
+    expect(tab.locator("#role-note")).to_contain_text("without running any tool")
     send(tab, "now to the thinker")
     wait_idle(tab)
     expect(bot_messages(tab).last).to_contain_text("You said: now to the thinker")
