@@ -75,10 +75,6 @@ class SessionManager:
         self._live.clear()
         await self.store.close()
 
-    @property
-    def agent_names(self) -> list[AgentName]:
-        return list(self.architectures_factory())
-
     async def create(
         self,
         owner: str,
