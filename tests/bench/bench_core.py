@@ -5,6 +5,11 @@ Both sides use the same zero-latency ScriptedModel and the same async tool, so t
 difference is what GuiAgent adds: state machine, events, memory window, permissions, tool
 execution, history. Also: memory per idle interpreter, for 10,000 sessions.
 
+A third loop, the "event floor", is the bare loop plus only the event contract: the same
+events (pydantic models, stamped with seq/session/run) built in a task of their own and
+delivered to a subscriber. No state machine, memory, permissions or timeouts. It shows
+how much of the overhead the event stream alone costs in this process.
+
 Run: python tests/bench/bench_core.py [--runs N]. The last line is one JSON object.
 """
 
@@ -19,6 +24,8 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from collections import deque
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -33,7 +40,27 @@ from gui_agent.interpreter import Interpreter
 from gui_agent.memory import SlidingWindowMemory
 from gui_agent.session import Session
 from gui_agent.tools import PermissionPolicy
-from schema import Message, ModelResponse, ModelTextDelta, Role
+from schema import (
+    Event,
+    InterpreterState,
+    MemoryUpdated,
+    Message,
+    MessageCompleted,
+    MessageStarted,
+    ModelResponse,
+    ModelTextDelta,
+    Role,
+    RunFinished,
+    RunOutcome,
+    StateChanged,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolResult,
+    Usage,
+    UsageReported,
+    new_id,
+)
 
 
 @tool
@@ -79,6 +106,87 @@ async def bare_run(model: ScriptedModel, n_calls: int) -> int:
     return len(text)
 
 
+class _Inbox:
+    """The smallest subscriber: a deque and a future to wake the reader."""
+
+    def __init__(self) -> None:
+        self.items: deque[Event | None] = deque()
+        self.waiter: asyncio.Future[None] | None = None
+        self.seq = 0
+
+    def put(self, event: Event | None) -> None:
+        if event is not None:
+            self.seq += 1
+            fields = event.__dict__
+            fields["seq"], fields["session_id"], fields["run_id"] = self.seq, "s", "r"
+        self.items.append(event)
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    async def read(self) -> AsyncIterator[Event]:
+        while True:
+            while not self.items:
+                self.waiter = asyncio.get_running_loop().create_future()
+                await self.waiter
+            event = self.items.popleft()
+            if event is None:
+                return
+            yield event
+
+
+async def _floor_turn(model: ScriptedModel, inbox: _Inbox, prompt: Message) -> None:
+    running, stopped = InterpreterState.RUNNING, InterpreterState.STOP
+    inbox.put(StateChanged(from_state=stopped, to_state=running))
+    inbox.put(MessageCompleted(message=prompt))
+    history, usage, schemas = [prompt], Usage(), [add.schema]
+    while True:
+        inbox.put(MemoryUpdated(message_ids=tuple(m.id for m in history), token_count=0))
+        message_id = new_id()
+        inbox.put(MessageStarted(message_id=message_id))
+        final: ModelResponse | None = None
+        async for part in model.stream(history, tools=schemas):
+            if isinstance(part, ModelTextDelta):
+                inbox.put(TextDelta(message_id=message_id, delta=part.text))
+            elif isinstance(part, ModelResponse):
+                final = part
+        assert final is not None
+        reply = Message(
+            id=message_id, role=Role.ASSISTANT, content=final.text, tool_calls=final.tool_calls
+        )
+        history.append(reply)
+        inbox.put(MessageCompleted(message=reply))
+        usage = usage + final.usage
+        inbox.put(UsageReported(turn=usage, total=usage))
+        if not final.tool_calls:
+            break
+        for call in final.tool_calls:
+            inbox.put(ToolCallStarted(call=call))
+        results = await asyncio.gather(
+            *(add.function(**json.loads(c.arguments)) for c in final.tool_calls)
+        )
+        for call, value in zip(final.tool_calls, results, strict=True):
+            result = ToolResult(call_id=call.id, name=call.name, content=str(value))
+            inbox.put(ToolCallFinished(result=result))
+            answer = Message(role=Role.TOOL, tool_call_id=call.id, content=result.content)
+            history.append(answer)
+            inbox.put(MessageCompleted(message=answer))
+    inbox.put(RunFinished(outcome=RunOutcome.COMPLETED))
+    inbox.put(StateChanged(from_state=running, to_state=stopped))
+    inbox.put(None)
+
+
+async def floor_run(model: ScriptedModel, n_calls: int) -> int:
+    """The bare loop plus the event stream, and nothing else GuiAgent does."""
+    model.push(*script(n_calls))
+    inbox = _Inbox()
+    task = asyncio.create_task(_floor_turn(model, inbox, Message(role=Role.USER, content="x")))
+    count = 0
+    async for _ in inbox.read():
+        count += 1
+    await task
+    return count
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -87,11 +195,15 @@ def percentile(values: list[float], q: float) -> float:
 async def measure(runs: int, n_calls: int, workdir: Path) -> dict[str, float]:
     fw_model = ScriptedModel()
     interpreter = create_interpreter(fw_model, tools=[add], builtin_tools=False, workdir=workdir)
-    bare_model = ScriptedModel()
-    events = 0
-    for _ in range(200):  # warm up both paths
+    bare_model, floor_model = ScriptedModel(), ScriptedModel()
+    events = floor_events = 0
+    for _ in range(200):  # warm up every path
         events = await framework_run(interpreter, fw_model, n_calls)
         await bare_run(bare_model, n_calls)
+        floor_events = await floor_run(floor_model, n_calls)
+    assert floor_events == events, (floor_events, events)
+    # Two passes, each interleaving two loops run for run, so both see the same machine
+    # state: GuiAgent against bare, then the event floor against bare.
     fw: list[float] = []
     bare: list[float] = []
     gc.collect()
@@ -103,7 +215,19 @@ async def measure(runs: int, n_calls: int, workdir: Path) -> dict[str, float]:
         t2 = time.perf_counter()
         bare.append((t1 - t0) * 1e6)
         fw.append((t2 - t1) * 1e6)
+    floor: list[float] = []
+    bare_again: list[float] = []
+    gc.collect()
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        await bare_run(bare_model, n_calls)
+        t1 = time.perf_counter()
+        await floor_run(floor_model, n_calls)
+        t2 = time.perf_counter()
+        bare_again.append((t1 - t0) * 1e6)
+        floor.append((t2 - t1) * 1e6)
     fw_med, bare_med = statistics.median(fw), statistics.median(bare)
+    floor_med = statistics.median(floor)
     return {
         "tool_calls": n_calls,
         "events_per_run": events,
@@ -112,6 +236,8 @@ async def measure(runs: int, n_calls: int, workdir: Path) -> dict[str, float]:
         "bare_median_us": round(bare_med, 1),
         "bare_p99_us": round(percentile(bare, 0.99), 1),
         "overhead_median_us": round(fw_med - bare_med, 1),
+        "event_floor_median_us": round(floor_med, 1),
+        "event_floor_overhead_us": round(floor_med - statistics.median(bare_again), 1),
     }
 
 
@@ -148,14 +274,17 @@ def main() -> None:
     rows = [one, ten]
     print(
         f"{'tool calls':>10} {'events':>7} {'GuiAgent med':>13} {'p99':>9} "
-        f"{'bare med':>9} {'p99':>9} {'overhead':>9}  (µs per run)"
+        f"{'bare med':>9} {'p99':>9} {'overhead':>9} {'event floor':>12}  (µs per run)"
     )
     for r in rows:
         print(
             f"{r['tool_calls']:>10} {r['events_per_run']:>7} {r['framework_median_us']:>13} "
             f"{r['framework_p99_us']:>9} {r['bare_median_us']:>9} {r['bare_p99_us']:>9} "
-            f"{r['overhead_median_us']:>9}"
+            f"{r['overhead_median_us']:>9} {r['event_floor_overhead_us']:>12}"
         )
+    print(
+        "overhead = GuiAgent − bare; event floor = (bare + only the event stream) − bare, medians"
+    )
     print(
         f"idle interpreters: {args.sessions:,} sessions, {per_session:,.0f} bytes each, "
         f"{per_session * args.sessions / 2**20:,.1f} MiB in all"
