@@ -101,14 +101,21 @@ class Session:
         )
 
 
-_GENERATED_MARKS = ("autochat", "plan_step", "crew_member", "delegated_by")
+HANDOVER_MARKS = ("plan_step", "crew_member", "delegated_by")
+"""Metadata keys of messages an agent writes to another agent (a plan step, a crew
+hand-over, a supervisor's task and the worker's steps)."""
+
+
+def is_handover(message: Message) -> bool:
+    return any(message.metadata.get(mark) for mark in HANDOVER_MARKS)
 
 
 def written_by_person(message: Message) -> bool:
-    """A USER message the person wrote: not AutoChat's continuation, a plan step, a crew
-    handoff or a supervisor's task for a worker."""
-    return message.role is Role.USER and not any(
-        message.metadata.get(mark) for mark in _GENERATED_MARKS
+    """A USER message the person wrote: not AutoChat's continuation, not a hand-over."""
+    return (
+        message.role is Role.USER
+        and not message.metadata.get("autochat")
+        and not is_handover(message)
     )
 
 

@@ -37,6 +37,7 @@ from backends.gradio.looks import (
     tool_step_id,
 )
 from backends.gradio.markdown import escape_html, fence, images_markdown
+from gui_agent.session import is_handover
 from schema import (
     AgentName,
     AgentSwitched,
@@ -124,9 +125,6 @@ class _Call:
     name: str
     arguments: str
     anchor: int
-
-
-_HANDOVER_MARKS = ("delegated_by", "crew_member", "plan_step")
 
 
 class ChatView:
@@ -377,7 +375,7 @@ class ChatView:
         entry = self._by_key.get(message.id)
         # An agent's hand-over (plan step, crew turn, a supervisor's task) is not the person's
         # message: it is shown on the agents' side, and its writer is not a new speaker.
-        handover = any(message.metadata.get(mark) for mark in _HANDOVER_MARKS)
+        handover = is_handover(message)
         role: Literal["user", "assistant"] = (
             "user" if message.role is Role.USER and not handover else "assistant"
         )

@@ -17,18 +17,15 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from gui_agent.agents.base import AgentDeps
-from gui_agent.agents.executor import ExecutorAgent, model_step
+from gui_agent.agents.executor import ExecutorAgent, Turn, model_step
 from gui_agent.session import Session
 from schema import (
     AgentName,
     Event,
     Message,
     MessageCompleted,
-    ModelResponse,
     Role,
     RunFinished,
-    Usage,
-    UsageReported,
 )
 
 __all__ = ["DEFAULT_CREW", "CrewAgent", "CrewMember"]
@@ -90,7 +87,7 @@ class CrewAgent:
 
     async def run(self, session: Session, deps: AgentDeps, prompt: Message) -> AsyncIterator[Event]:
         request = prompt.content.strip() or "(the attached images)"
-        turn_usage = Usage()
+        turn = Turn()
         for index, member in enumerate(self.members):
             if index > 0:
                 handoff = Message(
@@ -101,25 +98,18 @@ class CrewAgent:
                 session.add(handoff)
                 yield MessageCompleted(message=handoff)
             stopped = False
-            async for event in self._member_turn(session, deps, member, turn_usage):
-                if isinstance(event, UsageReported):
-                    turn_usage = event.turn
-                elif isinstance(event, RunFinished):
-                    stopped = True
+            async for event in self._member_turn(session, deps, member, turn):
+                stopped = stopped or isinstance(event, RunFinished)
                 yield event
             if stopped or session.task_complete is not None:
                 return
 
     async def _member_turn(
-        self, session: Session, deps: AgentDeps, member: CrewMember, turn_usage: Usage
+        self, session: Session, deps: AgentDeps, member: CrewMember, turn: Turn
     ) -> AsyncIterator[Event]:
         if member.tools:
-            worker = ExecutorAgent(name=member.agent)
-            async for event in worker.loop(session, deps, turn_usage=turn_usage):
-                yield event
-            return
-        async for item in model_step(
-            session, deps, agent=member.agent, turn_usage=turn_usage, use_tools=False
-        ):
-            if not isinstance(item, ModelResponse):
-                yield item
+            events = ExecutorAgent(name=member.agent).loop(session, deps, turn=turn)
+        else:
+            events = model_step(session, deps, agent=member.agent, turn=turn, use_tools=False)
+        async for event in events:
+            yield event

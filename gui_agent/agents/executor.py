@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
 
 from gui_agent.agents.base import AgentDeps
 from gui_agent.hooks import call_hook
@@ -95,18 +96,31 @@ def drain_inbox(session: Session) -> list[Message]:
     return moved
 
 
+@dataclass(slots=True, eq=False)
+class Turn:
+    """What the model calls of one turn share, whichever roles make them: the usage so far
+    (reported as the turn's usage) and the last model response, to act on."""
+
+    usage: Usage = field(default_factory=Usage)
+    response: ModelResponse | None = None
+
+    def last_response(self) -> ModelResponse:
+        assert self.response is not None, "no model call in this turn yet"
+        return self.response
+
+
 async def model_step(
     session: Session,
     deps: AgentDeps,
     *,
     agent: AgentName,
-    turn_usage: Usage,
+    turn: Turn,
     use_tools: bool = True,
     instruction: str | None = None,
-) -> AsyncIterator[Event | ModelResponse]:
+) -> AsyncIterator[Event]:
     """One model call on the memory window, streamed: memory_updated, message_started,
-    deltas, message_completed (the reply, appended to the history), usage, and last the
-    ModelResponse itself (not an event: the caller acts on its tool calls).
+    deltas, message_completed (the reply, appended to the history), usage. The response
+    (for its tool calls) is left in `turn.response`, and its usage added to `turn.usage`.
 
     `instruction` goes to the model as a SYSTEM message after the window, for this call
     only (it is not kept in the history)."""
@@ -143,8 +157,9 @@ async def model_step(
     session.add(reply)
     yield MessageCompleted(message=reply)
     session.usage = session.usage + final.usage
-    yield UsageReported(turn=turn_usage + final.usage, total=session.usage)
-    yield final
+    turn.usage = turn.usage + final.usage
+    turn.response = final
+    yield UsageReported(turn=turn.usage, total=session.usage)
 
 
 class ExecutorAgent:
@@ -162,27 +177,18 @@ class ExecutorAgent:
         return "Calls tools (run code, read and write files) until the task is answered."
 
     async def run(self, session: Session, deps: AgentDeps, prompt: Message) -> AsyncIterator[Event]:
-        async for event in self.loop(session, deps, turn_usage=Usage()):
+        async for event in self.loop(session, deps, turn=Turn()):
             yield event
 
-    async def loop(
-        self, session: Session, deps: AgentDeps, *, turn_usage: Usage
-    ) -> AsyncIterator[Event]:
+    async def loop(self, session: Session, deps: AgentDeps, *, turn: Turn) -> AsyncIterator[Event]:
         """Model calls and tool runs on the history as it stands, until an answer, a limit or
-        `task_complete`. `turn_usage` is what the turn used before (another role may have
-        called the model first in the same turn)."""
+        `task_complete`. `turn` may carry model calls other roles made first in this turn."""
         for _ in range(session.settings.max_iterations):
             for queued in drain_inbox(session):
                 yield MessageCompleted(message=queued)
-            response: ModelResponse | None = None
-            async for item in model_step(session, deps, agent=self._name, turn_usage=turn_usage):
-                if isinstance(item, ModelResponse):
-                    response = item
-                    continue
-                if isinstance(item, UsageReported):
-                    turn_usage = item.turn
-                yield item
-            assert response is not None  # model_step always ends with it
+            async for event in model_step(session, deps, agent=self._name, turn=turn):
+                yield event
+            response = turn.last_response()
             if not response.tool_calls:
                 return
             async for event in self.run_tools(session, deps, response.tool_calls):

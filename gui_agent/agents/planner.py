@@ -18,18 +18,15 @@ import re
 from collections.abc import AsyncIterator
 
 from gui_agent.agents.base import AgentDeps
-from gui_agent.agents.executor import ExecutorAgent, model_step
+from gui_agent.agents.executor import ExecutorAgent, Turn, model_step
 from gui_agent.session import Session
 from schema import (
     AgentName,
     Event,
     Message,
     MessageCompleted,
-    ModelResponse,
     Role,
     RunFinished,
-    Usage,
-    UsageReported,
 )
 
 __all__ = ["PlannerAgent", "parse_plan"]
@@ -103,34 +100,25 @@ class PlannerAgent:
         return "Writes a short plan, then has the executor carry out each step."
 
     async def run(self, session: Session, deps: AgentDeps, prompt: Message) -> AsyncIterator[Event]:
-        turn_usage = Usage()
-        plan: ModelResponse | None = None
-        async for item in model_step(
+        turn = Turn()
+        async for event in model_step(
             session,
             deps,
             agent=self._name,
-            turn_usage=turn_usage,
+            turn=turn,
             use_tools=False,
             instruction=planning_instruction(self.max_steps),
         ):
-            if isinstance(item, ModelResponse):
-                plan = item
-                continue
-            if isinstance(item, UsageReported):
-                turn_usage = item.turn
-            yield item
+            yield event
         request = prompt.content.strip() or "(the attached images)"
-        steps = parse_plan(plan.text if plan else "", self.max_steps) or [request]
+        steps = parse_plan(turn.last_response().text, self.max_steps) or [request]
         for index in range(len(steps)):
             message = step_message(request, steps, index)
             session.add(message)
             yield MessageCompleted(message=message)
-            finished: RunFinished | None = None
-            async for event in self._executor.loop(session, deps, turn_usage=turn_usage):
-                if isinstance(event, UsageReported):
-                    turn_usage = event.turn
-                elif isinstance(event, RunFinished):
-                    finished = event
+            finished = False
+            async for event in self._executor.loop(session, deps, turn=turn):
+                finished = finished or isinstance(event, RunFinished)
                 yield event
-            if finished is not None or session.task_complete is not None:
+            if finished or session.task_complete is not None:
                 return  # a limit ended the step (its outcome says which), or the task is done

@@ -19,7 +19,7 @@ import dataclasses
 from collections.abc import AsyncIterator, Mapping
 
 from gui_agent.agents.base import AgentDeps, Architecture
-from gui_agent.agents.executor import ExecutorAgent, model_step, safe_args
+from gui_agent.agents.executor import ExecutorAgent, Turn, model_step, safe_args
 from gui_agent.agents.thought import ThoughtAgent
 from gui_agent.session import Session
 from gui_agent.tools import ToolRegistry, task_complete, tool
@@ -31,7 +31,6 @@ from schema import (
     MessageCompleted,
     MessageStarted,
     MessageType,
-    ModelResponse,
     Role,
     RunFinished,
     RunOutcome,
@@ -39,7 +38,6 @@ from schema import (
     ToolCallFinished,
     ToolCallStarted,
     ToolResult,
-    Usage,
     UsageReported,
 )
 
@@ -118,19 +116,14 @@ class SupervisorAgent:
         instruction = supervisor_instruction(
             {name.value: worker.description for name, worker in self._workers.items()}
         )
-        turn_usage = Usage()
+        turn = Turn()
         for _ in range(session.settings.max_iterations):
-            response: ModelResponse | None = None
-            async for item in model_step(
-                session, own, agent=self._name, turn_usage=turn_usage, instruction=instruction
+            async for event in model_step(
+                session, own, agent=self._name, turn=turn, instruction=instruction
             ):
-                if isinstance(item, ModelResponse):
-                    response = item
-                    continue
-                if isinstance(item, UsageReported):
-                    turn_usage = item.turn
-                yield item
-            if response is None or not response.tool_calls:
+                yield event
+            response = turn.last_response()
+            if not response.tool_calls:
                 return
             parent = session.history[-1].id
             others = [c for c in response.tool_calls if c.name != DELEGATE]
@@ -140,9 +133,7 @@ class SupervisorAgent:
             for call in response.tool_calls:
                 if call.name != DELEGATE:
                     continue
-                async for event in self._delegate(session, deps, call, parent, turn_usage):
-                    if isinstance(event, UsageReported):
-                        turn_usage = event.turn
+                async for event in self._delegate(session, deps, call, parent, turn):
                     yield event
             if session.task_complete is not None:
                 return
@@ -157,7 +148,7 @@ class SupervisorAgent:
         deps: AgentDeps,
         call: ToolCall,
         parent: str,
-        turn_usage: Usage,
+        turn: Turn,
     ) -> AsyncIterator[Event]:
         yield ToolCallStarted(call=call, parent_message_id=parent, agent=self._name)
         args = safe_args(call)
@@ -169,7 +160,7 @@ class SupervisorAgent:
             answer, is_error = f"Not delegated: {problem}. Workers: {known}.", True
         else:
             answer, is_error = "", False
-            work = self._work(session, deps, worker, call, task=task, turn_usage=turn_usage)
+            work = self._work(session, deps, worker, call, task=task, turn=turn)
             async for event in work:
                 if isinstance(event, ToolResult):
                     answer, is_error = event.content, event.is_error
@@ -197,10 +188,11 @@ class SupervisorAgent:
         call: ToolCall,
         *,
         task: str,
-        turn_usage: Usage,
+        turn: Turn,
     ) -> AsyncIterator[Event | ToolResult]:
         """Run `worker` on `task` in a context of its own; its events, then its answer as a
-        ToolResult (not an event)."""
+        ToolResult (not an event). The worker's usage counts toward the supervisor's turn."""
+        before = turn.usage
         context = Session(
             id=session.id,
             owner=session.owner,
@@ -229,7 +221,8 @@ class SupervisorAgent:
                 elif isinstance(event, MessageStarted):
                     yield event.model_copy(update={"parent_id": call.id})
                 elif isinstance(event, UsageReported):
-                    yield UsageReported(turn=turn_usage + event.turn, total=event.total)
+                    turn.usage = before + event.turn
+                    yield UsageReported(turn=turn.usage, total=event.total)
                 elif isinstance(event, RunFinished):
                     finished = event  # the worker's turn, not the supervisor's
                 else:

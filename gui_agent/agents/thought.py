@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from gui_agent.agents.base import AgentDeps
-from gui_agent.agents.executor import model_step
+from gui_agent.agents.executor import Turn, model_step
 from gui_agent.session import Session
-from schema import AgentName, Event, Message, ModelResponse, Usage
+from schema import AgentName, Event, Message
 
 
 class ThoughtAgent:
@@ -23,8 +23,7 @@ class ThoughtAgent:
         return "Thinks the question through and answers without running any tool."
 
     async def run(self, session: Session, deps: AgentDeps, prompt: Message) -> AsyncIterator[Event]:
-        async for item in model_step(
-            session, deps, agent=self._name, turn_usage=Usage(), use_tools=False
+        async for event in model_step(
+            session, deps, agent=self._name, turn=Turn(), use_tools=False
         ):
-            if not isinstance(item, ModelResponse):
-                yield item
+            yield event
