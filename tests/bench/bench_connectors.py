@@ -159,7 +159,7 @@ async def openai_overhead(url: str, chunks: int, runs: int) -> dict[str, float]:
     import openai
 
     from connectors.openai import OpenAIProvider
-    from schema import Message, ModelTextDelta, Role
+    from schema import Message, Role
 
     client = openai.AsyncOpenAI(api_key="bench", base_url=f"{url}/v1", max_retries=0)
     provider = OpenAIProvider(BENCH_MODEL, api_key="bench", base_url=f"{url}/v1")
@@ -180,12 +180,7 @@ async def openai_overhead(url: str, chunks: int, runs: int) -> dict[str, float]:
         return texts
 
     async def ours() -> int:
-        texts = 0
-        async with aclosing(provider.stream(messages)) as parts:
-            async for part in parts:
-                if isinstance(part, ModelTextDelta):
-                    texts += 1
-        return texts
+        return await _text_deltas(provider, messages)
 
     try:
         result = await _cpu_per_chunk({"sdk": raw_sdk, "ours": ours}, chunks=chunks, runs=runs)
@@ -200,7 +195,7 @@ async def anthropic_overhead(url: str, chunks: int, runs: int) -> dict[str, floa
     from anthropic.types import RawContentBlockDeltaEvent, TextDelta
 
     from connectors.anthropic import AnthropicProvider
-    from schema import Message, ModelTextDelta, Role
+    from schema import Message, Role
 
     client = anthropic.AsyncAnthropic(api_key="bench", base_url=url, max_retries=0)
     provider = AnthropicProvider(BENCH_MODEL, api_key="bench", base_url=url)
@@ -223,12 +218,7 @@ async def anthropic_overhead(url: str, chunks: int, runs: int) -> dict[str, floa
         return texts
 
     async def ours() -> int:
-        texts = 0
-        async with aclosing(provider.stream(messages)) as parts:
-            async for part in parts:
-                if isinstance(part, ModelTextDelta):
-                    texts += 1
-        return texts
+        return await _text_deltas(provider, messages)
 
     try:
         result = await _cpu_per_chunk({"sdk": raw_sdk, "ours": ours}, chunks=chunks, runs=runs)
@@ -236,6 +226,18 @@ async def anthropic_overhead(url: str, chunks: int, runs: int) -> dict[str, floa
         await client.close()
         await provider.aclose()
     return _overhead_row(result)
+
+
+async def _text_deltas(provider: Any, messages: list[Any]) -> int:
+    """Stream one reply through our connector; how many text deltas came."""
+    from schema import ModelTextDelta
+
+    texts = 0
+    async with aclosing(provider.stream(messages)) as parts:
+        async for part in parts:
+            if isinstance(part, ModelTextDelta):
+                texts += 1
+    return texts
 
 
 def _overhead_row(result: dict[str, float]) -> dict[str, float]:
