@@ -36,11 +36,14 @@ class Subscription:
 
     def _put(self, item: object) -> None:
         self._items.append(item)
+        if self._waiter is not None:
+            self._wake()
+
+    def _wake(self) -> None:
         waiter = self._waiter
-        if waiter is not None:
-            self._waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
+        self._waiter = None
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     def __aiter__(self) -> AsyncIterator[Event]:
         return self._iterate(stop_at_idle=False)
@@ -123,8 +126,10 @@ class EventHub:
         fields["session_id"] = self.session_id
         fields["run_id"] = run_id
         self._recent.append(event)
-        for subscriber in self._subscribers:
-            subscriber._put(event)
+        for subscriber in self._subscribers:  # Subscription._put, inlined: the hot path
+            subscriber._items.append(event)
+            if subscriber._waiter is not None:
+                subscriber._wake()
         return event
 
     def idle(self) -> None:

@@ -11,8 +11,10 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Final
 
 from gui_agent.agents.base import AgentDeps, Architecture
 from gui_agent.approvals import ApprovalBroker
@@ -311,16 +313,23 @@ class Interpreter:
         self._task.add_done_callback(self._on_task_done)
 
     def _on_task_done(self, task: asyncio.Task[None]) -> None:
-        if not task.cancelled() and (exc := task.exception()) is not None:
+        if task.cancelled():
+            self._hub.idle()
+        elif (exc := task.exception()) is not None:
             logger.error("session %s: run task failed", self.id, exc_info=exc)
             self._publish(ErrorEvent(code="internal", message=str(exc), recoverable=True))
-        self._hub.idle()
+            self._hub.idle()
+        # else: _drive said so itself
 
     async def _drive(self, prompt: Message) -> None:
         next_prompt: Message | None = prompt
         while next_prompt is not None:
             outcome = await self._turn(next_prompt)
             next_prompt = await self._next_prompt(outcome)
+        # The last thing the task does, with no await after it: nothing can run before the
+        # task is done, so whoever sees the idle mark also sees `busy` false. Saying it here
+        # rather than in the done callback lets a reader take the whole turn in one wake.
+        self._hub.idle()
 
     async def _turn(self, prompt: Message) -> RunOutcome:
         session = self.session
@@ -474,49 +483,62 @@ class Interpreter:
 
     def _track(self, event: Event) -> Awaitable[None] | None:
         """`_emit` without the store: publishes `event` and returns the store call to await,
-        if any. Synchronous, because most events need no I/O and a turn emits many."""
-        store = self._store
-        if isinstance(event, TextDelta):
+        if any. Synchronous, because most events need no I/O and a turn emits many; events
+        that change what the interpreter tracks go to their handler in `_TRACKERS`."""
+        handler = _TRACKERS.get(type(event))
+        if handler is None:
             self._publish(event)
-            partial = self._open.get(event.message_id)
-            if partial is None:
-                return None
-            (partial.content if event.channel == "content" else partial.reasoning).append(
-                event.delta
-            )
-            if store is not None:
-                now = time.monotonic()
-                if now - partial.saved_at >= PARTIAL_SAVE_INTERVAL_S:
-                    partial.saved_at = now
-                    message = partial.message(event.message_id, MessageStatus.INTERRUPTED)
-                    return store.upsert_partial(self.id, message)
             return None
-        if isinstance(event, MessageCompleted):
-            self._open.pop(event.message.id, None)
-            self._publish(event)
-            return None if store is None else store.append_message(self.id, event.message)
-        if isinstance(event, MessageStarted):
-            partial = _Partial(
-                event.role, event.message_type, event.agent, event.language, event.parent_id
-            )
-            if store is not None:
-                partial.saved_at = time.monotonic()
-            self._open[event.message_id] = partial
-        elif isinstance(event, ToolCallStarted):
-            self._open_calls[event.call.id] = event.call
-        elif isinstance(event, ToolCallFinished):
-            self._open_calls.pop(event.result.call_id, None)
-        elif isinstance(event, ApprovalRequested):
-            self._open_approvals[event.approval_id] = event
-            self._machine.fire(Trigger.AWAIT_APPROVAL, "approval needed")
-        elif isinstance(event, ApprovalResolved):
-            self._open_approvals.pop(event.approval_id, None)
-            self._publish(event)
-            if self.state is InterpreterState.WAITING and not self._open_approvals:
-                self._machine.fire(Trigger.RESUME, event.decision.value)
-            return None
+        return handler(self, event)
+
+    def _track_delta(self, event: TextDelta) -> Awaitable[None] | None:
         self._publish(event)
+        partial = self._open.get(event.message_id)
+        if partial is None:
+            return None
+        (partial.content if event.channel == "content" else partial.reasoning).append(event.delta)
+        store = self._store
+        if store is not None:
+            now = time.monotonic()
+            if now - partial.saved_at >= PARTIAL_SAVE_INTERVAL_S:
+                partial.saved_at = now
+                message = partial.message(event.message_id, MessageStatus.INTERRUPTED)
+                return store.upsert_partial(self.id, message)
         return None
+
+    def _track_completed(self, event: MessageCompleted) -> Awaitable[None] | None:
+        self._open.pop(event.message.id, None)
+        self._publish(event)
+        store = self._store
+        return None if store is None else store.append_message(self.id, event.message)
+
+    def _track_started(self, event: MessageStarted) -> None:
+        partial = _Partial(
+            event.role, event.message_type, event.agent, event.language, event.parent_id
+        )
+        if self._store is not None:
+            partial.saved_at = time.monotonic()
+        self._open[event.message_id] = partial
+        self._publish(event)
+
+    def _track_call_started(self, event: ToolCallStarted) -> None:
+        self._open_calls[event.call.id] = event.call
+        self._publish(event)
+
+    def _track_call_finished(self, event: ToolCallFinished) -> None:
+        self._open_calls.pop(event.result.call_id, None)
+        self._publish(event)
+
+    def _track_approval_requested(self, event: ApprovalRequested) -> None:
+        self._open_approvals[event.approval_id] = event
+        self._machine.fire(Trigger.AWAIT_APPROVAL, "approval needed")
+        self._publish(event)
+
+    def _track_approval_resolved(self, event: ApprovalResolved) -> None:
+        self._open_approvals.pop(event.approval_id, None)
+        self._publish(event)
+        if self.state is InterpreterState.WAITING and not self._open_approvals:
+            self._machine.fire(Trigger.RESUME, event.decision.value)
 
     async def _store_call(self, operation: Awaitable[None]) -> None:
         try:
@@ -567,6 +589,22 @@ class Interpreter:
             message = self.session.inbox.popleft()
             self.session.add(message)
             await self._emit(MessageCompleted(message=message))
+
+
+_Tracker = Callable[[Interpreter, Any], Awaitable[None] | None]
+_TRACKERS: Final[Mapping[type, _Tracker]] = MappingProxyType(
+    {
+        TextDelta: Interpreter._track_delta,
+        MessageCompleted: Interpreter._track_completed,
+        MessageStarted: Interpreter._track_started,
+        ToolCallStarted: Interpreter._track_call_started,
+        ToolCallFinished: Interpreter._track_call_finished,
+        ApprovalRequested: Interpreter._track_approval_requested,
+        ApprovalResolved: Interpreter._track_approval_resolved,
+    }
+)
+"""Events that change what an interpreter tracks, by exact type (events are not subclassed);
+every other event is only published."""
 
 
 def _error_event(exc: GuiAgentError) -> ErrorEvent:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-import uuid
+import os
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,10 +11,16 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from schema.enums import AgentName, MessageStatus, MessageType, Role
 
+_UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
+_UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
+
 
 def new_id() -> str:
-    """A fresh random identifier (UUID4, hex form)."""
-    return uuid.uuid4().hex
+    """A fresh random identifier: a UUID4 in hex form (32 characters).
+
+    Built from `os.urandom` directly, with the version and variant bits set the way
+    `uuid.uuid4()` sets them, at half its cost: a turn makes several ids."""
+    return f"{int.from_bytes(os.urandom(16)) & _UUID4_CLEAR | _UUID4_SET:032x}"
 
 
 def utcnow() -> datetime:

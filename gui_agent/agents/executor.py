@@ -39,6 +39,7 @@ from schema import (
     Role,
     RunFinished,
     RunOutcome,
+    SessionSettings,
     TextDelta,
     ToolCall,
     ToolCallFinished,
@@ -50,12 +51,6 @@ from schema import (
 )
 
 logger = logging.getLogger(__name__)
-
-
-def model_settings(session: Session) -> ModelSettings:
-    return ModelSettings(
-        temperature=session.settings.temperature, max_tokens=session.settings.max_tokens
-    )
 
 
 def reply_metadata(final: ModelResponse, deps: AgentDeps) -> dict[str, object]:
@@ -103,10 +98,22 @@ class Turn:
 
     usage: Usage = field(default_factory=Usage)
     response: ModelResponse | None = None
+    _settings: tuple[SessionSettings, ModelSettings] | None = None
 
     def last_response(self) -> ModelResponse:
         assert self.response is not None, "no model call in this turn yet"
         return self.response
+
+    def model_settings(self, session: Session) -> ModelSettings:
+        """What the session's settings ask of the model, built again only when they change."""
+        known = self._settings
+        if known is None or known[0] is not session.settings:
+            settings = session.settings
+            known = self._settings = (
+                settings,
+                ModelSettings(temperature=settings.temperature, max_tokens=settings.max_tokens),
+            )
+        return known[1]
 
 
 async def model_step(
@@ -134,7 +141,8 @@ async def model_step(
         await call_hook(deps.hooks.on_llm_start(session, messages))
     tools = deps.tools.schemas() if use_tools else ()
     final: ModelResponse | None = None
-    async for part in deps.provider.stream(messages, tools=tools, settings=model_settings(session)):
+    settings = turn.model_settings(session)
+    async for part in deps.provider.stream(messages, tools=tools, settings=settings):
         if isinstance(part, ModelTextDelta):
             yield TextDelta(message_id=message_id, delta=part.text)
         elif isinstance(part, ModelResponse):
@@ -176,9 +184,8 @@ class ExecutorAgent:
     def description(self) -> str:
         return "Calls tools (run code, read and write files) until the task is answered."
 
-    async def run(self, session: Session, deps: AgentDeps, prompt: Message) -> AsyncIterator[Event]:
-        async for event in self.loop(session, deps, turn=Turn()):
-            yield event
+    def run(self, session: Session, deps: AgentDeps, prompt: Message) -> AsyncIterator[Event]:
+        return self.loop(session, deps, turn=Turn())
 
     async def loop(self, session: Session, deps: AgentDeps, *, turn: Turn) -> AsyncIterator[Event]:
         """Model calls and tool runs on the history as it stands, until an answer, a limit or

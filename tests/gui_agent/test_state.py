@@ -72,3 +72,14 @@ def test_restored_session_starts_where_it_was_left() -> None:
     assert m.state is S.STOP
     m.fire(Trigger.BEGIN)
     assert m.state is S.RUNNING
+
+
+def test_the_transitions_machine_holds_the_state_we_report() -> None:
+    m, _ = machine()
+    for trigger in (Trigger.BEGIN, Trigger.AWAIT_APPROVAL, Trigger.RESUME, Trigger.FINISH):
+        m.fire(trigger)
+        library = m._machine
+        assert library is not None
+        model = library.models[0]
+        assert library.get_model_state(model).value is m.state
+        assert getattr(model, f"is_{m.state.name}")()  # the library's own state check agrees

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from pydantic import ValidationError
 
@@ -21,6 +23,7 @@ from schema import (
     ToolCall,
     ToolResult,
     Usage,
+    new_id,
 )
 
 
@@ -54,6 +57,16 @@ def test_tool_message_without_call_id_is_rejected() -> None:
 def test_only_assistant_messages_carry_tool_calls() -> None:
     with pytest.raises(ValidationError, match="assistant"):
         Message(role=Role.USER, tool_calls=(ToolCall(id="c", name="x"),))
+
+
+def test_ids_are_distinct_uuid4_hex() -> None:
+    ids = [new_id() for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    for value in ids:
+        parsed = uuid.UUID(hex=value)
+        assert parsed.hex == value
+        assert parsed.version == 4
+        assert parsed.variant == uuid.RFC_4122
 
 
 def test_messages_are_immutable() -> None:
