@@ -96,7 +96,8 @@ def count_messages_with(count_text: Callable[[str], int], messages: Iterable[Mes
     """
     total = REPLY_PRIMING_TOKENS
     for message in messages:
-        total += TOKENS_PER_MESSAGE + count_text(message.role.value) + count_text(message.content)
+        # Role is a StrEnum: the member is its own text (no `.value` lookup per message).
+        total += TOKENS_PER_MESSAGE + count_text(message.role) + count_text(message.content)
         if message.name:
             total += 1 + count_text(message.name)
         for call in message.tool_calls:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from schema.enums import AgentName, MessageStatus, MessageType, Role
 
+_CONFIRMATION = MessageType.CONFIRMATION  # an enum class attribute lookup costs a dict walk
 _UUID4_CLEAR = ~((0xF000 << 64) | (0xC000 << 48))
 _UUID4_SET = (0x4000 << 64) | (0x8000 << 48)
 
@@ -92,7 +93,7 @@ class Message(BaseModel):
     @property
     def display_only(self) -> bool:
         """True for messages shown to people but never sent to a model."""
-        return self.type is MessageType.CONFIRMATION or bool(self.metadata.get("display_only"))
+        return self.type is _CONFIRMATION or bool(self.metadata.get("display_only"))
 
 
 class ToolSchema(BaseModel):

@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from gui_agent.eager import start
 from gui_agent.exceptions import PathEscape
 from gui_agent.tools.definition import Tool, ToolContext, ToolOutput
 from gui_agent.tools.registry import ToolRegistry
@@ -125,8 +126,9 @@ async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext)
 
     Never raises, except `asyncio.CancelledError`, which propagates untouched. Unknown tools,
     malformed or invalid arguments, exceptions, timeouts and path escapes all come back as
-    `is_error=True` results whose message says what to change. Async tools run on the loop;
-    sync tools run in a worker thread (which cannot be killed when the timeout fires).
+    `is_error=True` results whose message says what to change. Async tools run on the loop,
+    started at once in the caller's task (`gui_agent.eager`); sync tools run in a worker
+    thread (which cannot be killed when the timeout fires).
     """
     started = time.perf_counter()
     tool = registry.get(call.name)
@@ -144,16 +146,26 @@ async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext)
             return _error(call, str(error), started)
 
     logger.debug("running tool %s (call %s)", tool.name, call.id)
-    deadline = asyncio.timeout(tool.timeout_s)
+    deadline: asyncio.Timeout | None = None
     try:
-        async with deadline:
-            value = await _invoke(tool, args, kwargs)
+        begun = start(_invoke(tool, args, kwargs))
+        if begun.done:  # it never waited, so no timer could have stopped it: none was set
+            value = begun.result()
+        else:  # it waits: from here on the timeout can interrupt it, counted from the start
+            limit = tool.timeout_s
+            if limit is None:
+                deadline = asyncio.timeout(None)
+            else:
+                left = limit - (time.perf_counter() - started)
+                deadline = asyncio.timeout_at(asyncio.get_running_loop().time() + left)
+            async with deadline:
+                value = await begun.rest()
         output = value if isinstance(value, ToolOutput) else None
         content, truncated = _truncate(
             _to_text(value) if output is None else output.content, tool.max_output_chars
         )
     except TimeoutError as error:
-        if not deadline.expired():
+        if deadline is None or not deadline.expired():
             return _error(call, f"{tool.name} raised TimeoutError: {error}", started)
         logger.info("tool %s timed out after %ss", tool.name, tool.timeout_s)
         return _error(

@@ -261,3 +261,45 @@ def test_registry_keeps_order_and_refuses_duplicates() -> None:
     assert registry.names == ("add", "whoami")
     with pytest.raises(ToolDefinitionError, match="already registered"):
         registry.with_tools(add)
+
+
+async def test_the_timeout_counts_from_the_start_of_the_call(ctx: ToolContext) -> None:
+    # A tool busy past its limit before it first waits: the timer can only be set when it
+    # waits, but the time spent before counts, so it is stopped at that first wait rather
+    # than given a fresh 0.3 s (in which its event would have come).
+    loop = asyncio.get_running_loop()
+    answer = asyncio.Event()
+
+    @tool(timeout_s=0.3)
+    async def slow_start() -> str:
+        """Busy, then waits for an answer that comes 0.1 s later."""
+        deadline = loop.time() + 0.35
+        while loop.time() < deadline:  # busy without yielding to the loop
+            pass
+        loop.call_later(0.1, answer.set)
+        await answer.wait()
+        return "answered"
+
+    result = await execute_tool(ToolRegistry([slow_start]), call("slow_start"), ctx)
+    assert result.is_error
+    assert "slow_start timed out after 0.3s" in result.content
+
+
+async def test_tools_that_never_wait_and_tools_that_do_give_the_same_results(
+    ctx: ToolContext,
+) -> None:
+    @tool
+    async def at_once(n: int) -> int:
+        """Answers without waiting."""
+        return n * 2
+
+    @tool
+    async def after_a_wait(n: int) -> int:
+        """Answers after a wait."""
+        await asyncio.sleep(0.001)
+        return n * 2
+
+    registry = ToolRegistry([at_once, after_a_wait])
+    quick = await execute_tool(registry, call("at_once", {"n": 21}), ctx)
+    slow = await execute_tool(registry, call("after_a_wait", {"n": 21}), ctx)
+    assert (quick.content, quick.is_error) == (slow.content, slow.is_error) == ("42", False)
