@@ -355,10 +355,15 @@ class Interpreter:
         outcome, detail = RunOutcome.COMPLETED, ""
         try:
             async for event in architecture.run(session, self.deps, prompt):
-                if isinstance(event, RunFinished):
+                # `_track`, inlined: this loop sees every event of the turn.
+                handler = _TRACKERS.get(type(event))
+                if handler is not None:
+                    if (saving := handler(self, event)) is not None:
+                        await self._store_call(saving)
+                elif type(event) is RunFinished:  # said by the interpreter, in _end_turn
                     outcome, detail = event.outcome, event.detail
-                elif (saving := self._track(event)) is not None:
-                    await self._store_call(saving)
+                else:
+                    self._hub.publish(event, self._run_id)
         except asyncio.CancelledError:
             await self._end_turn(
                 RunOutcome.INTERRUPTED, self._stop_reason, MessageStatus.INTERRUPTED
@@ -487,12 +492,12 @@ class Interpreter:
         that change what the interpreter tracks go to their handler in `_TRACKERS`."""
         handler = _TRACKERS.get(type(event))
         if handler is None:
-            self._publish(event)
+            self._hub.publish(event, self._run_id)
             return None
         return handler(self, event)
 
     def _track_delta(self, event: TextDelta) -> Awaitable[None] | None:
-        self._publish(event)
+        self._hub.publish(event, self._run_id)
         partial = self._open.get(event.message_id)
         if partial is None:
             return None
@@ -508,7 +513,7 @@ class Interpreter:
 
     def _track_completed(self, event: MessageCompleted) -> Awaitable[None] | None:
         self._open.pop(event.message.id, None)
-        self._publish(event)
+        self._hub.publish(event, self._run_id)
         store = self._store
         return None if store is None else store.append_message(self.id, event.message)
 
@@ -519,24 +524,24 @@ class Interpreter:
         if self._store is not None:
             partial.saved_at = time.monotonic()
         self._open[event.message_id] = partial
-        self._publish(event)
+        self._hub.publish(event, self._run_id)
 
     def _track_call_started(self, event: ToolCallStarted) -> None:
         self._open_calls[event.call.id] = event.call
-        self._publish(event)
+        self._hub.publish(event, self._run_id)
 
     def _track_call_finished(self, event: ToolCallFinished) -> None:
         self._open_calls.pop(event.result.call_id, None)
-        self._publish(event)
+        self._hub.publish(event, self._run_id)
 
     def _track_approval_requested(self, event: ApprovalRequested) -> None:
         self._open_approvals[event.approval_id] = event
         self._machine.fire(Trigger.AWAIT_APPROVAL, "approval needed")
-        self._publish(event)
+        self._hub.publish(event, self._run_id)
 
     def _track_approval_resolved(self, event: ApprovalResolved) -> None:
         self._open_approvals.pop(event.approval_id, None)
-        self._publish(event)
+        self._hub.publish(event, self._run_id)
         if self.state is InterpreterState.WAITING and not self._open_approvals:
             self._machine.fire(Trigger.RESUME, event.decision.value)
 
