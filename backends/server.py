@@ -327,6 +327,7 @@ def _mount_page(
         login["auth_dependency"] = _proxy_dependency(proxy)
     elif users is not None:
         login["auth"] = _password_check(users, throttle)
+        login["auth_message"] = _login_note(throttle)
     gr.mount_gradio_app(
         app,
         blocks,
@@ -337,6 +338,17 @@ def _mount_page(
         allowed_paths=[str(assets.ASSETS_DIR)],
         max_file_size=MAX_UPLOAD,
         **login,
+    )
+
+
+def _login_note(throttle: LoginThrottle) -> str:
+    """What the login form says under its title. Gradio's form can only say "Incorrect
+    credentials", so the throttle is explained up front."""
+    pause = throttle.max_delay_s
+    longest = f"{pause / 60:g} minutes" if pause >= 60 else f"{pause:g} seconds"
+    return (
+        f"Sign in to GuiAgent. After {throttle.free_attempts} wrong passwords for a name, "
+        f"signing in with it pauses, a little longer each time (at most {longest})."
     )
 
 

@@ -81,6 +81,8 @@ async def _titles_by_owner(server: LiveServer) -> dict[str, list[str]]:
 def test_a_wrong_password_does_not_log_in(chromium: Browser, server: LiveServer) -> None:
     page = log_in(chromium, server.url, "alice", "not-her-password")
     expect(page.get_by_text("Incorrect Credentials")).to_be_visible(timeout=15_000)
+    # Gradio's form cannot say a name is paused, so the form explains it up front
+    expect(page.get_by_text("After 5 wrong passwords for a name")).to_be_visible()
     assert page.locator("#chat-input").count() == 0
 
 
