@@ -62,7 +62,10 @@ def _remember(cache: dict[_K, _V], key: _K, value: _V, size: int) -> dict[_K, _V
     cache[key] = value
     if len(cache) <= size:
         return cache
-    return dict(itertools.islice(cache.items(), len(cache) - size // 2, None))
+    try:
+        return dict(itertools.islice(cache.items(), len(cache) - size // 2, None))
+    except RuntimeError:  # another thread changed it meanwhile: trim on a later call
+        return cache
 
 
 class ContextWindow(NamedTuple):

@@ -405,3 +405,20 @@ def test_default_counter_is_tiktoken_and_memory_fits_the_protocol(
 
     assert window.token_count > 2
     assert window.token_estimated is True  # no model named: counts are an estimate
+
+
+def test_the_token_cache_stays_bounded_and_counts_stay_right() -> None:
+    counting = CountingCounter()
+    small = SlidingWindowMemory(counter=counting, cache_size=50)
+    fresh = memory()
+    histories = [chat(3, start=n * 3) for n in range(100)]  # 600 distinct messages
+    for history in histories:
+        window = small.window(history)
+        assert window.token_count == fresh.window(history).token_count
+        assert len(small._cache) <= 50
+    counted = counting.calls
+    small.window(histories[-1])  # its messages are among the newest: still cached
+    assert counting.calls == counted
+    small.window(histories[0])  # long evicted: counted again, and still right
+    assert counting.calls > counted
+    assert small.window(histories[0]).token_count == fresh.window(histories[0]).token_count
