@@ -355,15 +355,10 @@ class Interpreter:
         outcome, detail = RunOutcome.COMPLETED, ""
         try:
             async for event in architecture.run(session, self.deps, prompt):
-                # `_track`, inlined: this loop sees every event of the turn.
-                handler = _TRACKERS.get(type(event))
-                if handler is not None:
-                    if (saving := handler(self, event)) is not None:
-                        await self._store_call(saving)
-                elif type(event) is RunFinished:  # said by the interpreter, in _end_turn
+                if type(event) is RunFinished:  # said by the interpreter, in _end_turn
                     outcome, detail = event.outcome, event.detail
-                else:
-                    self._hub.publish(event, self._run_id)
+                elif (saving := self._track(event)) is not None:
+                    await self._store_call(saving)
         except asyncio.CancelledError:
             await self._end_turn(
                 RunOutcome.INTERRUPTED, self._stop_reason, MessageStatus.INTERRUPTED

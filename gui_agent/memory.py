@@ -47,10 +47,9 @@ _K = TypeVar("_K")
 _V = TypeVar("_V")
 
 
-def _remember(cache: dict[_K, _V], key: _K, value: _V, size: int) -> dict[_K, _V]:
-    """Store `value` and return the cache to keep: `cache` itself, or, once it holds more
-    than `size` entries, a new dict with its newer half (dicts keep insertion order).
-    (`_cost` inlines the common case.)
+def _trim(cache: dict[_K, _V], size: int) -> dict[_K, _V]:
+    """The cache to keep after an insert: `cache` itself, or, once it holds more than `size`
+    entries, a new dict with its newer half (dicts keep insertion order).
 
     Dropping half at once keeps eviction O(1) per entry. Dropping the single oldest entry
     each time would not be: the dict's front fills with deleted slots that every later
@@ -59,7 +58,6 @@ def _remember(cache: dict[_K, _V], key: _K, value: _V, size: int) -> dict[_K, _V
     Callers store the returned dict in one assignment, so a cache can be shared between
     threads without a lock: a race can at worst lose an entry, which is counted again.
     """
-    cache[key] = value
     if len(cache) <= size:
         return cache
     try:
@@ -331,10 +329,10 @@ class SlidingWindowMemory:
             if index <= end and history[index - 1].id == last_id:
                 start, count = index, value
         count += sum(1 for j in range(start, end) if not history[j].display_only)
-        self._prefixes.pop(key, None)  # re-inserted as the newest
-        self._prefixes = _remember(
-            self._prefixes, key, (end, history[end - 1].id, count), _MAX_PREFIXES
-        )
+        prefixes = self._prefixes
+        prefixes.pop(key, None)  # re-inserted as the newest
+        prefixes[key] = (end, history[end - 1].id, count)
+        self._prefixes = _trim(prefixes, _MAX_PREFIXES)
         return count
 
     def _system_message(self, prompt: str, base: int) -> tuple[Message, int]:
@@ -345,7 +343,8 @@ class SlidingWindowMemory:
             return known
         system = Message(role=Role.SYSTEM, content=prompt)
         entry = (system, max(self.counter.count_messages((system,)) - base, 0))
-        self._system = _remember(self._system, prompt, entry, _MAX_PREFIXES)
+        self._system[prompt] = entry
+        self._system = _trim(self._system, _MAX_PREFIXES)
         return entry
 
     # --- token costs ---------------------------------------------------------------------
@@ -372,15 +371,13 @@ class SlidingWindowMemory:
         immutable; the stored content guards against an edited copy that kept its id.
 
         The cache is a plain dict, safe to share between threads without a lock (see
-        `_remember`): a race can at worst count a message twice.
+        `_trim`): a race can at worst count a message twice.
         """
         key = message.id if key is None else key
         known = self._cache.get(key)
         if known is not None and known[0] == message.content:
             return known[1]
         value = max((self._counter or self.counter).count_messages((message,)) - base, 0)
-        cache = self._cache
-        cache[key] = (message.content, value)
-        if len(cache) > self._cache_size:
-            self._cache = _remember(cache, key, (message.content, value), self._cache_size)
+        self._cache[key] = (message.content, value)
+        self._cache = _trim(self._cache, self._cache_size)
         return value
