@@ -21,21 +21,26 @@ class Subscription:
 
     `async for event in sub` runs until the subscription is closed; `sub.until_idle()` ends
     when the session's run task has ended and every event before that was delivered.
+    `await sub.next_events()` takes every event ready at once, for readers that want no
+    generator between them and the events (`Interpreter.chat`).
 
     Events wait in a deque; one future wakes the reader. This is an asyncio.Queue without
     the parts nobody here uses (bounds, task_done), at half its cost per event. Like the
     queue, it belongs to one event loop and is not thread-safe.
     """
 
-    __slots__ = ("_hub", "_items", "_waiter")
+    __slots__ = ("_hub", "_items", "_marks", "_waiter")
 
     def __init__(self, hub: EventHub) -> None:
         self._hub = hub
         self._items: deque[object] = deque()
+        self._marks = 0  # IDLE and _CLOSED markers in _items: none means all are events
         self._waiter: asyncio.Future[None] | None = None
 
     def _put(self, item: object) -> None:
+        """Add a marker (IDLE or _CLOSED); events are added by `EventHub.publish`."""
         self._items.append(item)
+        self._marks += 1
         if self._waiter is not None:
             self._wake()
 
@@ -44,6 +49,23 @@ class Subscription:
         self._waiter = None
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+    async def _wait(self) -> None:
+        """Until something is in `_items`."""
+        while not self._items:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiter = waiter
+            try:
+                await waiter
+            finally:
+                if self._waiter is waiter:
+                    self._waiter = None
+
+    def _pop(self) -> object:
+        item = self._items.popleft()
+        if item is IDLE or item is _CLOSED:
+            self._marks -= 1
+        return item
 
     def __aiter__(self) -> AsyncIterator[Event]:
         return self._iterate(stop_at_idle=False)
@@ -54,15 +76,9 @@ class Subscription:
     async def _iterate(self, *, stop_at_idle: bool) -> AsyncIterator[Event]:
         items = self._items
         while True:
-            while not items:
-                waiter = asyncio.get_running_loop().create_future()
-                self._waiter = waiter
-                try:
-                    await waiter
-                finally:
-                    if self._waiter is waiter:
-                        self._waiter = None
-            item = items.popleft()
+            if not items:
+                await self._wait()
+            item = self._pop()
             if item is _CLOSED:
                 return
             if item is IDLE:
@@ -71,13 +87,43 @@ class Subscription:
                 continue
             yield item  # type: ignore[misc]
 
+    async def next_events(self, *, stop_at_idle: bool = True) -> tuple[list[Event], bool]:
+        """Wait for events, then take every one ready, in order: `(events, more)`.
+
+        `more` is False when the subscription ended behind them (closed, or the session
+        went idle when `stop_at_idle`); the marker that ended it is consumed, as
+        `until_idle` consumes it. Events taken are gone from the subscription.
+        """
+        items = self._items
+        if not items:
+            await self._wait()
+        marks = self._marks
+        if not marks or (marks == 1 and (items[-1] is IDLE or items[-1] is _CLOSED)):
+            # Only events, or events then one marker (a turn's end): take them at C speed.
+            events: list[Event] = list(items)  # type: ignore[arg-type]
+            items.clear()
+            if not marks:
+                return events, True
+            self._marks = 0
+            end = events.pop()
+            return events, not (end is _CLOSED or stop_at_idle)
+        taken: list[Event] = []
+        while items:
+            item = self._pop()
+            if item is _CLOSED or (item is IDLE and stop_at_idle):
+                return taken, False
+            if item is not IDLE:
+                taken.append(item)  # type: ignore[arg-type]
+        return taken, True
+
     def pending(self) -> list[Event]:
         """Events delivered but not yet consumed, without waiting."""
         items = []
         while self._items:
-            item = self._items.popleft()
+            item = self._pop()
             if item is _CLOSED:
                 self._items.appendleft(item)  # the reader still has to see the end
+                self._marks += 1
                 break
             if item is not IDLE:
                 items.append(item)
@@ -118,15 +164,14 @@ class EventHub:
         return self._seq
 
     def publish(self, event: Event, run_id: str) -> Event:
-        self._seq += 1
         # The envelope is stamped straight into the instance dict: events do not validate
         # assignment, and pydantic's __setattr__ would cost more than the rest of publishing.
         fields = event.__dict__
-        fields["seq"] = self._seq
+        fields["seq"] = self._seq = self._seq + 1
         fields["session_id"] = self.session_id
         fields["run_id"] = run_id
         self._recent.append(event)
-        for subscriber in self._subscribers:  # Subscription._put, inlined: the hot path
+        for subscriber in self._subscribers:  # events skip Subscription._put: the hot path
             subscriber._items.append(event)
             if subscriber._waiter is not None:
                 subscriber._wake()

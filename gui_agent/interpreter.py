@@ -12,7 +12,6 @@ import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -66,27 +65,28 @@ PARTIAL_SAVE_INTERVAL_S = 0.5
 """How often a streaming reply is saved, so a crash loses at most this much of it."""
 
 
-@dataclass(slots=True)
 class _Partial:
-    role: Role
-    type: MessageType
-    agent: AgentName | None
-    language: str | None
-    parent_id: str | None = None
-    content: list[str] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
-    saved_at: float = 0.0
+    """A reply being streamed: what its `message_started` said, and the text so far."""
+
+    __slots__ = ("content", "reasoning", "saved_at", "started")
+
+    def __init__(self, started: MessageStarted) -> None:
+        self.started = started
+        self.content: list[str] = []
+        self.reasoning: list[str] = []
+        self.saved_at = 0.0
 
     def message(self, message_id: str, status: MessageStatus) -> Message:
+        started = self.started
         metadata: dict[str, object] = {}
-        if self.parent_id is not None:  # a worker's message: kept for people only
-            metadata = {"display_only": True, "delegated_by": self.parent_id}
+        if started.parent_id is not None:  # a worker's message: kept for people only
+            metadata = {"display_only": True, "delegated_by": started.parent_id}
         return Message(
             id=message_id,
-            role=self.role,
-            type=self.type,
-            agent=self.agent,
-            language=self.language,
+            role=started.role,
+            type=started.message_type,
+            agent=started.agent,
+            language=started.language,
             content="".join(self.content),
             reasoning="".join(self.reasoning) or None,
             status=status,
@@ -298,8 +298,11 @@ class Interpreter:
         """Send a message and yield every event until the session is idle again."""
         async with self.subscribe() as subscription:
             await self.send(text, agent=kwargs.get("agent"))
-            async for event in subscription.until_idle():
-                yield event
+            more = True
+            while more:  # batches, not `until_idle()`: no generator between us and the events
+                events, more = await subscription.next_events(stop_at_idle=True)
+                for event in events:
+                    yield event
 
     async def close(self) -> None:
         await self.stop("the session was closed")
@@ -353,11 +356,17 @@ class Interpreter:
             self._publish(SessionUpdated(fields={"title": session.title}))
         await self._save_record()
         outcome, detail = RunOutcome.COMPLETED, ""
+        publish, run_id, trackers = self._hub.publish, self._run_id, _TRACKERS
         try:
             async for event in architecture.run(session, self.deps, prompt):
-                if type(event) is RunFinished:  # said by the interpreter, in _end_turn
-                    outcome, detail = event.outcome, event.detail
-                elif (saving := self._track(event)) is not None:
+                # `_track`, inlined: this runs for every event of every turn
+                handler = trackers.get(type(event))
+                if handler is None:
+                    if type(event) is RunFinished:  # said by the interpreter, in _end_turn
+                        outcome, detail = event.outcome, event.detail
+                    else:
+                        publish(event, run_id)
+                elif (saving := handler(self, event)) is not None:
                     await self._store_call(saving)
         except asyncio.CancelledError:
             await self._end_turn(
@@ -513,9 +522,7 @@ class Interpreter:
         return None if store is None else store.append_message(self.id, event.message)
 
     def _track_started(self, event: MessageStarted) -> None:
-        partial = _Partial(
-            event.role, event.message_type, event.agent, event.language, event.parent_id
-        )
+        partial = _Partial(event)
         if self._store is not None:
             partial.saved_at = time.monotonic()
         self._open[event.message_id] = partial

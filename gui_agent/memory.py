@@ -32,7 +32,7 @@ Rules, in the words the UI uses:
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol, TypeVar
 
 from gui_agent.exceptions import ConfigError
@@ -43,6 +43,7 @@ __all__ = ["ContextWindow", "Memory", "SlidingWindowMemory"]
 
 _Unit = tuple[Message, ...]
 _MAX_PREFIXES = 1024  # histories whose prefix count is remembered (one per live session)
+_GOAL_KEY = "\0goal"  # the pinned goal's entry in the token cache (no message id looks so)
 _K = TypeVar("_K")
 _V = TypeVar("_V")
 
@@ -134,6 +135,7 @@ class SlidingWindowMemory:
         self._cache: dict[str, tuple[str, int]] = {}
         self._cache_size = cache_size
         self._base: int | None = None
+        self._count_one: Callable[[Message], int] | None = None  # tokens one message adds
         # system prompt text -> (its message, its tokens); one prompt per session at most
         self._system: dict[str, tuple[Message, int]] = {}
         # history[0].id -> (end, history[end - 1].id, sendable messages in history[:end])
@@ -150,6 +152,19 @@ class SlidingWindowMemory:
         if self._base is None:
             self._base = self.counter.count_messages(())
         return self._base
+
+    def _counting(self) -> Callable[[Message], int]:
+        """The function giving the tokens one message adds to a request, chosen once: the
+        counter's own `count_message` when it has one, else `count_messages` of the message
+        alone minus what an empty request costs."""
+        if self._count_one is None:
+            counter, base = self.counter, self._base_tokens()
+            own = getattr(counter, "count_message", None)
+            if callable(own):
+                self._count_one = own
+            else:
+                self._count_one = lambda message: max(counter.count_messages((message,)) - base, 0)
+        return self._count_one
 
     def window(
         self,
@@ -173,20 +188,20 @@ class SlidingWindowMemory:
         else:
             _positive("token_budget", token_budget, optional=False)
             budget = token_budget
-        goal = goal.strip() if goal and goal.strip() else None
-        counter = self._counter or self.counter
+        if goal is not None:
+            goal = goal.strip() or None
+        count = self._count_one or self._counting()
         base = self._base if self._base is not None else self._base_tokens()
 
-        units, mandatory, scanned_from, sendable_scanned = self._collect(history, k)
+        units, costs, mandatory, scanned_from, sendable_scanned = self._collect(history, k, count)
 
         fixed: list[Message] = []
         fixed_tokens = base
         if system_prompt:
-            system, tokens = self._system_message(system_prompt, base)
+            system, tokens = self._system_message(system_prompt, count)
             fixed.append(system)
             fixed_tokens += tokens
 
-        costs = self._unit_costs(units, base)
         chosen, used = self._select(
             units, costs, mandatory, None if budget is None else budget - fixed_tokens
         )
@@ -196,7 +211,10 @@ class SlidingWindowMemory:
         ):
             pin = Message(role=Role.USER, content=goal, metadata={"pinned_goal": True})
             fixed.append(pin)
-            fixed_tokens += self._cost(pin, base, key="\0goal")
+            known = self._cache.get(_GOAL_KEY)
+            if known is None or known[0] != goal:
+                known = self._remember(_GOAL_KEY, pin, count)
+            fixed_tokens += known[1]
             pinned = True
             if budget is not None:  # a tighter budget can only shrink the choice
                 chosen, used = self._select(units, costs, mandatory, budget - fixed_tokens)
@@ -207,7 +225,7 @@ class SlidingWindowMemory:
         return ContextWindow(
             (*fixed, *included),
             fixed_tokens + used,
-            counter.estimated,
+            (self._counter or self.counter).estimated,
             goal,
             pinned,
             sendable_before + sendable_scanned - len(included),
@@ -217,13 +235,18 @@ class SlidingWindowMemory:
     # --- walking the history -------------------------------------------------------------
 
     def _collect(
-        self, history: Sequence[Message], k: int
-    ) -> tuple[list[_Unit], int | None, int, int]:
+        self, history: Sequence[Message], k: int, count: Callable[[Message], int]
+    ) -> tuple[list[_Unit], list[int], int | None, int, int]:
         """Units of the last `k` exchanges, newest first, stopping early once the message cap
-        is reached. Returns (units, index of the mandatory unit, first history index looked
-        at, sendable messages from there on). The mandatory unit is the newest user message,
-        or the newest unit without one."""
+        is reached. Returns (units, their tokens, index of the mandatory unit, first history
+        index looked at, sendable messages from there on). The mandatory unit is the newest
+        user message, or the newest unit without one.
+
+        Every unit looked at is counted (at most the message cap's worth): counts are cached
+        by message id, so each message is counted once."""
         units: list[_Unit] = []
+        costs: list[int] = []
+        cache = self._cache
         pending: list[Message] = []  # tool messages seen, newest first, awaiting their call
         collected = 0
         closed = 0
@@ -248,6 +271,14 @@ class SlidingWindowMemory:
                     unit = (message, *[t for t in reversed(pending) if t.tool_call_id in ids])
                 pending.clear()  # tool messages not taken into the unit are orphans
             units.append(unit)
+            cost = 0
+            for part in unit:  # the token cache, inlined: this runs for every message looked at
+                known = cache.get(part.id)
+                if known is None or known[0] != part.content:
+                    known = self._remember(part.id, part, count)
+                    cache = self._cache  # may have been trimmed into a new dict
+                cost += known[1]
+            costs.append(cost)
             collected += len(unit)
             i -= 1
             if message.role is user:
@@ -266,11 +297,15 @@ class SlidingWindowMemory:
                     )
                     if found is not None:
                         units.append((found,))
+                        known = cache.get(found.id)
+                        if known is None or known[0] != found.content:
+                            known = self._remember(found.id, found, count)
+                        costs.append(known[1])
                         mandatory = len(units) - 1
                 break
         if mandatory is None and units:
             mandatory = 0
-        return units, mandatory, max(i + 1, 0), sendable
+        return units, costs, mandatory, max(i + 1, 0), sendable
 
     @staticmethod
     def _find_user(history: Sequence[Message], i: int) -> tuple[int, Message | None]:
@@ -335,49 +370,33 @@ class SlidingWindowMemory:
         self._prefixes = _trim(prefixes, _MAX_PREFIXES)
         return count
 
-    def _system_message(self, prompt: str, base: int) -> tuple[Message, int]:
+    def _system_message(self, prompt: str, count: Callable[[Message], int]) -> tuple[Message, int]:
         """The SYSTEM message for `prompt` and its tokens, built once per prompt text:
         messages are immutable, so every window with this prompt can share it."""
         known = self._system.get(prompt)
         if known is not None:
             return known
         system = Message(role=Role.SYSTEM, content=prompt)
-        entry = (system, max(self.counter.count_messages((system,)) - base, 0))
+        entry = (system, count(system))
         self._system[prompt] = entry
         self._system = _trim(self._system, _MAX_PREFIXES)
         return entry
 
     # --- token costs ---------------------------------------------------------------------
 
-    def _unit_costs(self, units: list[_Unit], base: int) -> list[int]:
-        """Tokens of each unit. Every unit a window looked at is counted (at most the message
-        cap's worth): counts are cached by message id, so each message is counted once."""
-        cache = self._cache
-        costs = []
-        for unit in units:
-            total = 0
-            for message in unit:
-                known = cache.get(message.id)
-                if known is not None and known[0] == message.content:
-                    total += known[1]
-                else:
-                    total += self._cost(message, base)
-                    cache = self._cache  # _cost may have replaced it
-            costs.append(total)
-        return costs
-
-    def _cost(self, message: Message, base: int, key: str | None = None) -> int:
-        """Tokens `message` adds to a request, cached by message id (or `key`). Messages are
-        immutable; the stored content guards against an edited copy that kept its id.
+    def _remember(
+        self, key: str, message: Message, count: Callable[[Message], int]
+    ) -> tuple[str, int]:
+        """Count the tokens `message` adds to a request and cache them under `key` (its id).
+        Messages are immutable; the stored content guards against an edited copy that kept
+        its id.
 
         The cache is a plain dict, safe to share between threads without a lock (see
         `_trim`): a race can at worst count a message twice.
         """
-        key = message.id if key is None else key
-        known = self._cache.get(key)
-        if known is not None and known[0] == message.content:
-            return known[1]
-        value = max((self._counter or self.counter).count_messages((message,)) - base, 0)
-        self._cache[key] = (message.content, value)
-        self._cache = _trim(self._cache, self._cache_size)
-        return value
+        entry = (message.content, count(message))
+        cache = self._cache
+        cache[key] = entry
+        if len(cache) > self._cache_size:
+            self._cache = _trim(cache, self._cache_size)
+        return entry

@@ -49,6 +49,7 @@ __all__ = [
     "default_cache_dir",
     "encoding_for_model",
     "ensure_offline_encodings",
+    "message_tokens",
     "tiktoken_cache_name",
 ]
 
@@ -87,21 +88,26 @@ class TokenCounter(Protocol):
 
 
 def count_messages_with(count_text: Callable[[str], int], messages: Iterable[Message]) -> int:
-    """What a chat request of `messages` costs, given a text counter.
-
-    Each message: `TOKENS_PER_MESSAGE` + role + content (+ 1 + name) + per tool call its
-    framing, name and arguments + `IMAGE_TOKENS` per image. Plus `REPLY_PRIMING_TOKENS` once.
-    Reasoning is not sent back to models, so it is not counted. Empty `messages` cost just
-    the priming; the cost of a request is additive over its messages.
-    """
+    """What a chat request of `messages` costs, given a text counter: `REPLY_PRIMING_TOKENS`
+    once plus `message_tokens` of each. Empty `messages` cost just the priming; the cost of
+    a request is additive over its messages. Reasoning is not sent back to models, so it is
+    not counted."""
     total = REPLY_PRIMING_TOKENS
     for message in messages:
-        # Role is a StrEnum: the member is its own text (no `.value` lookup per message).
-        total += TOKENS_PER_MESSAGE + count_text(message.role) + count_text(message.content)
-        if message.name:
-            total += 1 + count_text(message.name)
-        for call in message.tool_calls:
-            total += TOKENS_PER_TOOL_CALL + count_text(call.name) + count_text(call.arguments)
+        total += message_tokens(count_text, message)
+    return total
+
+
+def message_tokens(count_text: Callable[[str], int], message: Message) -> int:
+    """What one message adds to a request: `TOKENS_PER_MESSAGE` + role + content (+ 1 +
+    name) + per tool call its framing, name and arguments + `IMAGE_TOKENS` per image."""
+    # Role is a StrEnum: the member is its own text (no `.value` lookup per message).
+    total = TOKENS_PER_MESSAGE + count_text(message.role) + count_text(message.content)
+    if message.name:
+        total += 1 + count_text(message.name)
+    for call in message.tool_calls:
+        total += TOKENS_PER_TOOL_CALL + count_text(call.name) + count_text(call.arguments)
+    if message.images:
         total += IMAGE_TOKENS * len(message.images)
     return total
 
@@ -117,6 +123,10 @@ class _TextCounter:
 
     def count_messages(self, messages: Sequence[Message]) -> int:
         return count_messages_with(self.count_text, messages)
+
+    def count_message(self, message: Message) -> int:
+        """Tokens one message adds to a request (`count_messages` of it minus the priming)."""
+        return message_tokens(self.count_text, message)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, estimated={self.estimated})"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from datetime import UTC, datetime
@@ -24,9 +25,10 @@ def new_id() -> str:
     return f"{int.from_bytes(os.urandom(16)) & _UUID4_CLEAR | _UUID4_SET:032x}"
 
 
-def utcnow() -> datetime:
-    """The current time, timezone-aware UTC."""
-    return datetime.now(UTC)
+utcnow = functools.partial(datetime.now, UTC)
+"""`utcnow()`: the current time, timezone-aware UTC. A partial, not a function: it is the
+default factory of every message's and event's timestamp, and calls it without a Python
+frame of its own (a turn stamps about twenty)."""
 
 
 class ToolCall(BaseModel):
@@ -138,6 +140,8 @@ class Usage(BaseModel):
         return self.input_tokens + self.output_tokens
 
     def __add__(self, other: Usage) -> Usage:
+        if not (self.input_tokens or self.output_tokens or self.requests or self.estimated):
+            return other  # nothing to add: usages are immutable, so share it
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,

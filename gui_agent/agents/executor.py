@@ -248,9 +248,14 @@ class ExecutorAgent:
             if tool_call.id in refused:
                 yield ToolCallFinished(result=refused[tool_call.id], parent_message_id=parent)
         runnable = [c for c in calls if c.id not in refused]
-        async for result in run_parallel(session, deps, runnable):
+        if len(runnable) == 1:  # the usual case needs no task and no generator
+            result = await run_one(session, deps, runnable[0])
             results[result.call_id] = result
             yield ToolCallFinished(result=result, parent_message_id=parent)
+        else:
+            async for result in run_parallel(session, deps, runnable):
+                results[result.call_id] = result
+                yield ToolCallFinished(result=result, parent_message_id=parent)
         for tool_call in calls:
             result = results[tool_call.id]
             if tool_call.name == TASK_COMPLETE and not result.is_error:
@@ -343,26 +348,33 @@ async def ask_person(
     yield MessageCompleted(message=confirmation)
 
 
+async def run_one(session: Session, deps: AgentDeps, tool_call: ToolCall) -> ToolResult:
+    """Run one call in this task, with its hooks."""
+    if deps.hooked:
+        await call_hook(deps.hooks.on_tool_start(session, tool_call))
+    ctx = ToolContext(
+        session_id=session.id,
+        run_id=session.run_id,
+        call_id=tool_call.id,
+        workdir=session.workdir_path(),
+    )
+    result = await execute_tool(deps.tools, tool_call, ctx)
+    if deps.hooked:
+        await call_hook(deps.hooks.on_tool_end(session, result))
+    return result
+
+
 async def run_parallel(
     session: Session, deps: AgentDeps, calls: Sequence[ToolCall]
 ) -> AsyncIterator[ToolResult]:
     """Run calls concurrently, yielding results as they finish. Cancelling ends them all."""
     if not calls:
         return
+    if len(calls) == 1:  # no task needed for one call
+        yield await run_one(session, deps, calls[0])
+        return
     run_id = session.run_id
     workdir = session.workdir_path()
-    if len(calls) == 1:  # no tasks needed for one call
-        (tool_call,) = calls
-        if deps.hooked:
-            await call_hook(deps.hooks.on_tool_start(session, tool_call))
-        ctx = ToolContext(
-            session_id=session.id, run_id=run_id, call_id=tool_call.id, workdir=workdir
-        )
-        result = await execute_tool(deps.tools, tool_call, ctx)
-        if deps.hooked:
-            await call_hook(deps.hooks.on_tool_end(session, result))
-        yield result
-        return
     tasks: dict[asyncio.Task[ToolResult], ToolCall] = {}
     for tool_call in calls:
         if deps.hooked:

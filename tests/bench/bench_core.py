@@ -54,6 +54,7 @@ from schema import (
     RunOutcome,
     StateChanged,
     TextDelta,
+    ToolCall,
     ToolCallFinished,
     ToolCallStarted,
     ToolResult,
@@ -67,6 +68,9 @@ from schema import (
 async def add(a: int, b: int) -> int:
     """Add two numbers."""
     return a + b
+
+
+ADD_SCHEMAS = (add.schema,)  # built once, as GuiAgent's registry does (`.schema` copies)
 
 
 def script(n_calls: int) -> list[ModelResponse | str]:
@@ -83,19 +87,24 @@ async def framework_run(interpreter: Interpreter, model: ScriptedModel, n_calls:
     return count
 
 
+async def run_calls(tool_calls: tuple[ToolCall, ...]) -> list[int]:
+    """The tools, concurrently; one call is awaited directly (a task would cost more)."""
+    if len(tool_calls) == 1:
+        return [await add.function(**json.loads(tool_calls[0].arguments))]
+    return await asyncio.gather(*(add.function(**json.loads(c.arguments)) for c in tool_calls))
+
+
 async def bare_run(model: ScriptedModel, n_calls: int) -> int:
     """The minimum: stream, run the tools concurrently, stream again."""
     model.push(*script(n_calls))
-    schemas = [add.schema]
+    schemas = ADD_SCHEMAS
     messages = [Message(role=Role.USER, content="add them")]
     final: ModelResponse | None = None
     async for part in model.stream(messages, tools=schemas):
         if isinstance(part, ModelResponse):
             final = part
     assert final is not None
-    results = await asyncio.gather(
-        *(add.function(**json.loads(c.arguments)) for c in final.tool_calls)
-    )
+    results = await run_calls(final.tool_calls)
     messages.append(Message(role=Role.ASSISTANT, tool_calls=final.tool_calls))
     for c, r in zip(final.tool_calls, results, strict=True):
         messages.append(Message(role=Role.TOOL, tool_call_id=c.id, content=str(r)))
@@ -138,7 +147,7 @@ async def _floor_turn(model: ScriptedModel, inbox: _Inbox, prompt: Message) -> N
     running, stopped = InterpreterState.RUNNING, InterpreterState.STOP
     inbox.put(StateChanged(from_state=stopped, to_state=running))
     inbox.put(MessageCompleted(message=prompt))
-    history, usage, schemas = [prompt], Usage(), [add.schema]
+    history, usage, schemas = [prompt], Usage(), ADD_SCHEMAS
     while True:
         inbox.put(MemoryUpdated(message_ids=tuple(m.id for m in history), token_count=0))
         message_id = new_id()
@@ -161,9 +170,7 @@ async def _floor_turn(model: ScriptedModel, inbox: _Inbox, prompt: Message) -> N
             break
         for call in final.tool_calls:
             inbox.put(ToolCallStarted(call=call))
-        results = await asyncio.gather(
-            *(add.function(**json.loads(c.arguments)) for c in final.tool_calls)
-        )
+        results = await run_calls(final.tool_calls)
         for call, value in zip(final.tool_calls, results, strict=True):
             result = ToolResult(call_id=call.id, name=call.name, content=str(value))
             inbox.put(ToolCallFinished(result=result))
