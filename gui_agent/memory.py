@@ -32,6 +32,7 @@ Rules, in the words the UI uses:
 from __future__ import annotations
 
 import itertools
+import operator
 from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol, TypeVar
 
@@ -83,6 +84,22 @@ class ContextWindow(NamedTuple):
     """History messages that would be sent but were left out (display-only ones not counted)."""
     message_ids: tuple[str, ...]
     """Ids of the history messages included, oldest first."""
+
+
+class _Last(NamedTuple):
+    """The last window built over one history, to extend when only replies were appended."""
+
+    params: tuple[object, ...]
+    """(exchanges, token budget, system prompt, goal, message cap) it was built with."""
+    start: int
+    """Where the walk back through the history stopped: nothing before it was looked at."""
+    seen: tuple[Message, ...]
+    """history[start:] then. The history is the same one while these are still in place."""
+    window: ContextWindow
+    room_messages: int
+    """History messages the cap still allows."""
+    room_tokens: int | None
+    """Tokens the budget still allows (None: no budget)."""
 
 
 class Memory(Protocol):
@@ -140,6 +157,8 @@ class SlidingWindowMemory:
         self._system: dict[str, tuple[Message, int]] = {}
         # history[0].id -> (end, history[end - 1].id, sendable messages in history[:end])
         self._prefixes: dict[str, tuple[int, str, int]] = {}
+        # history[0].id -> the last window built over that history
+        self._last: dict[str, _Last] = {}
 
     @property
     def counter(self) -> TokenCounter:
@@ -191,6 +210,13 @@ class SlidingWindowMemory:
         if goal is not None:
             goal = goal.strip() or None
         count = self._count_one or self._counting()
+        params = (k, budget, system_prompt, goal, self.max_messages)
+        if history:
+            last = self._last.get(history[0].id)
+            if last is not None and last.params == params:
+                extended = self._extend(history, last, count)
+                if extended is not None:
+                    return extended
         base = self._base if self._base is not None else self._base_tokens()
 
         units, costs, mandatory, scanned_from, sendable_scanned = self._collect(history, k, count)
@@ -222,7 +248,7 @@ class SlidingWindowMemory:
         chosen.sort(reverse=True)
         included = [m for i in chosen for m in units[i]]
         sendable_before = self._sendable_before(history, scanned_from) if scanned_from else 0
-        return ContextWindow(
+        window = ContextWindow(
             (*fixed, *included),
             fixed_tokens + used,
             (self._counter or self.counter).estimated,
@@ -231,6 +257,106 @@ class SlidingWindowMemory:
             sendable_before + sendable_scanned - len(included),
             tuple([m.id for m in included]),
         )
+        if history:
+            room_tokens = None if budget is None else budget - window.token_count
+            self._keep(
+                history[0].id,
+                _Last(
+                    params,
+                    scanned_from,
+                    tuple(map(history.__getitem__, range(scanned_from, len(history)))),
+                    window,
+                    self.max_messages - len(included),
+                    room_tokens,
+                ),
+            )
+        return window
+
+    # --- extending the last window -------------------------------------------------------
+
+    def _extend(
+        self, history: Sequence[Message], last: _Last, count: Callable[[Message], int]
+    ) -> ContextWindow | None:
+        """The window for `history` built from `last`, or None when the full walk must decide.
+
+        The same history with nothing new gets the same window. An agent's turn appends
+        replies and tool results, then windows again. When the history is the one `last`
+        was built over with only such messages appended, and they fit the cap and the
+        budget that were left, the full walk would keep everything it kept before and add
+        them: no exchange closed (no user message), no older unit got room, none lost it.
+        So they are appended to the last window.
+
+        Anything else goes the full way: a user message, a display-only one, a tool result
+        whose call is not among the new messages, a message saying the goal, no room, or a
+        history in which a message the last walk looked at is no longer the same object in
+        the same place (checked at C speed). Like `dropped` (see `_sendable_before`), this
+        takes histories to grow at the end: what lies before the part looked at is not
+        compared. `tests/gui_agent/test_memory.py` checks it against the full walk on
+        thousands of random histories.
+        """
+        seen = last.seen
+        start, end = last.start + len(seen), len(history)
+        if end < start:
+            return None
+        # Item by item, not a slice: any Sequence will do, and only the tail is read.
+        if not all(map(operator.is_, map(history.__getitem__, range(last.start, start)), seen)):
+            return None
+        window = last.window
+        if end == start:  # nothing new (a front end showing the window again)
+            return window
+        goal = window.goal
+        cache = self._cache
+        added: list[Message] = []
+        calls: frozenset[str] = frozenset()  # calls of the newest assistant message added
+        cost = 0
+        tool, user = Role.TOOL, Role.USER
+        for index in range(start, end):
+            message = history[index]
+            if message.role is user or message.display_only:
+                return None
+            if message.role is tool:
+                if message.tool_call_id not in calls:
+                    return None
+            else:
+                calls = frozenset([c.id for c in message.tool_calls])
+            if goal is not None and message.content.strip() == goal:
+                return None
+            known = cache.get(message.id)
+            if known is None or known[0] != message.content:
+                known = self._remember(message.id, message, count)
+                cache = self._cache
+            cost += known[1]
+            added.append(message)
+        room_tokens = last.room_tokens
+        if len(added) > last.room_messages or (room_tokens is not None and cost > room_tokens):
+            return None
+        extended = ContextWindow(
+            (*window.messages, *added),
+            window.token_count + cost,
+            window.token_estimated,
+            goal,
+            window.goal_pinned,
+            window.dropped,
+            (*window.message_ids, *[m.id for m in added]),
+        )
+        self._keep(
+            history[0].id,
+            _Last(
+                last.params,
+                last.start,
+                (*seen, *added),
+                extended,
+                last.room_messages - len(added),
+                None if room_tokens is None else room_tokens - cost,
+            ),
+        )
+        return extended
+
+    def _keep(self, key: str, last: _Last) -> None:
+        windows = self._last
+        windows.pop(key, None)  # re-inserted as the newest
+        windows[key] = last
+        self._last = _trim(windows, _MAX_PREFIXES)
 
     # --- walking the history -------------------------------------------------------------
 

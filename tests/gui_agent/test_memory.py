@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import random
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import overload
 
@@ -417,8 +418,101 @@ def test_the_token_cache_stays_bounded_and_counts_stay_right() -> None:
         assert window.token_count == fresh.window(history).token_count
         assert len(small._cache) <= 50
     counted = counting.calls
+    small._last.clear()  # the last windows would answer without counting: this is about tokens
     small.window(histories[-1])  # its messages are among the newest: still cached
     assert counting.calls == counted
+    small._last.clear()
     small.window(histories[0])  # long evicted: counted again, and still right
     assert counting.calls > counted
     assert small.window(histories[0]).token_count == fresh.window(histories[0]).token_count
+
+
+# --- extending the last window: the same answer as the full walk --------------------------
+
+
+def random_step(rng: random.Random, history: list[Message], goal: str) -> None:
+    """Change `history` the ways a session does (append, truncate), plus some it should not
+    (an edited copy put in place of a message), with every kind of message."""
+    kind = rng.random()
+    if kind < 0.04 and history:
+        del history[rng.randrange(len(history)) :]  # retry / edit: truncated
+        return
+    if kind < 0.08 and history:
+        index = rng.randrange(len(history))
+        history[index] = history[index].model_copy(update={"content": "edited in place"})
+        return
+    open_calls = [c.id for m in history[-4:] for c in m.tool_calls]
+    if kind < 0.25:
+        text = goal if rng.random() < 0.2 else f"question {len(history)} " + "w " * rng.randrange(4)
+        history.append(user(text))
+    elif kind < 0.45:
+        calls = [f"c{len(history)}_{n}" for n in range(rng.choice((0, 1, 1, 2, 3)))]
+        history.append(assistant("answer " * rng.randrange(1, 5), *calls))
+    elif kind < 0.7 and open_calls:
+        history.append(tool(rng.choice(open_calls), "result " * rng.randrange(1, 4)))
+    elif kind < 0.75:
+        history.append(tool("nowhere", "orphan"))
+    elif kind < 0.8:
+        history.append(Message(role=Role.SYSTEM, content="a note"))
+    elif kind < 0.85:
+        history.append(
+            Message(role=Role.ASSISTANT, type=MessageType.CONFIRMATION, content="run: allow")
+        )
+    elif kind < 0.9:
+        history.append(
+            Message(role=Role.ASSISTANT, content="worker step", metadata={"display_only": True})
+        )
+    else:
+        history.append(assistant(goal if rng.random() < 0.2 else "plain"))
+
+
+def same_window(got: ContextWindow, expected: ContextWindow) -> bool:
+    def shown(window: ContextWindow) -> list[tuple[object, ...]]:
+        # The system prompt and a pinned goal are built by each memory: compare what they say.
+        ids = set(window.message_ids)
+        return [
+            (m.id, m.content) if m.id in ids else (m.role, m.content, m.metadata)
+            for m in window.messages
+        ]
+
+    return shown(got) == shown(expected) and got._replace(messages=()) == expected._replace(
+        messages=()
+    )
+
+
+def test_extending_the_last_window_gives_what_the_full_walk_gives() -> None:
+    rng = random.Random(20261122)
+    extended = 0
+    checked = 0
+    for _ in range(300):
+        settings = {
+            "exchanges": rng.randint(1, 4),
+            "max_messages": rng.randint(1, 12),
+            "token_budget": rng.choice((None, None, rng.randint(5, 90))),
+        }
+        goal = "the goal text"
+        call = {
+            "system_prompt": rng.choice((None, "you are terse")),
+            "goal": rng.choice((None, goal)),
+        }
+        kept = memory(**settings)
+        original = kept._extend
+
+        def spy(
+            *args: object, original: Callable[..., ContextWindow | None] = original
+        ) -> ContextWindow | None:
+            nonlocal extended
+            window = original(*args)
+            extended += window is not None
+            return window
+
+        kept._extend = spy  # type: ignore[method-assign]
+        history: list[Message] = []
+        for _ in range(rng.randint(1, 30)):
+            random_step(rng, history, goal)
+            got = kept.window(history, **call)  # type: ignore[arg-type]
+            expected = memory(**settings).window(list(history), **call)  # type: ignore[arg-type]
+            assert same_window(got, expected), (history, settings, call)
+            checked += 1
+    assert checked > 3000
+    assert extended > checked // 5  # the fast path was taken often, not just allowed

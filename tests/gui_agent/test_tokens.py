@@ -27,7 +27,7 @@ from gui_agent.tokens import (
     encoding_for_model,
     ensure_offline_encodings,
 )
-from schema import Message, Role, ToolCall
+from schema import ImagePart, Message, Role, ToolCall
 
 O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 CL100K_URL = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
@@ -219,3 +219,70 @@ def test_a_local_tokenizer_plugs_in() -> None:
     # framing + role ("user" = 1 word) + content, plus the reply priming
     expected = tokens.TOKENS_PER_MESSAGE + 1 + 3 + tokens.REPLY_PRIMING_TOKENS
     assert counter.count_messages([message]) == expected
+
+
+def _kinds_of_messages() -> list[Message]:
+    return [
+        Message(role=Role.USER, content="what is the weather in Paris today?"),
+        Message(
+            role=Role.ASSISTANT,
+            content="let me look",
+            tool_calls=(
+                ToolCall(id="c1", name="search", arguments='{"q": "weather Paris"}'),
+                ToolCall(id="c2", name="calendar", arguments='{"day": "today"}'),
+            ),
+        ),
+        Message(role=Role.TOOL, tool_call_id="c1", name="search", content="sunny, 21 degrees"),
+        Message(role=Role.USER, content="look", images=(ImagePart(data="aGk="),)),
+        Message(
+            role=Role.USER,
+            content="two pictures",
+            images=(ImagePart(url="https://example.com/a.png"), ImagePart(data="aGk=")),
+        ),
+    ]
+
+
+def test_one_message_costs_what_it_adds_to_a_request(fresh: Path) -> None:
+    tiktoken_counter = counter_for_model(None)
+    assert isinstance(tiktoken_counter, TiktokenCounter)  # the real one loaded offline
+    for counter in (tiktoken_counter, EstimateCounter()):
+        empty = counter.count_messages([])
+        assert empty == tokens.REPLY_PRIMING_TOKENS
+        for message in _kinds_of_messages():
+            expected = counter.count_messages([message]) - empty
+            assert counter.count_message(message) == expected, message
+            assert tokens.message_tokens(counter.count_text, message) == expected, message
+
+
+def test_message_tokens_counts_each_part() -> None:
+    counter = CallableCounter("words", lambda text: len(text.split()))
+    f = counter.count_text
+    user, calling, tool, image, images = _kinds_of_messages()
+
+    # framing + role (1 word) + content
+    assert tokens.message_tokens(f, user) == tokens.TOKENS_PER_MESSAGE + 1 + 7
+    # + per call: framing + name (1 word) + arguments (3 and 2 words)
+    assert tokens.message_tokens(f, calling) == (
+        tokens.TOKENS_PER_MESSAGE + 1 + 3 + 2 * (tokens.TOKENS_PER_TOOL_CALL + 1) + 3 + 2
+    )
+    # + 1 + name
+    assert tokens.message_tokens(f, tool) == tokens.TOKENS_PER_MESSAGE + 1 + 3 + 1 + 1
+    # + a flat cost per image
+    assert (
+        tokens.message_tokens(f, image) == tokens.TOKENS_PER_MESSAGE + 1 + 1 + tokens.IMAGE_TOKENS
+    )
+    assert tokens.message_tokens(f, images) == (
+        tokens.TOKENS_PER_MESSAGE + 1 + 2 + 2 * tokens.IMAGE_TOKENS
+    )
+
+
+def test_a_request_costs_the_priming_plus_each_message(fresh: Path) -> None:
+    user, calling, tool, image, _ = _kinds_of_messages()
+    for f in (counter_for_model(None).count_text, EstimateCounter().count_text):
+        for a, b in ((user, calling), (tool, image), (calling, calling)):
+            assert tokens.count_messages_with(f, [a, b]) == (
+                tokens.REPLY_PRIMING_TOKENS
+                + tokens.message_tokens(f, a)
+                + tokens.message_tokens(f, b)
+            )
+        assert tokens.count_messages_with(f, []) == tokens.REPLY_PRIMING_TOKENS

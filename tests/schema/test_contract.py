@@ -154,3 +154,40 @@ def test_required_event_types_exist() -> None:
     }
     assert required <= {e.type for e in _one_of_each()}  # type: ignore[attr-defined]
     assert schema.PROTOCOL_VERSION
+
+
+def test_usage_zero_plus_x_is_x() -> None:
+    x = Usage(input_tokens=3, output_tokens=5, requests=1)
+
+    assert Usage() + x == x
+    assert Usage(input_tokens=0, output_tokens=0, requests=0) + x == x
+
+
+def test_usage_x_plus_zero_is_x() -> None:
+    x = Usage(input_tokens=3, output_tokens=5, requests=1)
+
+    assert x + Usage() == x
+    estimated = Usage(input_tokens=2, estimated=True)
+    assert estimated + Usage() == estimated
+
+
+def test_usage_sums_every_field_and_ors_estimated() -> None:
+    x = Usage(input_tokens=3, output_tokens=5, requests=1)
+    y = Usage(input_tokens=10, output_tokens=20, requests=2, estimated=True)
+
+    total = x + y
+    assert total == Usage(input_tokens=13, output_tokens=25, requests=3, estimated=True)
+    assert total.total_tokens == 38
+    assert y + x == total
+    assert (x + x).estimated is False
+    # the inputs are frozen and left as they were
+    assert x == Usage(input_tokens=3, output_tokens=5, requests=1)
+
+
+def test_an_estimated_zero_usage_marks_the_sum_estimated() -> None:
+    x = Usage(input_tokens=3, output_tokens=5, requests=1)
+
+    total = Usage(estimated=True) + x
+    assert total == Usage(input_tokens=3, output_tokens=5, requests=1, estimated=True)
+    assert total is not x
+    assert x.estimated is False
