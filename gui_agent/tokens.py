@@ -71,7 +71,11 @@ IMAGE_TOKENS = 765
 
 @runtime_checkable
 class TokenCounter(Protocol):
-    """Counts tokens. `estimated` is true when the counts are approximations."""
+    """Counts tokens. `estimated` is true when the counts are approximations.
+
+    A counter may also offer `count_message(message) -> int`, what one message adds to a
+    request (`count_messages([m]) - count_messages([])`); the built-in ones do, and the
+    memory then uses it for each new message instead of counting a request of one."""
 
     @property
     def name(self) -> str: ...
