@@ -240,10 +240,7 @@ class SlidingWindowMemory:
         ):
             pin = Message(role=Role.USER, content=goal, metadata={"pinned_goal": True})
             fixed.append(pin)
-            known = self._cache.get(_GOAL_KEY)
-            if known is None or known[0] != goal:
-                known = self._remember(_GOAL_KEY, pin, count)
-            fixed_tokens += known[1]
+            fixed_tokens += self._tokens(_GOAL_KEY, pin, count)
             pinned = True
             if budget is not None:  # a tighter budget can only shrink the choice
                 chosen, used = self._select(units, costs, mandatory, budget - fixed_tokens)
@@ -426,10 +423,7 @@ class SlidingWindowMemory:
                     )
                     if found is not None:
                         units.append((found,))
-                        known = cache.get(found.id)
-                        if known is None or known[0] != found.content:
-                            known = self._remember(found.id, found, count)
-                        costs.append(known[1])
+                        costs.append(self._tokens(found.id, found, count))
                         mandatory = len(units) - 1
                 break
         if mandatory is None and units:
@@ -512,6 +506,14 @@ class SlidingWindowMemory:
         return entry
 
     # --- token costs ---------------------------------------------------------------------
+
+    def _tokens(self, key: str, message: Message, count: Callable[[Message], int]) -> int:
+        """Tokens `message` adds to a request, from the cache under `key` or counted now.
+        (The walks inline this lookup: they run it for every message they look at.)"""
+        known = self._cache.get(key)
+        if known is None or known[0] != message.content:
+            known = self._remember(key, message, count)
+        return known[1]
 
     def _remember(
         self, key: str, message: Message, count: Callable[[Message], int]

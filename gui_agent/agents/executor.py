@@ -367,11 +367,9 @@ async def run_one(session: Session, deps: AgentDeps, tool_call: ToolCall) -> Too
 async def run_parallel(
     session: Session, deps: AgentDeps, calls: Sequence[ToolCall]
 ) -> AsyncIterator[ToolResult]:
-    """Run calls concurrently, yielding results as they finish. Cancelling ends them all."""
+    """Run calls concurrently, each in a task of its own, yielding results as they finish.
+    Cancelling ends them all. (A single call needs no task: `run_one`.)"""
     if not calls:
-        return
-    if len(calls) == 1:  # no task needed for one call
-        yield await run_one(session, deps, calls[0])
         return
     run_id = session.run_id
     workdir = session.workdir_path()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from gui_agent.events import EventHub, Subscription
 from schema import InterpreterState, StateChanged, TextDelta
 
@@ -52,22 +54,13 @@ async def test_a_subscription_sees_only_events_published_after_it_opened() -> No
 # --- next_events: idle markers ----------------------------------------------------------
 
 
-async def test_idle_at_the_end_stops_when_asked() -> None:
+@pytest.mark.parametrize(("stop_at_idle", "more"), [(True, False), (False, True)])
+async def test_idle_at_the_end_stops_only_when_asked(stop_at_idle: bool, more: bool) -> None:
     hub, sub = hub_and_sub()
     e1, e2 = hub.publish(delta("1"), "r"), hub.publish(delta("2"), "r")
     hub.idle()
 
-    assert await sub.next_events(stop_at_idle=True) == ([e1, e2], False)
-    assert marks(sub) == 0
-    assert sub.pending() == []
-
-
-async def test_idle_at_the_end_is_skipped_when_not_stopping_at_idle() -> None:
-    hub, sub = hub_and_sub()
-    e1, e2 = hub.publish(delta("1"), "r"), hub.publish(delta("2"), "r")
-    hub.idle()
-
-    assert await sub.next_events(stop_at_idle=False) == ([e1, e2], True)
+    assert await sub.next_events(stop_at_idle=stop_at_idle) == ([e1, e2], more)
     assert marks(sub) == 0
     assert sub.pending() == []
 
