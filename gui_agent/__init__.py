@@ -41,6 +41,7 @@ from gui_agent.exceptions import (
     ModelTimeout,
     PathEscape,
     RunError,
+    SessionNotFound,
     StoreError,
     StoreLocked,
     StoreVersionError,
@@ -51,7 +52,7 @@ from gui_agent.exceptions import (
 from gui_agent.hooks import AgentHooks
 from gui_agent.interpreter import Interpreter
 from gui_agent.llm import LLMProvider, ModelCatalog, StaticCatalog
-from gui_agent.manager import SessionManager, SessionNotFound
+from gui_agent.manager import SessionManager
 from gui_agent.memory import ContextWindow, Memory, SlidingWindowMemory
 from gui_agent.quick import chat_sync, create_interpreter
 from gui_agent.session import Session

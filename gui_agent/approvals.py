@@ -17,7 +17,8 @@ class Verdict:
 
 
 class ApprovalBroker:
-    """Holds one future per open approval. No handler or no answer in time means deny."""
+    """Holds one future per open approval. No answer in time means deny. (Code that
+    cannot ask anyone denies at once: `chat_sync` without an `approve` function.)"""
 
     def __init__(self) -> None:
         self._pending: dict[str, asyncio.Future[Verdict]] = {}
@@ -42,10 +43,17 @@ class ApprovalBroker:
             if not future.done():
                 future.cancel()
 
-    def resolve(self, approval_id: str, decision: ApprovalDecision, note: str | None) -> bool:
+    def resolve(
+        self,
+        approval_id: str,
+        decision: ApprovalDecision,
+        note: str | None,
+        *,
+        by: Literal["user", "policy"] = "user",
+    ) -> bool:
         """Answer a request; False when no such request is open."""
         future = self._pending.get(approval_id)
         if future is None or future.done():
             return False
-        future.set_result(Verdict(decision, note))
+        future.set_result(Verdict(decision, note, by))
         return True

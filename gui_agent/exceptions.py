@@ -6,6 +6,7 @@ GuiAgentError
 │   ├── IllegalTransition     a state change the interpreter's machine does not allow
 │   ├── ToolDefinitionError   a function that cannot become a tool
 │   └── InvalidRequest        a request that breaks the contract (empty, too long, unknown id)
+│       └── SessionNotFound   no such session for this owner, or it was closed meanwhile
 ├── RunError                  something failed while a turn ran
 │   ├── ModelError            a provider failed; connectors translate vendor errors to these
 │   │   ├── ModelAuthError        the key was refused (names the variable to set)
@@ -54,6 +55,11 @@ class ToolDefinitionError(UserError):
 
 class InvalidRequest(UserError):
     pass
+
+
+class SessionNotFound(InvalidRequest):
+    """No session with that id for this owner (it may exist for someone else), or it was
+    closed (deleted, or unloaded while idle) while the request held it."""
 
 
 class RunError(GuiAgentError):

@@ -8,18 +8,25 @@ one after another: the person's message, then queued messages, then AutoChat con
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from gui_agent.agents.base import AgentDeps, Architecture
 from gui_agent.approvals import ApprovalBroker
 from gui_agent.autochat import AutoRun
 from gui_agent.events import EventHub, Subscription
-from gui_agent.exceptions import GuiAgentError, InvalidRequest, ModelError, StoreError
+from gui_agent.exceptions import (
+    GuiAgentError,
+    InvalidRequest,
+    ModelError,
+    SessionNotFound,
+    StoreError,
+)
 from gui_agent.hooks import call_hook
 from gui_agent.llm import LLMProvider
 from gui_agent.memory import ContextWindow
@@ -57,6 +64,7 @@ from schema import (
     ToolCallFinished,
     ToolCallStarted,
     ToolResult,
+    valid_text,
 )
 
 logger = logging.getLogger(__name__)
@@ -126,6 +134,8 @@ class Interpreter:
         self._speaker: AgentName | None = None
         self._run_id = ""
         self._stop_reason = "stopped by the user"
+        self._editing = False
+        self._closed = False
 
     # -- what front ends read ---------------------------------------------------------------
 
@@ -180,13 +190,15 @@ class Interpreter:
         self, text: str, *, images: Sequence[ImagePart] = (), agent: AgentName | None = None
     ) -> Message:
         """Start a turn with the person's message, or queue it if a turn is running."""
+        if self._closed:
+            raise SessionNotFound("this session was closed (deleted or unloaded)")
         if not text.strip() and not images:
             raise InvalidRequest("the message is empty")
         if len(text) > MAX_MESSAGE_CHARS:
             raise InvalidRequest(
                 f"the message has {len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}"
             )
-        message = Message(role=Role.USER, content=text, images=tuple(images))
+        message = Message(role=Role.USER, content=valid_text(text), images=tuple(images))
         if agent is not None:
             await self.set_agent(agent)
         if self._auto.active:
@@ -214,10 +226,16 @@ class Interpreter:
         return True
 
     def approve(
-        self, approval_id: str, decision: ApprovalDecision, note: str | None = None
+        self,
+        approval_id: str,
+        decision: ApprovalDecision,
+        note: str | None = None,
+        *,
+        by: Literal["user", "policy"] = "user",
     ) -> bool:
-        """Answer an approval request. False when no such request is open."""
-        return self.deps.approvals.resolve(approval_id, decision, note)
+        """Answer an approval request (`by="policy"`: code decided, not a person). False
+        when no such request is open."""
+        return self.deps.approvals.resolve(approval_id, decision, note, by=by)
 
     async def set_agent(self, agent: AgentName, *, reason: str = "picked by the person") -> None:
         if agent not in self.architectures:
@@ -257,7 +275,8 @@ class Interpreter:
         if fields:
             self._publish(SessionUpdated(fields=fields))
             await self._save_record()
-        if start_auto and not self.busy and self.state is InterpreterState.STOP:
+        idle_after_a_turn = not self.busy and self.state is InterpreterState.STOP
+        if start_auto and idle_after_a_turn and not self._closed:
             goal = self.session.goal or self._last_user_text()
             self._auto.begin(self.session, goal)
             self._auto.turns += 1
@@ -270,25 +289,28 @@ class Interpreter:
 
     async def retry(self) -> Message:
         """Run the last user message again, dropping what came after it."""
-        index = await self._require_last_user()
-        last = self.session.history[index]
-        await self._truncate(index)
-        return await self.send(last.content, images=last.images)
+        with self._one_edit():
+            index = await self._require_last_user("retry")
+            last = self.session.history[index]
+            await self._truncate(index)
+            return await self.send(last.content, images=last.images)
 
     async def edit_last(self, text: str, *, images: Sequence[ImagePart] = ()) -> Message:
         """Replace the last user message with `text` (and `images`) and run it."""
-        index = await self._require_last_user()
-        if not text.strip() and not images:
-            raise InvalidRequest("the message is empty")
-        await self._truncate(index)
-        return await self.send(text, images=images)
+        with self._one_edit():
+            index = await self._require_last_user("edit")
+            if not text.strip() and not images:
+                raise InvalidRequest("the message is empty")
+            await self._truncate(index)
+            return await self.send(text, images=images)
 
     async def clear(self) -> None:
-        await self._settle()
-        if self.busy:
-            raise InvalidRequest("stop the running turn before clearing")
-        await self._truncate(0)
-        self.session.goal = None
+        with self._one_edit():
+            await self._settle()
+            if self.busy:
+                raise InvalidRequest("stop the running turn before clearing")
+            await self._truncate(0)
+            self.session.goal = None
 
     async def wait_idle(self) -> None:
         while self._task is not None and not self._task.done():
@@ -304,7 +326,19 @@ class Interpreter:
                 for event in events:
                     yield event
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def watched(self) -> bool:
+        """Someone is subscribed to the events (a page, an event stream, a `chat()`)."""
+        return self._hub.subscriber_count > 0
+
     async def close(self) -> None:
+        """Stop the run and end every subscription. A closed interpreter starts no turn
+        again: `send` raises SessionNotFound (the session was deleted or unloaded)."""
+        self._closed = True
         await self.stop("the session was closed")
         self._hub.close()
 
@@ -344,20 +378,22 @@ class Interpreter:
         architecture = self.architectures.get(session.agent) or next(
             iter(self.architectures.values())
         )
-        if self._speaker is not None and self._speaker is not architecture.name:
-            self._publish(AgentSwitched(from_agent=self._speaker, to_agent=architecture.name))
-        self._speaker = architecture.name
-        title = session.title
-        session.add(prompt)
-        await self._emit(MessageCompleted(message=prompt))
-        if self.deps.hooked:
-            await call_hook(self.deps.hooks.on_start(session, prompt))
-        if session.title != title:
-            self._publish(SessionUpdated(fields={"title": session.title}))
-        await self._save_record()
         outcome, detail = RunOutcome.COMPLETED, ""
-        publish, run_id, trackers = self._hub.publish, self._run_id, _TRACKERS
+        # Every way out of this try goes through _end_turn, a Stop at any await included: a
+        # turn that began always finishes, so the state never stays RUNNING.
         try:
+            if self._speaker is not None and self._speaker is not architecture.name:
+                self._publish(AgentSwitched(from_agent=self._speaker, to_agent=architecture.name))
+            self._speaker = architecture.name
+            title = session.title
+            session.add(prompt)
+            await self._emit(MessageCompleted(message=prompt))
+            if self.deps.hooked:
+                await call_hook(self.deps.hooks.on_start(session, prompt))
+            if session.title != title:
+                self._publish(SessionUpdated(fields={"title": session.title}))
+            await self._save_record()
+            publish, run_id, trackers = self._hub.publish, self._run_id, _TRACKERS
             async for event in architecture.run(session, self.deps, prompt):
                 # `_track`, inlined: this runs for every event of every turn
                 handler = trackers.get(type(event))
@@ -373,40 +409,62 @@ class Interpreter:
                 RunOutcome.INTERRUPTED, self._stop_reason, MessageStatus.INTERRUPTED
             )
             raise
+        except GeneratorExit:  # the coroutine is being closed: nothing may be awaited now
+            raise
         except GuiAgentError as exc:
-            if self.deps.hooked:
-                await call_hook(self.deps.hooks.on_error(session, exc))
             self._publish(_error_event(exc))
-            await self._end_turn(RunOutcome.ERROR, str(exc), MessageStatus.ERROR)
+            await self._end_turn(RunOutcome.ERROR, str(exc), MessageStatus.ERROR, exc)
             return RunOutcome.ERROR
-        except Exception as exc:
+        except (KeyboardInterrupt, SystemExit) as exc:  # the process is asked to end
+            self._publish(ErrorEvent(code="agent_failed", message=type(exc).__name__))
+            await self._end_turn(RunOutcome.ERROR, type(exc).__name__, MessageStatus.ERROR, exc)
+            raise
+        except BaseException as exc:  # any other failure of the agent: the session goes on
             logger.exception("session %s: the %s agent failed", self.id, architecture.name.value)
-            if self.deps.hooked:
-                await call_hook(self.deps.hooks.on_error(session, exc))
             self._publish(ErrorEvent(code="agent_failed", message=f"{type(exc).__name__}: {exc}"))
-            await self._end_turn(RunOutcome.ERROR, str(exc), MessageStatus.ERROR)
+            await self._end_turn(RunOutcome.ERROR, str(exc), MessageStatus.ERROR, exc)
             return RunOutcome.ERROR
         await self._end_turn(outcome, detail, MessageStatus.INTERRUPTED)
         return outcome
 
-    async def _end_turn(self, outcome: RunOutcome, detail: str, status: MessageStatus) -> None:
-        """Close what the turn left open, so the history stays whole and sendable."""
+    async def _end_turn(
+        self,
+        outcome: RunOutcome,
+        detail: str,
+        status: MessageStatus,
+        error: BaseException | None = None,
+    ) -> None:
+        """Close what the turn left open, so the history stays whole and sendable, and end
+        the turn (state STOP). Then save, even through another Stop (see `_finish_saving`)."""
+        saves = self._close_turn(outcome, detail, status)
+        await self._finish_saving(saves, outcome, error)
+
+    def _close_turn(
+        self, outcome: RunOutcome, detail: str, status: MessageStatus
+    ) -> list[Awaitable[None]]:
+        """Everything that ends a turn and needs no waiting: complete the partial replies,
+        answer calls left without a result, close steps and approvals, say `run_finished`,
+        fire FINISH. Returns the store calls to make. Synchronous, so a Stop cannot cut it
+        short: once it has run, the turn is over."""
         session = self.session
+        saves: list[Awaitable[None]] = []
         recent = {m.id: m for m in session.history[-8:]} if self._open else {}
         for message_id, partial in list(self._open.items()):
             message = recent.get(message_id)
             if message is None:
                 message = partial.message(message_id, status)
                 session.add(message)
-            await self._emit(MessageCompleted(message=message))
-        for message in _answer_dangling_calls(session, detail or outcome.value):
+            if (saving := self._track(MessageCompleted(message=message))) is not None:
+                saves.append(saving)
+        reason = detail or outcome.value
+        for message in _answer_dangling_calls(session, reason, self._open_calls):
             self._open_calls.pop(message.tool_call_id or "", None)
             self._publish(ToolCallFinished(result=_tool_result(message)))
             session.add(message)
-            await self._emit(MessageCompleted(message=message))
+            if (saving := self._track(MessageCompleted(message=message))) is not None:
+                saves.append(saving)
         for call in self._open_calls.values():  # e.g. a supervisor's worker's call: no answer
             # is owed to any model, but the step a front end shows must not stay "running"
-            reason = detail or outcome.value
             self._publish(
                 ToolCallFinished(
                     result=ToolResult(
@@ -429,10 +487,28 @@ class Interpreter:
                 )
             )
         self._publish(RunFinished(outcome=outcome, detail=detail))
-        if self.deps.hooked:
-            await call_hook(self.deps.hooks.on_end(session, outcome.value))
         self._machine.fire(Trigger.FINISH, outcome.value)
-        await self._save_record()
+        return saves
+
+    async def _finish_saving(
+        self, saves: list[Awaitable[None]], outcome: RunOutcome, error: BaseException | None
+    ) -> None:
+        """The hooks and store calls that follow a turn's end, each run to completion even
+        if the task is cancelled meanwhile (a second Stop); the cancellation is passed on
+        when they are done."""
+        steps: list[Awaitable[None]] = []
+        if self.deps.hooked:
+            if error is not None:
+                steps.append(call_hook(self.deps.hooks.on_error(self.session, error)))
+            steps.append(call_hook(self.deps.hooks.on_end(self.session, outcome.value)))
+        steps.extend(self._store_call(saving) for saving in saves)
+        if self._store is not None:
+            steps.append(self._save_record())
+        cancelled = False
+        for step in steps:
+            cancelled |= await _uninterrupted(asyncio.ensure_future(step))
+        if cancelled:
+            raise asyncio.CancelledError
 
     async def _next_prompt(self, outcome: RunOutcome) -> Message | None:
         if self.session.inbox:
@@ -548,11 +624,24 @@ class Interpreter:
             self._machine.fire(Trigger.RESUME, event.decision.value)
 
     async def _store_call(self, operation: Awaitable[None]) -> None:
+        """Await a store call to its end, even through a Stop meanwhile (which is passed on
+        once the write is done): a write cut short could lose what was said, or land after
+        the writes that follow it. A failure is reported (and logged), never raised: what
+        was said stays in the session, and the turn goes on."""
+        write = asyncio.ensure_future(operation)
+        interrupted = await _uninterrupted(write)
         try:
-            await operation
+            write.result()
         except StoreError as exc:
             logger.error("session %s: could not save: %s", self.id, exc)
             self._publish(ErrorEvent(code="store_error", message=f"could not save: {exc}"))
+        except Exception as exc:  # a bug or an unexpected value: say so, keep the session
+            logger.exception("session %s: saving failed", self.id)
+            self._publish(
+                ErrorEvent(code="store_error", message=f"could not save: {type(exc).__name__}")
+            )
+        if interrupted:
+            raise asyncio.CancelledError
 
     async def _save_record(self) -> None:
         if self._store is not None:
@@ -575,14 +664,26 @@ class Interpreter:
         ):
             await self.wait_idle()
 
-    async def _require_last_user(self) -> int:
+    async def _require_last_user(self, action: str) -> int:
         await self._settle()
         if self.busy:
             raise InvalidRequest("stop the running turn first")
         index = self.session.last_user_index()
         if index is None:
-            raise InvalidRequest("there is no message of yours to retry")
+            raise InvalidRequest(f"there is no message of yours to {action}")
         return index
+
+    @contextlib.contextmanager
+    def _one_edit(self) -> Iterator[None]:
+        """One history edit (retry, edit, clear) at a time: a second one arriving while the
+        first waits on the store (a double click) is refused, not interleaved with it."""
+        if self._editing:
+            raise InvalidRequest("another change to this conversation is still in progress")
+        self._editing = True
+        try:
+            yield
+        finally:
+            self._editing = False
 
     async def _truncate(self, length: int) -> None:
         del self.session.history[length:]
@@ -614,13 +715,30 @@ _TRACKERS: Final[Mapping[type, _Tracker]] = MappingProxyType(
 every other event is only published."""
 
 
+async def _uninterrupted(future: asyncio.Future[None]) -> bool:
+    """Wait until `future` is done, also when the waiting task is cancelled meanwhile (the
+    future goes on). Returns whether it was: the caller then raises CancelledError itself,
+    once it has finished what must not be cut short."""
+    cancelled = False
+    while not future.done():
+        try:
+            await asyncio.wait((future,))
+        except asyncio.CancelledError:
+            cancelled = True
+    return cancelled
+
+
 def _error_event(exc: GuiAgentError) -> ErrorEvent:
     code = "model_error" if isinstance(exc, ModelError) else type(exc).__name__
     return ErrorEvent(code=code, message=str(exc) or type(exc).__name__, recoverable=True)
 
 
-def _answer_dangling_calls(session: Session, reason: str) -> list[Message]:
-    """TOOL messages for calls of the last assistant message that got no result.
+def _answer_dangling_calls(
+    session: Session, reason: str, started: Mapping[str, ToolCall]
+) -> list[Message]:
+    """TOOL messages for calls of the last assistant message that got no result. A call in
+    `started` was running when the turn ended (it may have done part of its work); the
+    others never ran.
 
     Only the newest assistant message can have unanswered calls: every turn ends here, so
     older ones were answered when their turn ended.
@@ -641,12 +759,21 @@ def _answer_dangling_calls(session: Session, reason: str) -> list[Message]:
             Message(
                 role=Role.TOOL,
                 type=MessageType.FUNCTION,
-                content=f"Not run: the turn ended ({reason}).",
+                content=(
+                    f"Interrupted while running: the turn ended ({reason}). It may have done "
+                    "part of its work; check before running it again."
+                    if call.id in started
+                    else f"Not run: the turn ended ({reason})."
+                ),
                 tool_call_id=call.id,
                 name=call.name,
                 agent=message.agent,
                 status=MessageStatus.INTERRUPTED,
-                metadata={"is_error": True, "arguments": call.arguments},
+                metadata={
+                    "is_error": True,
+                    "arguments": call.arguments,
+                    "was_running": call.id in started,
+                },
             )
             for call in message.tool_calls
             if call.id not in answered

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gui_agent.agents import AgentDeps, Architecture, default_architectures
-from gui_agent.exceptions import InvalidRequest
+from gui_agent.exceptions import InvalidRequest, SessionNotFound
 from gui_agent.hooks import AgentHooks
 from gui_agent.interpreter import Interpreter
 from gui_agent.llm import ModelCatalog
@@ -32,13 +32,11 @@ from schema import (
     SessionSettings,
 )
 
+__all__ = ["INTERRUPTED_NOTE", "SessionManager", "SessionNotFound"]  # SessionNotFound: re-exported
+
 logger = logging.getLogger(__name__)
 
 INTERRUPTED_NOTE = "The previous turn was interrupted when the server stopped."
-
-
-class SessionNotFound(InvalidRequest):
-    """No session with that id for this owner (it may exist for someone else)."""
 
 
 @dataclass(eq=False)
@@ -51,6 +49,8 @@ class SessionManager:
     architectures_factory: Callable[[], Mapping[AgentName, Architecture]] = default_architectures
     hooks: AgentHooks = field(default_factory=AgentHooks)
     counter_factory: Callable[[str], TokenCounter] | None = None
+    max_live: int = 200
+    """Interpreters kept in memory; beyond it, idle ones are unloaded (see `_unload_idle`)."""
     _live: dict[str, Interpreter] = field(default_factory=dict, init=False)
     _memories: dict[str, SlidingWindowMemory] = field(default_factory=dict, init=False)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
@@ -92,11 +92,14 @@ class SessionManager:
         if agent is not None:
             session.agent = agent
         await self.store.create_session(session.to_record(InterpreterState.INIT))
-        return self._attach(session, InterpreterState.INIT)
+        interpreter = self._attach(session, InterpreterState.INIT)
+        await self._unload_idle()
+        return interpreter
 
     async def get(self, session_id: str, owner: str) -> Interpreter:
-        live = self._live.get(session_id)
+        live = self._live.pop(session_id, None)
         if live is not None:
+            self._live[session_id] = live  # the most recently used is last
             if live.session.owner != owner:
                 raise SessionNotFound("no such session")
             return live
@@ -112,7 +115,9 @@ class SessionManager:
             state = record.state
             if state in (InterpreterState.RUNNING, InterpreterState.WAITING):
                 state = InterpreterState.STOP
-            return self._attach(session, state)
+            interpreter = self._attach(session, state)
+        await self._unload_idle()
+        return interpreter
 
     async def import_session(
         self, record: SessionRecord, messages: Sequence[Message]
@@ -138,10 +143,14 @@ class SessionManager:
         await interpreter.update(title=title)
 
     async def delete(self, session_id: str, owner: str) -> None:
+        """Stop the session and delete it. Requests holding it meanwhile find it gone:
+        sending raises SessionNotFound, and no lookup can bring it back from the store while
+        the delete runs (lookups that miss wait for the same lock)."""
         interpreter = await self.get(session_id, owner)
-        await interpreter.close()
-        self._live.pop(session_id, None)
-        await self.store.delete_session(session_id, owner=owner)
+        async with self._lock:
+            self._live.pop(session_id, None)
+            await interpreter.close()
+            await self.store.delete_session(session_id, owner=owner)
 
     async def set_model(self, interpreter: Interpreter, model: str) -> None:
         if model not in self.models.names():
@@ -154,9 +163,24 @@ class SessionManager:
     async def release(self, session_id: str) -> None:
         """Drop an idle interpreter from memory (it stays in the store)."""
         interpreter = self._live.get(session_id)
-        if interpreter is not None and not interpreter.busy:
-            await interpreter.close()
+        if interpreter is not None and _unloadable(interpreter):
             self._live.pop(session_id, None)
+            await interpreter.close()
+
+    async def _unload_idle(self) -> None:
+        """Keep at most `max_live` interpreters in memory: unload the least recently used
+        idle ones (no run, nobody subscribed, no approval open). They come back from the
+        store, history and all, on the next lookup."""
+        excess = len(self._live) - self.max_live
+        if excess <= 0:
+            return
+        idle = [i for i in self._live.values() if _unloadable(i)][:excess]
+        for interpreter in idle:
+            self._live.pop(interpreter.id, None)
+        for interpreter in idle:
+            await interpreter.close()
+        if idle:
+            logger.debug("unloaded %d idle sessions (%d live)", len(idle), len(self._live))
 
     @property
     def live_count(self) -> int:
@@ -191,3 +215,7 @@ class SessionManager:
         )
         self._live[session.id] = interpreter
         return interpreter
+
+
+def _unloadable(interpreter: Interpreter) -> bool:
+    return not (interpreter.busy or interpreter.watched or interpreter.pending_approvals)

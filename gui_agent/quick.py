@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import tempfile
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from gui_agent.agents import AgentDeps, Architecture, default_architectures
@@ -16,7 +16,15 @@ from gui_agent.memory import SlidingWindowMemory
 from gui_agent.session import Session
 from gui_agent.store.base import SessionStore as Store
 from gui_agent.tools import PermissionPolicy, Tool, ToolRegistry, default_tools
-from schema import AgentName, AutoChatSettings, Event, PermissionMode, SessionSettings
+from schema import (
+    AgentName,
+    ApprovalDecision,
+    ApprovalRequested,
+    AutoChatSettings,
+    Event,
+    PermissionMode,
+    SessionSettings,
+)
 
 
 def create_interpreter(
@@ -54,8 +62,17 @@ def create_interpreter(
     )
 
 
-def chat_sync(interpreter: Interpreter, text: str) -> list[Event]:
-    """Run one message to the end from synchronous code; refuses inside a running loop."""
+def chat_sync(
+    interpreter: Interpreter,
+    text: str,
+    *,
+    approve: Callable[[ApprovalRequested], ApprovalDecision] | None = None,
+) -> list[Event]:
+    """Run one message to the end from synchronous code; refuses inside a running loop.
+
+    Approval requests go to `approve`, which returns the decision. Without it nobody can
+    answer them, so they are denied at once (the model is told it was refused by policy)
+    rather than waiting out the approval timeout."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -64,6 +81,19 @@ def chat_sync(interpreter: Interpreter, text: str) -> list[Event]:
         raise UserError("chat_sync() cannot run inside an event loop; use `async for` over chat()")
 
     async def collect() -> list[Event]:
-        return [event async for event in interpreter.chat(text)]
+        events: list[Event] = []
+        async for event in interpreter.chat(text):
+            events.append(event)
+            if isinstance(event, ApprovalRequested):
+                if approve is None:
+                    interpreter.approve(
+                        event.approval_id,
+                        ApprovalDecision.DENY,
+                        "nobody to ask: chat_sync() was given no approve function",
+                        by="policy",
+                    )
+                else:
+                    interpreter.approve(event.approval_id, approve(event))
+        return events
 
     return asyncio.run(collect())

@@ -33,7 +33,16 @@ from schema.events import (
     ToolCallStarted,
     UsageReported,
 )
-from schema.messages import ImagePart, Message, ToolCall, ToolResult, ToolSchema, Usage, new_id
+from schema.messages import (
+    ImagePart,
+    Message,
+    ToolCall,
+    ToolResult,
+    ToolSchema,
+    Usage,
+    new_id,
+    valid_text,
+)
 from schema.model import (
     ModelReasoningDelta,
     ModelResponse,
@@ -106,4 +115,5 @@ __all__ = [
     "Usage",
     "UsageReported",
     "new_id",
+    "valid_text",
 ]

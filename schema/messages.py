@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +24,20 @@ def new_id() -> str:
     Built from `os.urandom` directly, with the version and variant bits set the way
     `uuid.uuid4()` sets them, at half its cost: a turn makes several ids."""
     return f"{int.from_bytes(os.urandom(16)) & _UUID4_CLEAR | _UUID4_SET:032x}"
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def valid_text(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD, so it can be encoded as UTF-8.
+
+    Lone surrogates come from undecodable bytes (file names, `surrogateescape`) and from
+    broken JSON escapes in what a model or a client sends. A message holding one cannot
+    be saved or sent as JSON. ASCII text (the usual case) is returned as it is at once."""
+    if text.isascii():
+        return text
+    return _SURROGATE.sub("\ufffd", text)
 
 
 utcnow = functools.partial(datetime.now, UTC)

@@ -178,6 +178,7 @@ class ChatView:
                 status=message.status,
                 arguments=str(message.metadata.get("arguments", "")) or None,
                 anchor=index,
+                was_running=bool(message.metadata.get("was_running")),
             )
             return
         self._render_message(message, index)
@@ -468,6 +469,7 @@ class ChatView:
         status: MessageStatus,
         arguments: str | None,
         anchor: int,
+        was_running: bool = False,
     ) -> None:
         call = self._calls.get(call_id)
         step = self._tool_step(
@@ -485,7 +487,7 @@ class ChatView:
         body = result_markdown(content, message_type, images)
         title = "Error" if is_error else "Output"
         if status is MessageStatus.INTERRUPTED:
-            title = "Not run"
+            title = "Interrupted" if was_running else "Not run"
         metadata = {
             "title": title,
             "id": f"{tool_step_id(call_id)}-out",

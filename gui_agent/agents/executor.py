@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
 from gui_agent.agents.base import AgentDeps
+from gui_agent.approvals import Verdict
 from gui_agent.hooks import call_hook
 from gui_agent.session import Session
 from gui_agent.tools import (
@@ -48,6 +49,7 @@ from schema import (
     Usage,
     UsageReported,
     new_id,
+    valid_text,
 )
 
 logger = logging.getLogger(__name__)
@@ -59,6 +61,32 @@ def reply_metadata(final: ModelResponse, deps: AgentDeps) -> dict[str, object]:
     if final.provider_data:
         metadata["provider_data"] = final.provider_data
     return metadata
+
+
+def valid_response(final: ModelResponse) -> ModelResponse:
+    """`final` with lone surrogates in its text, reasoning and tool calls replaced (see
+    `valid_text`): a reply holding one could be neither saved nor sent. Checks are O(1) per
+    string when the text is ASCII."""
+    reasoning = final.reasoning
+    for call in final.tool_calls:
+        if not (call.arguments.isascii() and call.name.isascii()):
+            break
+    else:
+        if final.text.isascii() and (reasoning is None or reasoning.isascii()):
+            return final
+    calls = tuple(
+        call.model_copy(
+            update={"name": valid_text(call.name), "arguments": valid_text(call.arguments)}
+        )
+        for call in final.tool_calls
+    )
+    return final.model_copy(
+        update={
+            "text": valid_text(final.text),
+            "reasoning": None if reasoning is None else valid_text(reasoning),
+            "tool_calls": calls,
+        }
+    )
 
 
 def memory_event(session: Session, deps: AgentDeps) -> tuple[list[Message], MemoryUpdated]:
@@ -144,13 +172,14 @@ async def model_step(
     settings = turn.model_settings(session)
     async for part in deps.provider.stream(messages, tools=tools, settings=settings):
         if isinstance(part, ModelTextDelta):
-            yield TextDelta(message_id=message_id, delta=part.text)
+            yield TextDelta(message_id=message_id, delta=valid_text(part.text))
         elif isinstance(part, ModelResponse):
             final = part
         else:
-            yield TextDelta(message_id=message_id, delta=part.text, channel="reasoning")
-    if final is None:
-        final = ModelResponse()
+            yield TextDelta(message_id=message_id, delta=valid_text(part.text), channel="reasoning")
+    final = ModelResponse() if final is None else valid_response(final)
+    if final.tool_calls and not use_tools:  # asked for none: calls nobody will answer go
+        final = final.model_copy(update={"tool_calls": ()})
     if deps.hooked:
         await call_hook(deps.hooks.on_llm_end(session, final))
     reply = Message(
@@ -303,13 +332,24 @@ class ExecutorAgent:
 
 
 def session_denial(session: Session, tool_call: ToolCall) -> ToolResult | None:
-    note = session.denials.pop(tool_call.id, None)
-    if note is None:
+    """The result for a call the person (or nobody, in time) refused, if it was."""
+    text = session.denials.pop(tool_call.id, None)
+    if text is None:
         return None
-    text = "The user denied this tool call."
-    if note:
-        text += f" Their note: {note}"
     return ToolResult(call_id=tool_call.id, name=tool_call.name, content=text, is_error=True)
+
+
+def denial_text(verdict: Verdict, timeout_s: float | None) -> str:
+    """What the model is told about a refused call: who refused it, and any note."""
+    if verdict.by == "timeout":
+        waited = f" within {timeout_s:g} s" if timeout_s is not None else ""
+        return f"Nobody approved this tool call{waited}, so it was not run."
+    if verdict.by == "policy":
+        return f"This tool call was refused ({verdict.note or 'by policy'}); it was not run."
+    text = "The user denied this tool call."
+    if verdict.note:
+        text += f" Their note: {verdict.note}"
+    return text
 
 
 async def ask_person(
@@ -329,11 +369,12 @@ async def ask_person(
         language=view.language,
         destructive=tool.destructive,
     )
-    verdict = await deps.approvals.wait(approval_id, session.settings.approval_timeout_s)
+    timeout_s = session.settings.approval_timeout_s
+    verdict = await deps.approvals.wait(approval_id, timeout_s)
     if verdict.decision is ApprovalDecision.ALLOW_SESSION:
         session.allowed_tools.add(tool_call.name)
     elif verdict.decision is ApprovalDecision.DENY:
-        session.denials[tool_call.id] = verdict.note or ""
+        session.denials[tool_call.id] = denial_text(verdict, timeout_s)
     yield ApprovalResolved(
         approval_id=approval_id, decision=verdict.decision, note=verdict.note, by=verdict.by
     )

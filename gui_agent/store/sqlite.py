@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import json
 import logging
 import os
 import sqlite3
@@ -23,6 +24,7 @@ from typing import Any, Self
 
 import aiosqlite
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
 from gui_agent.exceptions import StoreError, StoreLocked, StoreVersionError
 from gui_agent.store.base import LIVE_STATES, Clock, as_partial, check_page
@@ -35,6 +37,7 @@ from schema import (
     SessionRecord,
     SessionSettings,
     Usage,
+    valid_text,
 )
 from schema.messages import utcnow
 
@@ -372,7 +375,7 @@ class SQLiteStore:
             message.role.value,
             message.type.value,
             message.status.value,
-            message.model_dump_json(),
+            _message_json(message),
         )
 
     async def append_message(self, session_id: str, message: Message) -> None:
@@ -454,3 +457,14 @@ class SQLiteStore:
                 "DELETE FROM sessions WHERE updated_at < ?", (to_micros(cutoff),)
             )
             return cursor.rowcount
+
+
+def _message_json(message: Message) -> str:
+    """The message as JSON. Text that cannot be encoded as UTF-8 (a lone surrogate that got
+    past the entry points, e.g. in a tool's metadata) is stored with U+FFFD in its place
+    rather than losing the message."""
+    try:
+        return message.model_dump_json()
+    except PydanticSerializationError:
+        logger.warning("message %s holds text that is not valid Unicode; repaired", message.id)
+        return valid_text(json.dumps(message.model_dump(mode="json"), ensure_ascii=False))

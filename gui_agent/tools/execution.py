@@ -22,7 +22,7 @@ from gui_agent.eager import start
 from gui_agent.exceptions import PathEscape
 from gui_agent.tools.definition import Tool, ToolContext, ToolOutput
 from gui_agent.tools.registry import ToolRegistry
-from schema import ToolCall, ToolResult
+from schema import ToolCall, ToolResult, valid_text
 
 logger = logging.getLogger(__name__)
 
@@ -162,7 +162,8 @@ async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext)
                 value = await begun.rest()
         output = value if isinstance(value, ToolOutput) else None
         content, truncated = _truncate(
-            _to_text(value) if output is None else output.content, tool.max_output_chars
+            valid_text(_to_text(value) if output is None else output.content),
+            tool.max_output_chars,
         )
     except TimeoutError as error:
         if deadline is None or not deadline.expired():
@@ -176,7 +177,9 @@ async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext)
         )
     except PathEscape as error:
         return _error(call, f"path escapes the session folder: {error}", started)
-    except (Exception, SystemExit) as error:
+    except (asyncio.CancelledError, GeneratorExit):
+        raise  # a Stop, or the coroutine being closed: not the tool's failure
+    except BaseException as error:  # anything a tool raises, KeyboardInterrupt included, is data
         logger.info("tool %s raised %s", tool.name, type(error).__name__, exc_info=True)
         detail = str(error) or "(no message)"
         return _error(call, f"{tool.name} raised {type(error).__name__}: {detail}", started)

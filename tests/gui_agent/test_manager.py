@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pytest
 
 from connectors.scripted import ScriptedModel
-from gui_agent import SessionManager, SessionNotFound, StaticCatalog
+from gui_agent import InvalidRequest, SessionManager, SessionNotFound, StaticCatalog
 from gui_agent.manager import INTERRUPTED_NOTE
 from gui_agent.store import SQLiteStore
 from schema import (
@@ -100,4 +101,81 @@ async def test_import_opens_a_new_session_and_replaces_an_unknown_model(tmp_path
     assert interpreter.session.settings.model == "scripted"
     assert [x.content for x in interpreter.session.history] == ["q", "a"]
     assert [r.title for r in await m.list("bob")] == ["imported"]
+    await m.close()
+
+
+async def test_a_deleted_session_starts_nothing_more(tmp_path: Path) -> None:
+    m = manager(tmp_path, "first answer")
+    await m.start()
+    held = await m.create("alice")  # a request holding the session while it is deleted
+    await held.update(autochat=held.session.autochat.model_copy(update={"enabled": True}))
+    await m.delete(held.id, "alice")
+    assert held.closed and not held.busy
+    with pytest.raises(SessionNotFound):
+        await held.send("too late")
+    with pytest.raises(SessionNotFound):
+        await m.get(held.id, "alice")
+    assert not held.busy and await m.list("alice") == []
+    await m.close()
+
+
+async def test_a_delete_racing_sends_leaves_no_run_behind(tmp_path: Path) -> None:
+    import asyncio
+
+    m = manager(tmp_path, *["reply"] * 50)
+    await m.start()
+    held = await m.create("alice")
+
+    async def send(text: str) -> None:
+        with contextlib.suppress(SessionNotFound):
+            await held.send(text)
+
+    await asyncio.gather(m.delete(held.id, "alice"), *(send(f"m{i}") for i in range(10)))
+    await asyncio.sleep(0.05)
+    assert held.closed and not held.busy and held.state is not InterpreterState.RUNNING
+    with pytest.raises(SessionNotFound):
+        await m.get(held.id, "alice")
+    await m.close()
+
+
+async def test_a_second_retry_while_the_first_runs_is_refused(tmp_path: Path) -> None:
+    import asyncio
+
+    m = manager(tmp_path, "a1", "a2", "again")
+    await m.start()
+    interpreter = await m.create("alice")
+    for text in ("u1", "u2"):
+        _ = [e async for e in interpreter.chat(text)]
+    results = await asyncio.gather(interpreter.retry(), interpreter.retry(), return_exceptions=True)
+    refused = [r for r in results if isinstance(r, InvalidRequest)]
+    assert len(refused) == 1 and "in progress" in str(refused[0])
+    await interpreter.wait_idle()
+    assert [m.content for m in interpreter.session.history] == ["u1", "a1", "u2", "again"]
+    with pytest.raises(InvalidRequest, match="no message of yours to edit"):
+        await (await m.create("alice")).edit_last("x")
+    await m.close()
+
+
+async def test_idle_sessions_beyond_the_limit_are_unloaded_and_come_back_whole(
+    tmp_path: Path,
+) -> None:
+    m = manager(tmp_path, *[f"answer {i}" for i in range(4)])
+    m.max_live = 2
+    await m.start()
+    sessions = []
+    for i in range(3):
+        interpreter = await m.create("alice")
+        _ = [e async for e in interpreter.chat(f"question {i}")]
+        sessions.append(interpreter)
+    watched = sessions[2].subscribe()  # someone is looking at this one: it stays
+    fourth = await m.create("alice")
+    assert m.live_count == 2
+    assert sessions[0].closed and sessions[1].closed and not sessions[2].closed
+    assert not fourth.closed
+    back = await m.get(sessions[0].id, "alice")
+    assert back is not sessions[0] and not back.closed
+    assert [x.content for x in back.session.history] == ["question 0", "answer 0"]
+    _ = [e async for e in back.chat("more")]  # usable as before
+    assert back.session.history[-1].content == "answer 3"
+    watched.close()
     await m.close()

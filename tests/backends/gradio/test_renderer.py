@@ -314,6 +314,12 @@ def test_failed_and_unrun_tool_calls_say_so() -> None:
     _, step, output = ChatView.from_history([asking, not_run]).messages()
     assert step["metadata"]["log"] == "interrupted"
     assert output["metadata"]["title"] == "Not run"
+    cut_short = not_run.model_copy(
+        update={"content": "Interrupted while running", "metadata": {"was_running": True}}
+    )
+    _, step, output = ChatView.from_history([asking, cut_short]).messages()
+    assert step["metadata"]["log"] == "interrupted"
+    assert output["metadata"]["title"] == "Interrupted"
     error = ToolResult(call_id="c1", name="run_python", content="Boom", is_error=True)
     view = ChatView.from_history([asking])
     view.apply(ToolCallFinished(result=error))
