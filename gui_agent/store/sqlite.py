@@ -110,8 +110,13 @@ class _FileLock:
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
             os.close(fd)
+            who = (
+                "another store in this process"
+                if holder == str(os.getpid())
+                else f"another GuiAgent process (pid {holder})"
+            )
             raise StoreLocked(
-                f"{self._guarding} is in use by another GuiAgent process (pid {holder}); "
+                f"{self._guarding} is in use by {who}; "
                 "stop that process or point --data-dir elsewhere"
             ) from None
         except BaseException:
@@ -167,7 +172,12 @@ class SQLiteStore:
     async def open(self) -> None:
         if self._db is not None:
             raise StoreError(f"{self.path} is already open")
-        await asyncio.to_thread(self._prepare_files)
+        try:
+            await asyncio.to_thread(self._prepare_files)
+        except OSError as exc:  # a folder that cannot be made or written, a file in the way
+            raise StoreError(
+                f"cannot open the store at {self.path}: {exc.strerror or exc}"
+            ) from exc
         db: aiosqlite.Connection | None = None
         try:
             db = await aiosqlite.connect(self.path, isolation_level=None)

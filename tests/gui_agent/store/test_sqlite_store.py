@@ -175,7 +175,7 @@ async def test_a_second_opener_is_locked_out_until_the_first_closes(db_path: Pat
     with pytest.raises(StoreLocked) as refused:
         await SQLiteStore(db_path).open()
     assert str(refused.value) == (
-        f"{db_path} is in use by another GuiAgent process (pid {os.getpid()}); "
+        f"{db_path} is in use by another store in this process; "
         "stop that process or point --data-dir elsewhere"
     )
 
@@ -183,6 +183,15 @@ async def test_a_second_opener_is_locked_out_until_the_first_closes(db_path: Pat
     await first.close()  # closing twice is harmless
     async with SQLiteStore(db_path) as second:
         assert await second.list_sessions("local") == []
+
+
+async def test_a_store_in_a_folder_it_cannot_create_fails_with_a_store_error(
+    tmp_path: Path,
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("in the way")
+    with pytest.raises(StoreError, match="cannot open the store at"):
+        await SQLiteStore(blocker / "data" / "gui-agent.db").open()
 
 
 async def test_using_a_closed_store_is_an_error(db_path: Path) -> None:
