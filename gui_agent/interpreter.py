@@ -136,6 +136,7 @@ class Interpreter:
         self._stop_reason = "stopped by the user"
         self._editing = False
         self._closed = False
+        self._unsaved = False  # a store write failed: write the history again at the turn's end
 
     # -- what front ends read ---------------------------------------------------------------
 
@@ -503,6 +504,7 @@ class Interpreter:
             steps.append(call_hook(self.deps.hooks.on_end(self.session, outcome.value)))
         steps.extend(self._store_call(saving) for saving in saves)
         if self._store is not None:
+            steps.append(self._save_history())
             steps.append(self._save_record())
         cancelled = False
         for step in steps:
@@ -627,7 +629,8 @@ class Interpreter:
         """Await a store call to its end, even through a Stop meanwhile (which is passed on
         once the write is done): a write cut short could lose what was said, or land after
         the writes that follow it. A failure is reported (and logged), never raised: what
-        was said stays in the session, and the turn goes on."""
+        was said stays in the session, the turn goes on, and the history is written again
+        whole when the turn ends (`_finish_saving`)."""
         write = asyncio.ensure_future(operation)
         interrupted = await _uninterrupted(write)
         try:
@@ -635,13 +638,26 @@ class Interpreter:
         except StoreError as exc:
             logger.error("session %s: could not save: %s", self.id, exc)
             self._publish(ErrorEvent(code="store_error", message=f"could not save: {exc}"))
+            self._unsaved = True
         except Exception as exc:  # a bug or an unexpected value: say so, keep the session
             logger.exception("session %s: saving failed", self.id)
             self._publish(
                 ErrorEvent(code="store_error", message=f"could not save: {type(exc).__name__}")
             )
+            self._unsaved = True
         if interrupted:
             raise asyncio.CancelledError
+
+    async def _save_history(self) -> None:
+        """Write the whole history again after a write failed (a database locked too long),
+        so a restart finds everything that was said."""
+        store = self._store
+        if store is None or not self._unsaved:
+            return
+        self._unsaved = False
+        await self._store_call(store.replace_messages(self.id, list(self.session.history)))
+        if not self._unsaved:
+            logger.info("session %s: history saved again after a failed write", self.id)
 
     async def _save_record(self) -> None:
         if self._store is not None:

@@ -11,6 +11,7 @@ import pytest
 
 from connectors.scripted import ScriptedModel, call
 from gui_agent import SessionManager, StaticCatalog
+from gui_agent.exceptions import StoreError
 from gui_agent.interpreter import Interpreter
 from gui_agent.quick import chat_sync, create_interpreter
 from gui_agent.store import SQLiteStore
@@ -299,3 +300,34 @@ def test_chat_sync_asks_the_approve_function(tmp_path: Path) -> None:
     finished = of_type(events, "tool_call_finished")
     assert "42" in finished[0].result.content  # type: ignore[attr-defined]
     assert isinstance(events[-1], RunFinished) or events[-1].type == "state_changed"
+
+
+class OnceLockedStore(SQLiteStore):
+    """A real store that fails one message write, as a database locked too long does."""
+
+    failed = False
+
+    async def append_message(self, session_id: str, message: Message) -> None:
+        if message.role is Role.ASSISTANT and not self.failed:
+            self.failed = True
+            raise StoreError("database is locked")
+        await super().append_message(session_id, message)
+
+
+async def test_a_failed_write_is_made_good_when_the_turn_ends(tmp_path: Path) -> None:
+    store = OnceLockedStore(tmp_path / "db.sqlite")
+    manager = SessionManager(
+        models=StaticCatalog(ScriptedModel(["the reply"])),
+        store=store,
+        workspace_root=tmp_path,
+    )
+    await manager.start()
+    interpreter = await manager.create("someone")
+    events = [e async for e in interpreter.chat("remember this")]
+    assert store.failed and [e.code for e in of_type(events, "error")] == ["store_error"]  # type: ignore[attr-defined]
+    saved = await stored(manager, interpreter)
+    assert [(m.role, m.content) for m in saved] == [
+        (Role.USER, "remember this"),
+        (Role.ASSISTANT, "the reply"),
+    ]
+    await manager.close()
