@@ -14,13 +14,30 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from gui_agent.config import AppConfig, load_config
-from gui_agent.exceptions import GuiAgentError
+from gui_agent.config import LOG_LEVELS, AppConfig, load_config
+from gui_agent.exceptions import ConfigError, GuiAgentError, InvalidRequest
 
 logger = logging.getLogger("gui_agent")
+
+
+def log_level(text: str) -> str:
+    """`--log-level`: one of LOG_LEVELS, any case (argparse reports anything else)."""
+    level = text.strip().upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(LOG_LEVELS)}, got {text!r}")
+    return level
+
+
+def existing_folder(text: str) -> Path:
+    """`--workdir`: a folder that exists (argparse reports anything else)."""
+    path = Path(text).expanduser()
+    if not path.is_dir():
+        problem = "is not a folder" if path.exists() else "does not exist"
+        raise argparse.ArgumentTypeError(f"{text} {problem}")
+    return path.resolve()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,7 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="A browser chat application for LLM agents. With no command: serve.",
     )
     parser.add_argument("--config", type=Path, help="a TOML configuration file")
-    parser.add_argument("--log-level", default=None, help="DEBUG, INFO, WARNING (default INFO)")
+    parser.add_argument(
+        "--log-level", type=log_level, default=None, help="DEBUG, INFO, WARNING (default INFO)"
+    )
     sub = parser.add_subparsers(dest="command")
 
     def model_args(p: argparse.ArgumentParser) -> None:
@@ -64,7 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     chat = sub.add_parser("chat", help="chat in the terminal")
     model_args(chat)
-    chat.add_argument("--workdir", type=Path, help="folder the agent's tools may use")
+    chat.add_argument(
+        "--workdir",
+        type=existing_folder,
+        help="an existing folder the agent's tools work in (default: a new folder per chat)",
+    )
     chat.add_argument("--auto", action="store_true", help="switch AutoChat on")
 
     models = sub.add_parser("models", help="show the configured models and the default")
@@ -151,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if command == "users":
             return _users(args, config)
     except GuiAgentError as exc:
-        logger.error("%s", exc)
+        logger.debug("command failed", exc_info=True)
         sys.stderr.write(f"gui-agent: {exc}\n")
         return 2
     return 0
@@ -178,28 +201,41 @@ def _users(args: argparse.Namespace, config: AppConfig) -> int:
     data_dir = args.data_dir or config.data_dir or default_data_dir()
     path = args.auth_file or config.auth_file or (Path(data_dir) / "users.json")
     db = UserDB(path)
-    if args.users_command == "remove":
-        db.remove(args.name)
-        sys.stdout.write(f"removed {args.name} from {path}\n")
-        return 0
-    if args.password_stdin or not sys.stdin.isatty():
-        password = sys.stdin.readline().rstrip("\n")
-    else:
-        password = getpass.getpass(f"password for {args.name}: ")
-        if getpass.getpass("again: ") != password:
-            sys.stderr.write("gui-agent: the passwords differ\n")
-            return 2
-    db.add(args.name, password)
+    try:
+        if args.users_command == "remove":
+            if not db.remove(args.name):
+                raise InvalidRequest(f"there is no user {args.name!r} in {path}")
+            sys.stdout.write(f"removed {args.name} from {path}\n")
+            return 0
+        password = _new_password(args)
+        db.add(args.name, password)
+    except OSError as exc:
+        raise ConfigError(f"cannot use the users file {path}: {exc.strerror or exc}") from exc
     sys.stdout.write(f"saved {args.name} in {path}; serve with --auth-file {path}\n")
     return 0
 
 
+def _new_password(args: argparse.Namespace) -> str:
+    """The password from standard input, or asked twice on a terminal."""
+    if args.password_stdin or not sys.stdin.isatty():
+        return sys.stdin.readline().rstrip("\n")
+    password = getpass.getpass(f"password for {args.name}: ")
+    if getpass.getpass("again: ") != password:
+        raise InvalidRequest("the passwords differ")
+    return password
+
+
 class LineReader:
-    """Reads stdin lines on a daemon thread so Ctrl-C and exit never wait for Enter."""
+    """Reads stdin lines on a daemon thread so Ctrl-C and exit never wait for Enter.
+
+    End of input is final: once a `readline` has returned None, every later one does too,
+    so a question that consumed the end (an approval) does not leave the next one waiting.
+    """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._queue: asyncio.Queue[str | None] = asyncio.Queue()
         self._loop = loop
+        self._ended = False
         threading.Thread(target=self._pump, daemon=True, name="stdin").start()
 
     def _pump(self) -> None:
@@ -212,14 +248,19 @@ class LineReader:
         self._queue.put_nowait(None)
 
     async def readline(self, prompt: str) -> str | None:
+        """The next line without its newline, or None at the end of input (for good)."""
         sys.stdout.write(prompt)
         sys.stdout.flush()
-        return await self._queue.get()
+        if self._ended:
+            return None
+        line = await self._queue.get()
+        self._ended = line is None
+        return line
 
 
-def install_interrupt(loop: asyncio.AbstractEventLoop, on_interrupt: object) -> None:
+def install_interrupt(loop: asyncio.AbstractEventLoop, on_interrupt: Callable[[], object]) -> None:
     """Ctrl-C calls `on_interrupt` instead of raising KeyboardInterrupt."""
     try:
-        loop.add_signal_handler(signal.SIGINT, on_interrupt)  # type: ignore[arg-type]
+        loop.add_signal_handler(signal.SIGINT, on_interrupt)
     except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix
         logger.debug("no SIGINT handler on this platform")

@@ -1,7 +1,8 @@
 """The terminal chat: the event stream printed readably, approvals asked inline.
 
-Ctrl-C stops the running turn (not the program); at the prompt it exits. Commands:
-/stop, /auto on|off, /role NAME, /model NAME, /window, /quit.
+Ctrl-C stops the running turn (not the program), also while an approval is asked; at the
+prompt it exits. A mistyped command prints one line saying what is accepted; the chat goes on.
+Commands: /stop, /auto on|off, /role NAME, /model NAME, /window, /help, /quit.
 """
 
 from __future__ import annotations
@@ -9,9 +10,12 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Final
 
 from gui_agent.cli import LineReader, install_interrupt
+from gui_agent.exceptions import InvalidRequest, UserError
 from gui_agent.interpreter import Interpreter
 from gui_agent.manager import SessionManager
 from gui_agent.telemetry import tracing_from_env
@@ -36,7 +40,17 @@ from schema import (
     UsageReported,
 )
 
-HELP = "commands: /stop /auto on|off /role NAME /model NAME /window /quit"
+HELP = "commands: /stop /auto on|off /role NAME /model NAME /window /help /quit"
+APPROVAL_PROMPT = "  allow? [y]es once / [s]ession / [N]o: "
+
+ROLE_NAMES: Final[Mapping[str, AgentName]] = {
+    "executor": AgentName.AGENT_EXECUTOR,
+    "planner": AgentName.LLM_PLANNER,
+    "supervisor": AgentName.SUPERVISOR,
+    "crew": AgentName.CREW,
+    "thought": AgentName.THOUGHT,
+}
+"""The role names the README uses; the enum names (AGENT_EXECUTOR, ...) work as well."""
 
 
 def format_event(event: Event) -> str | None:
@@ -77,6 +91,33 @@ def format_event(event: Event) -> str | None:
     return None
 
 
+def role_label(agent: AgentName) -> str:
+    """The name a person types for `agent`: `executor` for AGENT_EXECUTOR."""
+    return next((name for name, role in ROLE_NAMES.items() if role is agent), agent.value.lower())
+
+
+def parse_role(text: str, available: Iterable[AgentName]) -> AgentName:
+    """The role a person named (`planner`, `LLM_PLANNER`, any case), or InvalidRequest
+    naming the roles this chat offers."""
+    offered = list(available)
+    key = text.strip().lower()
+    role = ROLE_NAMES.get(key) or next((a for a in AgentName if a.value.lower() == key), None)
+    if role is None or role not in offered:
+        choices = ", ".join(role_label(agent) for agent in offered)
+        raise InvalidRequest(f"unknown role {text!r}; choose one of: {choices}")
+    return role
+
+
+def parse_decision(answer: str | None) -> ApprovalDecision:
+    """`y` allows once, `s` for the session; anything else, or end of input, denies."""
+    choice = (answer or "").strip().lower()[:1]
+    if choice == "y":
+        return ApprovalDecision.ALLOW_ONCE
+    if choice == "s":
+        return ApprovalDecision.ALLOW_SESSION
+    return ApprovalDecision.DENY
+
+
 def _out(text: str) -> None:
     sys.stdout.write(text)
     sys.stdout.flush()
@@ -85,90 +126,200 @@ def _out(text: str) -> None:
 async def run_repl(
     models: tuple[str, ...], *, probe: bool, workdir: Path | None, auto: bool
 ) -> int:
+    """Chat in the terminal until /quit. The tools work in `workdir` itself when given, else
+    in a new folder under the data folder."""
     from connectors.registry import resolve_models
     from gui_agent.store import MemoryStore, default_data_dir
 
     registry = await resolve_models(explicit=models, probe_local=probe)
-    root = workdir or (default_data_dir() / "workspaces")
     manager = SessionManager(
         models=registry,
         store=MemoryStore(),
-        workspace_root=root,
+        workspace_root=default_data_dir() / "workspaces",
         hooks=tracing_from_env(os.environ),
     )
     await manager.start()
-    interpreter = await manager.create("local")
-    if auto:
-        await interpreter.update(
-            autochat=interpreter.session.autochat.model_copy(update={"enabled": True})
-        )
-    loop = asyncio.get_running_loop()
-    reader = LineReader(loop)
-    quit_requested = asyncio.Event()
-
-    def on_interrupt() -> None:
-        if interpreter.busy:
-            _out("\n  (stopping…)\n")
-            loop.create_task(interpreter.stop())  # noqa: RUF006 - awaited via wait_idle below
-        else:
-            quit_requested.set()
-            reader.interrupt()
-
-    install_interrupt(loop, on_interrupt)
-    _out(f"model: {registry.default}   {HELP}\n")
     try:
-        while not quit_requested.is_set():
-            line = await reader.readline("\nyou> ")
-            if line is None or line.strip() == "/quit":
-                break
-            if await _command(line, interpreter, manager):
-                continue
-            if not line.strip():
-                continue
-            await _turn(interpreter, reader, line)
+        interpreter = await manager.create("local")
+        if workdir is not None:
+            # --workdir names the folder itself, not a root for per-session folders
+            interpreter.session.workdir = workdir
+        if auto:
+            await interpreter.update(
+                autochat=interpreter.session.autochat.model_copy(update={"enabled": True})
+            )
+        _out(f"model: {registry.default}   {HELP}\n")
+        await _converse(interpreter, manager)
     finally:
         await manager.close()
     _out("\n")
     return 0
 
 
-async def _command(line: str, interpreter: Interpreter, manager: SessionManager) -> bool:
-    parts = line.strip().split()
-    if not parts or not parts[0].startswith("/"):
-        return False
-    name, args = parts[0], parts[1:]
-    if name == "/stop":
-        await interpreter.stop()
-    elif name == "/auto" and args:
-        enabled = args[0] == "on"
-        await interpreter.update(
-            autochat=interpreter.session.autochat.model_copy(update={"enabled": enabled})
-        )
-        _out(f"AutoChat {'on' if enabled else 'off'}\n")
-    elif name == "/role" and args:
-        await interpreter.set_agent(AgentName(args[0].upper()))
-    elif name == "/model" and args:
-        await manager.set_model(interpreter, args[0])
-    elif name == "/window":
-        window = interpreter.window()
-        _out(f"{len(window.messages)} messages, {window.token_count} tokens in the window\n")
+async def _converse(interpreter: Interpreter, manager: SessionManager) -> None:
+    """Read lines until /quit, end of input or Ctrl-C at the prompt."""
+    loop = asyncio.get_running_loop()
+    reader = LineReader(loop)
+    quit_requested = asyncio.Event()
+    stopping: set[asyncio.Task[bool]] = set()
+
+    def on_interrupt() -> None:
+        if interpreter.busy:
+            _out("\n  (stopping…)\n")
+            task = loop.create_task(interpreter.stop())
+            stopping.add(task)
+            task.add_done_callback(stopping.discard)
+        else:
+            quit_requested.set()
+            reader.interrupt()
+
+    install_interrupt(loop, on_interrupt)
+    try:
+        while not quit_requested.is_set():
+            line = await reader.readline("\nyou> ")
+            if line is None or line.strip() == "/quit":
+                break
+            try:
+                await _handle(line, interpreter, manager, reader)
+            except UserError as exc:
+                _out(f"  ! {exc}\n")
+    finally:
+        await asyncio.gather(*stopping)
+
+
+async def _handle(
+    line: str, interpreter: Interpreter, manager: SessionManager, reader: LineReader
+) -> None:
+    parts = line.split()
+    if not parts:
+        return
+    if parts[0].startswith("/"):
+        await _command(parts[0], parts[1:], interpreter, manager)
     else:
-        _out(HELP + "\n")
-    return True
+        await _turn(interpreter, reader, line)
+
+
+Command = Callable[[list[str], Interpreter, SessionManager], Awaitable[None]]
+
+
+async def _command(
+    name: str, args: list[str], interpreter: Interpreter, manager: SessionManager
+) -> None:
+    """Run one slash command; InvalidRequest (one line, with the choices) when it is wrong."""
+    handler = COMMANDS.get(name.lower())
+    if handler is None:
+        raise InvalidRequest(f"unknown command {name}; {HELP}")
+    await handler(args, interpreter, manager)
+
+
+async def _stop(args: list[str], interpreter: Interpreter, manager: SessionManager) -> None:
+    if not await interpreter.stop():
+        _out("nothing is running\n")
+
+
+async def _auto(args: list[str], interpreter: Interpreter, manager: SessionManager) -> None:
+    if len(args) != 1 or args[0].lower() not in ("on", "off"):
+        raise InvalidRequest("usage: /auto on|off")
+    enabled = args[0].lower() == "on"
+    await interpreter.update(
+        autochat=interpreter.session.autochat.model_copy(update={"enabled": enabled})
+    )
+    _out(f"AutoChat {'on' if enabled else 'off'}\n")
+
+
+async def _role(args: list[str], interpreter: Interpreter, manager: SessionManager) -> None:
+    if len(args) != 1:
+        choices = ", ".join(role_label(agent) for agent in interpreter.architectures)
+        raise InvalidRequest(f"usage: /role NAME; roles: {choices}")
+    role = parse_role(args[0], interpreter.architectures)
+    await interpreter.set_agent(role)
+    _out(f"role: {role_label(role)}\n")
+
+
+async def _model(args: list[str], interpreter: Interpreter, manager: SessionManager) -> None:
+    names = manager.models.names()
+    if len(args) != 1:
+        raise InvalidRequest(f"usage: /model NAME; models: {', '.join(names)}")
+    if args[0] not in names:
+        raise InvalidRequest(f"unknown model {args[0]!r}; choose one of: {', '.join(names)}")
+    await manager.set_model(interpreter, args[0])
+    _out(f"model: {args[0]}\n")
+
+
+async def _window(args: list[str], interpreter: Interpreter, manager: SessionManager) -> None:
+    window = interpreter.window()
+    _out(f"{len(window.messages)} messages, {window.token_count} tokens in the window\n")
+
+
+async def _help(args: list[str], interpreter: Interpreter, manager: SessionManager) -> None:
+    _out(HELP + "\n")
+
+
+COMMANDS: Final[Mapping[str, Command]] = {
+    "/stop": _stop,
+    "/auto": _auto,
+    "/role": _role,
+    "/model": _model,
+    "/window": _window,
+    "/help": _help,
+}
 
 
 async def _turn(interpreter: Interpreter, reader: LineReader, line: str) -> None:
+    """Send `line` and print the turn's events until the session is idle. Approval questions
+    are asked beside the stream, so a stop or a timeout ends the question too."""
+    questions = _ApprovalQuestions(interpreter, reader)
     async with interpreter.subscribe() as events:
         await interpreter.send(line)
-        async for event in events.until_idle():
-            text = format_event(event)
-            if text:
-                _out(text)
-            if isinstance(event, ApprovalRequested):
-                _out(f"\n  ? {event.summary}\n{event.detail}\n")
-                answer = await reader.readline("  allow? [y]es once / [s]ession / [N]o: ")
-                decision = {
-                    "y": ApprovalDecision.ALLOW_ONCE,
-                    "s": ApprovalDecision.ALLOW_SESSION,
-                }.get((answer or "").strip().lower()[:1], ApprovalDecision.DENY)
-                interpreter.approve(event.approval_id, decision)
+        try:
+            async for event in events.until_idle():
+                text = format_event(event)
+                if text:
+                    _out(text)
+                if isinstance(event, ApprovalRequested):
+                    questions.ask(event)
+                elif isinstance(event, ApprovalResolved):
+                    await questions.withdraw(event.approval_id)
+        finally:
+            await questions.close()
+
+
+class _ApprovalQuestions:
+    """The approval questions of one turn, asked one at a time. Each is a task this object
+    owns; a question whose request was settled another way (stop, timeout) is withdrawn."""
+
+    def __init__(self, interpreter: Interpreter, reader: LineReader) -> None:
+        self._interpreter = interpreter
+        self._reader = reader
+        self._one_at_a_time = asyncio.Lock()
+        self._asking: dict[str, asyncio.Task[None]] = {}
+
+    def ask(self, request: ApprovalRequested) -> None:
+        task = asyncio.create_task(self._ask(request))
+        self._asking[request.approval_id] = task
+
+    async def withdraw(self, approval_id: str) -> None:
+        task = self._asking.pop(approval_id, None)
+        if task is not None:
+            await _cancel(task)
+
+    async def close(self) -> None:
+        for approval_id in list(self._asking):
+            await self.withdraw(approval_id)
+
+    async def _ask(self, request: ApprovalRequested) -> None:
+        async with self._one_at_a_time:
+            _out(f"\n  ? {request.summary}\n{request.detail}\n")
+            answer = await self._reader.readline(APPROVAL_PROMPT)
+            if answer is None:
+                _out("\n  (end of input: denied)")
+            self._interpreter.approve(request.approval_id, parse_decision(answer))
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    """Cancel a task we own and wait for it; our own cancellation still propagates."""
+    task.cancel()
+    await asyncio.wait({task})
+    failure = None if task.cancelled() else task.exception()
+    if failure is not None:
+        raise failure

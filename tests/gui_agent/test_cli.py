@@ -138,3 +138,77 @@ def test_non_loopback_bind_without_login_refuses_with_how_to(tmp_path: Path) -> 
     )
     assert result.returncode == 2
     assert "gui-agent users add" in result.stderr and "--auth-file" in result.stderr
+
+
+def run_cli(
+    tmp_path: Path, *args: str, extra_env: dict[str, str] | None = None, typed: str = ""
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [CLI, *args],
+        input=typed,
+        capture_output=True,
+        text=True,
+        env={**env(tmp_path), **(extra_env or {})},
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_bad_log_level_is_a_clear_error_from_the_flag_or_the_environment(tmp_path: Path) -> None:
+    from_flag = run_cli(tmp_path, "--log-level", "BOGUS", "models", "--no-probe")
+    from_env = run_cli(tmp_path, "models", "--no-probe", extra_env={"GUI_AGENT_LOG_LEVEL": "BOGUS"})
+    for result in (from_flag, from_env):
+        assert result.returncode == 2
+        assert "Traceback" not in result.stderr
+        assert "DEBUG, INFO, WARNING" in result.stderr and "'BOGUS'" in result.stderr
+    assert "--log-level" in from_flag.stderr
+    assert "GUI_AGENT_LOG_LEVEL" in from_env.stderr
+
+
+def test_log_level_flag_takes_any_case(tmp_path: Path) -> None:
+    result = run_cli(
+        tmp_path, "--log-level", "debug", "models", "--model", "scripted:echo", "--no-probe"
+    )
+    assert result.returncode == 0, result.stderr
+    assert " DEBUG " in result.stderr
+
+
+def test_users_file_that_cannot_be_written_is_one_clear_error(tmp_path: Path) -> None:
+    a_file = tmp_path / "afile"
+    a_file.write_text("x")
+    result = run_cli(
+        tmp_path,
+        "users",
+        "add",
+        "bob",
+        "--data-dir",
+        str(a_file / "sub"),
+        "--password-stdin",
+        typed="long enough password\n",
+    )
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    assert (
+        result.stderr
+        == f"gui-agent: cannot use the users file {a_file}/sub/users.json: Not a directory\n"
+    )
+
+
+def test_removing_a_user_that_does_not_exist_says_so(tmp_path: Path) -> None:
+    data = tmp_path / "users"
+    result = run_cli(tmp_path, "users", "remove", "nobody", "--data-dir", str(data))
+    assert result.returncode == 2
+    assert "removed" not in result.stdout
+    assert result.stderr == f"gui-agent: there is no user 'nobody' in {data}/users.json\n"
+
+
+def test_a_cli_error_is_printed_once(tmp_path: Path) -> None:
+    data = str(tmp_path / "users")
+    add = ("users", "add", "bob", "--data-dir", data, "--password-stdin")
+    assert run_cli(tmp_path, *add, typed="long enough password\n").returncode == 0
+    again = run_cli(tmp_path, *add, typed="long enough password\n")
+    assert again.returncode == 2
+    assert again.stderr.count("already exists") == 1, again.stderr
+    removed = run_cli(tmp_path, "users", "remove", "bob", "--data-dir", data)
+    assert removed.returncode == 0 and "removed bob" in removed.stdout
