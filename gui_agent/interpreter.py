@@ -438,7 +438,8 @@ class Interpreter:
         """Close what the turn left open, so the history stays whole and sendable, and end
         the turn (state STOP). Then save, even through another Stop (see `_finish_saving`)."""
         saves = self._close_turn(outcome, detail, status)
-        await self._finish_saving(saves, outcome, error)
+        if saves or self._store is not None or self.deps.hooked:
+            await self._finish_saving(saves, outcome, error)
 
     def _close_turn(
         self, outcome: RunOutcome, detail: str, status: MessageStatus

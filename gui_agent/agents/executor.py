@@ -172,7 +172,10 @@ async def model_step(
     settings = turn.model_settings(session)
     async for part in deps.provider.stream(messages, tools=tools, settings=settings):
         if isinstance(part, ModelTextDelta):
-            yield TextDelta(message_id=message_id, delta=valid_text(part.text))
+            text = part.text
+            yield TextDelta(
+                message_id=message_id, delta=text if text.isascii() else valid_text(text)
+            )
         elif isinstance(part, ModelResponse):
             final = part
         else:
