@@ -1,15 +1,22 @@
 """File tools confined to the session's folder: list, read and write.
 
 Every path is resolved (following symlinks) before use and must land inside the session
-folder; anything else raises `PathEscape`, which the executor reports to the model. All
-file I/O runs in a worker thread so the event loop never blocks.
+folder; anything else raises `PathEscape`, which the executor reports to the model. Only
+regular files are read or written: a named pipe, socket or device is refused after a
+`stat`, and files are opened with O_NONBLOCK and O_NOFOLLOW and checked again with `fstat`,
+so no open can block a worker thread, even when a file is swapped in between. Listings do
+not follow symlinks that lead outside the folder. All file I/O runs in a worker thread so
+the event loop never blocks, and every name shown is valid UTF-8 (`display_path`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
+import os
+import stat
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, BinaryIO
 
 from pydantic import Field
 
@@ -22,6 +29,21 @@ PRIVATE_DIR = ".gui_agent"
 MAX_READ_CHARS = 100_000
 MAX_LISTED = 500
 _BINARY_PROBE = 8192
+
+# Not every platform has every flag; 0 leaves a flag out.
+_OPEN_FLAGS = (
+    getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_BINARY", 0)
+)
+
+
+def display_path(name: str) -> str:
+    """`name` as valid UTF-8 text: bytes of a file name that are not UTF-8 (which Python
+    keeps as lone surrogates) are shown as `\\xNN` escapes, visibly and JSON-safe."""
+    try:
+        raw = os.fsencode(name)
+    except UnicodeEncodeError:  # a lone surrogate that did not come from a file name
+        raw = name.encode("utf-8", errors="backslashreplace")
+    return raw.decode("utf-8", errors="backslashreplace")
 
 
 def resolve_in_workdir(workdir: Path, path: str) -> Path:
@@ -42,35 +64,114 @@ def resolve_in_workdir(workdir: Path, path: str) -> Path:
     return resolved
 
 
+def _kind(mode: int) -> str:
+    """What a file that is neither a regular file nor a folder is."""
+    if stat.S_ISFIFO(mode):
+        return "named pipe"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    return "special file"
+
+
+def _not_regular(label: str, mode: int) -> OSError:
+    return OSError(
+        f"{label!r} is a {_kind(mode)}, not a regular file; only regular files can be read "
+        "or written"
+    )
+
+
+def open_regular(path: Path, *, write: bool = False, label: str | None = None) -> BinaryIO:
+    """Open a regular file without ever blocking, or raise `OSError`.
+
+    O_NONBLOCK makes opening a named pipe return at once, O_NOFOLLOW refuses a symlink in
+    the last place, and `fstat` on the open file refuses anything that is not a regular
+    file. For `write` the file is created when missing and truncated only once it is known
+    to be a regular file.
+    """
+    flags = _OPEN_FLAGS | (os.O_WRONLY | os.O_CREAT if write else os.O_RDONLY)
+    fd = os.open(path, flags, 0o666)
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_regular(display_path(label or path.name), mode)
+        if write:
+            os.ftruncate(fd, 0)
+        return os.fdopen(fd, "wb" if write else "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _relative(root: Path, path: Path) -> str:
     return path.relative_to(root).as_posix() or "."
+
+
+def _size_or_kind(info: os.stat_result) -> str:
+    if stat.S_ISREG(info.st_mode):
+        return f"{info.st_size} bytes"
+    return _kind(info.st_mode)
+
+
+def _link_target(root: Path, link: Path) -> str:
+    """Where a symlink leads, shown only when that is inside the folder; never followed
+    outside it, so nothing is revealed about files there."""
+    try:
+        resolved = link.resolve()
+    except (OSError, RuntimeError):  # a loop
+        return "(broken link)"
+    if not resolved.is_relative_to(root):
+        return "(link outside the session folder)"
+    try:
+        info = resolved.stat()
+    except OSError:
+        return "(broken link)"
+    shown = display_path(_relative(root, resolved))
+    return f"{shown}/" if stat.S_ISDIR(info.st_mode) else shown
+
+
+def _describe(root: Path, entry: os.DirEntry[str]) -> str:
+    name = display_path(entry.name)
+    try:
+        if entry.is_symlink():
+            return f"{name} -> {_link_target(root, Path(entry.path))}"
+        info = entry.stat(follow_symlinks=False)
+    except OSError:  # removed meanwhile
+        return f"{name} (gone)"
+    if stat.S_ISDIR(info.st_mode):
+        return f"{name}/"
+    return f"{name} ({_size_or_kind(info)})"
+
+
+def _is_folder(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 def _list(workdir: Path, path: str) -> str:
     workdir.mkdir(parents=True, exist_ok=True)
     root = workdir.resolve()
     target = resolve_in_workdir(workdir, path)
-    if not target.exists():
-        raise FileNotFoundError(f"no such file or folder: {path!r}")
-    if target.is_file():
-        return f"{_relative(root, target)} ({target.stat().st_size} bytes)"
-    entries = sorted(
-        (entry for entry in target.iterdir() if not (target == root and entry.name == PRIVATE_DIR)),
-        key=lambda entry: (not entry.is_dir(), entry.name),
-    )
+    try:
+        info = target.stat()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no such file or folder: {path!r}") from None
+    label = display_path(_relative(root, target))
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{label} ({_size_or_kind(info)})"
+    with os.scandir(target) as scan:
+        entries = sorted(
+            (entry for entry in scan if not (target == root and entry.name == PRIVATE_DIR)),
+            key=lambda entry: (not _is_folder(entry), entry.name),
+        )
     if not entries:
-        return f"{_relative(root, target)}/ is empty"
-    lines = []
-    for entry in entries[:MAX_LISTED]:
-        if entry.is_dir():
-            lines.append(f"{entry.name}/")
-        else:
-            try:
-                size = entry.stat().st_size
-            except OSError:  # a dangling symlink
-                lines.append(f"{entry.name} (broken link)")
-                continue
-            lines.append(f"{entry.name} ({size} bytes)")
+        return f"{label}/ is empty"
+    lines = [_describe(root, entry) for entry in entries[:MAX_LISTED]]
     if len(entries) > MAX_LISTED:
         lines.append(f"… and {len(entries) - MAX_LISTED} more")
     return "\n".join(lines)
@@ -78,16 +179,23 @@ def _list(workdir: Path, path: str) -> str:
 
 def _read(workdir: Path, path: str, max_chars: int) -> str:
     target = resolve_in_workdir(workdir, path)
-    if target.is_dir():
+    try:
+        info = target.stat()
+    except FileNotFoundError:
+        raise FileNotFoundError(f"no such file: {path!r}") from None
+    if stat.S_ISDIR(info.st_mode):
         raise IsADirectoryError(f"{path!r} is a folder; use list_files")
-    if not target.exists():
-        raise FileNotFoundError(f"no such file: {path!r}")
-    size = target.stat().st_size
-    with target.open("rb") as handle:
+    if not stat.S_ISREG(info.st_mode):
+        raise _not_regular(path, info.st_mode)
+    with open_regular(target, label=path) as handle:
+        size = os.fstat(handle.fileno()).st_size
         if b"\0" in handle.read(_BINARY_PROBE):
-            return f"{path} is a binary file ({size} bytes); it cannot be shown as text."
-    with target.open(encoding="utf-8", errors="replace") as handle:
-        text = handle.read(max_chars + 1)
+            shown = display_path(path)
+            return f"{shown} is a binary file ({size} bytes); it cannot be shown as text."
+        handle.seek(0)
+        reader = io.TextIOWrapper(handle, encoding="utf-8", errors="replace")
+        text = reader.read(max_chars + 1)
+        reader.detach()
     if len(text) > max_chars:
         return (
             f"{text[:max_chars]}\n…[truncated: showing the first {max_chars} characters "
@@ -99,11 +207,19 @@ def _read(workdir: Path, path: str, max_chars: int) -> str:
 def _write(workdir: Path, path: str, content: str) -> str:
     workdir.mkdir(parents=True, exist_ok=True)
     target = resolve_in_workdir(workdir, path)
-    if target.is_dir():
+    try:
+        mode: int | None = target.stat().st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and stat.S_ISDIR(mode):
         raise IsADirectoryError(f"{path!r} is a folder")
+    if mode is not None and not stat.S_ISREG(mode):
+        raise _not_regular(path, mode)
+    data = content.encode("utf-8")
     target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(content, encoding="utf-8")
-    relative = _relative(workdir.resolve(), target)
+    with open_regular(target, write=True, label=path) as handle:
+        handle.write(data)
+    relative = display_path(_relative(workdir.resolve(), target))
     return f"Wrote {len(content)} characters to {relative}."
 
 

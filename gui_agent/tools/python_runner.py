@@ -1,15 +1,38 @@
-"""`run_python`: run a model's Python code in a confined, limited child process.
+"""`run_python`: run a model's Python code in a limited child process.
 
 Each call writes the code to a script in the session folder's hidden `.gui_agent` folder and
-runs it with this interpreter in isolated mode (`-I`), in a new session (so the whole
-process group can be killed), with the session folder as working directory and HOME, a
-minimal environment (no API keys or other secrets of the server) and resource limits the
-child sets on itself before any of the code runs: address space, CPU seconds, file size,
-no core dumps and a cap on extra processes.
+runs it with this interpreter in isolated mode (`-I`), in a new session (its own process
+group), with the session folder as working directory and HOME, a minimal environment (no
+API keys or other secrets of the server) and resource limits the child sets on itself before
+any of the code runs: address space, CPU seconds, file size, no core dumps and a cap on
+extra processes.
+
+On Linux the child is a supervisor (`_sandbox.child_main`): a child subreaper that runs the
+code in a process of its own and, when the code ends, kills and reaps every process it
+started, also those that left the process group with `setsid()`. On a timeout or a cancel
+the server asks the supervisor to do the same with SIGTERM, and kills the process group
+after a grace period. Before the first child starts, the server makes itself non-dumpable
+(`protect_process`), so the code cannot read the server's environment, memory or open files
+through /proc; a child that runs as root first gives up the capabilities that would get
+around that (ptrace, sys_admin, perfmon, module loading, raw I/O, bpf).
+
+What this does *not* confine, and what the model and the operator should know:
+
+- The code runs as the server's user. It can read, write and delete whatever that user can,
+  outside the session folder too (the session folder is only its working directory), reach
+  the network, and signal the server's own processes. Files with secrets that user can read
+  (a `.env` file, ~/.ssh) are readable to it.
+- The supervisor and the limits are a safety net for ordinary code, not a wall: code that
+  kills its supervisor first can leave processes behind, and processes started through other
+  services (systemd, cron, ssh) are not its descendants and are not killed.
+- When the server runs as root, the code runs as root with every other power of root: it
+  can change the whole system, the process-count limit does not apply to root, and it can
+  still list (not open) the server's file descriptors.
+- Real isolation needs a container, a virtual machine or a separate, unprivileged user.
 
 Output (stdout and stderr interleaved) is read as it comes and only its head and tail are
-kept. When the wall-clock limit passes, or the call is cancelled, the process group is
-killed and reaped. Background processes the code started are killed when it exits.
+kept. Every text the tool returns is valid UTF-8: output bytes that are not UTF-8 become
+U+FFFD and file names that are not UTF-8 show those bytes as `\\xNN` escapes.
 
 A non-zero exit, a kill or a timeout is reported with `is_error=True`, so the model notices
 that its code failed; the output is still shown in full (up to the cap).
@@ -31,9 +54,17 @@ from pathlib import Path
 from typing import Any
 
 from gui_agent.exceptions import ToolExecutionError
-from gui_agent.tools._sandbox import OutputCapture, child_environment, kill_group, process_limit
+from gui_agent.tools import _sandbox
+from gui_agent.tools._sandbox import (
+    OutputCapture,
+    child_environment,
+    kill_group,
+    process_limit,
+    protect_process,
+    supervised,
+)
 from gui_agent.tools.definition import ApprovalView, Tool, ToolContext, ToolOutput, tool
-from gui_agent.tools.files import PRIVATE_DIR
+from gui_agent.tools.files import PRIVATE_DIR, display_path, open_regular
 from schema import ImagePart, MessageType
 
 logger = logging.getLogger(__name__)
@@ -42,40 +73,18 @@ _MIB = 1024 * 1024
 _SNAPSHOT_LIMIT = 20_000
 _LISTED_FILES = 100
 _SETTLE_S = 5.0
+_STOP_GRACE_S = 2.0
 
-# Runs in the child before the code: set limits it cannot raise again, make the session
-# folder importable (-I leaves it off sys.path), run the script as __main__ and print
-# tracebacks without this bootstrap's own frames.
+# Runs in the child before the code: load the sandbox module by path (importing the
+# gui_agent package would be slow and is not needed there) and hand over to it.
 _BOOTSTRAP = """\
-import os, sys
+import sys
 def _gui_agent_start():
-    import resource, runpy, traceback
-    memory, cpu, fsize, nproc = (int(value) for value in sys.argv[1:5])
-    script = sys.argv[5]
-    def cap(kind, soft, hard):
-        current = resource.getrlimit(kind)[1]
-        if current != resource.RLIM_INFINITY:
-            soft, hard = min(soft, current), min(hard, current)
-        resource.setrlimit(kind, (soft, hard))
-    cap(resource.RLIMIT_AS, memory, memory)
-    cap(resource.RLIMIT_CPU, cpu, cpu + 1)
-    cap(resource.RLIMIT_FSIZE, fsize, fsize)
-    cap(resource.RLIMIT_CORE, 0, 0)
-    if nproc > 0:
-        cap(resource.RLIMIT_NPROC, nproc, nproc)
-    sys.argv = [script]
-    sys.path.insert(0, os.getcwd())
-    try:
-        runpy.run_path(script, run_name="__main__")
-    except SystemExit:
-        raise
-    except BaseException as error:
-        tb = error.__traceback__
-        while tb is not None and tb.tb_frame.f_code.co_filename != script:
-            tb = tb.tb_next
-        traceback.print_exception(type(error), error, tb)
-        sys.stderr.flush()
-        os._exit(1)
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("_gui_agent_sandbox", sys.argv[1])
+    sandbox = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sandbox)
+    sandbox.child_main(sys.argv[2:])
 _gui_agent_start()
 """
 
@@ -107,9 +116,10 @@ def _prepare(workdir: Path, code: str) -> tuple[Path, Path]:
     return script.resolve(), private.resolve()
 
 
-def _snapshot(workdir: Path) -> dict[str, tuple[int, int]]:
-    """Relative path -> (mtime_ns, size) of regular files, skipping the private folder."""
-    found: dict[str, tuple[int, int]] = {}
+def _snapshot(workdir: Path) -> dict[str, tuple[int, int, int]]:
+    """Relative path -> (mode, mtime_ns, size) of everything but folders, without following
+    symlinks (a link is listed as a link) and skipping the private folder."""
+    found: dict[str, tuple[int, int, int]] = {}
     pending = [workdir]
     while pending and len(found) < _SNAPSHOT_LIMIT:
         folder = pending.pop()
@@ -123,25 +133,28 @@ def _snapshot(workdir: Path) -> dict[str, tuple[int, int]]:
             try:
                 if entry.is_dir(follow_symlinks=False):
                     pending.append(Path(entry.path))
-                elif entry.is_file(follow_symlinks=False):
-                    info = entry.stat(follow_symlinks=False)
-                    relative = Path(entry.path).relative_to(workdir).as_posix()
-                    found[relative] = (info.st_mtime_ns, info.st_size)
+                    continue
+                info = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
+            relative = Path(entry.path).relative_to(workdir).as_posix()
+            found[relative] = (info.st_mode, info.st_mtime_ns, info.st_size)
     return found
 
 
 def _load_images(workdir: Path, paths: list[str], limits: PythonLimits) -> list[str]:
-    """Base64 of the small PNG files among `paths`, at most `max_images` of them."""
+    """Base64 of the small PNG files among `paths`, at most `max_images` of them.
+
+    Only regular files count: links are not followed and nothing is opened that could block.
+    """
     images: list[str] = []
     for relative in paths:
         if len(images) >= limits.max_images or not relative.lower().endswith(".png"):
             continue
-        path = workdir / relative
         try:
-            if path.stat().st_size < limits.image_bytes:
-                images.append(base64.b64encode(path.read_bytes()).decode("ascii"))
+            with open_regular(workdir / relative) as handle:
+                if os.fstat(handle.fileno()).st_size < limits.image_bytes:
+                    images.append(base64.b64encode(handle.read()).decode("ascii"))
         except OSError:
             continue
     return images
@@ -191,7 +204,18 @@ class _ChildProtocol(asyncio.SubprocessProtocol):
 
 
 async def _settle(protocol: _ChildProtocol, pid: int) -> None:
-    """Kill what is left of the process group; wait until it is reaped and the pipe closed."""
+    """Make sure nothing of the run is left; wait until it is reaped and the pipe closed.
+
+    A supervisor that is still running is asked to kill the code and everything it started
+    (SIGTERM); then the process group is killed, in case the supervisor is gone or stuck.
+    """
+    if supervised() and not protocol.exited.is_set():
+        _signal(pid, signal.SIGTERM)
+        try:
+            async with asyncio.timeout(_STOP_GRACE_S):
+                await protocol.exited.wait()
+        except TimeoutError:
+            logger.warning("run_python: supervisor %s did not stop on SIGTERM", pid)
     kill_group(pid)
     try:
         async with asyncio.timeout(_SETTLE_S):
@@ -202,10 +226,19 @@ async def _settle(protocol: _ChildProtocol, pid: int) -> None:
         logger.warning("run_python: pid %s or its output pipe did not close after SIGKILL", pid)
 
 
+def _signal(pid: int, number: int) -> None:
+    """Signal a child that has not been reaped yet (so its pid cannot have been reused)."""
+    try:
+        os.kill(pid, number)
+    except ProcessLookupError:
+        return
+
+
 async def run_code(code: str, workdir: Path, limits: PythonLimits) -> ToolOutput:
     """Run `code` as described in the module docstring; the tool's implementation."""
     if os.name != "posix":
         raise ToolExecutionError("run_python needs a POSIX system (Linux or macOS)")
+    protect_process()  # before any child exists: the code must not read our /proc files
     script, private = await asyncio.to_thread(_prepare, workdir, code)
     root = private.parent
     capture = OutputCapture(limits.output_bytes)
@@ -223,6 +256,7 @@ async def run_code(code: str, workdir: Path, limits: PythonLimits) -> ToolOutput
             "utf8",
             "-c",
             _BOOTSTRAP,
+            _sandbox.__file__,
             str(limits.memory_bytes),
             str(math.ceil(limits.wall_timeout_s) + 1),
             str(limits.file_size_bytes),
@@ -244,7 +278,7 @@ async def run_code(code: str, workdir: Path, limits: PythonLimits) -> ToolOutput
             timed_out = True
         finally:
             try:
-                await _settle(protocol, pid)  # also kills background children
+                await _settle(protocol, pid)
             finally:
                 transport.close()
         returncode = transport.get_returncode()
@@ -252,10 +286,11 @@ async def run_code(code: str, workdir: Path, limits: PythonLimits) -> ToolOutput
         await asyncio.to_thread(script.unlink, missing_ok=True)
 
     after = await asyncio.to_thread(_snapshot, root)
-    changed = sorted(path for path, stamp in after.items() if before.get(path) != stamp)
-    images = await asyncio.to_thread(_load_images, root, changed, limits)
+    changed_paths = sorted(path for path, stamp in after.items() if before.get(path) != stamp)
+    images = await asyncio.to_thread(_load_images, root, changed_paths, limits)
+    changed = [display_path(path) for path in changed_paths]
 
-    output = capture.text()
+    output = capture.text()  # valid UTF-8: undecodable bytes are replaced
     status = _status(returncode, timed_out, output, limits)
     lines = [output.rstrip("\n") if output.strip() else "(no output)"]
     if changed:
@@ -280,7 +315,12 @@ async def run_code(code: str, workdir: Path, limits: PythonLimits) -> ToolOutput
 
 
 def python_tool(limits: PythonLimits | None = None, *, name: str = "run_python") -> Tool:
-    """A `run_python` tool with other limits (the module-level `run_python` uses defaults)."""
+    """A `run_python` tool with other limits (the module-level `run_python` uses defaults).
+
+    The code runs as the server's user, not in a container: see the module docstring for
+    what is confined and what is not. Run the server as a separate, unprivileged user or in
+    a container when the code must not reach the rest of the machine.
+    """
     chosen = limits or PythonLimits()
 
     async def run(ctx: ToolContext, code: str) -> ToolOutput:
@@ -292,12 +332,16 @@ def python_tool(limits: PythonLimits | None = None, *, name: str = "run_python")
         return await run_code(code, ctx.workdir, chosen)
 
     description = (
-        "Run Python 3 code in a fresh process inside the session folder and return what it "
-        "printed (stdout and stderr) and its exit code. Each call starts a new interpreter: "
-        "variables and imports do not carry over, so print what you need to see. Files "
-        "written to the working directory stay for later calls; save plots as PNG files "
-        "(plt.savefig('plot.png')) to show them. There is no input(). Limits: "
-        f"{chosen.wall_timeout_s:g}s wall time, {chosen.memory_bytes // _MIB} MiB memory."
+        "Run Python 3 code in a fresh process, with the session folder as working directory, "
+        "and return what it printed (stdout and stderr) and its exit code. Each call starts a "
+        "new interpreter: variables and imports do not carry over, so print what you need to "
+        "see. Files written to the working directory stay for later calls; save plots as PNG "
+        "files (plt.savefig('plot.png')) to show them. There is no input(). Processes the code "
+        "starts are killed when it ends. Limits: "
+        f"{chosen.wall_timeout_s:g}s wall time, {chosen.memory_bytes // _MIB} MiB memory. "
+        "This is not an isolated sandbox: the code runs as the server's user and can read and "
+        "change that user's files outside the session folder, so work inside the session "
+        "folder only."
     )
     return tool(
         run,

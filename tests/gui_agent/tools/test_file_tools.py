@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import os
+import stat
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gui_agent.tools import ToolContext, approval_view, default_tools, execute_tool, write_file
+from gui_agent.tools.files import display_path, open_regular
 from schema import ToolCall, ToolResult
 
 
@@ -92,3 +99,138 @@ def test_write_file_approval_shows_path_and_content() -> None:
     assert view.summary == "Write file a.py"
     assert view.detail == "x = 1"
     assert view.language == "python"
+
+
+posix_only = pytest.mark.skipif(os.name != "posix", reason="named pipes and sockets are POSIX")
+
+
+@pytest.fixture
+def fifo(workdir: Path) -> Path:
+    workdir.mkdir()
+    path = workdir / "pipe"
+    os.mkfifo(path)
+    return path
+
+
+@contextlib.contextmanager
+def unblocking(fifo: Path) -> Iterator[None]:
+    """When the block times out, wake the threads a broken tool left blocked opening `fifo`
+    and remove it, so the test fails instead of hanging the event loop's shutdown."""
+    try:
+        yield
+    except TimeoutError:
+        for flags in (os.O_WRONLY | os.O_NONBLOCK, os.O_RDONLY | os.O_NONBLOCK):
+            with contextlib.suppress(OSError):  # opens only when someone waits on the other end
+                os.close(os.open(fifo, flags))
+        fifo.unlink(missing_ok=True)
+        raise
+
+
+@posix_only
+async def test_pipes_and_sockets_are_refused_without_blocking(workdir: Path, fifo: Path) -> None:
+    os.mknod(workdir / "sock", stat.S_IFSOCK | 0o600)
+    with unblocking(fifo):
+        async with asyncio.timeout(5):
+            read = await run(workdir, "read_file", path="pipe")
+            written = await run(workdir, "write_file", path="pipe", content="x")
+            socket_read = await run(workdir, "read_file", path="sock")
+            listing = await run(workdir, "list_files")
+            single = await run(workdir, "list_files", path="pipe")
+    assert read.is_error
+    assert read.content == (
+        "read_file raised OSError: 'pipe' is a named pipe, not a regular file; "
+        "only regular files can be read or written"
+    )
+    assert written.is_error
+    assert "'pipe' is a named pipe, not a regular file" in written.content
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert socket_read.is_error
+    assert "'sock' is a socket, not a regular file" in socket_read.content
+    assert listing.content == "pipe (named pipe)\nsock (socket)"
+    assert single.content == "pipe (named pipe)"
+
+
+@posix_only
+async def test_many_reads_of_a_pipe_leave_the_other_tools_working(
+    workdir: Path, fifo: Path
+) -> None:
+    (workdir / "notes.txt").write_text("still here")
+    with unblocking(fifo):
+        async with asyncio.timeout(5):
+            reads = (run(workdir, "read_file", path="pipe") for _ in range(24))
+            results = await asyncio.gather(*reads)
+            listing = await run(workdir, "list_files")
+            read = await run(workdir, "read_file", path="notes.txt")
+    assert all(result.is_error and "named pipe" in result.content for result in results)
+    assert listing.content == "notes.txt (10 bytes)\npipe (named pipe)"
+    assert read.content == "still here"
+
+
+@posix_only
+async def test_opening_a_pipe_swapped_in_after_the_check_does_not_block(fifo: Path) -> None:
+    # open_regular is what the tools open files with, after their own stat check; here it
+    # meets the pipe itself, as it would when a file is replaced in between.
+    async def attempt(write: bool) -> None:
+        with unblocking(fifo):
+            async with asyncio.timeout(5):
+                handle = await asyncio.to_thread(open_regular, fifo, write=write)
+        handle.close()
+
+    with pytest.raises(OSError, match="is a named pipe"):
+        await attempt(write=False)
+    with pytest.raises(OSError):  # no reader: ENXIO at once instead of waiting for one
+        await attempt(write=True)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:  # with a reader the open succeeds; the check on the open file refuses it
+        with pytest.raises(OSError, match="is a named pipe"):
+            await attempt(write=True)
+        assert os.read(reader, 10) == b""  # nothing was written into it
+    finally:
+        os.close(reader)
+
+
+@posix_only
+async def test_links_are_listed_as_links_and_not_followed_outside(
+    workdir: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("top secret")
+    workdir.mkdir()
+    (workdir / "docs").mkdir()
+    (workdir / "inside.txt").write_text("hello")
+    (workdir / "to_outside_file").symlink_to(outside / "secret.txt")
+    (workdir / "to_outside_dir").symlink_to(outside)
+    (workdir / "to_missing_outside").symlink_to(tmp_path / "nothing")
+    (workdir / "to_inside").symlink_to("inside.txt")
+    (workdir / "to_docs").symlink_to(workdir / "docs")
+    (workdir / "dangling").symlink_to("gone.txt")
+    (workdir / "loop").symlink_to("loop")
+
+    listing = await run(workdir, "list_files")
+    assert listing.content.splitlines() == [
+        "docs/",
+        "dangling -> (broken link)",
+        "inside.txt (5 bytes)",
+        "loop -> (broken link)",
+        "to_docs -> docs/",
+        "to_inside -> inside.txt",
+        "to_missing_outside -> (link outside the session folder)",
+        "to_outside_dir -> (link outside the session folder)",
+        "to_outside_file -> (link outside the session folder)",
+    ]
+    assert "10 bytes" not in listing.content  # the size of the secret is not revealed
+    through_link = await run(workdir, "list_files", path="to_inside")
+    assert through_link.content == "inside.txt (5 bytes)"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Linux file names are bytes")
+async def test_file_names_that_are_not_utf8_are_shown_escaped(workdir: Path) -> None:
+    workdir.mkdir()
+    os.close(os.open(os.fsencode(workdir) + b"/caf\xe9.txt", os.O_CREAT | os.O_WRONLY))
+    listing = await run(workdir, "list_files")
+    assert listing.content == "caf\\xe9.txt (0 bytes)"
+    listing.model_dump_json()  # would raise on a lone surrogate
+    assert display_path("caf\udce9.txt") == "caf\\xe9.txt"
+    assert display_path("lone \ud800") == "lone \\ud800"
+    assert display_path("café") == "café"

@@ -7,6 +7,9 @@ import base64
 import json
 import os
 import select
+import signal
+import sys
+import time
 from pathlib import Path
 from textwrap import dedent
 
@@ -212,3 +215,95 @@ def test_approval_view_and_schema_show_the_code() -> None:
     assert list(schema.parameters["properties"]) == ["code"]
     assert "30s wall time" in schema.description
     assert run_python.timeout_s is not None and run_python.timeout_s > 30
+
+
+linux_only = pytest.mark.skipif(sys.platform != "linux", reason="the supervisor is Linux-only")
+
+# Forks a grandchild that leaves the process group with setsid(), keeps the output pipe
+# open and tells its pid through a pipe; the code itself then returns at once.
+DETACHED = """
+    import os, time
+    read_end, write_end = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            os.write(write_end, str(os.getpid()).encode())
+            time.sleep(60)
+        os._exit(0)
+    print(os.read(read_end, 20).decode(), flush=True)
+"""
+
+
+@linux_only
+async def test_processes_that_left_the_process_group_are_killed_when_the_code_ends(
+    workdir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    started = time.perf_counter()
+    result = await run(workdir, DETACHED)
+    elapsed = time.perf_counter() - started
+    assert not result.is_error, result.content
+    pid = int(result.content.splitlines()[0])
+    with pytest.raises(ProcessLookupError):  # killed and reaped before the call returned
+        os.kill(pid, 0)
+    assert elapsed < 3  # no wait for a pipe that a survivor held open
+    assert "did not close" not in caplog.text
+
+
+@linux_only
+async def test_a_timeout_kills_processes_that_left_the_process_group(workdir: Path) -> None:
+    code = dedent(DETACHED) + "while True:\n    pass\n"
+    started = time.perf_counter()
+    result = await run(workdir, code, limits=PythonLimits(wall_timeout_s=1.0))
+    assert time.perf_counter() - started < 4
+    assert result.metadata["timed_out"] is True
+    pid = int(result.content.splitlines()[0])
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+@linux_only
+async def test_signals_to_the_whole_group_reach_the_code_not_the_supervisor(
+    workdir: Path,
+) -> None:
+    interrupted = await run(workdir, "import os, signal\nos.killpg(0, signal.SIGINT)\n")
+    assert interrupted.is_error
+    assert interrupted.content.splitlines()[-2:] == ["KeyboardInterrupt", "exit code 1"]
+    terminated = await run(workdir, "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)")
+    assert terminated.metadata["exit_code"] == -signal.SIGTERM
+    assert terminated.content == "(no output)\nkilled by SIGTERM"
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="Linux file names are bytes")
+async def test_file_names_and_output_that_are_not_utf8_come_back_as_valid_text(
+    workdir: Path,
+) -> None:
+    code = """
+        import sys
+        open(b'caf\\xe9.txt', 'wb').write(b'x')
+        sys.stdout.buffer.write(b'bad \\xff byte\\n')
+    """
+    result = await run(workdir, code)
+    assert not result.is_error, result.content
+    assert result.metadata["files_created"] == ["caf\\xe9.txt"]
+    assert (
+        result.content == "bad \ufffd byte\n[files created or changed: caf\\xe9.txt]\nexit code 0"
+    )
+    assert "caf\\\\xe9.txt" in result.model_dump_json()  # no lone surrogate to choke on
+
+
+async def test_links_and_pipes_the_code_makes_are_listed_but_not_opened(
+    workdir: Path, tmp_path: Path
+) -> None:
+    outside_png = tmp_path / "elsewhere.png"
+    outside_png.write_bytes(b"\x89PNG\r\n\x1a\n")
+    code = f"""
+        import os
+        os.symlink({str(outside_png)!r}, 'linked.png')
+        os.symlink('/etc', 'etc')
+        os.mkfifo('pipe.png')
+    """
+    async with asyncio.timeout(10):
+        result = await run(workdir, code)
+    assert not result.is_error, result.content
+    assert result.metadata["files_created"] == ["etc", "linked.png", "pipe.png"]
+    assert result.images == ()  # neither the link nor the pipe was read
