@@ -160,10 +160,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 share=args.share or None,
             )
             from backends.server import serve
+            from gui_agent.tools._sandbox import protect_process
 
+            protect_process()  # code that run_python runs cannot read this process's /proc
             return serve(config, probe_local=not args.no_probe, with_api=args.api)
         if command == "chat":
             from gui_agent.repl import run_repl
+            from gui_agent.tools._sandbox import protect_process
+
+            protect_process()
 
             models = tuple(args.model) if args.model else config.models
             return asyncio.run(
