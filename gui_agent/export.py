@@ -6,10 +6,17 @@ The document:
      "session": {SessionRecord}, "messages": [Message, ...], "events": [Event, ...]}
 
 An import is untrusted input. It becomes a NEW session owned by the importer, and every part
-is validated through the schema; unknown fields are refused rather than silently dropped.
-Images must be base64 data or http(s) URLs: a path, a `file:` URL or any other scheme is
-refused, so nothing in an import can make the server read its own files. Script or HTML in
-message text is kept as text: front ends escape what they render, the importer does not.
+is validated through the schema, recorded events included; unknown fields are refused rather
+than silently dropped. The limits of the live API hold too: a person's message text up to
+`MAX_MESSAGE_CHARS`, a title up to `MAX_TITLE_CHARS`, a person's images as many, as large
+and of the types the page and the API accept, no negative usage counts. Images must be base64
+data or http(s) URLs: a path, a `file:` URL or any other scheme is refused, so nothing in an
+import can make the server read its own files. Script or HTML in message text is kept as
+text: front ends escape what they render, the importer does not.
+
+An import never grants anything: its tool permissions are dropped (every tool asks again, as
+in a new session) and AutoChat is switched off, so a crafted file cannot make code run
+without the importer's approval. `read_import` says which of these the file held.
 """
 
 from __future__ import annotations
@@ -17,9 +24,11 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import logging
 import types
 import typing
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -36,12 +45,22 @@ from schema import (
     Message,
     MessageCompleted,
     MessageStarted,
+    Role,
     SessionRecord,
     SessionUpdated,
     TextDelta,
     ToolCallFinished,
     new_id,
 )
+from schema.requests import (
+    IMAGE_MEDIA_TYPES,
+    MAX_IMAGE_BYTES,
+    MAX_IMAGES,
+    MAX_MESSAGE_CHARS,
+    MAX_TITLE_CHARS,
+)
+
+logger = logging.getLogger(__name__)
 
 FORMAT = "gui-agent-session"
 VERSION = 1
@@ -53,6 +72,16 @@ _TOP_LEVEL_KEYS = frozenset(
 )
 _PATH_KEYS = frozenset({"path", "file", "file_path", "filepath", "local_path"})
 _M = TypeVar("_M", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class Imported:
+    """A checked import: the new session, its messages, and what of the file was dropped
+    because an import never carries it (`"settings.permissions"`, `"autochat.enabled"`)."""
+
+    record: SessionRecord
+    messages: list[Message]
+    reset: tuple[str, ...] = ()
 
 
 def export_session(
@@ -96,24 +125,50 @@ def parse_export(data: bytes | str, *, max_bytes: int = MAX_IMPORT_BYTES) -> dic
 def import_session(
     data: bytes | str, *, owner: str, max_bytes: int = MAX_IMPORT_BYTES
 ) -> tuple[SessionRecord, list[Message]]:
-    """A new session (fresh id, owned by `owner`) and its messages from an export.
+    """A new session (fresh id, owned by `owner`, no tool permissions, AutoChat off) and
+    its messages from an export.
 
     InvalidRequest, naming the reason, for malformed JSON, a wrong format or version, input
-    over `max_bytes`, more than 50,000 messages, an image given as a path or a non-http(s)
-    URL, or any field that does not validate. Message text is kept verbatim, markup and
-    scripts included; rendering escapes it.
+    over `max_bytes`, more than 50,000 messages, a message or title over the API's limits,
+    an image given as a path or a non-http(s) URL, a malformed recorded event, or any field
+    that does not validate. Message text is kept verbatim, markup and scripts included;
+    rendering escapes it.
     """
-    return import_document(parse_export(data, max_bytes=max_bytes), owner=owner)
+    imported = read_import(data, owner=owner, max_bytes=max_bytes)
+    return imported.record, imported.messages
+
+
+def read_import(data: bytes | str, *, owner: str, max_bytes: int = MAX_IMPORT_BYTES) -> Imported:
+    """`import_session`, also saying what of the file was reset (see `Imported`)."""
+    return _log_reset(_read(parse_export(data, max_bytes=max_bytes), owner=owner))
 
 
 def import_document(doc: Mapping[str, Any], *, owner: str) -> tuple[SessionRecord, list[Message]]:
     """`import_session` for a document already checked by `parse_export`."""
+    imported = _log_reset(_read(doc, owner=owner))
+    return imported.record, imported.messages
+
+
+def _log_reset(imported: Imported) -> Imported:
+    if imported.reset:
+        logger.info(
+            "import as session %s for %s: reset %s (an import never carries tool "
+            "permissions or a running AutoChat)",
+            imported.record.id,
+            imported.record.owner,
+            ", ".join(imported.reset),
+        )
+    return imported
+
+
+def _read(doc: Mapping[str, Any], *, owner: str) -> Imported:
     if not owner:
         raise InvalidRequest("an import needs an owner")
     session = doc.get("session")
     if not isinstance(session, dict):
         raise InvalidRequest("the export has no session object")
     record = _validate(SessionRecord, session, "session")
+    _check_record(record)
     raw_messages = doc.get("messages", [])
     if not isinstance(raw_messages, list):
         raise InvalidRequest("'messages' must be a list")
@@ -128,17 +183,28 @@ def import_document(doc: Mapping[str, Any], *, owner: str) -> tuple[SessionRecor
             raise InvalidRequest(f"message {index}: duplicate id {message.id!r}")
         seen.add(message.id)
         _check_message(message, f"message {index}")
+    _read_events(doc)  # never imported, but refused when malformed, like the rest
+    reset = tuple(
+        name
+        for name, held in (
+            ("settings.permissions", bool(record.settings.permissions)),
+            ("autochat.enabled", record.autochat.enabled),
+        )
+        if held
+    )
     now = datetime.now(UTC)
     imported = record.model_copy(
         update={
             "id": new_id(),
             "owner": owner,
             "state": InterpreterState.STOP if messages else InterpreterState.INIT,
+            "settings": record.settings.model_copy(update={"permissions": {}}),
+            "autochat": record.autochat.model_copy(update={"enabled": False}),
             "created_at": now,
             "updated_at": now,
         }
     )
-    return imported, messages
+    return Imported(imported, messages, reset)
 
 
 def replay_events(doc: Mapping[str, Any], *, session_id: str | None = None) -> list[Event]:
@@ -148,22 +214,27 @@ def replay_events(doc: Mapping[str, Any], *, session_id: str | None = None) -> l
     reasoning) as text_delta, then message_completed. `session_id` re-stamps every event,
     e.g. with the id of the imported session.
     """
-    raw_events = doc.get("events") or []
+    events = _read_events(doc)
+    if events:
+        events.sort(key=lambda event: event.seq)
+    else:
+        events = list(_synthesize(_read(doc, owner="replay").messages))
+    if session_id is not None:
+        events = [event.model_copy(update={"session_id": session_id}) for event in events]
+    return events
+
+
+def _read_events(doc: Mapping[str, Any]) -> list[Event]:
+    raw_events = doc.get("events")
+    if raw_events is None:
+        return []
     if not isinstance(raw_events, list):
         raise InvalidRequest("'events' must be a list")
     if len(raw_events) > MAX_IMPORT_EVENTS:
         raise InvalidRequest(
             f"the export has {len(raw_events)} events; the limit is {MAX_IMPORT_EVENTS}"
         )
-    if raw_events:
-        events = [_validate_event(item, index) for index, item in enumerate(raw_events)]
-        events.sort(key=lambda event: event.seq)
-    else:
-        _, messages = import_document(doc, owner="replay")
-        events = list(_synthesize(messages))
-    if session_id is not None:
-        events = [event.model_copy(update={"session_id": session_id}) for event in events]
-    return events
+    return [_validate_event(item, index) for index, item in enumerate(raw_events)]
 
 
 def _synthesize(messages: Sequence[Message]) -> Iterator[Event]:
@@ -211,7 +282,7 @@ def _validate_event(item: Any, index: int) -> Event:
     if isinstance(event, MessageCompleted):
         _check_message(event.message, where)
     elif isinstance(event, ToolCallFinished):
-        _check_images(event.result.images, where)
+        _check_images(event.result.images, where, person=False)
         _check_metadata(event.result.metadata, where)
     elif isinstance(event, SessionUpdated):
         _check_metadata(event.fields, where)
@@ -264,27 +335,58 @@ def _reject_unknown(model: type[BaseModel], item: Mapping[str, Any], where: str)
                 _reject_unknown(nested[0], child, f"{where}.{name}{suffix}")
 
 
+def _check_record(record: SessionRecord) -> None:
+    if len(record.title) > MAX_TITLE_CHARS:
+        raise InvalidRequest(
+            f"session.title has {len(record.title):,} characters; the limit is {MAX_TITLE_CHARS}"
+        )
+    if record.goal is not None and len(record.goal) > MAX_MESSAGE_CHARS:
+        raise InvalidRequest(
+            f"session.goal has {len(record.goal):,} characters; the limit is {MAX_MESSAGE_CHARS:,}"
+        )
+    usage = record.usage
+    for name in ("input_tokens", "output_tokens", "requests"):
+        if getattr(usage, name) < 0:
+            raise InvalidRequest(f"session.usage.{name} is negative")
+
+
 def _check_message(message: Message, where: str) -> None:
-    _check_images(message.images, where)
+    # A person's message keeps to what they could send. A model's reply or a tool's output
+    # may be longer (a tool's cap is its own); the document's size cap bounds those.
+    if message.role is Role.USER and len(message.content) > MAX_MESSAGE_CHARS:
+        raise InvalidRequest(
+            f"{where}: content has {len(message.content):,} characters; "
+            f"the limit is {MAX_MESSAGE_CHARS:,}"
+        )
+    _check_images(message.images, where, person=message.role is Role.USER)
     _check_metadata(message.metadata, where)
 
 
-def _check_images(images: Sequence[ImagePart], where: str) -> None:
+def _check_images(images: Sequence[ImagePart], where: str, *, person: bool) -> None:
+    """Images are base64 data or http(s) URLs of an image type; a person's also keep to
+    the limits of sending one (`MAX_IMAGES`, `IMAGE_MEDIA_TYPES`, `MAX_IMAGE_BYTES`)."""
+    if person and len(images) > MAX_IMAGES:
+        raise InvalidRequest(f"{where}: {len(images)} images; a message carries {MAX_IMAGES}")
     for index, image in enumerate(images):
         label = f"{where}: image {index}"
         if not image.media_type.startswith("image/"):
             raise InvalidRequest(f"{label}: media type {image.media_type!r} is not an image")
+        if person and image.media_type.lower() not in IMAGE_MEDIA_TYPES:
+            kinds = ", ".join(sorted(IMAGE_MEDIA_TYPES))
+            raise InvalidRequest(f"{label}: media type {image.media_type!r} is not one of {kinds}")
         if image.url is not None:
             parts = urlsplit(image.url)
             if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
                 raise InvalidRequest(f"{label}: only http(s) URLs are allowed, not {image.url!r}")
         if image.data is not None:
             try:
-                base64.b64decode(image.data, validate=True)
+                size = len(base64.b64decode(image.data, validate=True))
             except (binascii.Error, ValueError):
                 raise InvalidRequest(
                     f"{label}: data must be base64 (a path or URL is not allowed)"
                 ) from None
+            if person and size > MAX_IMAGE_BYTES:
+                raise InvalidRequest(f"{label}: {size:,} bytes; the limit is {MAX_IMAGE_BYTES:,}")
 
 
 def _check_metadata(value: Any, where: str, key: str = "") -> None:

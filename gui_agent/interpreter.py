@@ -66,6 +66,7 @@ from schema import (
     ToolResult,
     valid_text,
 )
+from schema.requests import MAX_TITLE_CHARS
 
 logger = logging.getLogger(__name__)
 
@@ -263,7 +264,7 @@ class Interpreter:
             self.session.settings = settings
             fields["settings"] = settings.model_dump(mode="json")
         if title is not None:
-            self.session.title = title.strip()[:200]
+            self.session.title = title.strip()[:MAX_TITLE_CHARS]
             fields["title"] = self.session.title
         start_auto = False
         if autochat is not None:

@@ -11,6 +11,15 @@ from schema.messages import ImagePart
 
 MAX_MESSAGE_CHARS = 200_000
 """The longest user message accepted, in characters (about 50k tokens)."""
+MAX_TITLE_CHARS = 200
+"""The longest session title accepted."""
+MAX_IMAGES = 8
+"""Images one message can carry."""
+MAX_IMAGE_BYTES = 5 * 2**20
+"""The largest image accepted, decoded (what vision APIs commonly take per image)."""
+IMAGE_MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
+"""The image types a person can send: what every vision API reads (no SVG: it is a script
+carrier, not a picture)."""
 
 DEFAULT_CONTINUATION_PROMPT = (
     "Continue working toward the goal. When the goal is fully achieved, call the "
@@ -28,7 +37,9 @@ class AutoChatSettings(BaseModel):
     delay_s: float = Field(default=0.0, ge=0.0, le=3600.0)
     token_budget: int | None = Field(default=None, ge=1)
     time_budget_s: float | None = Field(default=None, gt=0.0)
-    continuation_prompt: str = DEFAULT_CONTINUATION_PROMPT
+    continuation_prompt: str = Field(
+        default=DEFAULT_CONTINUATION_PROMPT, max_length=MAX_MESSAGE_CHARS
+    )
 
 
 class SessionSettings(BaseModel):
@@ -48,9 +59,9 @@ class SessionSettings(BaseModel):
 
 
 class ChatRequest(BaseModel):
-    """A person's message to a session."""
+    """A person's message to a session. Unknown fields are refused, not dropped."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     session_id: str
     text: str = Field(max_length=MAX_MESSAGE_CHARS)
@@ -65,9 +76,9 @@ class StopRequest(BaseModel):
 
 
 class ApprovalResponse(BaseModel):
-    """A person's decision on one approval request."""
+    """A person's decision on one approval request. Unknown fields are refused."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     session_id: str
     approval_id: str
@@ -87,10 +98,12 @@ class SettingsUpdate(BaseModel):
 
 
 class ControlRequest(BaseModel):
-    """Retry the last turn, edit-and-resend the last user message, or clear the history."""
+    """Retry the last turn, edit-and-resend the last user message (its new `text` and
+    `images`), or clear the history. Unknown fields are refused."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     session_id: str
     action: Literal["retry", "edit_last", "clear"]
     text: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
+    images: tuple[ImagePart, ...] = ()

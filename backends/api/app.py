@@ -5,7 +5,9 @@
 size cap and validated by the `schema.requests` models; the session id in the path wins
 over one in the body. Every endpoint but login and health needs a bearer token, and every
 session lookup is scoped to the token's user: someone else's session is 404, like an
-unknown one. Errors read `{"error": {"code": ..., "message": ...}}` (see `errors`).
+unknown one. Bodies with fields an endpoint does not define are refused (400), never
+silently trimmed. Errors read `{"error": {"code": ..., "message": ...}}` (see `errors`);
+a method an endpoint does not take is 405 with `Allow`, an unknown path under /api 404.
 
     POST   /api/login                                  -> {token, expires_at, user}
     GET    /api/health                                 -> {status, protocol_version, auth}
@@ -13,15 +15,24 @@ unknown one. Errors read `{"error": {"code": ..., "message": ...}}` (see `errors
     GET    /api/sessions?q=&limit=&offset=             -> {sessions: [record], ...}
     POST   /api/sessions          {agent?, model?, settings?, title?}  -> 201 {session}
     GET    /api/sessions/{id}     ?limit=              -> {session, messages, state, ...}
-    PATCH  /api/sessions/{id}     {title?, settings?, autochat?, agent?, model?}
+    PATCH  /api/sessions/{id}     {title?, settings?, autochat?, agent?, model?}  (partial)
     DELETE /api/sessions/{id}                          -> 204
     POST   /api/sessions/{id}/messages  {text, images?, agent?}  -> 202 {message_id}
     POST   /api/sessions/{id}/stop
     POST   /api/sessions/{id}/approvals/{approval_id}  {decision, note?}
-    POST   /api/sessions/{id}/control   {action: retry|edit_last|clear, text?}
+    POST   /api/sessions/{id}/control   {action: retry|edit_last|clear, text?, images?}
     GET    /api/sessions/{id}/events    (SSE; Last-Event-ID or ?since= replays; ?epoch=)
     GET    /api/sessions/{id}/export    -> the export document, as an attachment
-    POST   /api/sessions/import         (body: an export document) -> 201 {session}
+    POST   /api/sessions/import         (body: an export document) -> 201 {session, reset}
+
+PATCH changes only what it is sent: `settings` and `autochat` are merged field by field into
+the session's current ones (a field sent replaces that field; `permissions` is one field, so
+it is replaced as a whole map), the result is validated, and unknown fields are refused.
+Creating a session merges `settings` into the defaults the same way.
+
+An import is untrusted: it never carries tool permissions or a running AutoChat. `reset`
+in the answer lists what the document held and the new session does not
+(`settings.permissions`, `autochat.enabled`).
 """
 
 from __future__ import annotations
@@ -33,19 +44,21 @@ import logging
 import re
 import secrets
 import weakref
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.routing import Match
 
 from backends.api.auth import Authenticator, LoginThrottles
 from backends.api.bodies import check_images, read_body, read_object, validate
-from backends.api.errors import ApiError, install_error_handlers, not_found
+from backends.api.errors import ApiError, describe_validation, install_error_handlers, not_found
 from backends.api.sse import EventStreamResponse, event_stream
 from gui_agent.auth import ProxyHeaderAuth, TokenService, UserDB
-from gui_agent.export import MAX_IMPORT_BYTES, export_session, import_session
+from gui_agent.export import MAX_IMPORT_BYTES, export_session, read_import
 from gui_agent.interpreter import Interpreter
 from gui_agent.manager import SessionManager
 from schema import (
@@ -61,6 +74,7 @@ from schema import (
     SessionRecord,
     SessionSettings,
 )
+from schema.requests import MAX_TITLE_CHARS
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +86,11 @@ MAX_QUERY_CHARS = 200
 PAGE_SIZE = 200
 MAX_PAGE_SIZE = 1000
 SETTLE_TIMEOUT_S = 5.0
+MAX_SEQ_DIGITS = 30
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE")
 _SAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
+_SEQ = re.compile(rf"[0-9]{{1,{MAX_SEQ_DIGITS}}}")
+_S = TypeVar("_S", SessionSettings, AutoChatSettings)
 
 
 class CreateSession(BaseModel):
@@ -80,16 +98,18 @@ class CreateSession(BaseModel):
 
     agent: AgentName | None = None
     model: str | None = None
-    settings: SessionSettings | None = None
-    title: str | None = Field(default=None, max_length=200)
+    settings: dict[str, Any] | None = None
+    title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
 
 
 class PatchSession(BaseModel):
+    """A partial update: `settings` and `autochat` hold only the fields to change."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    title: str | None = Field(default=None, max_length=200)
-    settings: SessionSettings | None = None
-    autochat: AutoChatSettings | None = None
+    title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
+    settings: dict[str, Any] | None = None
+    autochat: dict[str, Any] | None = None
     agent: AgentName | None = None
     model: str | None = None
 
@@ -200,10 +220,13 @@ def create_api(
     async def create_session(request: Request) -> dict[str, Any]:
         owner = await auth.owner(request)
         body = validate(CreateSession, await read_object(request, max_body_bytes, optional=True))
+        settings = None
+        if body.settings is not None:
+            settings = merged(SessionSettings(), body.settings, "settings")
         if body.agent is not None and body.agent not in manager.architectures_factory():
             raise ApiError(400, "invalid_request", f"no agent role {body.agent.value!r} here")
         interpreter = await manager.create(
-            owner, agent=body.agent, model=body.model, settings=body.settings
+            owner, agent=body.agent, model=body.model, settings=settings
         )
         if body.title and body.title.strip():
             await interpreter.update(title=body.title)
@@ -213,14 +236,16 @@ def create_api(
     async def import_(request: Request) -> dict[str, Any]:
         owner = await auth.owner(request)
         raw = await read_body(request, max_import_bytes)
-        record, messages = await asyncio.to_thread(
-            import_session, raw, owner=owner, max_bytes=max_import_bytes
+        imported = await asyncio.to_thread(
+            read_import, raw, owner=owner, max_bytes=max_import_bytes
         )
+        record, messages = imported.record, imported.messages
         interpreter = await manager.import_session(record, messages)
         logger.info("imported session %s for %s (%d messages)", record.id, owner, len(messages))
         return {
             "session": (await record_of(interpreter)).model_dump(mode="json"),
             "message_count": len(messages),
+            "reset": list(imported.reset),
         }
 
     @app.get("/api/sessions/{session_id}")
@@ -249,17 +274,27 @@ def create_api(
     async def patch_session(request: Request, session_id: str) -> dict[str, Any]:
         interpreter = await session_of(request, session_id)
         body = validate(PatchSession, await read_object(request, max_body_bytes))
-        model = body.model or (body.settings.model if body.settings else None)
+        session = interpreter.session
+        settings: SessionSettings | None = None
+        autochat: AutoChatSettings | None = None
+        if body.settings is not None:
+            settings = merged(session.settings, body.settings, "settings")
+        if body.autochat is not None:
+            autochat = merged(session.autochat, body.autochat, "autochat")
+        sent_model = settings.model if settings and "model" in (body.settings or {}) else None
+        if body.model is not None and sent_model is not None and body.model != sent_model:
+            raise ApiError(
+                400, "invalid_request", "'model' and 'settings.model' name different models"
+            )
+        model = body.model or sent_model
         if model is not None and model not in manager.models.names():
             raise ApiError(400, "invalid_request", f"unknown model {model!r}; see GET /api/models")
         if body.agent is not None and body.agent not in interpreter.architectures:
             raise ApiError(400, "invalid_request", f"no agent role {body.agent.value!r} here")
-        if body.settings is not None or body.autochat is not None or body.title is not None:
-            settings = body.settings
+        if settings is not None or autochat is not None or body.title is not None:
             if settings is not None:  # the model changes through set_model below
-                current = interpreter.session.settings.model
-                settings = settings.model_copy(update={"model": current})
-            await interpreter.update(settings=settings, autochat=body.autochat, title=body.title)
+                settings = settings.model_copy(update={"model": session.settings.model})
+            await interpreter.update(settings=settings, autochat=autochat, title=body.title)
         if body.agent is not None:
             await interpreter.set_agent(body.agent)
         if model is not None and model != interpreter.session.settings.model:
@@ -309,6 +344,16 @@ def create_api(
         command = validate(
             ControlRequest, await read_object(request, max_body_bytes), session_id=session_id
         )
+        if command.action != "edit_last" and (command.text is not None or command.images):
+            raise ApiError(
+                400,
+                "invalid_request",
+                f"'text' and 'images' go with edit_last, not {command.action}",
+            )
+        if command.action == "edit_last":
+            if command.text is None and not command.images:
+                raise ApiError(400, "invalid_request", "edit_last needs the new text in 'text'")
+            check_images(command.images)
         await _settle(interpreter)
         if command.action == "clear":
             await interpreter.clear()
@@ -316,9 +361,7 @@ def create_api(
         if command.action == "retry":
             message = await interpreter.retry()
         else:
-            if command.text is None:
-                raise ApiError(400, "invalid_request", "edit_last needs the new text in 'text'")
-            message = await interpreter.edit_last(command.text)
+            message = await interpreter.edit_last(command.text or "", images=command.images)
         return JSONResponse({"action": command.action, "message_id": message.id}, 202)
 
     @app.get("/api/sessions/{session_id}/events")
@@ -367,13 +410,29 @@ def create_api(
             },
         )
 
-    @app.api_route(
-        "/api/{rest:path}",
-        methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
-        include_in_schema=False,
-    )
-    async def unknown(rest: str) -> Response:
-        raise not_found(f"no endpoint /api/{rest}")
+    async def unknown(request: Request) -> Response:
+        """Anything else under /api, whatever the method: 405 naming the methods the path
+        takes, or 404; in the API's error shape either way (never the page's)."""
+        allowed = sorted(
+            {
+                method
+                for route in app.routes
+                if isinstance(route, APIRoute) and route.matches(request.scope)[0] is Match.PARTIAL
+                for method in route.methods or ()
+            }
+        )
+        if allowed:
+            raise ApiError(
+                405,
+                "method_not_allowed",
+                f"{request.method} is not allowed on {request.url.path}; it takes "
+                f"{', '.join(allowed)}",
+                headers={"Allow": ", ".join(allowed)},
+            )
+        raise not_found(f"no endpoint {request.url.path}")
+
+    for path in ("/api", "/api/{rest:path}"):
+        app.add_route(path, unknown, methods=list(HTTP_METHODS), include_in_schema=False)
 
     return app
 
@@ -393,13 +452,33 @@ async def _settle(interpreter: Interpreter) -> None:
 
 def _since(request: Request) -> int | None:
     """The last event the client saw: `Last-Event-ID` (sent by EventSource on reconnect)
-    wins over `?since=`; None when neither is given (live events only)."""
+    wins over `?since=`; None when neither is given (live events only). Only ASCII digits
+    count (`str.isdigit` would take "²" and Arabic-Indic digits), at most 30 of them."""
     raw = request.headers.get("last-event-id") or request.query_params.get("since")
     if raw is None or not raw.strip():
         return None
-    if not raw.strip().isdigit() or len(raw.strip()) > 18:
-        raise ApiError(400, "invalid_request", "Last-Event-ID / since must be an event seq number")
-    return int(raw.strip())
+    digits = raw.strip()
+    if not _SEQ.fullmatch(digits):
+        raise ApiError(
+            400,
+            "invalid_request",
+            f"Last-Event-ID / since must be an event seq number (up to {MAX_SEQ_DIGITS} "
+            "digits 0-9)",
+        )
+    return int(digits)
+
+
+def merged(current: _S, changes: Mapping[str, Any], where: str) -> _S:
+    """`current` with the fields in `changes` replaced, validated as a whole; ApiError 400
+    naming the field for an unknown field or a value that does not validate."""
+    model = type(current)
+    unknown = sorted(set(changes) - set(model.model_fields))
+    if unknown:
+        raise ApiError(400, "invalid_request", f"{where}: unknown field(s) {', '.join(unknown)}")
+    try:
+        return model.model_validate({**current.model_dump(), **changes})
+    except ValidationError as exc:
+        raise ApiError(400, "invalid_request", f"{where}.{describe_validation(exc)}") from None
 
 
 def _export_json(record: SessionRecord, messages: Sequence[Message]) -> bytes:

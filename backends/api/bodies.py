@@ -5,15 +5,20 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Iterable
+import logging
+from collections.abc import Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from fastapi import Request
 from pydantic import BaseModel, ValidationError
+from starlette.requests import ClientDisconnect
 
 from backends.api.errors import ApiError, describe_validation
 from schema import ImagePart
+from schema.requests import IMAGE_MEDIA_TYPES, MAX_IMAGE_BYTES, MAX_IMAGES
+
+logger = logging.getLogger(__name__)
 
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -26,7 +31,8 @@ def _too_large(size: int, limit: int) -> ApiError:
 
 async def read_body(request: Request, limit: int) -> bytes:
     """The raw body, refused with 413 as soon as it is known to exceed `limit` bytes: from
-    `Content-Length` before reading anything, else while streaming it in."""
+    `Content-Length` before reading anything, else while streaming it in. A client that
+    hangs up before sending it all ends the request quietly (nobody is left to answer)."""
     declared = request.headers.get("content-length")
     if declared is not None:
         if not declared.strip().isdigit():
@@ -35,11 +41,22 @@ async def read_body(request: Request, limit: int) -> bytes:
             raise _too_large(int(declared), limit)
     chunks: list[bytes] = []
     total = 0
-    async for chunk in request.stream():
-        total += len(chunk)
-        if total > limit:
-            raise _too_large(total, limit)
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            total += len(chunk)
+            if total > limit:
+                raise _too_large(total, limit)
+            chunks.append(chunk)
+    except ClientDisconnect:
+        logger.debug(
+            "client hung up after %d bytes of the body of %s %s",
+            total,
+            request.method,
+            request.url.path,
+        )
+        raise ApiError(
+            400, "client_disconnected", "the connection closed before the whole body arrived"
+        ) from None
     return b"".join(chunks)
 
 
@@ -72,14 +89,24 @@ def validate(model: type[_M], data: dict[str, Any], **overrides: Any) -> _M:
         raise ApiError(400, "invalid_request", describe_validation(exc)) from None
 
 
-def check_images(images: Iterable[ImagePart]) -> None:
-    """Images a person sends must be base64 data or http(s) URLs: never a path or a `file:`
-    URL the server might be tricked into reading."""
+def check_images(images: Sequence[ImagePart]) -> None:
+    """Images a person sends: at most `MAX_IMAGES`, each PNG, JPEG, GIF or WebP, as base64
+    data of at most `MAX_IMAGE_BYTES` or an http(s) URL; never a path or a `file:` URL the
+    server might be tricked into reading. The same limits as the page's attach button."""
+    if len(images) > MAX_IMAGES:
+        raise ApiError(
+            400,
+            "invalid_request",
+            f"images: a message carries at most {MAX_IMAGES} images (got {len(images)})",
+        )
     for index, image in enumerate(images):
         where = f"images.{index}"
-        if not image.media_type.startswith("image/"):
+        if image.media_type.lower() not in IMAGE_MEDIA_TYPES:
+            kinds = ", ".join(sorted(IMAGE_MEDIA_TYPES))
             raise ApiError(
-                400, "invalid_request", f"{where}: {image.media_type!r} is not an image type"
+                400,
+                "invalid_request",
+                f"{where}: {image.media_type!r} is not accepted; send one of {kinds}",
             )
         if image.url is not None:
             parts = urlsplit(image.url)
@@ -89,8 +116,14 @@ def check_images(images: Iterable[ImagePart]) -> None:
                 )
         if image.data is not None:
             try:
-                base64.b64decode(image.data, validate=True)
+                size = len(base64.b64decode(image.data, validate=True))
             except (binascii.Error, ValueError):
                 raise ApiError(
                     400, "invalid_request", f"{where}: data must be base64-encoded"
                 ) from None
+            if size > MAX_IMAGE_BYTES:
+                raise ApiError(
+                    413,
+                    "too_large",
+                    f"{where}: the image has {size:,} bytes; the limit is {MAX_IMAGE_BYTES:,}",
+                )

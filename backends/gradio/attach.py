@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from schema import ImagePart
+from schema.requests import MAX_IMAGE_BYTES, MAX_IMAGES
 
 __all__ = [
     "MAX_IMAGES",
@@ -23,11 +24,6 @@ __all__ = [
     "attachments_note",
     "sniff_image_type",
 ]
-
-MAX_IMAGE_BYTES = 5 * 2**20
-"""The largest image accepted (what vision APIs commonly take per image)."""
-MAX_IMAGES = 8
-"""Images one message can carry."""
 
 _SIGNATURES: tuple[tuple[bytes, str], ...] = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),

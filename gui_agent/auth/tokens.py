@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import secrets
 import time
 from collections.abc import Callable
@@ -18,7 +19,7 @@ ALGORITHM = "HS256"
 DEFAULT_TTL_S = 12 * 3600
 MAX_TOKEN_CHARS = 8192
 CLOCK_SKEW_S = 60
-"""How far in the future an `iat` may be before the token is refused."""
+"""How far in the future an `iat` (or `nbf`) may be before the token is refused."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +38,8 @@ class TokenService:
 
     Only HS256 is accepted: a token whose header names any other algorithm (`none`, HS512,
     RS256, ...) is refused before its signature is looked at. `clock` returns seconds since
-    the epoch and decides expiry.
+    the epoch and decides expiry (`exp`), `iat` and `nbf`. A time claim that is not a
+    finite number within the years 1-9999 makes the token invalid, like a bad signature.
     """
 
     def __init__(
@@ -95,9 +97,11 @@ class TokenService:
                 algorithms=[ALGORITHM],
                 issuer=self._issuer,
                 options={
-                    # exp and iat are checked below, against the injected clock (a
+                    # exp, iat and nbf are checked below, against the injected clock (a
                     # `require_exp` here would make jose check exp against the real time).
                     "verify_exp": False,
+                    "verify_iat": False,
+                    "verify_nbf": False,
                     "verify_aud": False,
                     "require_sub": True,
                     "require_iss": True,
@@ -105,7 +109,7 @@ class TokenService:
             )
         except JWTError as exc:
             raise AuthError(f"invalid token: {exc}") from exc
-        except (ValueError, TypeError) as exc:  # jose lets a few decode errors through raw
+        except (ValueError, TypeError, OverflowError) as exc:  # jose lets a few through raw
             raise AuthError("malformed token") from exc
         return self._check_claims(claims)
 
@@ -113,7 +117,8 @@ class TokenService:
         subject, session_id, token_id = claims.get("sub"), claims.get("sid"), claims.get("jti")
         if not isinstance(subject, str) or not subject:
             raise AuthError("token has no subject")
-        expires, issued = _number(claims, "exp"), _number(claims, "iat")
+        expires, expires_at = _time(claims, "exp")
+        issued, issued_at = _time(claims, "iat")
         if session_id is not None and not isinstance(session_id, str):
             raise AuthError("token has an invalid session id")
         now = self._clock()
@@ -121,17 +126,27 @@ class TokenService:
             raise AuthError("token expired")
         if issued > now + CLOCK_SKEW_S:
             raise AuthError("token issued in the future")
+        if "nbf" in claims and _time(claims, "nbf")[0] > now + CLOCK_SKEW_S:
+            raise AuthError("token not valid yet")
         return Claims(
             subject=subject,
             session_id=session_id,
-            expires_at=datetime.fromtimestamp(expires, UTC),
-            issued_at=datetime.fromtimestamp(issued, UTC),
+            expires_at=expires_at,
+            issued_at=issued_at,
             token_id=token_id if isinstance(token_id, str) else "",
         )
 
 
-def _number(claims: dict[str, Any], name: str) -> float:
+def _time(claims: dict[str, Any], name: str) -> tuple[float, datetime]:
+    """A time claim as seconds and as a datetime; AuthError unless it is a number that is a
+    real date (`1e12`, `1e308`, infinity and NaN are not)."""
     value = claims.get(name)
     if not isinstance(value, int | float) or isinstance(value, bool):
         raise AuthError(f"token has no valid {name!r} claim")
-    return float(value)
+    try:
+        seconds = float(value)
+        if not math.isfinite(seconds):
+            raise ValueError(name)
+        return seconds, datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        raise AuthError(f"token has an out-of-range {name!r} claim") from None

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -13,12 +15,16 @@ from gui_agent.export import (
     FORMAT,
     MAX_IMPORT_MESSAGES,
     export_session,
+    import_document,
     import_session,
     parse_export,
+    read_import,
     replay_events,
 )
 from schema import (
+    MAX_MESSAGE_CHARS,
     AgentName,
+    AutoChatSettings,
     ImagePart,
     InterpreterState,
     Message,
@@ -26,6 +32,7 @@ from schema import (
     MessageStarted,
     MessageStatus,
     MessageType,
+    PermissionMode,
     Role,
     SessionRecord,
     SessionSettings,
@@ -35,7 +42,9 @@ from schema import (
     ToolCallFinished,
     ToolResult,
 )
+from schema.requests import MAX_IMAGE_BYTES, MAX_IMAGES, MAX_TITLE_CHARS
 
+ALLOW = PermissionMode.ALLOW
 PIXEL = (
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAC"
     "hwGA60e6kgAAAABJRU5ErkJggg=="
@@ -198,6 +207,37 @@ HOSTILE: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
     "tool-without-call-id": (_set("messages.2.tool_call_id", None), "tool_call_id"),
     "message-not-object": (_set("messages.1", "hello"), "message 1: not an object"),
     "duplicate-ids": (_set("messages.1.id", "same"), "duplicate id"),
+    "message-too-long": (
+        _set("messages.0.content", "x" * (MAX_MESSAGE_CHARS + 1)),
+        "message 0: content has 200,001 characters; the limit is 200,000",
+    ),
+    "title-too-long": (
+        _set("session.title", "t" * (MAX_TITLE_CHARS + 1)),
+        "session.title has 201 characters; the limit is 200",
+    ),
+    "goal-too-long": (_set("session.goal", "g" * (MAX_MESSAGE_CHARS + 1)), "session.goal"),
+    "negative-usage": (
+        _set("session.usage", {"input_tokens": -5}),
+        "session.usage.input_tokens is negative",
+    ),
+    "negative-requests": (
+        _set("session.usage", {"requests": -1}),
+        "session.usage.requests is negative",
+    ),
+    "junk-event": (_set("events", [{"type": "nope"}]), "event 0"),
+    "events-not-list": (_set("events", "x"), "'events' must be a list"),
+    "svg-from-a-person": (
+        _set("messages.0.images.0.media_type", "image/svg+xml"),
+        "message 0: image 0: media type 'image/svg+xml' is not one of",
+    ),
+    "too-many-images-from-a-person": (
+        _set("messages.0.images", [{"data": PIXEL}] * (MAX_IMAGES + 1)),
+        f"message 0: {MAX_IMAGES + 1} images; a message carries {MAX_IMAGES}",
+    ),
+    "too-large-image-from-a-person": (
+        _set("messages.0.images.0.data", base64.b64encode(b"\0" * (MAX_IMAGE_BYTES + 1)).decode()),
+        "message 0: image 0: 5,242,881 bytes; the limit is 5,242,880",
+    ),
 }
 
 
@@ -257,3 +297,36 @@ def test_hostile_recorded_events_are_refused_on_replay() -> None:
     unknown = exported(events=[{"type": "shell_exec", "command": "id"}])
     with pytest.raises(InvalidRequest, match="event 0"):
         replay_events(unknown)
+
+
+def test_an_import_drops_tool_permissions_and_switches_autochat_off(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="gui_agent.export")
+    record, messages = conversation()
+    granted = record.model_copy(
+        update={
+            "settings": record.settings.model_copy(
+                update={"permissions": dict.fromkeys(("run_python", "write_file"), ALLOW)}
+            ),
+            "autochat": AutoChatSettings(enabled=True, max_turns=50),
+        }
+    )
+    doc = json.dumps(export_session(granted, messages))
+
+    imported = read_import(doc, owner="bob")
+
+    assert imported.reset == ("settings.permissions", "autochat.enabled")
+    assert imported.record.settings.permissions == {}
+    assert imported.record.settings.temperature == 0.2  # everything else is kept
+    assert imported.record.autochat == AutoChatSettings(enabled=False, max_turns=50)
+    assert import_session(doc, owner="bob")[0].settings.permissions == {}
+    assert import_document(json.loads(doc), owner="bob")[0].autochat.enabled is False
+    logged = [r.getMessage() for r in caplog.records if r.name == "gui_agent.export"]
+    assert logged and "settings.permissions, autochat.enabled" in logged[0]
+
+
+def test_an_import_without_grants_resets_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="gui_agent.export")
+    assert read_import(json.dumps(exported()), owner="bob").reset == ()
+    assert not [r for r in caplog.records if r.name == "gui_agent.export"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+import pydantic
 import pytest
 from pydantic import ValidationError
 
@@ -191,3 +192,34 @@ def test_an_estimated_zero_usage_marks_the_sum_estimated() -> None:
     assert total == Usage(input_tokens=3, output_tokens=5, requests=1, estimated=True)
     assert total is not x
     assert x.estimated is False
+
+
+@pytest.mark.parametrize(
+    ("model", "body"),
+    [
+        (schema.ChatRequest, {"session_id": "s", "text": "a"}),
+        (schema.ControlRequest, {"session_id": "s", "action": "retry"}),
+        (schema.ApprovalResponse, {"session_id": "s", "approval_id": "a", "decision": "deny"}),
+    ],
+    ids=["chat", "control", "approval"],
+)
+def test_requests_refuse_fields_they_do_not_define(
+    model: type[pydantic.BaseModel], body: dict[str, str]
+) -> None:
+    assert model.model_validate(body)  # the body itself is fine
+    with pytest.raises(ValidationError, match="zzz"):
+        model.model_validate({**body, "zzz": 1})
+
+
+def test_an_edit_of_the_last_message_can_carry_images() -> None:
+    image = ImagePart(data="iVBORw0KGgo=")
+    request = schema.ControlRequest.model_validate(
+        {"session_id": "s", "action": "edit_last", "text": "look", "images": [image.model_dump()]}
+    )
+    assert request.images == (image,)
+
+
+def test_an_autochat_continuation_prompt_is_a_message_within_the_limit() -> None:
+    assert schema.AutoChatSettings(continuation_prompt="x" * schema.MAX_MESSAGE_CHARS)
+    with pytest.raises(ValidationError, match="continuation_prompt"):
+        schema.AutoChatSettings(continuation_prompt="x" * (schema.MAX_MESSAGE_CHARS + 1))

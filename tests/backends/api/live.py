@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 import httpx
 import uvicorn
 from fastapi import FastAPI
+from starlette.types import ASGIApp
 
 from backends.api import create_api
 from connectors.function import FunctionInfo, FunctionModel
@@ -285,8 +286,11 @@ def make_backend(
     tmp_path: Path,
     *,
     users: Sequence[tuple[str, str]] = (),
+    page: ASGIApp | None = None,
     **api_options: Any,
 ) -> Backend:
+    """The API over offline models; `page` is mounted at "/" after it, where the server
+    mounts the Gradio page."""
     scripted = ScriptedModel(name="scripted", default="Hello from the scripted model.")
     slow = FunctionModel(_slow, name="slow")
     tokens = TokenService(SECRET)
@@ -306,6 +310,8 @@ def make_backend(
         )
         await manager.start()
         app = create_api(manager, tokens, users=user_db, **api_options)
+        if page is not None:
+            app.mount("/", page)
         return app, manager.close
 
     server = ServerThread(factory).start()

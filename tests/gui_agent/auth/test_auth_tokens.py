@@ -169,3 +169,31 @@ def test_garbage_is_refused(tokens: TokenService, garbage: Any) -> None:
 def test_an_empty_secret_is_refused() -> None:
     with pytest.raises(AuthError):
         TokenService("")
+
+
+@pytest.mark.parametrize("claim", ["exp", "iat", "nbf"])
+@pytest.mark.parametrize(
+    "value",
+    [1e12, 1e308, -1e12, 10**400, float("inf"), float("-inf"), float("nan")],
+    ids=["year-33658", "1e308", "before-year-1", "huge-int", "inf", "-inf", "nan"],
+)
+def test_a_time_claim_that_is_no_real_date_makes_the_token_invalid(
+    tokens: TokenService, claim: str, value: float
+) -> None:
+    # Signed with our key, so only the claim's value can be what is refused.
+    token = hand_made({"alg": "HS256", "typ": "JWT"}, good_claims(**{claim: value}))
+    with pytest.raises(AuthError):
+        tokens.verify(token)
+
+
+def test_not_before_follows_the_clock(tokens: TokenService, clock: Clock) -> None:
+    later = hand_made({"alg": "HS256", "typ": "JWT"}, good_claims(nbf=int(T0) + 30))
+    assert tokens.verify(later).subject == "alice"  # within the clock skew allowed for iat
+    early = hand_made({"alg": "HS256", "typ": "JWT"}, good_claims(nbf=int(T0) + 600))
+    with pytest.raises(AuthError, match="not valid yet"):
+        tokens.verify(early)
+    clock.now = T0 + 590
+    early_again = hand_made(
+        {"alg": "HS256", "typ": "JWT"}, good_claims(nbf=int(T0) + 600, exp=int(T0) + 3600)
+    )
+    assert tokens.verify(early_again).subject == "alice"
