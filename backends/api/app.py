@@ -21,7 +21,7 @@ a method an endpoint does not take is 405 with `Allow`, an unknown path under /a
     POST   /api/sessions/{id}/stop
     POST   /api/sessions/{id}/approvals/{approval_id}  {decision, note?}
     POST   /api/sessions/{id}/control   {action: retry|edit_last|clear, text?, images?}
-    GET    /api/sessions/{id}/events    (SSE; Last-Event-ID or ?since= replays; ?epoch=)
+    GET    /api/sessions/{id}/events    (SSE, ids <epoch>-<seq>; Last-Event-ID or ?since=&epoch=)
     GET    /api/sessions/{id}/export    -> the export document, as an attachment
     POST   /api/sessions/import         (body: an export document) -> 201 {session, reset}
 
@@ -89,7 +89,7 @@ SETTLE_TIMEOUT_S = 5.0
 MAX_SEQ_DIGITS = 30
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE")
 _SAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
-_SEQ = re.compile(rf"[0-9]{{1,{MAX_SEQ_DIGITS}}}")
+_EVENT_ID = re.compile(rf"(?:(?P<epoch>[0-9a-f]{{16}})-)?(?P<seq>[0-9]{{1,{MAX_SEQ_DIGITS}}})")
 _S = TypeVar("_S", SessionSettings, AutoChatSettings)
 
 
@@ -367,9 +367,9 @@ def create_api(
     @app.get("/api/sessions/{session_id}/events")
     async def events(request: Request, session_id: str) -> EventStreamResponse:
         interpreter = await session_of(request, session_id)
-        since = _since(request)
+        since, id_epoch = _since(request)
         epoch = epoch_of(interpreter)
-        client_epoch = request.query_params.get("epoch")
+        client_epoch = id_epoch or request.query_params.get("epoch")
         stale = since is not None and client_epoch is not None and client_epoch != epoch
 
         def hello(replay: Sequence[Event], complete: bool) -> dict[str, Any]:
@@ -389,7 +389,12 @@ def create_api(
 
         return EventStreamResponse(
             event_stream(
-                interpreter, since=since, keepalive_s=keepalive_s, hello=hello, stale=stale
+                interpreter,
+                since=since,
+                epoch=epoch,
+                keepalive_s=keepalive_s,
+                hello=hello,
+                stale=stale,
             )
         )
 
@@ -450,22 +455,23 @@ async def _settle(interpreter: Interpreter) -> None:
                 await interpreter.wait_idle()
 
 
-def _since(request: Request) -> int | None:
-    """The last event the client saw: `Last-Event-ID` (sent by EventSource on reconnect)
-    wins over `?since=`; None when neither is given (live events only). Only ASCII digits
-    count (`str.isdigit` would take "²" and Arabic-Indic digits), at most 30 of them."""
+def _since(request: Request) -> tuple[int | None, str | None]:
+    """The last event the client saw, and the epoch it came from when the client says:
+    `Last-Event-ID` (sent by EventSource on reconnect; our ids are `<epoch>-<seq>`) wins
+    over `?since=`; (None, None) when neither is given (live events only). A seq is ASCII
+    digits only (`str.isdigit` would take "²" and Arabic-Indic digits), at most 30."""
     raw = request.headers.get("last-event-id") or request.query_params.get("since")
     if raw is None or not raw.strip():
-        return None
-    digits = raw.strip()
-    if not _SEQ.fullmatch(digits):
+        return None, None
+    found = _EVENT_ID.fullmatch(raw.strip())
+    if found is None:
         raise ApiError(
             400,
             "invalid_request",
-            f"Last-Event-ID / since must be an event seq number (up to {MAX_SEQ_DIGITS} "
-            "digits 0-9)",
+            f"Last-Event-ID / since must be an event id (<epoch>-<seq>) or a seq number (up "
+            f"to {MAX_SEQ_DIGITS} digits 0-9)",
         )
-    return int(digits)
+    return int(found["seq"]), found["epoch"]
 
 
 def merged(current: _S, changes: Mapping[str, Any], where: str) -> _S:

@@ -2,9 +2,14 @@
 
 Each event is written as
 
-    id: <seq>
+    id: <epoch>-<seq>
     event: <type>
     data: <the event as JSON, one line; EVENT_ADAPTER.validate_json reads it back>
+
+The epoch names one run of the session's sequence numbers (they start again when the server
+restarts or an idle session is reloaded). Carrying it in the id means a browser's EventSource,
+which reconnects to the same URL with the last id it saw, is told to reload rather than
+replayed the wrong events when the numbers started again meanwhile.
 
 A stream opens with `event: hello` (no id, so it does not move the client's Last-Event-ID),
 replays buffered events after the client's last seen `seq`, then follows the session live,
@@ -31,8 +36,9 @@ RETRY_MS = 2000
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
-def encode_event(event: Event) -> bytes:
-    return f"id: {event.seq}\nevent: {event.type}\ndata: {event.model_dump_json()}\n\n".encode()
+def encode_event(event: Event, epoch: str) -> bytes:
+    data = event.model_dump_json()
+    return f"id: {epoch}-{event.seq}\nevent: {event.type}\ndata: {data}\n\n".encode()
 
 
 def encode_named(name: str, data: Any, *, retry_ms: int | None = None) -> bytes:
@@ -53,6 +59,7 @@ async def event_stream(
     interpreter: Interpreter,
     *,
     since: int | None,
+    epoch: str,
     keepalive_s: float,
     hello: Callable[[Sequence[Event], bool], dict[str, Any]],
     stale: bool = False,
@@ -83,7 +90,7 @@ async def event_stream(
         last = 0
         for replayed in replay:
             last = replayed.seq
-            yield encode_event(replayed)
+            yield encode_event(replayed, epoch)
         while True:
             if pending is None:
                 pending = asyncio.create_task(_next_event(iterator), name="sse-next-event")
@@ -97,7 +104,7 @@ async def event_stream(
             if event.seq <= last:
                 continue
             last = event.seq
-            yield encode_event(event)
+            yield encode_event(event, epoch)
     finally:
         if pending is not None:
             pending.cancel()

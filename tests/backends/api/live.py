@@ -155,7 +155,7 @@ class EventReader:
 
     def next(self) -> Event:
         item = next(self.sse)
-        assert item.id is not None and item.id == str(item.parsed().seq)
+        assert item.id == f"{self.hello['epoch']}-{item.parsed().seq}"
         event = item.parsed()
         self.seen.append(event)
         return event
@@ -233,7 +233,7 @@ class Api:
         session_id: str,
         *,
         since: int | None = None,
-        last_event_id: int | None = None,
+        last_event_id: int | str | None = None,
         epoch: str | None = None,
     ) -> Iterator[EventReader]:
         params = {"since": str(since)} if since is not None else {}

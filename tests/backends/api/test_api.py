@@ -222,6 +222,33 @@ def test_last_event_id_replays_what_the_client_missed(api: Api) -> None:
     assert bad.status_code == 400
 
 
+def test_an_event_id_from_before_a_restart_asks_the_client_to_reload(tmp_path: Path) -> None:
+    # A browser's EventSource reconnects with the last id it saw and nothing else; the
+    # epoch in the id tells the server those numbers belong to an earlier run.
+    with running_backend(tmp_path) as backend:
+        api = backend.client().login()
+        session_id = api.create_session()
+        with api.events(session_id) as stream:
+            api.send(session_id, "first")
+            seen = stream.until(is_idle)
+            old_id = f"{stream.hello['epoch']}-{seen[-1].seq}"
+    with running_backend(tmp_path) as backend:
+        api = backend.client().login()
+        with api.events(session_id) as stream:
+            api.send(session_id, "second")
+            again = stream.until(is_idle)
+            api.send(session_id, "third")  # the new numbers go past the old ones
+            again += stream.until(is_idle)
+            epoch = stream.hello["epoch"]
+        assert epoch != old_id.split("-", maxsplit=1)[0] and again[-1].seq > seen[-1].seq
+        with api.events(session_id, last_event_id=old_id) as stream:
+            assert stream.hello["resync"] is True and stream.hello["replayed"] == 0
+        with api.events(session_id, last_event_id=f"{epoch}-{again[2].seq}") as stream:
+            assert stream.hello["resync"] is False
+            assert stream.hello["replayed"] == len(again) - 3
+            assert stream.next().seq == again[3].seq
+
+
 def test_idle_streams_get_keepalive_comments(tmp_path: Path) -> None:
     from tests.backends.api.live import iter_sse
 
