@@ -1,8 +1,9 @@
 () => {
-  // Installs the page's CSS, the keyboard shortcuts (Esc stops the running turn; Enter
-  // sends and Shift+Enter adds a line, which Gradio's textbox does itself) and the input
-  // guard: a blank message is not sent at all, and one over the limit is not uploaded but
-  // answered with a notice under the input box (the server checks both again).
+  // Installs the page's CSS, the keyboard shortcuts (Esc stops the running turn or
+  // AutoChat; Enter sends and Shift+Enter adds a line, which Gradio's textbox does itself)
+  // and the input guard: a blank message without images is not sent at all, and one over
+  // the limit is not uploaded but answered with a notice under the input box (the server
+  // checks both again).
   if (window.__guiAgentPage) return;
   window.__guiAgentPage = true;
   const css = __GUI_AGENT_CSS__;
@@ -12,19 +13,24 @@
     style.textContent = css;
     document.head.appendChild(style);
   }
-  // On a phone the open sessions sidebar would cover the chat: close it once at start.
-  if (window.matchMedia("(max-width: 768px)").matches) {
-    let tries = 0;
-    const closeSidebar = () => {
-      const bar = document.querySelector("#session-sidebar");
-      if (bar && bar.classList.contains("open")) {
-        bar.querySelector('button[aria-label="Toggle Sidebar"]')?.click();
-      } else if (++tries < 40) {
-        setTimeout(closeSidebar, 50);
-      }
-    };
-    closeSidebar();
-  }
+  // On a phone the open sessions sidebar would cover the chat: close it at start, and
+  // again once a chat is picked (or a new one started) in it.
+  const phone = () => window.matchMedia("(max-width: 768px)").matches;
+  const closeSidebar = (tries) => {
+    const bar = document.querySelector("#session-sidebar");
+    if (bar && bar.classList.contains("open")) {
+      bar.querySelector('button[aria-label="Toggle Sidebar"]')?.click();
+    } else if (tries > 0) {
+      setTimeout(() => closeSidebar(tries - 1), 50);
+    }
+  };
+  if (phone()) closeSidebar(40);
+  document.addEventListener("click", (event) => {
+    const target = event.target instanceof Element ? event.target : null;
+    if (phone() && target?.closest("#session-list label, #new-session-btn")) {
+      setTimeout(() => closeSidebar(0), 0);
+    }
+  });
   const maxChars = __GUI_AGENT_MAX_CHARS__;
   const input = () => document.querySelector("#chat-input textarea");
   const notice = (text) => {
@@ -41,11 +47,14 @@
       box.hidden = !text;
     }
   };
+  // Images wait on the server for the next message; the note under the input box says so.
+  const imagesAttached = () =>
+    !!document.querySelector("#attach-note")?.textContent?.trim();
   const refuse = () => {
     const box = input();
     if (!box) return false;
     const length = box.value.length;
-    if (!box.value.trim()) {
+    if (!box.value.trim() && !imagesAttached()) {
       notice("");
       return true;
     }
@@ -83,20 +92,39 @@
     const edit = document.querySelector("#edit-mode input[type=checkbox]");
     if (edit && edit.checked) edit.click();
   };
-  // Follow the pushed state: Stop is enabled only while RUNNING or WAITING, and the
-  // approval panel is shown only while an approval is open (its title is not empty).
+  // Follow the pushed state: Stop is enabled only while there is something to stop (a
+  // turn RUNNING or WAITING, or AutoChat, also between its turns: the badge says so), and
+  // the approval panel is shown only while an approval is open (its title holds one; text
+  // Gradio itself puts there, such as an error label, does not count).
   const sync = () => {
-    const state = document.querySelector("#state-badge .ga-badge")?.textContent?.trim();
+    const badge = document.querySelector("#state-badge .ga-badge");
     const stop = document.querySelector("#stop-btn");
     if (stop) {
-      const active = state === "RUNNING" || state === "WAITING";
+      const active = badge?.getAttribute("data-stoppable") === "true";
       stop.disabled = !active;
       stop.setAttribute("aria-disabled", String(!active));
     }
-    const title = document.querySelector("#approval-title")?.textContent?.trim();
+    const open = !!document.querySelector("#approval-title .ga-approval");
     const panel = document.querySelector("#approval-panel");
-    if (panel) panel.style.display = title ? "" : "none";
+    if (panel) panel.style.display = open ? "" : "none";
   };
+  // "Log out" (team mode) leaves this page, in this tab (Gradio opens Markdown links in
+  // a new one).
+  document.addEventListener("click", (event) => {
+    const link = event.target instanceof Element ? event.target.closest("#account a") : null;
+    if (link) {
+      event.preventDefault();
+      window.location.assign(link.href);
+    }
+  }, true);
+  // Answering an approval hides its panel, and the focused button with it: keep the
+  // keyboard in the message box instead of losing it to the page.
+  document.addEventListener("click", (event) => {
+    const target = event.target instanceof Element ? event.target : null;
+    if (target?.closest("#approve-once-btn, #approve-session-btn, #deny-btn")) {
+      setTimeout(() => input()?.focus(), 0);
+    }
+  });
   let scheduled = false;
   const schedule = () => {
     if (scheduled) return;
@@ -106,7 +134,7 @@
   const watched = ["#state-badge", "#approval-title"].map((id) => document.querySelector(id));
   const observer = new MutationObserver(schedule);
   for (const node of watched.every(Boolean) ? watched : [document.body]) {
-    observer.observe(node, {subtree: true, childList: true, characterData: true});
+    observer.observe(node, {subtree: true, childList: true, characterData: true, attributes: true});
   }
   sync();
   document.addEventListener("keydown", (event) => {

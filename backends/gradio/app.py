@@ -14,11 +14,16 @@ How it is wired, and why:
 - Gradio runs at most `max_concurrent_events` events at once; a streaming reply holds one
   for its whole turn and every open tab holds one (`Handlers.keep_open`);
 - streaming handlers skip Gradio's postprocessing and yield wire-ready values
-  (`PageView`), coalesced to at most one update every `stream_interval_s`.
+  (`PageView`), coalesced to at most one update every `stream_interval_s`;
+- Send and the AutoChat switch work while a reply streams ("multiple"): the message is
+  queued (and ends AutoChat), the switch takes effect after the current turn; an event
+  that replaces the view ends the tab's streams first (`TabStreams`);
+- the browser remembers the tab's chat (localStorage), and the page reopens it on load.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import sys
 from collections.abc import Sequence
@@ -30,6 +35,7 @@ from backends.gradio.assets import load_assets
 from backends.gradio.coalesce import DEFAULT_INTERVAL_S
 from backends.gradio.handlers import Handlers, ModelInfoLike
 from backends.gradio.layout import Page, build_page
+from backends.gradio.sidebar import Sidebar
 from backends.gradio.transfer import Transfer
 from gui_agent.manager import SessionManager
 from schema import ApprovalDecision
@@ -49,8 +55,44 @@ MAX_CONCURRENT_EVENTS = 1000
 streaming reply holds its event for the whole turn: the 41st tab would wait, and so would
 every Stop click)."""
 
-_ON_SEND_JS = "(...inputs) => { window.guiAgentSent?.(); return inputs; }"
-"""Runs in the browser when a send really goes out: empties the input box."""
+_NEXT_TICKET = "String(window.__guiAgentTicket = (window.__guiAgentTicket || 0) + 1)"
+"""The tab's next event ticket (see `Page.ticket` and tabs.py)."""
+
+_TICKET_JS = f"(...inputs) => {{ inputs[inputs.length - 1] = {_NEXT_TICKET}; return inputs; }}"
+"""For events whose last input is the ticket: give it the tab's next number."""
+
+_ON_SEND_JS = f"""(...inputs) => {{
+  window.guiAgentSent?.();
+  inputs[inputs.length - 1] = {_NEXT_TICKET};
+  return inputs;
+}}"""
+"""Runs in the browser when a send really goes out: empties the input box (and numbers the
+event, like _TICKET_JS)."""
+
+_STORAGE_KEY = '"gui-agent-session:" + location.pathname'
+_REMEMBERED_JS = f"""() => {{
+  const key = {_STORAGE_KEY};
+  let id = "";
+  try {{ id = sessionStorage.getItem(key) ?? localStorage.getItem(key) ?? ""; }}
+  catch (error) {{}}
+  window.__guiAgentRemembering = true;
+  return [id, {_NEXT_TICKET}];
+}}"""
+"""The page-load event's inputs: the chat this tab showed before a reload, else the one this
+browser showed last ("" for a new chat; the server checks that it is the user's), and a
+ticket."""
+
+_REMEMBER_JS = f"""(id) => {{
+  const key = {_STORAGE_KEY};
+  if (!window.__guiAgentRemembering) return [];  // the empty box at start is not a choice
+  try {{
+    for (const store of [sessionStorage, localStorage]) {{
+      if (id) store.setItem(key, id); else store.removeItem(key);
+    }}
+  }} catch (error) {{}}
+  return [];
+}}"""
+"""Runs in the browser whenever the tab's chat changes: remember it (see _REMEMBERED_JS)."""
 
 
 def create_app(
@@ -61,6 +103,7 @@ def create_app(
     title: str = "GuiAgent",
     stream_interval_s: float = DEFAULT_INTERVAL_S,
     max_concurrent_events: int = MAX_CONCURRENT_EVENTS,
+    closing: asyncio.Event | None = None,
 ) -> gr.Blocks:
     """The chat page for the sessions of `manager`.
 
@@ -68,7 +111,9 @@ def create_app(
     `.is_default` and `.note`; defaults to the manager's catalog). `notice` is shown plainly
     at the top (e.g. that the model is a tiny offline one). `stream_interval_s` is the
     shortest time between two updates of a streaming reply; `max_concurrent_events` how
-    many events (streaming replies included) Gradio runs at once.
+    many events (streaming replies included) Gradio runs at once. Set `closing` when the
+    server begins to shut down (before it waits for connections to finish): every open
+    tab's keep-alive event then ends, and the tabs' connections close at once.
     """
     assets = load_assets()
     infos = list(models)
@@ -98,12 +143,14 @@ def create_app(
             languages=gr.Code.languages,
             models=infos,
             interval_s=stream_interval_s,
+            closing=closing,
         )
         _wire(
             demo,
             page,
             handlers=handlers,
             transfer=Transfer(handlers),
+            sidebar=Sidebar(handlers),
             page_js=assets.page_js,
             download_js=assets.download_js,
         )
@@ -157,6 +204,7 @@ def _form(page: Page) -> set[Any]:
         page.delay,
         page.token_budget,
         page.time_budget,
+        page.ticket,
     }
 
 
@@ -166,53 +214,81 @@ def _wire(
     *,
     handlers: Handlers,
     transfer: Transfer,
+    sidebar: Sidebar,
     page_js: str,
     download_js: str,
 ) -> None:
     everything = page.components()
     streamed = _stream_outputs(page)
     form = _form(page)
+    if max(form, key=lambda component: component._id) is not page.ticket:
+        raise RuntimeError("the ticket must be the form's last input (create it last)")
     sid = [page.session_id]
+    ticket = [page.ticket]
+    numbered: dict[str, Any] = {"js": _TICKET_JS}
 
     demo.load(None, None, None, js=page_js)
-    demo.load(handlers.on_load, None, [page.session_list], **_EVENT)
+    settle = [handlers.settle, [*sid, *ticket], streamed]
+    loaded = demo.load(handlers.on_load, [*sid, *ticket], everything, js=_REMEMBERED_JS, **_EVENT)
     demo.load(handlers.keep_open, None, None, **_EVENT)
+    page.session_id.change(None, sid, None, js=_REMEMBER_JS, **_EVENT)
 
-    sessions = [handlers.refresh_list, [page.session_id, page.search], [page.session_list]]
-    streams: list[dict[str, Any]] = []
+    sessions = [
+        sidebar.refresh_list,
+        [page.session_id, page.search, page.rename_box],
+        [page.session_list, page.rename_box],
+    ]
+    loaded.then(*settle, **numbered, **_STREAM)
     for trigger in (
-        # One event for both triggers: "once" then also ignores Enter-then-click.
+        # One event for both triggers. "multiple": a send while a reply streams is queued
+        # behind it (page.js refuses a blank one, so Enter-then-click sends once).
         gr.on(
             [page.send_btn.click, page.chat_input.submit],
             handlers.send,
             form,
             streamed,
-            trigger_mode="once",
+            trigger_mode="multiple",
             js=_ON_SEND_JS,
             **_STREAM,
         ),
-        page.retry_btn.click(handlers.retry, sid, streamed, trigger_mode="once", **_STREAM),
-        page.autochat_toggle.input(handlers.toggle_autochat, form, streamed, **_STREAM),
+        page.retry_btn.click(
+            handlers.retry, [*sid, *ticket], streamed, trigger_mode="once", **numbered, **_STREAM
+        ),
+        page.autochat_toggle.input(
+            handlers.toggle_autochat,
+            form,
+            streamed,
+            trigger_mode="multiple",
+            **numbered,
+            **_STREAM,
+        ),
     ):
-        streams.append(trigger)
         trigger.then(*sessions, **_EVENT)
-    follow = [handlers.follow, sid, streamed]
 
+    # Events that replace the view end the tab's streams triggered before them themselves
+    # (`TabStreams.supersede`; the events are numbered for it), then `settle` the view. Not
+    # with Gradio's `cancels=`: its browser side cancels a stream only after some awaits,
+    # and by then that can be a send made right after the click (whose reply then never
+    # shows); nor does it keep a cancelled stream's last update from landing after the new
+    # view.
+    replacing: dict[str, Any] = {**numbered, **_EVENT}
     opened = page.session_list.input(
-        handlers.open_session, [page.session_list], everything, cancels=streams, **_EVENT
+        handlers.open_session, [page.session_list, *ticket], everything, **replacing
     )
-    streams.append(opened.then(*follow, **_STREAM))
+    opened.then(*settle, **numbered, **_STREAM)
     imported = page.import_btn.upload(
-        transfer.import_file, [page.import_btn], everything, cancels=streams, **_EVENT
+        transfer.import_file, [page.import_btn, *ticket], everything, **replacing
     )
-    streams.append(imported.then(*follow, **_STREAM))
-    streams.append(
-        page.replay_btn.upload(
-            transfer.replay, [page.replay_btn], streamed, cancels=streams, **_STREAM
-        )
+    imported.then(*settle, **numbered, **_STREAM)
+    page.replay_btn.upload(
+        transfer.replay, [page.replay_btn, *ticket], streamed, **numbered, **_STREAM
     )
-    page.new_btn.click(handlers.new_chat, None, everything, cancels=streams, **_EVENT)
-    page.confirm_delete_btn.click(handlers.delete, sid, everything, cancels=streams, **_EVENT)
+    page.new_btn.click(handlers.new_chat, ticket, everything, **replacing).then(
+        *settle, **numbered, **_STREAM
+    )
+    page.confirm_delete_btn.click(sidebar.delete, [*sid, *ticket], everything, **replacing).then(
+        *settle, **numbered, **_STREAM
+    )
 
     # The send event takes the tab's images from the server-side tray; this one makes the
     # tray look empty at once (as page.js empties the input box).
@@ -239,20 +315,20 @@ def _wire(
         button.click(handlers.approver(decision), approval_inputs, approval_outputs, **_EVENT)
 
     page.search.change(
-        handlers.search,
+        sidebar.search,
         [page.search, page.session_id],
         [page.session_list],
         trigger_mode="always_last",
         **_EVENT,
     )
     page.rename_btn.click(
-        handlers.rename,
+        sidebar.rename,
         [page.session_id, page.rename_box, page.search],
         [page.session_list],
         **_EVENT,
     )
-    page.delete_btn.click(handlers.ask_delete, sid, [page.confirm_row], **_EVENT)
-    page.cancel_delete_btn.click(handlers.cancel_delete, None, [page.confirm_row], **_EVENT)
+    page.delete_btn.click(sidebar.ask_delete, sid, [page.confirm_row], **_EVENT)
+    page.cancel_delete_btn.click(sidebar.cancel_delete, None, [page.confirm_row], **_EVENT)
     page.export_btn.click(transfer.export, sid, [page.export_data], **_EVENT).then(
         None, [page.export_data], None, js=download_js
     )
@@ -272,18 +348,22 @@ def _wire(
         [page.model_note, page.model_picker],
         **_EVENT,
     )
-    # Events with no outputs skip the queue: queued next to another event of the same tab,
-    # Gradio 6.31 sometimes leaves the other event's outputs "pending" in the browser.
+    # Events that only save skip the queue: queued next to another event of the same tab,
+    # Gradio 6.31 sometimes leaves the other event's outputs "pending" in the browser. A
+    # queue-less event cannot show a toast, so the limits say what is wrong in a note.
     page.system_prompt.blur(handlers.change_settings, form, None, queue=False, **_EVENT)
     page.temperature.release(handlers.change_settings, form, None, queue=False, **_EVENT)
     for limit in (page.max_turns, page.delay, page.token_budget, page.time_budget):
         limit.input(
             handlers.change_autochat_limits,
             form,
-            None,
+            [page.limits_note],
             trigger_mode="always_last",
             queue=False,
             **_EVENT,
         )
     page.edit_btn.click(handlers.edit_last, sid, [page.chat_input, page.edit_mode], **_EVENT)
-    page.clear_btn.click(handlers.clear, sid, streamed, **_EVENT)
+    clear_row = [page.confirm_clear_row]
+    page.clear_btn.click(handlers.ask_clear, sid, clear_row, **_EVENT)
+    page.cancel_clear_btn.click(handlers.cancel_clear, None, clear_row, **_EVENT)
+    page.confirm_clear_btn.click(handlers.clear, sid, [*streamed, *clear_row], **_EVENT)

@@ -20,10 +20,34 @@ def _number(value: object, default: float) -> float:
     return float(value) if isinstance(value, int | float) else default
 
 
+LIMIT_LABELS = {
+    "max_turns": "Max automatic turns",
+    "delay_s": "Delay between turns",
+    "token_budget": "Token budget",
+    "time_budget_s": "Time budget",
+}
+"""The AutoChat limits as the page labels them (problems name the field the person sees)."""
+
+_RULES = {"ge": "at least", "gt": "more than", "le": "at most", "lt": "less than"}
+
+
 def _first_error(exc: ValidationError) -> str:
     error = exc.errors(include_url=False)[0]
     where = ".".join(str(part) for part in error["loc"])
     return f"{where}: {error['msg']}" if where else str(error["msg"])
+
+
+def _limit_error(exc: ValidationError) -> str:
+    """ "Max automatic turns must be at least 1": the field's label and the rule it broke."""
+    error = exc.errors(include_url=False)[0]
+    name = str(error["loc"][0]) if error["loc"] else ""
+    label = LIMIT_LABELS.get(name, name or "AutoChat")
+    context = error.get("ctx") or {}
+    for key, words in _RULES.items():
+        bound = context.get(key)
+        if isinstance(bound, int | float):
+            return f"{label} must be {words} {bound:g}"
+    return f"{label}: {error['msg']}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +91,14 @@ class Form:
         )
 
     def autochat_settings(self, *, enabled: bool | None = None) -> AutoChatSettings:
-        """AutoChat settings from the form; 0 means "no budget". Raises InvalidRequest."""
+        """AutoChat settings from the form; 0 means "no budget". Raises InvalidRequest
+        naming the field as the page labels it ("Max automatic turns must be at least 1")."""
+        for name, value in (
+            ("token_budget", self.token_budget),
+            ("time_budget_s", self.time_budget),
+        ):
+            if value < 0:
+                raise InvalidRequest(f"{LIMIT_LABELS[name]} must be 0 (none) or more")
         tokens = int(self.token_budget)
         try:
             return AutoChatSettings(
@@ -78,7 +109,18 @@ class Form:
                 time_budget_s=self.time_budget if self.time_budget > 0 else None,
             )
         except ValidationError as exc:
-            raise InvalidRequest(f"AutoChat {_first_error(exc)}") from None
+            raise InvalidRequest(_limit_error(exc)) from None
+
+    def autochat_or(
+        self, fallback: AutoChatSettings, *, enabled: bool | None = None
+    ) -> tuple[AutoChatSettings, str | None]:
+        """The form's AutoChat settings, or (when a limit is out of range) `fallback`'s
+        limits with the form's on/off, and what is wrong."""
+        on = self.autochat if enabled is None else enabled
+        try:
+            return self.autochat_settings(enabled=on), None
+        except InvalidRequest as exc:
+            return fallback.model_copy(update={"enabled": on}), str(exc)
 
     def session_settings(self, base: SessionSettings) -> SessionSettings:
         """`base` with the form's system prompt and temperature. Raises InvalidRequest."""

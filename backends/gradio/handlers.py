@@ -2,8 +2,11 @@
 collaborators: every call finds its session through `manager.get(session_id, owner)`.
 
 The owner of a session is the logged-in user (`request.username`), or "local" without
-login. A tab's only state is the session id (a `gr.State`); an empty id means "new chat",
-and the session is created by the first message.
+login. A tab's only state is the session id (a hidden textbox, so the browser can remember
+it across a reload); an empty id means "new chat", and the session is created by the first
+message. What runs per tab on the server is its streams (`TabStreams`, by Gradio session):
+an event that replaces the tab's view ends them first, so no late update of the old chat
+can land over the new one.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from backends.gradio.markdown import escape_html
 from backends.gradio.panels import PanelState, badge_html
 from backends.gradio.renderer import ChatView
 from backends.gradio.stream import PageView, Updates, no_change, stream_session
+from backends.gradio.tabs import TabStreams, ticket_of
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.interpreter import Interpreter
 from gui_agent.manager import SessionManager, SessionNotFound
@@ -34,16 +38,20 @@ from schema import (
     AgentName,
     ApprovalDecision,
     AutoChatSettings,
+    ImagePart,
     SessionRecord,
     SessionSettings,
 )
 
-__all__ = ["Handlers", "ModelInfoLike", "owner_of"]
+__all__ = ["Handlers", "ModelInfoLike", "owner_of", "tab_of"]
 
 logger = logging.getLogger(__name__)
 
 LOCAL_OWNER = "local"
 KEEP_OPEN_S = 15.0
+QUEUED_NOTE = "Queued: the agent reads it when the current step ends."
+NOT_SAVED = "{problem}. Not saved: AutoChat keeps its previous limits until you fix it."
+SENT_WITH_PREVIOUS = "{problem}. Your message was sent; AutoChat keeps its previous limits."
 
 
 class ModelInfoLike(Protocol):
@@ -63,7 +71,7 @@ def owner_of(request: gr.Request | None) -> str:
     return username if isinstance(username, str) and username else LOCAL_OWNER
 
 
-def _tab(request: gr.Request | None) -> str:
+def tab_of(request: gr.Request | None) -> str:
     """A key for the browser tab (and its user) a request comes from."""
     session_hash = getattr(request, "session_hash", None) if request is not None else None
     return f"{owner_of(request)}\0{session_hash or ''}"
@@ -81,6 +89,7 @@ class Handlers:
         languages: Collection[str | None],
         models: Sequence[ModelInfoLike],
         interval_s: float = DEFAULT_INTERVAL_S,
+        closing: asyncio.Event | None = None,
     ) -> None:
         self.manager = manager
         self.page = page
@@ -89,20 +98,26 @@ class Handlers:
         self.notes = {model.name: model.note for model in models}
         self.interval_s = interval_s
         self.trays = Trays()
+        self.streams = TabStreams()
+        self.closing = closing if closing is not None else asyncio.Event()
+        """Set when the server shuts down: every tab's keep-alive event ends."""
         self.role_notes = {
             name.value: role.description for name, role in manager.architectures_factory().items()
         }
 
     # -- lookups ----------------------------------------------------------------------------
 
-    async def lookup(self, session_id: str, request: gr.Request | None) -> Interpreter | None:
+    async def lookup(
+        self, session_id: str, request: gr.Request | None, *, quiet: bool = False
+    ) -> Interpreter | None:
         """The tab's session, or None for a new chat (or one deleted meanwhile)."""
         if not session_id:
             return None
         try:
             return await self.manager.get(session_id, owner_of(request))
         except SessionNotFound:
-            gr.Warning("This chat no longer exists; starting a new one.")
+            if not quiet:
+                gr.Warning("This chat no longer exists; starting a new one.")
             return None
 
     def view_of(self, interpreter: Interpreter) -> PageView:
@@ -118,9 +133,13 @@ class Handlers:
     async def session_list_update(self, owner: str, current: str, query: str = "") -> Updates:
         choices = await self.session_choices(owner, query)
         ids = {value for _label_, value in choices}
+        if choices or not query.strip():
+            info = ""  # (None would leave an earlier "no chats match" in place)
+        else:
+            info = f"No chats match “{escape_html(query.strip()[:80])}”."
         return {
             self.page.session_list: gr.update(
-                choices=choices, value=current if current in ids else None
+                choices=choices, value=current if current in ids else None, info=info
             )
         }
 
@@ -151,31 +170,60 @@ class Handlers:
             page.rename_box: title,
             page.edit_mode: False,
             page.confirm_row: gr.update(visible=False),
+            page.confirm_clear_row: gr.update(visible=False),
+            page.limits_note: "",
         }
         if agent is not None:
             values[page.role_picker] = agent.value
         return values
 
-    # -- page load, new chat, open, rename, delete, search -----------------------------------
+    # -- page load, new chat, open ----------------------------------------------------------
 
-    async def on_load(self, request: gr.Request) -> Updates:
-        return await self.session_list_update(owner_of(request), "")
+    async def on_load(self, remembered: str, ticket: str, request: gr.Request) -> Updates:
+        """The page opens on the chat this browser showed last (a reload, a server restart),
+        else on a new chat; with login, it says who is signed in."""
+        owner, tab, order = owner_of(request), tab_of(request), ticket_of(ticket)
+        interpreter = await self.lookup(remembered or "", request, quiet=True)
+        await self.streams.supersede(tab, order, interpreter.id if interpreter else "")
+        # A new chat is what the page shows already: leave it (and a message sent at once).
+        opened: Updates = {}
+        if interpreter is not None and not self.streams.overtaken(tab, order):
+            opened = {
+                **self.view_of(interpreter).updates(full=True),
+                **self.settings_values(interpreter),
+            }
+        current = interpreter.id if opened and interpreter is not None else ""
+        return {
+            **opened,
+            **await self.session_list_update(owner, current),
+            self.page.account: _account_note(request),
+        }
 
-    async def keep_open(self) -> AsyncIterator[None]:
-        """Holds the tab's event stream open for as long as the tab is.
+    async def keep_open(self, request: gr.Request) -> AsyncIterator[None]:
+        """Holds the tab's event stream open for as long as the tab is, or until the server
+        shuts down (`closing`).
 
         Gradio's browser client opens its server-sent-event stream when an event starts and
         lets it close when none is left; an event sent while the stream is closing loses
         its reply, and the button that sent it stays busy. With this event always pending
         the stream never closes. It wakes every `KEEP_OPEN_S` so that Gradio notices a
-        closed tab and ends it (a handler that never yields would hold its queue slot).
+        closed tab and ends it (a handler that never yields would hold its queue slot). At
+        shutdown it ends at once, so the tab's connection does not hold the server up.
         """
-        while True:
-            yield None
-            await asyncio.sleep(KEEP_OPEN_S)
+        try:
+            while not self.closing.is_set():
+                yield None
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self.closing.wait(), KEEP_OPEN_S)
+        finally:
+            self.streams.forget(tab_of(request))
 
-    async def new_chat(self, request: gr.Request) -> Updates:
+    async def new_chat(self, ticket: str, request: gr.Request) -> Updates:
+        tab, order = tab_of(request), ticket_of(ticket)
+        await self.streams.supersede(tab, order, "")
         view = self.blank_view()
+        if self.streams.overtaken(tab, order):
+            return no_change()
         return {
             self.page.session_id: "",
             self.page.chat_input: "",
@@ -184,65 +232,66 @@ class Handlers:
             **await self.session_list_update(owner_of(request), ""),
         }
 
-    async def open_session(self, selected: str | None, request: gr.Request) -> Updates:
+    async def open_session(self, selected: str | None, ticket: str, request: gr.Request) -> Updates:
+        tab, order = tab_of(request), ticket_of(ticket)
+        await self.streams.supersede(tab, order, selected or "")
         interpreter = await self.lookup(selected or "", request)
         if interpreter is None:
-            return await self.new_chat(request)
+            return await self.new_chat(ticket, request)
+        if self.streams.overtaken(tab, order):
+            return no_change()
         return {
             self.page.session_id: interpreter.id,
             **self.view_of(interpreter).updates(full=True),
             **self.settings_values(interpreter),
         }
 
-    async def follow(self, session_id: str, request: gr.Request) -> AsyncIterator[Updates]:
-        """Keep showing a session that is busy (opened mid-turn, or AutoChat running)."""
-        interpreter = await self.lookup(session_id, request)
-        if interpreter is None or not interpreter.busy:
+    async def settle(
+        self, session_id: str, ticket: str, request: gr.Request
+    ) -> AsyncIterator[Updates]:
+        """Show in full what the tab shows now, as the server knows it (the tab's latest
+        view-changing event), and keep showing it while it is busy (opened mid-turn, or
+        AutoChat running).
+
+        Runs after every event that replaces the view. Gradio's browser applies each
+        event's updates in a loop of its own, so an update a replaced stream sent just
+        before the change can still be applied after the new view; this one comes later
+        and puts the view right. Its `session_id` input is what the browser said, which
+        such a late update may have changed too: it counts only if the server knows
+        nothing of the tab (API clients)."""
+        tab, order = tab_of(request), ticket_of(ticket)
+        shown = self.streams.shown(tab)
+        target = session_id if shown is None else shown
+        interpreter = await self.lookup(target, request, quiet=True)
+        if self.streams.overtaken(tab, order) or (interpreter is None and shown is None):
             yield no_change()
-            return
-        async for update in stream_session(
-            interpreter, lambda: self.view_of(interpreter), interval_s=self.interval_s
-        ):
-            yield update
+        elif interpreter is None:
+            yield self.blank_view().updates(full=True)
+        elif not interpreter.busy:
+            yield self.view_of(interpreter).updates(full=True)
+        else:
+            async for update in self._follow(interpreter, request, order):
+                yield update
 
-    async def search(self, query: str, session_id: str, request: gr.Request) -> Updates:
-        return await self.session_list_update(owner_of(request), session_id, query)
-
-    async def refresh_list(self, session_id: str, query: str, request: gr.Request) -> Updates:
-        """The session list after a turn (new chat saved, title set, order changed)."""
-        return await self.session_list_update(owner_of(request), session_id, query)
-
-    async def rename(self, session_id: str, title: str, query: str, request: gr.Request) -> Updates:
-        if not session_id:
-            gr.Warning("Send a message first: a new chat is saved with its first message.")
-            return no_change()
-        if not title.strip():
-            gr.Warning("A title cannot be empty.")
-            return no_change()
-        owner = owner_of(request)
-        try:
-            await self.manager.rename(session_id, title, owner)
-        except SessionNotFound:
-            gr.Warning("This chat no longer exists.")
-            return no_change()
-        gr.Info("Chat renamed.")
-        return await self.session_list_update(owner, session_id, query)
-
-    def ask_delete(self, session_id: str) -> Updates:
-        if not session_id:
-            gr.Warning("There is nothing to delete yet.")
-            return no_change()
-        return {self.page.confirm_row: gr.update(visible=True)}
-
-    def cancel_delete(self) -> Updates:
-        return {self.page.confirm_row: gr.update(visible=False)}
-
-    async def delete(self, session_id: str, request: gr.Request) -> Updates:
-        if session_id:
-            with contextlib.suppress(SessionNotFound):
-                await self.manager.delete(session_id, owner_of(request))
-            gr.Info("Chat deleted.")
-        return await self.new_chat(request)
+    async def _follow(
+        self, interpreter: Interpreter, request: gr.Request | None, ticket: int
+    ) -> AsyncIterator[Updates]:
+        tab = tab_of(request)
+        await self.streams.supersede(tab, ticket, interpreter.id)
+        yielded = False
+        with self.streams.watch(tab, interpreter.id, ticket) as watch:
+            stream = stream_session(
+                interpreter,
+                lambda: self.view_of(interpreter),
+                interval_s=self.interval_s,
+                watch=watch,
+            )
+            async with contextlib.aclosing(stream):
+                async for update in stream:
+                    yielded = True
+                    yield update
+        if not yielded:
+            yield no_change()
 
     # -- quick controls ---------------------------------------------------------------------
 
@@ -251,7 +300,8 @@ class Handlers:
         if interpreter is None:
             return no_change()
         await interpreter.stop()
-        return {self.page.badge: badge_html(interpreter.state)}
+        stoppable = interpreter.busy or interpreter.autochat_active
+        return {self.page.badge: badge_html(interpreter.state, stoppable=stoppable)}
 
     def approver(
         self, decision: ApprovalDecision
@@ -322,18 +372,20 @@ class Handlers:
         if settings != interpreter.session.settings:
             await interpreter.update(settings=settings)
 
-    async def change_autochat_limits(self, data: dict[Any, Any], request: gr.Request) -> None:
+    async def change_autochat_limits(self, data: dict[Any, Any], request: gr.Request) -> Updates:
+        """Save the AutoChat limits as they are typed, or say under them what is wrong (this
+        event skips the queue, which has no toasts: the note is its only way to say it)."""
         form = Form.read(self.page, data)
-        interpreter = await self.lookup(form.session_id, request)
-        if interpreter is None:
-            return
         try:
-            auto = form.autochat_settings(enabled=interpreter.session.autochat.enabled)
+            form.autochat_settings()
         except InvalidRequest as exc:
-            gr.Warning(str(exc))
-            return
-        if auto != interpreter.session.autochat:
-            await interpreter.update(autochat=auto)
+            return {self.page.limits_note: NOT_SAVED.format(problem=exc)}
+        interpreter = await self.lookup(form.session_id, request, quiet=True)
+        if interpreter is not None:
+            auto = form.autochat_settings(enabled=interpreter.session.autochat.enabled)
+            if auto != interpreter.session.autochat:
+                await interpreter.update(autochat=auto)
+        return {self.page.limits_note: ""}
 
     async def edit_last(self, session_id: str, request: gr.Request) -> Updates:
         interpreter = await self.lookup(session_id, request)
@@ -344,16 +396,26 @@ class Handlers:
         gr.Warning("There is no message of yours to edit.")
         return no_change()
 
+    def ask_clear(self, session_id: str) -> Updates:
+        if not session_id:
+            gr.Warning("There is nothing to clear yet.")
+            return no_change()
+        return {self.page.confirm_clear_row: gr.update(visible=True)}
+
+    def cancel_clear(self) -> Updates:
+        return {self.page.confirm_clear_row: gr.update(visible=False)}
+
     async def clear(self, session_id: str, request: gr.Request) -> Updates:
+        hide = {self.page.confirm_clear_row: gr.update(visible=False)}
         interpreter = await self.lookup(session_id, request)
         if interpreter is None:
-            return no_change()
+            return hide
         try:
             await interpreter.clear()
         except InvalidRequest as exc:
             gr.Warning(str(exc))
-            return no_change()
-        return self.view_of(interpreter).updates(full=True)
+            return hide
+        return {**self.view_of(interpreter).updates(full=True), **hide}
 
     # -- streaming: send, retry, AutoChat ------------------------------------------------------
 
@@ -362,7 +424,8 @@ class Handlers:
         stream the reply. The images leave the tray with this send, sent or refused (as the
         text leaves the input box)."""
         form = Form.read(self.page, data)
-        text, images = form.text, self.trays.take(_tab(request))
+        ticket = ticket_of(data.get(self.page.ticket))
+        text, images = form.text, self.trays.take(tab_of(request))
         if not text.strip() and not images:
             yield no_change()  # nothing sent, nothing changes
             return
@@ -374,19 +437,24 @@ class Handlers:
             yield no_change()
             return
         interpreter = await self.lookup(form.session_id, request)
+        # The form's AutoChat limits go with a new chat (a session has its own, saved as they
+        # are typed); either way a field that shows a value out of range is named.
+        previous = interpreter.session.autochat if interpreter else AutoChatSettings()
+        auto, problem = form.autochat_or(previous)
+        if problem:
+            gr.Warning(SENT_WITH_PREVIOUS.format(problem=problem))
         first: Updates = {}
         if interpreter is None:
             try:
-                interpreter = await self._create(form, request)
+                interpreter = await self._create(form, auto, request)
             except InvalidRequest as exc:
                 gr.Warning(str(exc))
                 yield no_change()
                 return
             first[self.page.session_id] = interpreter.id
         elif interpreter.busy and not form.as_edit:
-            await interpreter.send(text, images=images)  # queued; the running stream shows it
-            gr.Info("Queued: the agent reads it when the current step ends.")
-            yield no_change()
+            async for update in self._queue(interpreter, text, images, request, ticket):
+                yield update
             return
         target = interpreter
 
@@ -396,19 +464,44 @@ class Handlers:
             else:
                 await target.send(text, images=images)
 
-        async for update in self._stream(target, act, first, request):
+        async for update in self._stream(target, act, first, request, ticket):
+            yield update
+
+    async def _queue(
+        self,
+        interpreter: Interpreter,
+        text: str,
+        images: Sequence[ImagePart],
+        request: gr.Request | None,
+        ticket: int,
+    ) -> AsyncIterator[Updates]:
+        """A message sent while a turn (or AutoChat) runs waits for the current step to end
+        (it ends AutoChat). Every tab showing the session shows it at once, marked queued;
+        a tab that was not following the session live does so from now on."""
+        try:
+            await interpreter.send(text, images=images)
+        except InvalidRequest as exc:
+            gr.Warning(str(exc))
+            yield no_change()
+            return
+        gr.Info(QUEUED_NOTE)
+        self.streams.wake(interpreter.id)
+        if self.streams.showing(tab_of(request), interpreter.id) or not interpreter.busy:
+            yield no_change()
+            return
+        async for update in self._follow(interpreter, request, ticket):
             yield update
 
     async def attach(self, files: list[bytes] | None, request: gr.Request) -> Updates:
         """Keep the uploaded images for the tab's next message; refuse what is not an image."""
-        count, problems = self.trays.add(_tab(request), files or [])
+        count, problems = self.trays.add(tab_of(request), files or [])
         for problem in problems:
             gr.Warning(f"Not attached: {problem}.")
         return self._tray(count)
 
     async def detach(self, request: gr.Request) -> Updates:
         """The person took the images back."""
-        self.trays.take(_tab(request))
+        self.trays.take(tab_of(request))
         return self._tray(0)
 
     async def hide_tray(self) -> Updates:
@@ -422,13 +515,16 @@ class Handlers:
             page.detach_btn: gr.update(visible=bool(count)),
         }
 
-    async def retry(self, session_id: str, request: gr.Request) -> AsyncIterator[Updates]:
+    async def retry(
+        self, session_id: str, ticket: str, request: gr.Request
+    ) -> AsyncIterator[Updates]:
         interpreter = await self.lookup(session_id, request)
         if interpreter is None:
             gr.Warning("There is nothing to retry yet.")
             yield no_change()
             return
-        async for update in self._stream(interpreter, interpreter.retry, None, request):
+        retry = interpreter.retry
+        async for update in self._stream(interpreter, retry, None, request, ticket_of(ticket)):
             yield update
 
     async def toggle_autochat(
@@ -437,40 +533,38 @@ class Handlers:
         """Switch AutoChat on (it starts at once when idle after a turn) or off (it stops
         after the current turn)."""
         form = Form.read(self.page, data)
-        try:
-            auto = form.autochat_settings()
-        except InvalidRequest as exc:
-            gr.Warning(str(exc))
-            yield no_change()
-            return
+        ticket = ticket_of(data.get(self.page.ticket))
         interpreter = await self.lookup(form.session_id, request)
+        previous = interpreter.session.autochat if interpreter else AutoChatSettings()
+        auto, problem = form.autochat_or(previous)
+        if problem:
+            gr.Warning(NOT_SAVED.format(problem=problem))
         if interpreter is None:
-            text = (
-                "AutoChat is on: it starts with your first message."
-                if auto.enabled
-                else ("AutoChat is off.")
-            )
-            yield {self.page.autochat_status: text}
+            on = "AutoChat is on: it starts with your first message."
+            yield {self.page.autochat_status: on if auto.enabled else "AutoChat is off."}
             return
         if interpreter.busy:
             await interpreter.update(autochat=auto)
-            yield no_change()  # the running stream shows the effect
+            if self.streams.showing(tab_of(request), interpreter.id):
+                yield no_change()  # the running stream shows the effect
+            else:
+                async for update in self._follow(interpreter, request, ticket):
+                    yield update
             return
         target = interpreter
 
         async def act() -> None:
             await target.update(autochat=auto)
 
-        async for update in self._stream(target, act, None, request):
+        async for update in self._stream(target, act, None, request, ticket):
             yield update
 
-    async def _create(self, form: Form, request: gr.Request) -> Interpreter:
+    async def _create(self, form: Form, auto: AutoChatSettings, request: gr.Request) -> Interpreter:
         settings = form.session_settings(SessionSettings())
         agent = AgentName(form.role) if form.role in AgentName.__members__ else None
         interpreter = await self.manager.create(
             owner_of(request), agent=agent, model=form.model or None, settings=settings
         )
-        auto = form.autochat_settings()
         if auto != interpreter.session.autochat:
             await interpreter.update(autochat=auto)
         return interpreter
@@ -480,26 +574,48 @@ class Handlers:
         interpreter: Interpreter,
         action: Callable[[], Awaitable[object]],
         first: Updates | None,
-        request: gr.Request,
+        request: gr.Request | None,
+        ticket: int,
     ) -> AsyncIterator[Updates]:
-        stream = stream_session(
-            interpreter,
-            lambda: self.view_of(interpreter),
-            action=action,
-            first=first,
-            interval_s=self.interval_s,
-        )
+        """Run `action` and stream the session to the tab until it is idle. The tab's older
+        streams (ones still finishing) end first, so their last updates come before these."""
+        tab = tab_of(request)
+        if not interpreter.busy:
+            await self.streams.supersede(tab, ticket, interpreter.id)
         yielded = False
-        try:
-            async for update in stream:
-                yielded = True
-                yield update
-        except InvalidRequest as exc:
-            gr.Warning(str(exc))
-        finally:
-            await stream.aclose()
+        with self.streams.watch(tab, interpreter.id, ticket) as watch:
+            stream = stream_session(
+                interpreter,
+                lambda: self.view_of(interpreter),
+                action=action,
+                first=first,
+                interval_s=self.interval_s,
+                watch=watch,
+            )
+            try:
+                async for update in stream:
+                    yielded = True
+                    yield update
+            except InvalidRequest as exc:
+                gr.Warning(str(exc))
+            finally:
+                await stream.aclose()
         if not yielded:
             yield no_change()  # a streaming handler must yield once, or Gradio blanks its outputs
+
+
+def _account_note(request: gr.Request | None) -> str:
+    """Who is signed in, and a way out, when the page was opened through the login form
+    (a reverse proxy that signs people in has no logout of ours)."""
+    username = getattr(request, "username", None) if request is not None else None
+    if not isinstance(username, str) or not username:
+        return ""
+    # a dict, or Gradio's dict-like Obj (which iterates as key-value pairs)
+    cookies = dict(getattr(request, "cookies", None) or {})
+    signed_in = f"Signed in as **{escape_html(username)}**"
+    if not any(str(name).startswith("access-token") for name in cookies):
+        return signed_in + "."
+    return f'{signed_in} · <a href="logout" target="_self">Log out</a>'  # see page.js
 
 
 def _label(record: SessionRecord) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 import gradio as gr
 
 from backends.gradio.markdown import escape_html
-from backends.gradio.panels import badge_html, memory_markdown, usage_markdown
+from backends.gradio.panels import AutoChatStatus, badge_html, memory_markdown, usage_markdown
 from schema import AgentName, AutoChatSettings, InterpreterState, SessionSettings, Usage
 
 __all__ = ["ELEM_IDS", "Page", "build_page"]
@@ -35,6 +35,9 @@ ELEM_IDS = (
     "model-picker",
     "session-list",
     "new-session-btn",
+    "session-id",
+    "clear-btn",
+    "confirm-clear-btn",
 )
 
 PLACEHOLDER = "Message the agent. Enter sends, Shift+Enter adds a line, Esc stops."
@@ -44,10 +47,11 @@ PLACEHOLDER = "Message the agent. Enter sends, Shift+Enter adds a line, Esc stop
 class Page:
     """Every component of the chat page. Handlers read and write these."""
 
-    session_id: gr.State
+    session_id: gr.Textbox
     badge: gr.HTML
     notice: gr.Markdown
     # sessions (sidebar)
+    account: gr.Markdown
     new_btn: gr.Button
     search: gr.Textbox
     session_list: gr.Radio
@@ -81,6 +85,9 @@ class Page:
     edit_btn: gr.Button
     edit_mode: gr.Checkbox
     clear_btn: gr.Button
+    confirm_clear_row: gr.Row
+    confirm_clear_btn: gr.Button
+    cancel_clear_btn: gr.Button
     # side panels
     role_picker: gr.Dropdown
     role_note: gr.Markdown
@@ -93,9 +100,13 @@ class Page:
     delay: gr.Number
     token_budget: gr.Number
     time_budget: gr.Number
+    limits_note: gr.Markdown
     autochat_status: gr.Markdown
     memory_panel: gr.Markdown
     usage_panel: gr.Markdown
+    ticket: gr.Textbox
+    """Which of the tab's events the browser triggered later (a number it counts up): an
+    event that replaces the view ends only the streams of events triggered before it."""
 
     def components(self) -> list[Any]:
         """Every component, in declaration order (outputs of handlers that may touch any)."""
@@ -115,7 +126,9 @@ def build_page(
     """Create and place the components inside the current `gr.Blocks` context."""
     settings = SessionSettings()
     auto = AutoChatSettings()
-    session_id = gr.State("")
+    # The tab's session ("" = a new chat). A textbox, not a gr.State, so the browser knows
+    # it and can reopen that chat after a reload (page.js keeps it in localStorage).
+    session_id = gr.Textbox("", visible="hidden", elem_id="session-id", label="Session")
     gr.Markdown(f"## {escape_html(title)}", elem_classes=["ga-title"])
     notice_box = gr.Markdown(
         escape_html(notice or ""),
@@ -125,6 +138,7 @@ def build_page(
     )
 
     with gr.Sidebar(label="Chats", open=True, elem_id="session-sidebar"):
+        account = gr.Markdown("", elem_id="account")
         new_btn = gr.Button("New chat", elem_id="new-session-btn", variant="primary")
         search = gr.Textbox(
             label="Search chats",
@@ -237,6 +251,12 @@ def build_page(
                 edit_mode = gr.Checkbox(
                     label="Send as an edit of my last message", elem_id="edit-mode"
                 )
+            with gr.Row(visible=False, elem_id="confirm-clear-row") as confirm_clear_row:
+                gr.Markdown("Delete every message of this chat?", elem_id="confirm-clear-text")
+                confirm_clear_btn = gr.Button(
+                    "Yes, clear it", elem_id="confirm-clear-btn", variant="stop", size="sm"
+                )
+                cancel_clear_btn = gr.Button("Cancel", elem_id="cancel-clear-btn", size="sm")
 
         with gr.Column(scale=1, min_width=280, elem_classes=["ga-side"]):
             role_picker = gr.Dropdown(
@@ -256,12 +276,13 @@ def build_page(
                     value=auto.enabled,
                     elem_id="autochat-toggle",
                 )
+                # No minimum/maximum here: Gradio would refuse every event that reads the
+                # form (a send too) before a handler could say which field is wrong. The
+                # handlers check the limits and name the field (form.py).
                 with gr.Row():
                     max_turns = gr.Number(
                         label="Max automatic turns",
                         value=auto.max_turns,
-                        minimum=1,
-                        maximum=1000,
                         precision=0,
                         elem_id="autochat-max-turns",
                         min_width=100,
@@ -269,8 +290,6 @@ def build_page(
                     delay = gr.Number(
                         label="Delay between turns (s)",
                         value=auto.delay_s,
-                        minimum=0,
-                        maximum=3600,
                         elem_id="autochat-delay",
                         min_width=100,
                     )
@@ -278,7 +297,6 @@ def build_page(
                     token_budget = gr.Number(
                         label="Token budget (0 = none)",
                         value=0,
-                        minimum=0,
                         precision=0,
                         elem_id="autochat-token-budget",
                         min_width=100,
@@ -286,11 +304,14 @@ def build_page(
                     time_budget = gr.Number(
                         label="Time budget in s (0 = none)",
                         value=0,
-                        minimum=0,
                         elem_id="autochat-time-budget",
                         min_width=100,
                     )
-                autochat_status = gr.Markdown("AutoChat is off.", elem_id="autochat-status")
+                # What is wrong with a limit just typed (empty when they are all valid).
+                limits_note = gr.Markdown("", elem_id="autochat-limits-note")
+                autochat_status = gr.Markdown(
+                    AutoChatStatus(enabled=auto.enabled).text(), elem_id="autochat-status"
+                )
             with gr.Accordion("Memory", open=True):
                 memory_panel = gr.Markdown(
                     memory_markdown(None, lambda _id: None), elem_id="memory-panel"
@@ -324,10 +345,15 @@ def build_page(
                     elem_id="temperature",
                 )
 
+    # Created last on purpose: Gradio passes a form's inputs (a set) sorted by creation, so
+    # the ticket is the last one, where the browser's event code puts it (see app.py).
+    ticket = gr.Textbox("", visible="hidden", elem_id="event-ticket", label="Event order")
+
     return Page(
         session_id=session_id,
         badge=badge,
         notice=notice_box,
+        account=account,
         new_btn=new_btn,
         search=search,
         session_list=session_list,
@@ -360,6 +386,9 @@ def build_page(
         edit_btn=edit_btn,
         edit_mode=edit_mode,
         clear_btn=clear_btn,
+        confirm_clear_row=confirm_clear_row,
+        confirm_clear_btn=confirm_clear_btn,
+        cancel_clear_btn=cancel_clear_btn,
         role_picker=role_picker,
         role_note=role_note,
         model_picker=model_picker,
@@ -371,7 +400,9 @@ def build_page(
         delay=delay,
         token_budget=token_budget,
         time_budget=time_budget,
+        limits_note=limits_note,
         autochat_status=autochat_status,
         memory_panel=memory_panel,
         usage_panel=usage_panel,
+        ticket=ticket,
     )

@@ -28,10 +28,10 @@ from schema import (
 
 __all__ = [
     "MAX_TURNS_SHOWN",
+    "AutoChatStatus",
     "MemoryInfo",
     "PanelState",
     "WindowLike",
-    "autochat_idle_text",
     "badge_html",
     "code_language",
     "memory_markdown",
@@ -47,6 +47,9 @@ _STATE_HELP = {
     InterpreterState.WAITING: "waiting for your approval",
     InterpreterState.STOP: "idle; your turn",
 }
+
+_ACTIVE = (InterpreterState.RUNNING, InterpreterState.WAITING)
+_AUTOCHAT_EVENTS = (AutoChatTurn, AutoChatStopped, StateChanged, SessionUpdated)
 
 _LANGUAGE_ALIASES = {"bash": "shell", "sh": "shell", "zsh": "shell", "js": "javascript"}
 
@@ -92,6 +95,62 @@ class MemoryInfo:
 
 
 @dataclass(slots=True)
+class AutoChatStatus:
+    """What the AutoChat panel says, kept in step with the session's events."""
+
+    enabled: bool = False
+    active: bool = False
+    """An AutoChat run is going on (from the person's message until it stops)."""
+    turn: AutoChatTurn | None = None
+    """The current run's latest automatic turn (announced before its delay)."""
+    turn_started: bool = False
+    stopped: AutoChatStopped | None = None
+    """Why the last run stopped; said until AutoChat is switched or starts again."""
+
+    def apply(self, event: Event) -> None:
+        if isinstance(event, AutoChatTurn):
+            self.active, self.turn, self.turn_started, self.stopped = True, event, False, None
+        elif isinstance(event, AutoChatStopped):
+            if self.turn is not None and not self.turn_started and event.turns:
+                # stopped while waiting to start the turn it had announced: not a turn run
+                event = event.model_copy(update={"turns": event.turns - 1})
+            self.active, self.turn, self.stopped = False, None, event
+        elif isinstance(event, StateChanged) and event.to_state is InterpreterState.RUNNING:
+            if self.turn is not None:
+                self.turn_started = True
+            elif self.enabled:  # the person's message: AutoChat goes on after its reply
+                self.active, self.stopped = True, None
+        elif isinstance(event, SessionUpdated):
+            settings = event.fields.get("autochat")
+            enabled = settings.get("enabled") if isinstance(settings, dict) else None
+            if isinstance(enabled, bool) and enabled != self.enabled:
+                # A run that is going on says itself when it stops (after its turn).
+                self.enabled, self.stopped = enabled, None
+
+    def text(self) -> str:
+        turn = self.turn
+        if self.active and turn is not None:
+            if self.turn_started:
+                return (
+                    f"AutoChat running: automatic turn {turn.turn} of {turn.max_turns}, "
+                    f"{turn.remaining} remaining."
+                )
+            return f"AutoChat: automatic turn {turn.turn} of {turn.max_turns} starts shortly."
+        if self.active:
+            return "AutoChat is on: after this reply the agent keeps going on its own."
+        if self.stopped is not None:
+            stop = self.stopped
+            detail = f" ({stop.detail})" if stop.detail else ""
+            return (
+                f"AutoChat stopped after {_count(stop.turns, 'automatic turn')}: "
+                f"{stop.reason.value}{detail}."
+            )
+        if self.enabled:
+            return "AutoChat is on: after your next message the agent keeps going on its own."
+        return "AutoChat is off."
+
+
+@dataclass(slots=True)
 class PanelState:
     """The side panels' data for one session, kept in step with its events."""
 
@@ -102,7 +161,7 @@ class PanelState:
     memory: MemoryInfo | None = None
     turns: OrderedDict[str, Usage] = field(default_factory=OrderedDict)
     total: Usage = field(default_factory=Usage)
-    autochat: str = ""
+    auto: AutoChatStatus = field(default_factory=AutoChatStatus)
     sessions_changed: bool = False
     """Set when the title changed (the session list needs a refresh); the reader resets it."""
 
@@ -110,6 +169,16 @@ class PanelState:
     def approval(self) -> ApprovalRequested | None:
         """The approval request to show: the oldest one still open."""
         return next(iter(self.approvals.values()), None)
+
+    @property
+    def autochat(self) -> str:
+        """The AutoChat status line."""
+        return self.auto.text()
+
+    @property
+    def stoppable(self) -> bool:
+        """Stop has something to stop: a turn, or AutoChat (also between its turns)."""
+        return self.state in _ACTIVE or self.auto.active
 
     def apply(self, event: Event) -> None:
         if isinstance(event, StateChanged):
@@ -128,17 +197,6 @@ class PanelState:
             while len(self.turns) > MAX_TURNS_SHOWN:
                 self.turns.popitem(last=False)
             self.total = event.total
-        elif isinstance(event, AutoChatTurn):
-            self.autochat = (
-                f"AutoChat running: automatic turn {event.turn} of {event.max_turns}, "
-                f"{event.remaining} remaining."
-            )
-        elif isinstance(event, AutoChatStopped):
-            detail = f" ({event.detail})" if event.detail else ""
-            self.autochat = (
-                f"AutoChat stopped after {event.turns} automatic turns: "
-                f"{event.reason.value}{detail}."
-            )
         elif isinstance(event, SessionUpdated):
             title = event.fields.get("title")
             if isinstance(title, str) and title != self.title:
@@ -147,23 +205,24 @@ class PanelState:
             agent = event.fields.get("agent")
             if isinstance(agent, str) and agent in AgentName.__members__:
                 self.agent = AgentName(agent)
+        if isinstance(event, _AUTOCHAT_EVENTS):
+            self.auto.apply(event)
 
 
-def badge_html(state: InterpreterState) -> str:
-    """The state badge; its text is exactly the state's name."""
+def badge_html(state: InterpreterState, *, stoppable: bool | None = None) -> str:
+    """The state badge; its text is exactly the state's name. `data-stoppable` tells the
+    page whether Stop has something to stop (by default: a turn is running or waiting);
+    AutoChat between two turns is STOP, yet stoppable."""
+    active = state in _ACTIVE if stoppable is None else stoppable
     return (
-        f'<span class="ga-badge ga-badge-{state.value.lower()}" title="{_STATE_HELP[state]}">'
-        f"{state.value}</span>"
+        f'<span class="ga-badge ga-badge-{state.value.lower()}" title="{_STATE_HELP[state]}" '
+        f'data-stoppable="{str(active).lower()}">{state.value}</span>'
     )
 
 
-def autochat_idle_text(enabled: bool, active: bool, turns: int) -> str:
-    """The AutoChat status when no AutoChat event has been seen yet."""
-    if active:
-        return f"AutoChat running: {turns} automatic turns so far."
-    if enabled:
-        return "AutoChat is on: after your next message the agent keeps going on its own."
-    return "AutoChat is off."
+def _count(number: int, noun: str) -> str:
+    """ "1 message", "2 messages"."""
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
 def memory_markdown(
@@ -174,11 +233,12 @@ def memory_markdown(
         return "**Context window:** empty (no messages yet)."
     estimated = " (estimated)" if memory.token_estimated else ""
     lines = [
-        f"**Context window:** {len(memory.message_ids)} messages, "
-        f"{memory.token_count:,} tokens{estimated}."
+        f"**Context window:** {_count(len(memory.message_ids), 'message')}, "
+        f"{_count(memory.token_count, 'token')}{estimated}."
     ]
     if memory.dropped:
-        lines.append(f"{memory.dropped} older messages slid out of the window.")
+        older = _count(memory.dropped, "older message")
+        lines.append(f"{older} slid out of the window.")
     if memory.goal:
         pin = "pinned (re-inserted)" if memory.goal_pinned else "in the window"
         lines.append(f"**Goal** ({pin}): {escape_html(_short(memory.goal, 200))}")

@@ -5,34 +5,54 @@ turns it into `{component: value}` updates of plain, wire-ready values. `stream_
 the body of every streaming handler: subscribe, run the action (send, retry, …), then
 yield an update whenever the coalescer says so (and something changed), until the session
 is idle. The subscription and the reader task are always closed, also when the browser
-goes away mid-stream (Gradio closes the generator) or the handler is cancelled.
+goes away mid-stream (Gradio closes the generator) or the handler is cancelled. A stream
+registered as a tab's `Watch` (tabs.py) yields nothing more once the tab shows something
+else, and renders again when woken (a message was queued).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Collection, Mapping
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Collection,
+    Mapping,
+    Sequence,
+)
 from typing import Any
 
 import gradio as gr
 
 from backends.gradio.coalesce import DEFAULT_INTERVAL_S, Coalescer
 from backends.gradio.layout import Page
+from backends.gradio.looks import body_markdown
 from backends.gradio.markdown import escape_html, fence
 from backends.gradio.panels import (
+    AutoChatStatus,
     MemoryInfo,
     PanelState,
-    autochat_idle_text,
     badge_html,
     code_language,
     memory_markdown,
     usage_markdown,
 )
-from backends.gradio.renderer import ChatView
+from backends.gradio.renderer import ChatbotMessage, ChatView
+from backends.gradio.tabs import Watch
 from gui_agent.events import Subscription
 from gui_agent.interpreter import Interpreter
-from schema import Event, InterpreterState, MessageStarted, TextDelta, UsageReported
+from schema import (
+    Event,
+    Message,
+    MessageCompleted,
+    MessageStarted,
+    TextDelta,
+    UsageReported,
+)
 
 __all__ = ["PageView", "Updates", "no_change", "stream_session"]
 
@@ -41,7 +61,11 @@ logger = logging.getLogger(__name__)
 Updates = dict[Any, Any]
 """`{component: value}`: what one yield of a handler changes on the page."""
 
-_ACTIVE = (InterpreterState.RUNNING, InterpreterState.WAITING)
+FILED_WAIT_S = 1.0
+"""After a Stop, how long a stream waits for the messages queued behind the turn to be
+filed in the history (the session announces them right after its idle mark)."""
+
+QUEUED_MARK = "_queued: the agent reads it when the current step ends_"
 
 
 def no_change() -> Updates:
@@ -62,13 +86,20 @@ class PageView:
         panels: PanelState,
         *,
         languages: Collection[str | None] = (),
+        queued: Sequence[Message] = (),
+        session_id: str = "",
     ) -> None:
         self.page = page
+        self.session_id = session_id
+        """The session shown ("" for none); a full update says it too."""
         self.chat = chat
         self.panels = panels
         self._languages = languages
+        self._queued = queued
+        """The session's messages waiting behind the running turn (its live inbox)."""
         self._sent: Updates = {}
         self._chat_version = -1
+        self._queued_sent: tuple[str, ...] = ()
 
     @classmethod
     def of(
@@ -90,17 +121,21 @@ class PageView:
             title=session.title,
             total=session.usage,
             memory=MemoryInfo.of(interpreter.window()) if session.history else None,
-            autochat=autochat_idle_text(
-                session.autochat.enabled, interpreter.autochat_active, interpreter.autochat_turns
-            ),
+            auto=AutoChatStatus(enabled=session.autochat.enabled),
         )
         for approval in interpreter.pending_approvals:
             panels.approvals[approval.approval_id] = approval
         for event in interpreter.events_since(0):
             if isinstance(event, UsageReported):  # recent turns still in the buffer
                 panels.apply(event)
+            elif interpreter.autochat_active:  # where the AutoChat run is
+                panels.auto.apply(event)
+        panels.auto.active = interpreter.autochat_active
+        panels.auto.enabled = session.autochat.enabled
         panels.total = session.usage
-        return cls(page, chat, panels, languages=languages)
+        return cls(
+            page, chat, panels, languages=languages, queued=session.inbox, session_id=session.id
+        )
 
     def refresh_memory(self, interpreter: Interpreter) -> None:
         """Show the context window as it is now (after a turn: including the reply)."""
@@ -121,12 +156,23 @@ class PageView:
         whose diff against the last value can reset props (a button's `interactive`).
         """
         values = self._values()
-        changed = full or self.chat.version != self._chat_version or values != self._sent
+        queued = tuple(message.id for message in self._queued)
+        changed = (
+            full
+            or self.chat.version != self._chat_version
+            or queued != self._queued_sent
+            or values != self._sent
+        )
         if not changed:
             return {}
         self._chat_version = self.chat.version
+        self._queued_sent = queued
         self._sent = values
-        return {self.page.chatbot: self.chat.messages(), **values}
+        messages = self.chat.messages()
+        messages.extend(_queued_entry(message) for message in self._queued)
+        if full:
+            values = {self.page.session_id: self.session_id, **values}
+        return {self.page.chatbot: messages, **values}
 
     def _values(self) -> Updates:
         """Plain values only (strings): what the browser receives as is, so a streaming
@@ -147,7 +193,7 @@ class PageView:
             label = f"What will run ({approval.language or 'text'}):"
             detail = f"{label}\n\n{fence(approval.detail, language)}"
         return {
-            page.badge: badge_html(panels.state),
+            page.badge: badge_html(panels.state, stoppable=panels.stoppable),
             page.approval_title: title,
             page.approval_code: detail,
             page.approval_id: approval.approval_id if approval else "",
@@ -156,6 +202,17 @@ class PageView:
             page.usage_panel: usage_markdown(panels.turns, panels.total),
             page.role_picker: panels.agent.value,
         }
+
+
+def _queued_entry(message: Message) -> ChatbotMessage:
+    """A message of the person's waiting behind the running turn, marked as such."""
+    body = body_markdown(message.type, message.content, None, message.images)
+    return {
+        "role": "user",
+        "metadata": None,
+        "content": [{"text": f"{body}\n\n{QUEUED_MARK}", "type": "text"}],
+        "options": None,
+    }
 
 
 def _catch_up(chat: ChatView, interpreter: Interpreter) -> None:
@@ -180,17 +237,21 @@ async def stream_session(
     action: Callable[[], Awaitable[object]] | None = None,
     first: Updates | None = None,
     interval_s: float = DEFAULT_INTERVAL_S,
+    watch: Watch | None = None,
 ) -> AsyncGenerator[Updates, None]:
     """Run `action` and yield page updates until the session is idle again.
 
     `build` makes the starting view; it runs right after subscribing, so no event is seen
     twice or missed. Deltas are coalesced to one update per `interval_s`; structural events
     are shown at once. `first` is merged into the first update (e.g. the new session id).
-    An `InvalidRequest` from the action propagates before anything is yielded.
+    An `InvalidRequest` from the action propagates before anything is yielded. With a
+    `watch`, the stream ends as soon as it is ended (its last yield then changes nothing),
+    and renders again whenever it is woken.
     """
     subscription: Subscription = interpreter.subscribe()
     events = subscription.until_idle()
     reader: asyncio.Task[Event | None] | None = None
+    woken: asyncio.Future[None] | None = None
     try:
         view = build()
         if action is not None:
@@ -198,12 +259,15 @@ async def stream_session(
         running = interpreter.busy  # if so, an idle marker will end the subscription
         if not running:
             view.apply(subscription.pending())
+        if watch is not None and watch.ended:
+            return
         yield {**(first or {}), **view.updates(full=True)}
         if not running:
             return
         coalescer = Coalescer(interval_s)
         finished = False
         while not finished:
+            redraw = False
             if reader is None:
                 # Take what is already there without waiting (a fast model publishes many
                 # events per loop turn). Once the run task is done, every event it
@@ -215,7 +279,15 @@ async def stream_session(
                 elif not coalescer.due():
                     reader = asyncio.ensure_future(_next_event(events))
             if reader is not None:
-                done, _ = await asyncio.wait({reader}, timeout=coalescer.timeout())
+                waiting: set[asyncio.Future[Any]] = {reader}
+                if watch is not None:
+                    woken = woken or asyncio.ensure_future(watch.woken())
+                    waiting.add(woken)
+                done, _ = await asyncio.wait(
+                    waiting, timeout=coalescer.timeout(), return_when=asyncio.FIRST_COMPLETED
+                )
+                if woken is not None and woken in done:
+                    woken, redraw = None, True
                 if reader in done:
                     event = reader.result()
                     reader = None
@@ -223,19 +295,43 @@ async def stream_session(
                         finished = True
                     else:
                         coalescer.offer(event)
-            if not (finished or coalescer.due()):
+            if watch is not None and watch.ended:
+                # Gradio ends a stream by repeating its last update: make that "no change",
+                # or the view this stream showed would come back over the new one.
+                yield no_change()
+                return
+            if not (finished or redraw or coalescer.due()):
                 continue
             view.apply(coalescer.take())
             if finished:
+                view.apply(await _filed(subscription, interpreter))
                 view.refresh_memory(interpreter)
             update = view.updates()
             if update:
                 yield update
     finally:
-        if reader is not None and not reader.done():
-            reader.cancel()
-            await asyncio.wait({reader})
+        for task in (reader, woken):
+            if task is not None and not task.done():
+                task.cancel()
+                await asyncio.wait({task})
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
         subscription.close()
+
+
+async def _filed(subscription: Subscription, interpreter: Interpreter) -> list[Event]:
+    """The messages a Stop files in the history (queued behind the stopped turn, they stay
+    unanswered): the session announces them just after its idle mark, so wait for them."""
+    taken = subscription.pending()  # what came after the idle mark (filed already)
+    expected = {message.id for message in interpreter.session.inbox}
+    if not expected or interpreter.busy:
+        return taken
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(FILED_WAIT_S):
+            more = True
+            while expected and more:
+                events, more = await subscription.next_events(stop_at_idle=False)
+                taken.extend(events)
+                expected -= {e.message.id for e in events if isinstance(e, MessageCompleted)}
+    return taken

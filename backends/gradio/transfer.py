@@ -11,8 +11,9 @@ from datetime import UTC, datetime
 import gradio as gr
 
 from backends.gradio.coalesce import Coalescer
-from backends.gradio.handlers import Handlers, owner_of
+from backends.gradio.handlers import Handlers, owner_of, tab_of
 from backends.gradio.stream import Updates, no_change
+from backends.gradio.tabs import ticket_of
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.export import export_session, import_session, parse_export, replay_events
 from schema import Event, Message, MessageCompleted
@@ -52,7 +53,7 @@ class Transfer:
         payload = {"filename": _export_name(session.title), "document": document}
         return json.dumps(payload, ensure_ascii=False)
 
-    async def import_file(self, data: bytes | None, request: gr.Request) -> Updates:
+    async def import_file(self, data: bytes | None, ticket: str, request: gr.Request) -> Updates:
         """Import an export as a new session of this user, and open it."""
         if not data:
             return no_change()
@@ -64,10 +65,14 @@ class Transfer:
             return no_change()
         await self.handlers.manager.import_session(record, messages)
         gr.Info(f"Imported {len(messages)} messages as a new chat.")
-        opened = await self.handlers.open_session(record.id, request)
+        opened = await self.handlers.open_session(record.id, ticket, request)
+        if self.handlers.page.session_id not in opened:  # a later event shows something else
+            return await self.handlers.session_list_update(owner, "")
         return {**opened, **await self.handlers.session_list_update(owner, record.id)}
 
-    async def replay(self, data: bytes | None, request: gr.Request) -> AsyncIterator[Updates]:
+    async def replay(
+        self, data: bytes | None, ticket: str, request: gr.Request
+    ) -> AsyncIterator[Updates]:
         """Show an export being re-rendered event by event (it does not become a session)."""
         if not data:
             yield no_change()
@@ -78,6 +83,17 @@ class Transfer:
             gr.Warning(f"Could not replay: {exc}")
             yield no_change()
             return
+        tab, order = tab_of(request), ticket_of(ticket)
+        await self.handlers.streams.supersede(tab, order, "")
+        with self.handlers.streams.watch(tab, "", order) as watch:
+            async for update in self._replay(events, lambda: watch.ended):
+                yield update
+            if watch.ended:  # Gradio repeats a stream's last update as it ends: not this one
+                yield no_change()
+
+    async def _replay(
+        self, events: Sequence[Event], ended: Callable[[], bool]
+    ) -> AsyncIterator[Updates]:
         page = self.handlers.page
         view = self.handlers.blank_view()
         update = view.updates(full=True)
@@ -93,6 +109,8 @@ class Transfer:
                 view.chat.apply(item)
             changed = view.updates()
             if page.chatbot in changed:
+                if ended():  # the tab shows something else now
+                    return
                 yield {page.chatbot: changed[page.chatbot]}
                 await self.sleep(self._pause(previous, batch[0]))
             previous = batch[-1]
@@ -100,7 +118,8 @@ class Transfer:
             for item in coalescer.take():
                 view.chat.apply(item)
         view.chat.note("_End of the replay. Send a message to start a new chat._")
-        yield {page.chatbot: view.chat.messages()}
+        if not ended():
+            yield {page.chatbot: view.chat.messages()}
 
     def _pause(self, previous: Event | None, current: Event) -> float:
         if previous is None:

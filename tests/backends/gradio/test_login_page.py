@@ -78,6 +78,18 @@ async def _titles_by_owner(server: LiveServer) -> dict[str, list[str]]:
     return {name: [r.title for r in await manager.list(name)] for name in USERS}
 
 
+def test_the_page_says_who_is_signed_in_and_logs_out(chromium: Browser, server: LiveServer) -> None:
+    page = log_in(chromium, server.url, "alice", USERS["alice"])
+    account = page.locator("#account")
+    expect(account).to_contain_text("Signed in as alice", timeout=30_000)
+    page.get_by_role("link", name="Log out").click()
+    expect(page.get_by_role("button", name="Login")).to_be_visible(timeout=15_000)
+    assert page.locator("#chat-input").count() == 0
+    page.goto(server.url, wait_until="load")  # the login is gone, not just the page
+    expect(page.get_by_role("button", name="Login")).to_be_visible(timeout=15_000)
+    page.context.close()
+
+
 def test_a_wrong_password_does_not_log_in(chromium: Browser, server: LiveServer) -> None:
     page = log_in(chromium, server.url, "alice", "not-her-password")
     expect(page.get_by_text("Incorrect Credentials")).to_be_visible(timeout=15_000)

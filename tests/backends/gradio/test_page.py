@@ -3,194 +3,41 @@ isolation between tabs, bad input, and screenshots (desktop and phone).
 
 One server and one browser serve the whole module; every test opens its own browser
 context, i.e. its own tab with its own conversation. The model is a `FunctionModel` that
-decides from the last message what to do (see `play`), so each test steers it by what it
+decides from the last message what to do (see `kit.play`), so each test steers it by what it
 types.
 """
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import json
-import os
 import re
-import tempfile
-import zlib
-from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
-import gradio as gr
 import pytest
-from fastapi import FastAPI
 from playwright.sync_api import Browser, Page, expect
 
-from backends.gradio import create_app
-from backends.gradio.assets import ASSETS_DIR
-from connectors.function import FunctionInfo, FunctionModel
-from gui_agent.llm import StaticCatalog
-from gui_agent.manager import SessionManager
-from gui_agent.store import MemoryStore
-from schema import Message, MessageStatus, ModelResponse, Role, ToolCall
-from tests.backends.conftest import LiveServer, live_server, started
+from schema import MessageStatus, Role
+from tests.backends.conftest import LiveServer
+from tests.backends.gradio.kit import (
+    HOSTILE,
+    WAIT_MS,
+    badge,
+    bot_messages,
+    chat,
+    pick,
+    record_texts,
+    recorded_texts,
+    send,
+    session_of,
+    tiny_png,
+    toast,
+    upload,
+    user_messages,
+    wait_idle,
+)
 
 pytestmark = pytest.mark.browser
-
-NOTICE = "Offline test model <b>(not bold)</b>: answers are scripted."
-HOSTILE = '<script>window.__pwned = 1</script> <img src=x onerror="window.__pwned = 2">'
-WAIT_MS = 15_000
-
-
-async def play(messages: list[Message], info: FunctionInfo) -> Any:
-    """The scripted model. The last message decides:
-
-    - a tool result: "Result: <its text>";
-    - "stream N": N words, one every 20 ms; "slow": words every 50 ms, for a long time;
-    - "python: CODE": a run_python call with CODE;
-    - "html": a reply full of markup; "autochat …" and continuations: one short step;
-    - anything else: "You said: …".
-    """
-    last = messages[-1]
-    if last.role is Role.SYSTEM and "supervisor" in last.content:  # the supervisor's turn
-        said = messages[-2]
-        if said.role is Role.USER and said.content.startswith("delegate:"):
-            task = json.dumps({"worker": "THOUGHT", "task": said.content.removeprefix("delegate:")})
-            call = ToolCall(id=f"d{info.call_number}", name="delegate", arguments=task)
-            return ModelResponse(tool_calls=(call,))
-        last = said
-    if last.role is Role.TOOL:
-        return f"Result: {last.content.splitlines()[0]}"
-    text = last.content
-    if text.startswith("python:"):
-        code = text.removeprefix("python:").strip()
-        arguments = json.dumps({"code": code})
-        return ModelResponse(
-            tool_calls=(
-                ToolCall(id=f"c{info.call_number}", name="run_python", arguments=arguments),
-            )
-        )
-    if text == "html":
-        return f"Markup stays text: {HOSTILE} and `<b>code</b>`."
-    if match := re.fullmatch(r"stream (\d+)", text):
-        return _words(int(match.group(1)), 0.02)
-    if text == "slow":
-        return _words(2000, 0.05)
-    if text.startswith("autochat") or last.metadata.get("autochat"):
-        return _words(8, 0.05, prefix="step")
-    return f"You said: {text}"
-
-
-async def _words(count: int, delay_s: float, prefix: str = "word") -> AsyncIterator[str]:
-    for number in range(count):
-        await asyncio.sleep(delay_s)
-        yield f"{prefix}{number} "
-
-
-async def build() -> tuple[FastAPI, SessionManager]:
-    # Gradio summarises its queue statistics with pandas after every event, which warns
-    # (an error under this suite's filterwarnings) and costs time: never summarise here.
-    os.environ["GRADIO_ANALYTICS_CACHE_FREQUENCY"] = str(10**9)
-    workspace = Path(tempfile.mkdtemp(prefix="gui-agent-page-"))
-    manager = SessionManager(
-        models=StaticCatalog(FunctionModel(play, name="scripted-function")),
-        store=MemoryStore(),
-        workspace_root=workspace,
-    )
-    blocks = create_app(manager, notice=NOTICE, title="GuiAgent test")
-
-    app = FastAPI(lifespan=lambda _app: started(manager))
-    app = gr.mount_gradio_app(app, blocks, path="/", allowed_paths=[str(ASSETS_DIR)])
-    return app, manager
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LiveServer]:
-    with live_server(build) as running:
-        yield running
-
-
-@pytest.fixture
-def tab(chromium: Browser, server: LiveServer) -> Iterator[Page]:
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(WAIT_MS)
-    page.goto(server.url, wait_until="load")
-    expect(page.locator("#state-badge")).to_have_text("INIT")
-    yield page
-    context.close()
-
-
-# -- helpers -----------------------------------------------------------------------------------
-
-
-def badge(page: Page) -> Any:
-    return page.locator("#state-badge")
-
-
-def chat(page: Page) -> Any:
-    return page.locator("#chatbot")
-
-
-def bot_messages(page: Page) -> Any:
-    return page.locator('#chatbot [data-testid="bot"]')
-
-
-def user_messages(page: Page) -> Any:
-    return page.locator('#chatbot [data-testid="user"]')
-
-
-def send(page: Page, text: str) -> None:
-    box = page.locator("#chat-input textarea")
-    box.fill(text)
-    box.press("Enter")
-
-
-def wait_idle(page: Page) -> None:
-    expect(badge(page)).to_have_text("STOP")
-
-
-def session_of(server: LiveServer, page: Page) -> Any:
-    """The interpreter behind a tab, found by the (unique) text of its first message."""
-    first = user_messages(page).first.inner_text().strip()
-
-    async def find() -> Any:
-        manager: SessionManager = server.state
-        for interpreter in manager._live.values():
-            history = interpreter.session.history
-            if history and history[0].content.strip() == first:
-                return interpreter
-        raise AssertionError(f"no session starts with {first!r}")
-
-    return server.call(find())
-
-
-def record_texts(page: Page, selector: str) -> None:
-    """Record every text the element shows from now on (expect() polls could miss some)."""
-    page.evaluate(
-        """(selector) => {
-            window.__texts = new Set();
-            const root = document.querySelector(selector);
-            const note = () => window.__texts.add(root.innerText);
-            new MutationObserver(note)
-                .observe(root, {subtree: true, childList: true, characterData: true});
-        }""",
-        selector,
-    )
-
-
-def recorded_texts(page: Page) -> list[str]:
-    return list(page.evaluate("() => [...window.__texts]"))
-
-
-def upload(page: Page, button: str, path: Path) -> None:
-    with page.expect_file_chooser() as chooser:
-        page.get_by_role("button", name=button).click()
-    chooser.value.set_files(path)
-
-
-def pick(page: Page, elem_id: str, option: str) -> None:
-    page.locator(f"#{elem_id} input").click()
-    page.get_by_role("option", name=option, exact=True).click()
 
 
 # -- tests -------------------------------------------------------------------------------------
@@ -233,19 +80,26 @@ def test_stop_ends_the_stream_and_keeps_the_partial_reply(tab: Page, server: Liv
     expect(bot_messages(tab).last).to_contain_text("word3")
     expect(tab.locator("#stop-btn")).to_be_enabled()
     tab.locator("#chat-input textarea").fill("not now")
-    for _ in range(3):  # Send while a reply streams does nothing (and keeps the text)
-        tab.locator("#send-btn").click()
+    tab.locator("#send-btn").click()  # Send while a reply streams queues the message
+    expect(toast(tab, "Queued: the agent reads it when the current step")).to_be_visible()
+    expect(user_messages(tab).last).to_contain_text("not now")
+    expect(user_messages(tab).last).to_contain_text("queued")
+    expect(tab.locator("#chat-input textarea")).to_have_value("")
     tab.locator("#chat-input textarea").blur()
     tab.keyboard.press("Escape")  # Esc stops, like the Stop button
     wait_idle(tab)
-    expect(bot_messages(tab).last).to_contain_text("[interrupted]")
+    expect(tab.locator("#chatbot")).to_contain_text("[interrupted]")
     for _ in range(3):  # more clicks on a disabled Stop do nothing
         tab.locator("#stop-btn").click(force=True)
     interpreter = session_of(server, tab)
     assert not interpreter.busy
-    assert user_messages(tab).count() == 1
-    expect(tab.locator("#chat-input textarea")).to_have_value("not now")
-    reply = interpreter.session.history[-1]
+    # The queued message stays in the conversation, unanswered (the turn it waited for was
+    # stopped), and is shown so: no longer marked queued.
+    expect(user_messages(tab)).to_have_count(2)
+    expect(user_messages(tab).last).to_contain_text("not now")
+    expect(user_messages(tab).last).not_to_contain_text("queued")
+    *_, reply, queued = interpreter.session.history
+    assert queued.role is Role.USER and queued.content == "not now"
     assert reply.status is MessageStatus.INTERRUPTED
     assert 3 < len(reply.content.split()) < 2000
     shown = bot_messages(tab).last.inner_text()
@@ -468,23 +322,6 @@ def test_export_then_import_restores_the_conversation(tab: Page, tmp_path: Path)
     expect(bot_messages(tab).last).to_contain_text("You said: and go on")
 
 
-def tiny_png() -> bytes:
-    """A real 2×2 red PNG."""
-
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        crc = zlib.crc32(kind + body).to_bytes(4, "big")
-        return len(body).to_bytes(4, "big") + kind + body + crc
-
-    header = (2).to_bytes(4, "big") * 2 + bytes([8, 2, 0, 0, 0])
-    rows = b"".join(b"\x00" + b"\xff\x00\x00" * 2 for _ in range(2))
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
-
-
 def test_images_attach_to_the_next_message_and_non_images_are_refused(
     tab: Page, server: LiveServer, tmp_path: Path
 ) -> None:
@@ -538,6 +375,7 @@ def test_retry_edit_and_clear(tab: Page) -> None:
     wait_idle(tab)
     assert "original question" not in chat(tab).inner_text()
     tab.get_by_role("button", name="Clear chat").click()
+    tab.get_by_role("button", name="Yes, clear it").click()
     expect(user_messages(tab)).to_have_count(0)
 
 
@@ -556,7 +394,7 @@ def test_narrow_phone_screen(chromium: Browser, server: LiveServer, artifacts: P
         assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 391, handle
     page.screenshot(path=str(artifacts / "mobile-page.png"), full_page=True)
     page.goto(f"{server.url}?__theme=dark", wait_until="load")  # Gradio's dark theme
-    expect(badge(page)).to_have_text("INIT")
+    expect(chat(page)).to_contain_text("You said: hello from a phone")  # the chat reopens
     send(page, "hello in the dark")
     wait_idle(page)
     page.screenshot(path=str(artifacts / "mobile-page-dark.png"), full_page=True)

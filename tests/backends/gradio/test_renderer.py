@@ -508,6 +508,8 @@ def test_panel_state_follows_events() -> None:
     panels.apply(ApprovalResolved(approval_id="a1", decision=ApprovalDecision.ALLOW_ONCE))
     assert panels.approval is not None and panels.approval.approval_id == "a2"
     panels.apply(AutoChatTurn(turn=1, max_turns=3, remaining=2))
+    assert panels.autochat == "AutoChat: automatic turn 1 of 3 starts shortly."
+    panels.apply(StateChanged(from_state=InterpreterState.STOP, to_state=InterpreterState.RUNNING))
     assert panels.autochat == "AutoChat running: automatic turn 1 of 3, 2 remaining."
     panels.apply(AgentSwitched(from_agent=None, to_agent=AgentName.THOUGHT))
     assert panels.agent is AgentName.THOUGHT

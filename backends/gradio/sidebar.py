@@ -1,0 +1,73 @@
+"""The chats sidebar: search, refresh after a turn, rename, delete (with a confirmation)."""
+
+from __future__ import annotations
+
+import contextlib
+
+import gradio as gr
+
+from backends.gradio.handlers import Handlers, owner_of, tab_of
+from backends.gradio.stream import Updates, no_change
+from backends.gradio.tabs import ticket_of
+from gui_agent.manager import SessionNotFound
+
+__all__ = ["Sidebar"]
+
+
+class Sidebar:
+    """The sidebar's handlers (they share the page's `Handlers`)."""
+
+    def __init__(self, handlers: Handlers) -> None:
+        self.handlers = handlers
+
+    async def search(self, query: str, session_id: str, request: gr.Request) -> Updates:
+        return await self.handlers.session_list_update(owner_of(request), session_id, query)
+
+    async def refresh_list(
+        self, session_id: str, query: str, title: str, request: gr.Request
+    ) -> Updates:
+        """The session list after a turn (new chat saved, title set, order changed), and
+        the Title box, if it is empty, showing the title the first message gave. The chat
+        selected is the one the tab shows now, as the server knows it: the browser may not
+        have heard yet that the view changed (another chat picked while the turn ended)."""
+        shown = self.handlers.streams.shown(tab_of(request))
+        current = session_id if shown is None else shown
+        updates = await self.handlers.session_list_update(owner_of(request), current, query)
+        if not (title or "").strip() and current and current == session_id:
+            interpreter = await self.handlers.lookup(current, request, quiet=True)
+            if interpreter is not None and interpreter.session.title:
+                updates[self.handlers.page.rename_box] = interpreter.session.title
+        return updates
+
+    async def rename(self, session_id: str, title: str, query: str, request: gr.Request) -> Updates:
+        if not session_id:
+            gr.Warning("Send a message first: a new chat is saved with its first message.")
+            return no_change()
+        if not title.strip():
+            gr.Warning("A title cannot be empty.")
+            return no_change()
+        owner = owner_of(request)
+        try:
+            await self.handlers.manager.rename(session_id, title, owner)
+        except SessionNotFound:
+            gr.Warning("This chat no longer exists.")
+            return no_change()
+        gr.Info("Chat renamed.")
+        return await self.handlers.session_list_update(owner, session_id, query)
+
+    def ask_delete(self, session_id: str) -> Updates:
+        if not session_id:
+            gr.Warning("There is nothing to delete yet.")
+            return no_change()
+        return {self.handlers.page.confirm_row: gr.update(visible=True)}
+
+    def cancel_delete(self) -> Updates:
+        return {self.handlers.page.confirm_row: gr.update(visible=False)}
+
+    async def delete(self, session_id: str, ticket: str, request: gr.Request) -> Updates:
+        await self.handlers.streams.supersede(tab_of(request), ticket_of(ticket), "")
+        if session_id:
+            with contextlib.suppress(SessionNotFound):
+                await self.handlers.manager.delete(session_id, owner_of(request))
+            gr.Info("Chat deleted.")
+        return await self.handlers.new_chat(ticket, request)

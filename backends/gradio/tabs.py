@@ -1,0 +1,157 @@
+"""The streaming events each browser tab has running, and what may end or wake them.
+
+A tab's view of a session is kept up to date by streaming events (a send, a retry, AutoChat,
+or following a busy session after opening it). Gradio delivers a tab's updates in the order
+its handlers produce them, but `cancels=` only asks a stream to end: a stream between two
+yields can still deliver an update after the event that replaced the view (New chat,
+another chat, delete, import, replay), and the page would show the old chat again.
+
+So every such event carries a ticket, a number the browser counts up as it triggers them
+(`ticket_of`). An event that replaces the view, or starts a stream of its own, first
+`supersede`s: the tab's streams with a lower ticket are woken, yield nothing more (but one
+"no change": Gradio's last message of a stream repeats its last update), and are waited
+for; one of them that registers only later (its handler was slow to start) is ended at
+once. A stream triggered after the click (a send right after New chat) is left alone, and
+the older event, `overtaken`, does not reply over it. Which session the tab's latest event
+shows is remembered (`shown`), for replies that would otherwise go by what the browser said
+before the view changed (the chats list after a turn).
+
+`wake` asks the streams showing a session to render again for something that is not one of
+its events (a message queued behind the running turn). A tab's entry is dropped with its
+last stream, or with `forget` when the tab closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Iterator
+
+__all__ = ["END_TIMEOUT_S", "TabStreams", "Watch", "ticket_of"]
+
+logger = logging.getLogger(__name__)
+
+END_TIMEOUT_S = 3.0
+"""How long an event that replaces the view waits for the tab's older streams to end."""
+
+MAX_TABS = 10_000
+"""Tabs whose last ticket is remembered (beyond it, the oldest are forgotten)."""
+
+
+def ticket_of(value: object) -> int:
+    """The ticket the browser sent (0 when there is none: API calls, tests)."""
+    try:
+        return int(str(value or 0))
+    except ValueError:
+        return 0
+
+
+class Watch:
+    """One running streaming event of a tab, showing one session ("" for none)."""
+
+    __slots__ = ("_finished", "_poke", "ended", "session_id", "ticket")
+
+    def __init__(self, session_id: str, ticket: int) -> None:
+        self.session_id = session_id
+        self.ticket = ticket
+        self.ended = False
+        """The tab shows something else now: yield nothing more, and end."""
+        self._poke = asyncio.Event()
+        self._finished = asyncio.Event()
+
+    def wake(self) -> None:
+        """Have the stream render again (or notice that it has `ended`)."""
+        self._poke.set()
+
+    async def woken(self) -> None:
+        """Until `wake` is called (at once if it was called since the last time)."""
+        await self._poke.wait()
+        self._poke.clear()
+
+    def end(self) -> None:
+        self.ended = True
+        self._poke.set()
+
+
+class TabStreams:
+    """The running streams of every tab, by tab key (user and Gradio session)."""
+
+    def __init__(self) -> None:
+        self._running: dict[str, list[Watch]] = {}
+        self._floor: dict[str, tuple[int, str]] = {}
+        """Per tab, the ticket of the latest event that superseded the streams before it, and
+        the session it shows."""
+
+    @contextlib.contextmanager
+    def watch(self, tab: str, session_id: str, ticket: int = 0) -> Iterator[Watch]:
+        """Register a stream for as long as the `with` block runs. A stream whose event was
+        triggered before one that already superseded it is ended from the start."""
+        watch = Watch(session_id, ticket)
+        if ticket < self._latest(tab):
+            watch.end()
+        self._running.setdefault(tab, []).append(watch)
+        try:
+            yield watch
+        finally:
+            watches = self._running.get(tab, [])
+            if watch in watches:
+                watches.remove(watch)
+            if not watches:
+                self._running.pop(tab, None)
+            watch._finished.set()
+
+    def showing(self, tab: str, session_id: str) -> bool:
+        """The tab has a live stream of this session."""
+        return any(w.session_id == session_id and not w.ended for w in self._running.get(tab, ()))
+
+    def wake(self, session_id: str) -> None:
+        """Every tab's live streams of this session render again."""
+        for watches in self._running.values():
+            for watch in watches:
+                if watch.session_id == session_id:
+                    watch.wake()
+
+    async def supersede(
+        self, tab: str, ticket: int, session_id: str, *, timeout_s: float = END_TIMEOUT_S
+    ) -> None:
+        """The tab shows `session_id` from the event numbered `ticket` on: end its streams
+        of events triggered before (all of them for 0) and wait until they have (at most
+        `timeout_s`)."""
+        if ticket and ticket >= self._latest(tab):  # re-inserted last: kept in age order
+            self._floor.pop(tab, None)
+            self._floor[tab] = (ticket, session_id)
+            while len(self._floor) > MAX_TABS:
+                del self._floor[next(iter(self._floor))]
+        older = [w for w in self._running.get(tab, ()) if not ticket or w.ticket < ticket]
+        if not older:
+            return
+        for watch in older:
+            watch.end()
+        waiting = [asyncio.ensure_future(watch._finished.wait()) for watch in older]
+        try:
+            _done, late = await asyncio.wait(waiting, timeout=timeout_s)
+        finally:
+            for task in waiting:
+                task.cancel()
+            await asyncio.wait(waiting)
+        if late:
+            logger.warning("%d stream(s) of a tab did not end in %.1fs", len(late), timeout_s)
+
+    def overtaken(self, tab: str, ticket: int) -> bool:
+        """An event triggered after this one has already superseded it (its reply would
+        land over a newer view: leave the page as it is)."""
+        return bool(ticket) and ticket < self._latest(tab)
+
+    def shown(self, tab: str) -> str | None:
+        """The session the tab's latest event shows ("" a new chat; None if not known)."""
+        latest = self._floor.get(tab)
+        return None if latest is None else latest[1]
+
+    def _latest(self, tab: str) -> int:
+        latest = self._floor.get(tab)
+        return 0 if latest is None else latest[0]
+
+    def forget(self, tab: str) -> None:
+        """The tab is closed."""
+        self._floor.pop(tab, None)

@@ -1,0 +1,30 @@
+"""Fixtures of the chat page's browser tests: one app server per test module, and a fresh
+tab (a browser context of its own) per test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.backends.conftest import LiveServer, live_server
+from tests.backends.gradio.kit import WAIT_MS, build, closing
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[LiveServer]:
+    with live_server(build) as running:
+        yield running
+        running.call(closing(running))  # the open tabs' keep-alive events end
+
+
+@pytest.fixture
+def tab(chromium: Browser, server: LiveServer) -> Iterator[Page]:
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.goto(server.url, wait_until="load")
+    expect(page.locator("#state-badge")).to_have_text("INIT")
+    yield page
+    context.close()

@@ -1,0 +1,250 @@
+"""What the browser tests of the chat page share: the scripted model they steer by what
+they type (`play`), the app they serve (`build`), and helpers that read and drive the page.
+The `server` and `tab` fixtures are in this folder's conftest.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import tempfile
+import zlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+from fastapi import FastAPI
+from playwright.sync_api import Browser, Page, expect
+
+from backends.gradio import create_app
+from backends.gradio.assets import ASSETS_DIR
+from connectors.function import FunctionInfo, FunctionModel
+from gui_agent.llm import StaticCatalog
+from gui_agent.manager import SessionManager
+from gui_agent.store import MemoryStore
+from schema import Message, ModelResponse, Role, ToolCall
+from tests.backends.conftest import LiveServer, started
+
+NOTICE = "Offline test model <b>(not bold)</b>: answers are scripted."
+HOSTILE = '<script>window.__pwned = 1</script> <img src=x onerror="window.__pwned = 2">'
+WAIT_MS = 15_000
+
+
+async def play(messages: list[Message], info: FunctionInfo) -> Any:
+    """The scripted model. The last message decides:
+
+    - a tool result: "Result: <its text>";
+    - "stream N": N words, one every 20 ms; "slow…": words every 50 ms, for a long time;
+    - "python: CODE": a run_python call with CODE;
+    - "html": a reply full of markup; "autochat …" and continuations: one short step;
+    - anything else: "You said: …".
+    """
+    last = messages[-1]
+    if last.role is Role.SYSTEM and "supervisor" in last.content:  # the supervisor's turn
+        said = messages[-2]
+        if said.role is Role.USER and said.content.startswith("delegate:"):
+            task = json.dumps({"worker": "THOUGHT", "task": said.content.removeprefix("delegate:")})
+            call = ToolCall(id=f"d{info.call_number}", name="delegate", arguments=task)
+            return ModelResponse(tool_calls=(call,))
+        last = said
+    if last.role is Role.TOOL:
+        return f"Result: {last.content.splitlines()[0]}"
+    text = last.content
+    if text.startswith("python:"):
+        code = text.removeprefix("python:").strip()
+        arguments = json.dumps({"code": code})
+        return ModelResponse(
+            tool_calls=(
+                ToolCall(id=f"c{info.call_number}", name="run_python", arguments=arguments),
+            )
+        )
+    if text == "html":
+        return f"Markup stays text: {HOSTILE} and `<b>code</b>`."
+    if match := re.fullmatch(r"stream (\d+)", text):
+        return _words(int(match.group(1)), 0.02)
+    if text.startswith("slow"):
+        return _words(2000, 0.05)
+    if text.startswith("autochat") or last.metadata.get("autochat"):
+        return _words(8, 0.05, prefix="step")
+    return f"You said: {text}"
+
+
+async def _words(count: int, delay_s: float, prefix: str = "word") -> AsyncIterator[str]:
+    for number in range(count):
+        await asyncio.sleep(delay_s)
+        yield f"{prefix}{number} "
+
+
+@dataclass(frozen=True)
+class Served:
+    """What a test server holds: the sessions, and the event that says it is closing."""
+
+    manager: SessionManager
+    closing: asyncio.Event
+
+
+async def build() -> tuple[FastAPI, Served]:
+    # Gradio summarises its queue statistics with pandas after every event, which warns
+    # (an error under this suite's filterwarnings) and costs time: never summarise here.
+    os.environ["GRADIO_ANALYTICS_CACHE_FREQUENCY"] = str(10**9)
+    workspace = Path(tempfile.mkdtemp(prefix="gui-agent-page-"))
+    manager = SessionManager(
+        models=StaticCatalog(FunctionModel(play, name="scripted-function")),
+        store=MemoryStore(),
+        workspace_root=workspace,
+    )
+    closing = asyncio.Event()
+    blocks = create_app(manager, notice=NOTICE, title="GuiAgent test", closing=closing)
+
+    app = FastAPI(lifespan=lambda _app: started(manager))
+    app = gr.mount_gradio_app(app, blocks, path="/", allowed_paths=[str(ASSETS_DIR)])
+    return app, Served(manager, closing)
+
+
+async def closing(server: LiveServer) -> None:
+    """Tell the page the server is about to stop (as `gui-agent serve` does)."""
+    server.state.closing.set()
+
+
+# -- helpers -----------------------------------------------------------------------------------
+
+
+def badge(page: Page) -> Any:
+    return page.locator("#state-badge")
+
+
+def chat(page: Page) -> Any:
+    return page.locator("#chatbot")
+
+
+def bot_messages(page: Page) -> Any:
+    return page.locator('#chatbot [data-testid="bot"]')
+
+
+def user_messages(page: Page) -> Any:
+    return page.locator('#chatbot [data-testid="user"]')
+
+
+def send(page: Page, text: str) -> None:
+    box = page.locator("#chat-input textarea")
+    box.fill(text)
+    box.press("Enter")
+
+
+def wait_idle(page: Page) -> None:
+    expect(badge(page)).to_have_text("STOP")
+
+
+def session_of(server: LiveServer, page: Page) -> Any:
+    """The interpreter behind a tab, found by the (unique) text of its first message."""
+    first = user_messages(page).first.inner_text().strip()
+
+    async def find() -> Any:
+        manager: SessionManager = server.state.manager
+        for interpreter in manager._live.values():
+            history = interpreter.session.history
+            if history and history[0].content.strip() == first:
+                return interpreter
+        raise AssertionError(f"no session starts with {first!r}")
+
+    return server.call(find())
+
+
+def record_texts(page: Page, selector: str) -> None:
+    """Record every text the element shows from now on (expect() polls could miss some)."""
+    page.evaluate(
+        """(selector) => {
+            window.__texts = new Set();
+            const root = document.querySelector(selector);
+            const note = () => window.__texts.add(root.innerText);
+            new MutationObserver(note)
+                .observe(root, {subtree: true, childList: true, characterData: true});
+        }""",
+        selector,
+    )
+
+
+def recorded_texts(page: Page) -> list[str]:
+    return list(page.evaluate("() => [...window.__texts]"))
+
+
+def upload(page: Page, button: str, path: Path) -> None:
+    with page.expect_file_chooser() as chooser:
+        page.get_by_role("button", name=button).click()
+    chooser.value.set_files(path)
+
+
+def pick(page: Page, elem_id: str, option: str) -> None:
+    page.locator(f"#{elem_id} input").click()
+    page.get_by_role("option", name=option, exact=True).click()
+
+
+def open_tab(browser: Browser, server: LiveServer, **context: Any) -> Page:
+    """A new tab in a browser context of its own (its own storage: a new chat)."""
+    page = browser.new_context(**context).new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.goto(server.url, wait_until="load")
+    expect(badge(page)).to_have_text("INIT")
+    return page
+
+
+def record_sequence(page: Page, selector: str) -> None:
+    """Record, in order, every text the element shows from now on."""
+    page.evaluate(
+        """(selector) => {
+            window.__sequence = [];
+            const root = document.querySelector(selector);
+            const note = () => window.__sequence.push(root.innerText.trim());
+            new MutationObserver(note)
+                .observe(root, {subtree: true, childList: true, characterData: true});
+        }""",
+        selector,
+    )
+
+
+def recorded_sequence(page: Page) -> list[str]:
+    return list(page.evaluate("() => window.__sequence"))
+
+
+def tiny_png() -> bytes:
+    """A real 2×2 red PNG."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        crc = zlib.crc32(kind + body).to_bytes(4, "big")
+        return len(body).to_bytes(4, "big") + kind + body + crc
+
+    header = (2).to_bytes(4, "big") * 2 + bytes([8, 2, 0, 0, 0])
+    rows = b"".join(b"\x00" + b"\xff\x00\x00" * 2 for _ in range(2))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+def session_starting(server: LiveServer, text: str) -> Any:
+    """The interpreter whose conversation starts with `text` (as the server sees it)."""
+
+    async def find() -> Any:
+        manager: SessionManager = server.state.manager
+        for interpreter in manager._live.values():
+            history = interpreter.session.history
+            if history and history[0].content.strip() == text:
+                return interpreter
+        raise AssertionError(f"no session starts with {text!r}")
+
+    return server.call(find())
+
+
+def stop_session(server: LiveServer, interpreter: Any) -> None:
+    """Stop a session's run from the server's side (clean-up after a test)."""
+    server.call(interpreter.stop())
+
+
+def toast(page: Page, text: str) -> Any:
+    """Gradio's notification (gr.Info, gr.Warning) that says `text`."""
+    return page.get_by_test_id("toast-text").filter(has_text=text)

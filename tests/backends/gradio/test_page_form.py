@@ -1,0 +1,177 @@
+"""The chat form and the controls around it, in a real browser: AutoChat limits out of range
+are named and never block sending, an image goes alone, Clear asks first, the AutoChat line
+says what is true, and the small things (title box, an empty search, focus after an
+approval, the sidebar on a phone)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.backends.conftest import LiveServer
+from tests.backends.gradio.kit import (
+    badge,
+    bot_messages,
+    chat,
+    open_tab,
+    send,
+    session_of,
+    tiny_png,
+    toast,
+    upload,
+    user_messages,
+    wait_idle,
+)
+
+pytestmark = pytest.mark.browser
+
+OPEN = re.compile(r"\bopen\b")
+
+
+def type_limit(page: Page, elem_id: str, value: str) -> None:
+    field = page.locator(f"#{elem_id} input")
+    field.fill(value)
+    field.press("Tab")
+
+
+def test_an_autochat_limit_out_of_range_is_named_and_never_blocks_a_send(
+    tab: Page, server: LiveServer
+) -> None:
+    note = tab.locator("#autochat-limits-note")
+    type_limit(tab, "autochat-max-turns", "0")
+    expect(note).to_contain_text("Max automatic turns must be at least 1")
+    send(tab, "my carefully written message")
+    expect(toast(tab, "Your message was sent; AutoChat keeps its previous")).to_be_visible()
+    expect(bot_messages(tab).last).to_contain_text("You said: my carefully written message")
+    wait_idle(tab)
+    expect(tab.locator("#approval-panel")).to_be_hidden()
+    interpreter = session_of(server, tab)
+    assert interpreter.session.autochat.max_turns == 5  # the last valid value
+
+    type_limit(tab, "autochat-delay", "-1")
+    expect(note).to_contain_text("Max automatic turns must be at least 1")
+    type_limit(tab, "autochat-max-turns", "3")
+    expect(note).to_contain_text("Delay between turns must be at least 0")
+    send(tab, "and another one")  # every later send works too
+    expect(bot_messages(tab).last).to_contain_text("You said: and another one")
+    wait_idle(tab)
+    expect(chat(tab)).not_to_contain_text("Error")
+    expect(tab.locator("#approval-panel")).to_be_hidden()
+    assert interpreter.session.autochat.delay_s == 0
+
+    type_limit(tab, "autochat-delay", "2")
+    expect(note).to_have_text("")  # all valid again, and saved as typed
+    assert interpreter.session.autochat.max_turns == 3
+    assert interpreter.session.autochat.delay_s == 2
+
+
+def test_an_image_can_be_sent_without_text(tab: Page, server: LiveServer, tmp_path: Path) -> None:
+    picture = tmp_path / "red.png"
+    picture.write_bytes(tiny_png())
+    upload(tab, "Attach images", picture)
+    expect(tab.locator("#attach-note")).to_contain_text("1 image will go with your next")
+    tab.locator("#send-btn").click()  # the message box is empty
+    expect(user_messages(tab).first.locator("img")).to_have_count(1)
+    wait_idle(tab)
+    expect(tab.locator("#attach-note")).to_have_text("")
+    interpreter = session_of(server, tab)
+    first = interpreter.session.history[0]
+    assert first.content == "" and len(first.images) == 1
+    tab.locator("#send-btn").click()  # with neither text nor image nothing is sent
+    expect(tab.locator("#ga-input-notice")).to_be_hidden()
+    assert len([m for m in interpreter.session.history if m.role.value == "user"]) == 1
+
+
+def test_clear_chat_asks_first_and_the_chatbots_own_clear_icon_is_gone(
+    tab: Page, server: LiveServer
+) -> None:
+    send(tab, "clear me later")
+    wait_idle(tab)
+    expect(tab.locator('#chatbot button[aria-label="Clear"]')).to_be_hidden()
+    tab.get_by_role("button", name="Clear chat").click()
+    expect(tab.locator("#confirm-clear-row")).to_be_visible()
+    tab.get_by_role("button", name="Cancel").last.click()
+    expect(tab.locator("#confirm-clear-row")).to_be_hidden()
+    expect(user_messages(tab)).to_have_count(1)
+    tab.get_by_role("button", name="Clear chat").click()
+    tab.get_by_role("button", name="Yes, clear it").click()
+    expect(user_messages(tab)).to_have_count(0)
+    expect(tab.locator("#confirm-clear-row")).to_be_hidden()
+    assert session_of_cleared(server, "clear me later")
+
+
+def session_of_cleared(server: LiveServer, first: str) -> bool:
+    """No live session still starts with `first` (the cleared one is empty now)."""
+
+    async def check() -> bool:
+        return all(
+            not i.session.history or i.session.history[0].content != first
+            for i in server.state.manager._live.values()
+        )
+
+    return bool(server.call(check()))
+
+
+def test_the_autochat_line_says_what_is_true(tab: Page) -> None:
+    status = tab.locator("#autochat-status")
+    expect(status).to_have_text("AutoChat is off.")
+    send(tab, "a first message")
+    wait_idle(tab)
+    type_limit(tab, "autochat-max-turns", "1")
+    tab.locator("#autochat-toggle input").check()  # idle after a turn: it starts at once
+    expect(status).to_contain_text("AutoChat stopped after 1 automatic turn: max_turns")
+    tab.locator("#autochat-toggle input").uncheck()
+    expect(status).to_have_text("AutoChat is off.")
+    tab.locator("#autochat-toggle input").check()
+    expect(chat(tab).get_by_text("AutoChat turn 1:")).to_have_count(2)
+    expect(status).to_contain_text("AutoChat stopped after 1 automatic turn: max_turns")
+    tab.locator("#new-session-btn").click()
+    expect(user_messages(tab)).to_have_count(0)
+    expect(status).to_have_text("AutoChat is off.")
+    expect(tab.locator("#autochat-toggle input")).not_to_be_checked()
+
+
+def test_the_title_box_shows_the_title_and_an_empty_search_says_so(tab: Page) -> None:
+    send(tab, "name this chat for me")
+    wait_idle(tab)
+    tab.get_by_role("button", name="Manage this chat").click()
+    expect(tab.locator("#rename-input textarea")).to_have_value("name this chat for me")
+    tab.locator("#session-search textarea").fill("no chat is called this")
+    expect(tab.locator("#session-list")).to_contain_text("No chats match")
+    tab.locator("#session-search textarea").fill("name this chat")
+    expect(tab.locator("#session-list")).not_to_contain_text("No chats match")
+    expect(tab.locator("#session-list")).to_contain_text("name this chat for me")
+
+
+def test_after_answering_an_approval_the_keyboard_is_back_in_the_message_box(tab: Page) -> None:
+    send(tab, "python: print(2 ** 10)")
+    expect(badge(tab)).to_have_text("WAITING")
+    tab.locator("#approve-once-btn").focus()
+    tab.keyboard.press("Enter")
+    wait_idle(tab)
+    expect(bot_messages(tab).last).to_contain_text("Result: 1024")
+    expect(tab.locator("#chat-input textarea")).to_be_focused()
+    tab.keyboard.type("typed right away")
+    expect(tab.locator("#chat-input textarea")).to_have_value("typed right away")
+
+
+def test_on_a_phone_picking_a_chat_closes_the_sidebar(
+    chromium: Browser, server: LiveServer
+) -> None:
+    page = open_tab(chromium, server, viewport={"width": 390, "height": 844}, is_mobile=True)
+    try:
+        sidebar = page.locator("#session-sidebar")
+        expect(sidebar).not_to_have_class(OPEN)
+        send(page, "a chat to pick on a phone")
+        wait_idle(page)
+        page.locator('#session-sidebar button[aria-label="Toggle Sidebar"]').click()
+        expect(sidebar).to_have_class(OPEN)
+        page.locator("#session-list").get_by_text("a chat to pick on a phone").first.click()
+        expect(sidebar).not_to_have_class(OPEN)
+        expect(bot_messages(page).last).to_contain_text("You said: a chat to pick on a phone")
+        page.locator("#send-btn").click(trial=True)  # nothing covers the chat any more
+    finally:
+        page.context.close()

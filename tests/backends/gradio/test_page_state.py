@@ -1,0 +1,262 @@
+"""The page's state without a browser: what the AutoChat line and the Stop badge say, the
+memory panel's wording, the form's limit checks, and a tab's streams (ended, woken, queued
+messages shown)."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+import pytest
+
+from backends.gradio.form import Form
+from backends.gradio.handlers import Handlers
+from backends.gradio.layout import Page, build_page
+from backends.gradio.panels import MemoryInfo, PanelState, badge_html, memory_markdown
+from backends.gradio.stream import QUEUED_MARK, PageView, no_change, stream_session
+from backends.gradio.tabs import TabStreams
+from connectors.scripted import ScriptedModel
+from gui_agent.exceptions import InvalidRequest
+from gui_agent.llm import StaticCatalog
+from gui_agent.manager import SessionManager
+from gui_agent.quick import create_interpreter
+from gui_agent.store import MemoryStore
+from schema import (
+    AgentName,
+    AutoChatSettings,
+    AutoChatStopped,
+    AutoChatStopReason,
+    AutoChatTurn,
+    InterpreterState,
+    SessionUpdated,
+    StateChanged,
+)
+
+RUNNING, STOP = InterpreterState.RUNNING, InterpreterState.STOP
+
+
+def state(to: InterpreterState) -> StateChanged:
+    return StateChanged(from_state=InterpreterState.INIT, to_state=to)
+
+
+def autochat(enabled: bool) -> SessionUpdated:
+    return SessionUpdated(fields={"autochat": AutoChatSettings(enabled=enabled).model_dump()})
+
+
+def make_page() -> Page:
+    with gr.Blocks():
+        return build_page(
+            title="t",
+            notice=None,
+            agents=list(AgentName)[:2],
+            models=["scripted"],
+            default_model="scripted",
+            model_note="",
+        )
+
+
+def test_the_autochat_line_follows_a_run_from_switch_to_stop() -> None:
+    panels = PanelState()
+    assert panels.autochat == "AutoChat is off."
+    panels.apply(autochat(True))
+    assert panels.autochat.startswith("AutoChat is on: after your next message")
+    panels.apply(state(RUNNING))  # the person's message
+    assert panels.autochat.startswith("AutoChat is on: after this reply")
+    panels.apply(state(STOP))
+    panels.apply(AutoChatTurn(turn=1, max_turns=5, remaining=4))
+    assert panels.autochat == "AutoChat: automatic turn 1 of 5 starts shortly."  # the delay
+    assert panels.stoppable  # between turns: STOP, yet there is AutoChat to stop
+    panels.apply(state(RUNNING))
+    assert panels.autochat == "AutoChat running: automatic turn 1 of 5, 4 remaining."
+    panels.apply(state(STOP))
+    panels.apply(AutoChatStopped(reason=AutoChatStopReason.MAX_TURNS, turns=1, detail="max"))
+    assert panels.autochat == "AutoChat stopped after 1 automatic turn: max_turns (max)."
+    assert not panels.stoppable
+    panels.apply(autochat(False))  # unticked after it stopped
+    assert panels.autochat == "AutoChat is off."
+
+
+def test_autochat_stopped_before_its_announced_turn_ran_counts_only_turns_that_ran() -> None:
+    panels = PanelState(state=STOP)
+    panels.apply(autochat(True))
+    panels.apply(AutoChatTurn(turn=1, max_turns=5, remaining=4))
+    panels.apply(AutoChatStopped(reason=AutoChatStopReason.STOPPED, turns=1))
+    assert panels.autochat == "AutoChat stopped after 0 automatic turns: stopped."
+
+
+def test_unticking_mid_run_keeps_saying_it_runs_until_it_stops() -> None:
+    panels = PanelState(state=STOP)
+    panels.apply(autochat(True))
+    panels.apply(AutoChatTurn(turn=2, max_turns=5, remaining=3))
+    panels.apply(state(RUNNING))
+    panels.apply(autochat(False))  # it stops after the current turn
+    assert panels.autochat.startswith("AutoChat running: automatic turn 2 of 5")
+    panels.apply(AutoChatStopped(reason=AutoChatStopReason.DISABLED, turns=2))
+    assert panels.autochat.startswith("AutoChat stopped after 2 automatic turns: disabled")
+
+
+@pytest.mark.parametrize(
+    ("state_", "stoppable", "expected"),
+    [
+        (InterpreterState.RUNNING, None, "true"),
+        (InterpreterState.WAITING, None, "true"),
+        (InterpreterState.STOP, None, "false"),
+        (InterpreterState.STOP, True, "true"),
+        (InterpreterState.INIT, None, "false"),
+    ],
+)
+def test_the_badge_tells_the_page_whether_stop_has_something_to_stop(
+    state_: InterpreterState, stoppable: bool | None, expected: str
+) -> None:
+    html = badge_html(state_, stoppable=stoppable)
+    assert f'data-stoppable="{expected}"' in html
+    assert f">{state_.value}</span>" in html
+
+
+def test_the_memory_panel_counts_in_good_english() -> None:
+    one = memory_markdown(MemoryInfo(("u1",), 1, dropped=1), lambda _id: ("user", "hi"))
+    assert "1 message, 1 token." in one and "1 older message slid out" in one
+    two = memory_markdown(MemoryInfo(("u1", "a1"), 1234), lambda _id: None)
+    assert "2 messages, 1,234 tokens." in two
+
+
+async def test_a_limit_out_of_range_is_named_as_the_page_labels_it() -> None:
+    page = make_page()
+    cases = {
+        page.max_turns: (0, "Max automatic turns must be at least 1"),
+        page.delay: (-1, "Delay between turns must be at least 0"),
+        page.token_budget: (-5, "Token budget must be 0 (none) or more"),
+        page.time_budget: (-1, "Time budget must be 0 (none) or more"),
+    }
+    for component, (value, message) in cases.items():
+        form = Form.read(page, {component: value})
+        with pytest.raises(InvalidRequest, match=re.escape(message)):
+            form.autochat_settings()
+        previous = AutoChatSettings(max_turns=7, delay_s=2)
+        kept, problem = form.autochat_or(previous, enabled=True)
+        assert problem == message
+        assert (kept.max_turns, kept.delay_s, kept.enabled) == (7, 2, True)
+    assert Form.read(page, {page.max_turns: 1001}).autochat_or(AutoChatSettings())[1] == (
+        "Max automatic turns must be at most 1000"
+    )
+
+
+async def test_a_queued_message_shows_marked_until_the_turn_takes_it_up(tmp_path: Path) -> None:
+    page = make_page()
+    interpreter = create_interpreter(
+        ScriptedModel(["one two three " * 20, "second answer"], delay_s=0.005), workdir=tmp_path
+    )
+    streams = TabStreams()
+    updates: list[dict[Any, Any]] = []
+    with streams.watch("tab", interpreter.id) as watch:
+        stream = stream_session(
+            interpreter,
+            lambda: PageView.of(page, interpreter, icons={}),
+            action=lambda: interpreter.send("first"),
+            watch=watch,
+        )
+        queued = False
+        async for update in stream:
+            updates.append(update)
+            replying = any("one two" in t for t in _texts(update.get(page.chatbot, [])))
+            if replying and not queued:  # mid-step: the message waits for the step's end
+                assert streams.showing("tab", interpreter.id)
+                await interpreter.send("queued one")
+                streams.wake(interpreter.id)
+                queued = True
+    shown = [_texts(u[page.chatbot]) for u in updates if page.chatbot in u]
+    marked = [texts for texts in shown if any(QUEUED_MARK in t for t in texts)]
+    assert marked, "the queued message is shown (marked) before its turn"
+    assert any(t.startswith("queued one") for t in marked[0])
+    final = shown[-1]
+    assert not any(QUEUED_MARK in t for t in final)
+    assert any("second answer" in t for t in final)
+    assert not streams.showing("tab", interpreter.id)
+
+
+async def test_ending_a_tabs_streams_stops_their_updates_and_waits_for_them(
+    tmp_path: Path,
+) -> None:
+    page = make_page()
+    interpreter = create_interpreter(ScriptedModel(["slow " * 400], delay_s=0.01), workdir=tmp_path)
+    streams = TabStreams()
+    seen = 0
+    ended_at: int | None = None
+    after: list[dict[Any, Any]] = []
+
+    async def consume() -> None:
+        nonlocal seen
+        with streams.watch("tab", interpreter.id, 3) as watch:
+            async for update in stream_session(
+                interpreter,
+                lambda: PageView.of(page, interpreter, icons={}),
+                action=lambda: interpreter.send("go"),
+                watch=watch,
+            ):
+                if ended_at is not None:  # one "no change" (what Gradio repeats at the end)
+                    assert update == no_change(), "no update after the stream was ended"
+                    after.append(update)
+                    continue
+                seen += 1
+
+    task = asyncio.ensure_future(consume())
+    while seen < 3:
+        await asyncio.sleep(0.01)
+    ended_at = seen
+    await streams.supersede("tab", 7, "another chat")
+    assert task.done()  # `supersede` returned only once the stream had finished
+    await task
+    assert after == [no_change()]
+    assert streams.shown("tab") == "another chat"
+    assert interpreter.busy  # ending the view does not stop the session
+    assert interpreter._hub.subscriber_count == 0
+    await interpreter.stop()
+    await streams.supersede("nobody", 0, "")  # nothing to end: returns at once
+    assert streams.shown("nobody") is None  # (no ticket: nothing remembered)
+
+
+async def test_the_keep_alive_event_ends_when_the_server_closes(tmp_path: Path) -> None:
+    page = make_page()
+    manager = SessionManager(
+        models=StaticCatalog(ScriptedModel(default="hi")),
+        store=MemoryStore(),
+        workspace_root=tmp_path,
+    )
+    closing = asyncio.Event()
+    handlers = Handlers(manager, page, icons={}, languages=(), models=(), closing=closing)
+    keep = handlers.keep_open(None)  # type: ignore[arg-type]
+    assert await anext(keep) is None
+    waiting = asyncio.ensure_future(anext(keep))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    closing.set()
+    with pytest.raises(StopAsyncIteration):
+        await asyncio.wait_for(waiting, 1.0)
+
+
+def _texts(messages: list[dict[str, Any]]) -> list[str]:
+    return [str(m["content"][0]["text"]) for m in messages]
+
+
+async def test_only_streams_triggered_before_a_view_change_are_ended() -> None:
+    streams = TabStreams()
+    with (
+        streams.watch("tab", "old chat", 4) as older,
+        streams.watch("tab", "new chat", 9) as newer,  # e.g. a send right after New chat
+        streams.watch("other tab", "old chat", 1) as elsewhere,
+    ):
+        ending = asyncio.ensure_future(streams.supersede("tab", 6, "picked chat"))
+        await asyncio.sleep(0)
+        assert older.ended and not newer.ended and not elsewhere.ended
+        assert not ending.done()  # it waits for the older stream to finish
+    await asyncio.wait_for(ending, 1.0)
+    with streams.watch("tab", "slow to start", 5) as late:
+        assert late.ended  # triggered before the view change, registered after it
+    assert streams.overtaken("tab", 5) and not streams.overtaken("tab", 6)
+    assert streams.shown("tab") == "picked chat"
+    with streams.watch("tab", "after", 10) as after:
+        assert not after.ended
+        assert streams.showing("tab", "after") and not streams.showing("tab", "slow to start")
