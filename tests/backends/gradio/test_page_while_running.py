@@ -121,6 +121,8 @@ def test_switching_chats_during_a_reply_always_shows_the_picked_chat(
         expect(badge(tab)).to_have_text(expected)
         expect(chat(tab)).not_to_contain_text("word5")
         expect(tab.locator("#stop-btn")).to_be_disabled()
+        shown = "" if switch == "new chat" else session_starting(server, other).id
+        expect(tab.locator("#session-id textarea")).to_have_value(shown)  # what Send uses
         running = session_starting(server, first)
         assert running.busy  # switching the view does not stop the chat left
         stop_session(server, running)
