@@ -102,6 +102,12 @@ async def build_server(
         hooks=tracing_from_env(os.environ),
     )
     await manager.start()
+    closing = asyncio.Event()  # set first on shutdown: the page's open tabs let go at once
+
+    async def cleanup() -> None:
+        closing.set()
+        await manager.close()
+
     try:
         if manager.interrupted_at_start:
             logger.warning(
@@ -133,12 +139,13 @@ async def build_server(
             proxy=proxy,
             notice=notice,
             throttle=throttles.by_user,
+            closing=closing,
         )
     except BaseException:
         await manager.close()
         raise
     logger.info("data folder %s (login: %s)", data_dir, _login_mode(users, proxy))
-    return app, manager.close
+    return app, cleanup
 
 
 def serve(config: AppConfig, *, probe_local: bool = True, with_api: bool = True) -> int:
@@ -308,6 +315,7 @@ def _mount_page(
     proxy: ProxyHeaderAuth | None,
     notice: str | None,
     throttle: LoginThrottle,
+    closing: asyncio.Event,
 ) -> None:
     """Mount the Gradio chat page at / with the same login (and failed-login counts, per
     user name) as the API."""
@@ -321,7 +329,7 @@ def _mount_page(
         return
     import gradio as gr
 
-    blocks = page.create_app(manager, models=registry.describe(), notice=notice)
+    blocks = page.create_app(manager, models=registry.describe(), notice=notice, closing=closing)
     login: dict[str, Any] = {}
     if proxy is not None:
         login["auth_dependency"] = _proxy_dependency(proxy)

@@ -138,6 +138,7 @@ class Interpreter:
         self._editing = False
         self._closed = False
         self._unsaved = False  # a store write failed: write the history again at the turn's end
+        self._unfiled: Message | None = None  # the person's message a new task has not filed
 
     # -- what front ends read ---------------------------------------------------------------
 
@@ -224,7 +225,7 @@ class Interpreter:
         self._stop_reason = reason
         task.cancel()
         await asyncio.wait({task})
-        await self._flush_inbox()
+        await self._file_unanswered()  # a task cancelled before it ran filed nothing itself
         return True
 
     def approve(
@@ -347,6 +348,7 @@ class Interpreter:
     # -- the run task -----------------------------------------------------------------------
 
     def _start(self, prompt: Message) -> None:
+        self._unfiled = prompt if prompt.role is Role.USER else None
         self._wake.clear()
         self._task = asyncio.create_task(self._drive(prompt), name=f"session-{self.id}")
         self._task.add_done_callback(self._on_task_done)
@@ -362,9 +364,14 @@ class Interpreter:
 
     async def _drive(self, prompt: Message) -> None:
         next_prompt: Message | None = prompt
-        while next_prompt is not None:
-            outcome = await self._turn(next_prompt)
-            next_prompt = await self._next_prompt(outcome)
+        try:
+            while next_prompt is not None:
+                outcome = await self._turn(next_prompt)
+                next_prompt = await self._next_prompt(outcome)
+        except asyncio.CancelledError:
+            # Filed before the task ends, so readers see them before the idle mark.
+            await self._file_unanswered()
+            raise
         # The last thing the task does, with no await after it: nothing can run before the
         # task is done, so whoever sees the idle mark also sees `busy` false. Saying it here
         # rather than in the done callback lets a reader take the whole turn in one wake.
@@ -389,6 +396,7 @@ class Interpreter:
             self._speaker = architecture.name
             title = session.title
             session.add(prompt)
+            self._unfiled = None
             await self._emit(MessageCompleted(message=prompt))
             if self.deps.hooked:
                 await call_hook(self.deps.hooks.on_start(session, prompt))
@@ -708,6 +716,15 @@ class Interpreter:
         if self._store is not None:
             await self._store_call(self._store.replace_messages(self.id, self.session.history))
         self._publish(SessionUpdated(fields={"history_length": length}))
+
+    async def _file_unanswered(self) -> None:
+        """A Stop before the turn took up its message, and messages queued behind it: they
+        stay in the history, unanswered. Nothing said is lost."""
+        prompt, self._unfiled = self._unfiled, None
+        if prompt is not None:
+            self.session.add(prompt)
+            await self._emit(MessageCompleted(message=prompt))
+        await self._flush_inbox()
 
     async def _flush_inbox(self) -> None:
         """Messages queued behind a stopped turn stay in the history, unanswered."""

@@ -30,7 +30,7 @@ from schema import (
     RunOutcome,
     valid_text,
 )
-from tests.gui_agent.helpers import make, of_type
+from tests.gui_agent.helpers import make, next_event, of_type
 
 
 class GatedStore(SQLiteStore):
@@ -331,3 +331,32 @@ async def test_a_failed_write_is_made_good_when_the_turn_ends(tmp_path: Path) ->
         (Role.ASSISTANT, "the reply"),
     ]
     await manager.close()
+
+
+async def test_messages_queued_behind_a_stop_are_announced_before_the_idle_mark(
+    tmp_path: Path,
+) -> None:
+    interpreter, _ = make(tmp_path, ["a long reply " * 50], delay_s=0.01)
+    async with interpreter.subscribe() as sub:
+        await interpreter.send("first")
+        await next_event(sub, lambda e: e.type == "text_delta")
+        await interpreter.send("queued behind")
+        await interpreter.stop()
+        seen = [e async for e in sub.until_idle()]  # ends at the idle mark
+    filed = [e.message.content for e in of_type(seen, "message_completed")]  # type: ignore[attr-defined]
+    assert filed[-1] == "queued behind"
+    assert interpreter.session.history[-1].content == "queued behind"
+
+
+async def test_a_stop_before_the_turn_took_up_its_message_keeps_the_message(
+    tmp_path: Path,
+) -> None:
+    interpreter, _ = make(tmp_path, ["never sent"])
+    await interpreter.send("said just before the stop")
+    await interpreter.send("and this one")
+    assert await interpreter.stop()  # the run task had not started yet
+    assert [m.content for m in interpreter.session.history] == [
+        "said just before the stop",
+        "and this one",
+    ]
+    assert interpreter.state is not InterpreterState.RUNNING and not interpreter.busy
