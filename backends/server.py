@@ -103,11 +103,7 @@ async def build_server(
     )
     await manager.start()
     closing = asyncio.Event()  # set first on shutdown: the page's open tabs let go at once
-
-    async def cleanup() -> None:
-        closing.set()
-        await manager.close()
-
+    cleanup = _Shutdown(manager, closing).run
     try:
         if manager.interrupted_at_start:
             logger.warning(
@@ -146,6 +142,18 @@ async def build_server(
         raise
     logger.info("data folder %s (login: %s)", data_dir, _login_mode(users, proxy))
     return app, cleanup
+
+
+class _Shutdown:
+    """What closes a built server: the page's tabs are told first, then the sessions close."""
+
+    def __init__(self, manager: SessionManager, closing: asyncio.Event) -> None:
+        self.manager = manager
+        self.closing = closing
+
+    async def run(self) -> None:
+        self.closing.set()
+        await self.manager.close()
 
 
 def serve(config: AppConfig, *, probe_local: bool = True, with_api: bool = True) -> int:

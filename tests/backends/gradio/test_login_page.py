@@ -73,8 +73,8 @@ def test_two_people_see_only_their_own_sessions(chromium: Browser, server: LiveS
 
 
 async def _titles_by_owner(server: LiveServer) -> dict[str, list[str]]:
-    """What the store holds for each person (build_server's cleanup is manager.close)."""
-    manager: SessionManager = server.state.__self__
+    """What the store holds for each person (build_server's cleanup is a _Shutdown's run)."""
+    manager: SessionManager = server.state.__self__.manager
     return {name: [r.title for r in await manager.list(name)] for name in USERS}
 
 
