@@ -24,7 +24,7 @@ from connectors.anthropic_mapping import (
     build_request,
     stream_error,
 )
-from connectors.base import StreamingProvider, map_transport_errors
+from connectors.base import StreamingProvider, map_transport_errors, next_item
 from connectors.resilience import (
     CircuitBreaker,
     RetryPolicy,
@@ -168,17 +168,21 @@ class AnthropicProvider(StreamingProvider):
         accumulator = EventAccumulator(max_chars=self.max_response_chars, provider=self._name)
         try:
             while not accumulator.complete:
+                event = await next_item(
+                    sdk_stream,
+                    errors=lambda: map_errors(self._name, model=self.model),
+                    after_finish_s=self._after_finish_s(accumulator.stop_reason is not None),
+                    provider=self._name,
+                )
+                if event is None:
+                    break
                 with map_errors(self._name, model=self.model):
-                    try:
-                        event = await sdk_stream.__anext__()
-                    except StopAsyncIteration:
-                        break
                     deltas = accumulator.feed(_as_dict(event))
                 for delta in deltas:
                     yield delta
         finally:
             await sdk_stream.close()
-        if not accumulator.complete:
+        if not accumulator.complete and accumulator.stop_reason is None:
             if accumulator.events == 0:
                 raise ModelResponseError(
                     f"{self._name}: the server answered without any stream events",

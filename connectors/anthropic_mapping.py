@@ -16,6 +16,9 @@ Choices made here:
   Arguments that are not a JSON object (a truncated or malformed call) are sent as
   ``{"_raw_arguments": "<the text>"}`` so the model can see what it wrote; the tool result
   that follows tells it the call could not be parsed.
+- Call ids and tool names the API would refuse (an id another vendor wrote, such as
+  ``functions.Bash:0``; an empty or overlong name) are rewritten on the wire, the same way
+  in the call and its result (`connectors.wire_names`); the history keeps them as they were.
 - Empty text is left out (the API refuses empty text blocks), and so are messages that end
   up with no content at all.
 - Thinking goes back as the API issued it: a reply's signed ``thinking`` and
@@ -39,6 +42,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from connectors.wire_names import wire_id, wire_name
 from gui_agent.exceptions import (
     ModelAuthError,
     ModelError,
@@ -81,6 +85,17 @@ PROVIDER_DATA_KEY = "anthropic"
 """The key of this provider's part of `ModelResponse.provider_data`."""
 
 _THINKING_TYPES = frozenset({"thinking", "redacted_thinking"})
+
+MAX_TOOL_NAME_CHARS = 200
+"""The longest ``tool_use.name`` the API takes back."""
+
+MAX_CALL_ID_CHARS = 64
+
+
+def _call_id(call_id: str | None) -> str:
+    """A call id as the API takes it (``^[a-zA-Z0-9_-]+$``): ids other vendors wrote, such
+    as ``functions.Bash:0``, are rewritten, the same way for the call and its result."""
+    return wire_id(call_id or "", max_chars=MAX_CALL_ID_CHARS, safe_chars=True)
 
 
 def image_block(image: ImagePart) -> dict[str, Any]:
@@ -138,7 +153,7 @@ def message_blocks(message: Message, model: str | None = None) -> tuple[str, lis
             content = message.content
         block: dict[str, Any] = {
             "type": "tool_result",
-            "tool_use_id": message.tool_call_id,
+            "tool_use_id": _call_id(message.tool_call_id),
             "content": content,
         }
         if _is_error(message):
@@ -148,7 +163,12 @@ def message_blocks(message: Message, model: str | None = None) -> tuple[str, lis
         blocks = signed_thinking(message, model)
         blocks += _text_blocks(message.content, ())
         blocks.extend(
-            {"type": "tool_use", "id": c.id, "name": c.name, "input": tool_input(c.arguments)}
+            {
+                "type": "tool_use",
+                "id": _call_id(c.id),
+                "name": wire_name(c.name, max_chars=MAX_TOOL_NAME_CHARS),
+                "input": tool_input(c.arguments),
+            }
             for c in message.tool_calls
         )
         return "assistant", blocks

@@ -7,12 +7,14 @@ and `generate` come from here.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Iterator, Sequence
-from contextlib import aclosing, contextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, aclosing, contextmanager
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, TypeVar
 
 import httpx2
 
@@ -20,6 +22,14 @@ from connectors.resilience import CircuitBreaker, RetryPolicy, resilient_stream
 from gui_agent.exceptions import ModelConnectionError, ModelResponseError, ModelTimeout
 from gui_agent.llm import generate_from_stream
 from schema import Message, ModelResponse, ModelSettings, ModelStreamPart, ToolSchema
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+AFTER_FINISH_S = 5.0
+"""How long the rest of a stream may take once the model said it finished (the usage chunk,
+``[DONE]``, ``message_stop``): past that, or if the connection drops, the reply is complete."""
 
 
 @contextmanager
@@ -44,6 +54,35 @@ def map_transport_errors(provider: str) -> Iterator[None]:
         ) from error
 
 
+async def next_item(
+    items: AsyncIterator[T],
+    *,
+    errors: Callable[[], AbstractContextManager[None]],
+    after_finish_s: float | None,
+    provider: str,
+) -> T | None:
+    """The next item of a vendor stream (SDK errors mapped by `errors`), or None at its end.
+
+    Once the model finished (its finish or stop reason arrived; pass `after_finish_s`), what
+    may still come is bookkeeping: a server that then stays silent for `after_finish_s` or
+    drops the connection has still given the whole reply, so that ends the stream instead
+    of failing it.
+    """
+    try:
+        with errors():
+            if after_finish_s is None:
+                return await anext(items)
+            async with asyncio.timeout(after_finish_s):
+                return await anext(items)
+    except StopAsyncIteration:
+        return None
+    except (TimeoutError, ModelTimeout, ModelConnectionError) as error:
+        if after_finish_s is None:
+            raise
+        logger.info("%s: the stream did not end cleanly after the reply (%s)", provider, error)
+        return None
+
+
 class StreamingProvider(ABC):
     """Base of the vendor providers; implements the `LLMProvider` protocol."""
 
@@ -51,6 +90,8 @@ class StreamingProvider(ABC):
     _client: Any
     retry: RetryPolicy
     breaker: CircuitBreaker
+    after_finish_s: float = AFTER_FINISH_S
+    """How long the end of a stream may take once the model finished (see `next_item`)."""
 
     @property
     def name(self) -> str:
@@ -58,6 +99,9 @@ class StreamingProvider(ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._name!r})"
+
+    def _after_finish_s(self, finished: bool) -> float | None:
+        return self.after_finish_s if finished else None
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""

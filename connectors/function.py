@@ -85,6 +85,11 @@ class FunctionModel:
         result = await self._invoke(messages, tools, settings)
         if isinstance(result, str):
             result = ModelResponse(text=result, finish_reason="stop")
+        if not isinstance(result, ModelResponse | Iterable | AsyncIterator):
+            raise ModelResponseError(
+                f"the model function returned {type(result).__name__}; return a str, a "
+                "ModelResponse, or an (async) iterator of strings and stream parts"
+            )
         if isinstance(result, ModelResponse):
             if not result.usage.requests:
                 usage = estimate_usage(messages, result.text, result.tool_calls)

@@ -5,7 +5,9 @@ retries off: `connectors.resilience` retries (before anything was streamed) and 
 circuit breaker. The request and stream mapping lives in `connectors.openai_mapping`.
 
 A stream that ends without a finish reason is treated as cut off (`ModelConnectionError`):
-the SDK hides whether ``[DONE]`` arrived, and a truncated reply must not look complete.
+the SDK hides whether ``[DONE]`` arrived, and a truncated reply must not look complete. Once
+the finish reason came, a server that goes silent or drops the connection instead of ending
+the stream has still sent the whole reply (see `connectors.base.next_item`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import openai
 from openai import AsyncStream
 from openai.types.chat import ChatCompletionChunk
 
-from connectors.base import StreamingProvider, map_transport_errors
+from connectors.base import StreamingProvider, map_transport_errors, next_item
 from connectors.openai_mapping import RequestOptions, StreamAccumulator, build_request
 from connectors.resilience import (
     CircuitBreaker,
@@ -218,11 +220,15 @@ class OpenAIProvider(StreamingProvider):
         accumulator = StreamAccumulator(max_chars=self.max_response_chars, provider=self._name)
         try:
             while True:
+                chunk = await next_item(
+                    sdk_stream,
+                    errors=self._map_errors,
+                    after_finish_s=self._after_finish_s(accumulator.finish_reason is not None),
+                    provider=self._name,
+                )
+                if chunk is None:
+                    break
                 with self._map_errors():
-                    try:
-                        chunk = await sdk_stream.__anext__()
-                    except StopAsyncIteration:
-                        break
                     deltas = accumulator.feed(_as_dict(chunk))
                 for delta in deltas:
                     yield delta

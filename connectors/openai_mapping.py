@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from connectors.wire_names import wire_id, wire_name
 from gui_agent.exceptions import ModelResponseError
 from schema import (
     ImagePart,
@@ -37,6 +38,11 @@ REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 StreamDelta = ModelTextDelta | ModelReasoningDelta
 
+MAX_CALL_ID_CHARS = 40
+"""OpenAI refuses longer tool-call ids (ids from other vendors are shortened to fit)."""
+
+MAX_TOOL_NAME_CHARS = 64
+
 
 def image_url(image: ImagePart) -> str:
     """The URL to send for an image: its own URL, or a base64 data URL."""
@@ -57,9 +63,12 @@ def _content_with_images(text: str, images: Sequence[ImagePart]) -> str | list[d
 
 def _tool_call_to_openai(call: ToolCall) -> dict[str, Any]:
     return {
-        "id": call.id,
+        "id": wire_id(call.id, max_chars=MAX_CALL_ID_CHARS),
         "type": "function",
-        "function": {"name": call.name, "arguments": call.arguments},
+        "function": {
+            "name": wire_name(call.name, max_chars=MAX_TOOL_NAME_CHARS),
+            "arguments": call.arguments,
+        },
     }
 
 
@@ -77,11 +86,13 @@ def message_to_openai(message: Message) -> list[dict[str, Any]]:
             # Servers such as llama.cpp answer 500 when `content` is missing here.
             wire["tool_calls"] = [_tool_call_to_openai(c) for c in message.tool_calls]
         return [wire]
+    call_id = wire_id(message.tool_call_id or "", max_chars=MAX_CALL_ID_CHARS)
     wires: list[dict[str, Any]] = [
-        {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+        {"role": "tool", "tool_call_id": call_id, "content": message.content}
     ]
     if message.images:
-        # Tool messages carry text only; images a tool returned follow as a user message.
+        # Tool messages carry text only; images a tool returned follow as a user message
+        # (after the last result of the call's step: see `messages_to_openai`).
         label = f"Images returned by the tool {message.name or message.tool_call_id}:"
         wires.append({"role": "user", "content": _content_with_images(label, message.images)})
     return wires
@@ -90,9 +101,23 @@ def message_to_openai(message: Message) -> list[dict[str, Any]]:
 def messages_to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
     """Our history as Chat Completions messages; display-only messages are left out.
 
-    CODE, CONSOLE and FUNCTION messages go as their plain text content.
+    CODE, CONSOLE and FUNCTION messages go as their plain text content. The user messages
+    carrying images that tools returned wait until the step's last tool result: the API
+    refuses a tool message that does not follow its call or another tool message.
     """
-    return [wire for message in messages for wire in message_to_openai(message)]
+    wire: list[dict[str, Any]] = []
+    images: list[dict[str, Any]] = []
+    for message in messages:
+        if message.display_only:
+            continue
+        if message.role is not Role.TOOL:
+            wire.extend(images)
+            images.clear()
+        first, *rest = message_to_openai(message)
+        wire.append(first)
+        images.extend(rest)
+    wire.extend(images)
+    return wire
 
 
 def tools_to_openai(tools: Iterable[ToolSchema]) -> list[dict[str, Any]]:
@@ -295,11 +320,16 @@ class StreamAccumulator:
             )
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
-        calls = []
+        """The calls in index order. A call without an id, or with the id of an earlier call
+        of this reply (some servers repeat one), gets a generated id: results are matched
+        to calls by id, and two calls under one id would share one result."""
+        calls: list[ToolCall] = []
+        seen: set[str] = set()
         for index in sorted(self._calls):
             pending = self._calls[index]
-            if not pending.id:
+            if not pending.id or pending.id in seen:
                 pending.id = self._new_call_id()
+            seen.add(pending.id)
             calls.append(
                 ToolCall(id=pending.id, name=pending.name, arguments=pending.arguments or "{}")
             )

@@ -79,13 +79,13 @@ class RetryPolicy:
             return False
         if not isinstance(error, ModelError) or not error.retryable:
             return False
-        if isinstance(error, ModelRateLimited) and error.retry_after is not None:
+        if error.retry_after is not None:
             return error.retry_after <= self.max_delay_s
         return True
 
     def delay_s(self, error: BaseException, attempt: int) -> float:
         """Seconds to wait after `attempt` (1-based) failed with `error`."""
-        if isinstance(error, ModelRateLimited) and error.retry_after is not None:
+        if isinstance(error, ModelError) and error.retry_after is not None:
             return max(0.0, min(error.retry_after, self.max_delay_s))
         backoff = min(self.max_delay_s, self.base_delay_s * 2.0 ** (attempt - 1))
         if self.jitter:
@@ -280,6 +280,17 @@ def shorten(text: str, limit: int = MAX_SERVER_MESSAGE_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def wait_text(seconds: float) -> str:
+    """A wait as a person reads it: ``1.5 s``, ``45 s``, ``12 min``, ``3 h``, ``4 days``."""
+    if seconds < 120:
+        return f"{seconds:.3g} s" if seconds < 10 else f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 2 * 86400:
+        return f"{seconds / 3600:.0f} h"
+    return f"{seconds / 86400:.0f} days"
+
+
 def error_for_status(
     status: int,
     detail: str,
@@ -309,7 +320,7 @@ def error_for_status(
             provider=provider,
         )
     if status == 429:
-        wait = f"; retry after {retry_after:g} s" if retry_after is not None else ""
+        wait = f"; retry after {wait_text(retry_after)}" if retry_after is not None else ""
         return ModelRateLimited(
             f"{provider}: rate limited (HTTP 429){wait}{said}",
             status=status,
@@ -320,9 +331,13 @@ def error_for_status(
         return ModelTimeout(
             f"{provider}: the server timed out (HTTP 408){said}", status=status, provider=provider
         )
-    if status >= 500:
+    if status >= 500:  # 503 and Anthropic's 529 (overloaded) often say when to come back
+        wait = f"; retry after {wait_text(retry_after)}" if retry_after is not None else ""
         return ModelServerError(
-            f"{provider}: server error (HTTP {status}){said}", status=status, provider=provider
+            f"{provider}: server error (HTTP {status}){wait}{said}",
+            status=status,
+            provider=provider,
+            retry_after=retry_after,
         )
     return ModelError(
         f"{provider}: the request was refused (HTTP {status}){said}",

@@ -12,7 +12,7 @@ GuiAgentError
 │   │   ├── ModelAuthError        the key was refused (names the variable to set)
 │   │   ├── ModelNotFound         the server does not know the model
 │   │   ├── ModelRateLimited      429; carries retry_after when the server said
-│   │   ├── ModelServerError      5xx
+│   │   ├── ModelServerError      5xx; carries retry_after too (503, 529) when the server said
 │   │   ├── ModelTimeout          no answer in time
 │   │   ├── ModelConnectionError  could not reach the server
 │   │   ├── ModelResponseError    garbage, or a response over the size cap
@@ -67,14 +67,23 @@ class RunError(GuiAgentError):
 
 
 class ModelError(RunError):
-    """A provider failed. `retryable` says whether trying again may help."""
+    """A provider failed. `retryable` says whether trying again may help; `retry_after` is
+    how long the server asked to wait (its `Retry-After`), when it said."""
 
     retryable = False
 
-    def __init__(self, message: str, *, status: int | None = None, provider: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        provider: str = "",
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.provider = provider
+        self.retry_after = retry_after
 
 
 class ModelAuthError(ModelError):
@@ -96,8 +105,7 @@ class ModelRateLimited(ModelError):
         provider: str = "",
         retry_after: float | None = None,
     ) -> None:
-        super().__init__(message, status=status, provider=provider)
-        self.retry_after = retry_after
+        super().__init__(message, status=status, provider=provider, retry_after=retry_after)
 
 
 class ModelServerError(ModelError):

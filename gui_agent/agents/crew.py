@@ -33,8 +33,9 @@ __all__ = ["DEFAULT_CREW", "CrewAgent", "CrewMember"]
 
 @dataclass(frozen=True, slots=True)
 class CrewMember:
-    """One member: a name people see, the role its messages carry, its brief (with
-    ``{request}`` for the person's request) and whether it may call tools."""
+    """One member: a name people see, the role its messages carry, its brief (where
+    ``{request}`` stands for the person's request; no other text in it is special, so a
+    brief may show JSON) and whether it may call tools."""
 
     name: str
     agent: AgentName
@@ -92,7 +93,7 @@ class CrewAgent:
             if index > 0:
                 handoff = Message(
                     role=Role.USER,
-                    content=member.brief.format(request=request),
+                    content=member.brief.replace("{request}", request),
                     metadata={"crew_member": member.name, "crew_agent": member.agent.value},
                 )
                 session.add(handoff)

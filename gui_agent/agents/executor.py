@@ -89,6 +89,32 @@ def valid_response(final: ModelResponse) -> ModelResponse:
     )
 
 
+def distinct_calls(final: ModelResponse) -> ModelResponse:
+    """`final` with every tool call under an id of its own: an empty id, or one an earlier
+    call of the same reply already has, is replaced by a fresh one. Results are matched to
+    calls by id (by the executor, the memory, the vendors), so two calls sharing one would
+    get one result between them; a tool message without an id cannot even be built."""
+    tool_calls = final.tool_calls
+    if len(tool_calls) == 1:
+        if tool_calls[0].id:
+            return final
+    elif not tool_calls:
+        return final
+    else:
+        ids = {call.id for call in tool_calls}
+        if len(ids) == len(tool_calls) and "" not in ids:
+            return final
+    seen: set[str] = set()
+    fixed = []
+    for call in tool_calls:
+        own = call
+        if not call.id or call.id in seen:
+            own = call.model_copy(update={"id": "call_" + new_id()[:24]})
+        seen.add(own.id)
+        fixed.append(own)
+    return final.model_copy(update={"tool_calls": tuple(fixed)})
+
+
 def memory_event(session: Session, deps: AgentDeps) -> tuple[list[Message], MemoryUpdated]:
     """The context window for the next model call, and the event that shows it."""
     window = deps.memory.window(
@@ -181,8 +207,8 @@ async def model_step(
         else:
             yield TextDelta(message_id=message_id, delta=valid_text(part.text), channel="reasoning")
     final = ModelResponse() if final is None else valid_response(final)
-    if final.tool_calls and not use_tools:  # asked for none: calls nobody will answer go
-        final = final.model_copy(update={"tool_calls": ()})
+    if final.tool_calls:  # asked for no tools: calls nobody would answer go
+        final = distinct_calls(final) if use_tools else final.model_copy(update={"tool_calls": ()})
     if deps.hooked:
         await call_hook(deps.hooks.on_llm_end(session, final))
     reply = Message(

@@ -33,7 +33,7 @@ __all__ = ["PlannerAgent", "parse_plan"]
 
 DEFAULT_MAX_STEPS = 6
 
-_NUMBERED = re.compile(r"^\s*(?:step\s*)?\d{1,2}\s*[.):]\s*(.+?)\s*$", re.IGNORECASE)
+_NUMBERED = re.compile(r"^\s*(?:step\s*)?\d{1,3}\s*[.):]\s*(.+?)\s*$", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*[-*•]\s+(.+?)\s*$")
 
 

@@ -81,6 +81,17 @@ def _shown(message: Message, call_id: str, worker: AgentName) -> Message:
     )
 
 
+def budget_spent(session: Session) -> RunFinished | None:
+    """The end of the turn when the session's token budget is used up (workers included)."""
+    limit = session.token_limit
+    if limit is None or session.usage.total_tokens < limit:
+        return None
+    return RunFinished(
+        outcome=RunOutcome.BUDGET,
+        detail=f"token budget reached ({session.usage.total_tokens} tokens)",
+    )
+
+
 class SupervisorAgent:
     """Delegates tasks to worker roles (by default the executor and the thinker)."""
 
@@ -137,10 +148,18 @@ class SupervisorAgent:
                     yield event
             if session.task_complete is not None:
                 return
+            if (spent := budget_spent(session)) is not None:
+                yield spent
+                return
         yield RunFinished(
             outcome=RunOutcome.MAX_ITERATIONS,
             detail=f"stopped after {session.settings.max_iterations} supervisor steps",
         )
+
+    def _worker(self, name: str) -> Architecture | None:
+        """The worker a model named, in any letter case (models often write it lowercase)."""
+        wanted = name.casefold()
+        return next((w for n, w in self._workers.items() if n.value.casefold() == wanted), None)
 
     async def _delegate(
         self,
@@ -153,7 +172,7 @@ class SupervisorAgent:
         yield ToolCallStarted(call=call, parent_message_id=parent, agent=self._name)
         args = safe_args(call)
         name, task = str(args.get("worker", "")).strip(), str(args.get("task", "")).strip()
-        worker = next((w for n, w in self._workers.items() if n.value == name), None)
+        worker = self._worker(name)
         if worker is None or not task:
             known = ", ".join(n.value for n in self._workers)
             problem = f"unknown worker {name!r}" if worker is None else "the task is empty"

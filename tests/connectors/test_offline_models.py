@@ -138,3 +138,12 @@ async def test_errors_reach_on_error_and_a_failing_hook_does_not_break_the_turn(
     assert interpreter.session.history[-1].content == "fine"
     _ = [e async for e in interpreter.chat("two")]
     assert "error:ModelServerError" in hooks.calls and hooks.calls[-1] == "end:error"
+
+
+@pytest.mark.parametrize("returned", [None, 42], ids=["forgot to return", "a number"])
+async def test_a_model_function_returning_nothing_usable_says_what_to_return(
+    returned: object,
+) -> None:
+    model = FunctionModel(lambda messages, info: returned)  # type: ignore[arg-type,return-value]
+    with pytest.raises(ModelResponseError, match="return a str, a ModelResponse"):
+        await collect(model)

@@ -333,6 +333,20 @@ async def test_rate_limit_is_retried_after_the_time_the_server_asked(
     assert peer.request_count == 2
 
 
+async def test_an_overloaded_server_is_retried_after_the_time_it_asked(
+    scripted: OpenAIProvider, peer: ScriptedPeer, sleeps: Sleeps
+) -> None:
+    """A 503 with Retry-After is waited as long as the server said, not the first backoff
+    step (0.5 s), which would only hit the overloaded server again too soon."""
+    peer.script(
+        Reply.json(503, openai_error(503, "overloaded", "server_error"), {"retry-after": "7"}),
+        Reply.sse(*openai_text_stream(["later"])),
+    )
+    response = await scripted.generate([user("hi")])
+    assert response.text == "later"
+    assert sleeps.delays == [7.0]
+
+
 async def test_an_error_event_before_any_output_is_retried(
     scripted: OpenAIProvider, peer: ScriptedPeer, sleeps: Sleeps
 ) -> None:

@@ -86,6 +86,9 @@ def test_retry_after_is_waited_exactly_and_a_too_long_one_is_not_waited_at_all()
     assert policy.delay_s(short, 1) == 3.0
     long = ModelRateLimited("429", retry_after=120.0)
     assert not policy.should_retry(long, 1)
+    overloaded = ModelServerError("503", retry_after=7.0)
+    assert policy.should_retry(overloaded, 1)
+    assert policy.delay_s(overloaded, 1) == 7.0
 
 
 def test_a_policy_that_cannot_try_is_refused() -> None:
@@ -330,3 +333,18 @@ def test_auth_and_not_found_messages_say_what_to_fix() -> None:
     assert "'gpt-9'" in str(missing)
     limited = error_for_status(429, "", provider="p", model="m", key_env="K", retry_after=3.0)
     assert isinstance(limited, ModelRateLimited) and limited.retry_after == 3.0
+    busy = error_for_status(529, "", provider="p", model="m", key_env="K", retry_after=7.0)
+    assert isinstance(busy, ModelServerError) and busy.retry_after == 7.0
+    assert "retry after 7 s" in str(busy)
+
+
+@pytest.mark.parametrize(
+    ("seconds", "said"),
+    [(1.5, "1.5 s"), (45.0, "45 s"), (720.0, "12 min"), (3 * 3600.0, "3 h"), (2.3e9, "26620 days")],
+)
+def test_a_rate_limit_says_how_long_to_wait_in_words_a_person_reads(
+    seconds: float, said: str
+) -> None:
+    limited = error_for_status(429, "", provider="p", model="m", key_env="K", retry_after=seconds)
+    assert f"retry after {said}" in str(limited)
+    assert "e+" not in str(limited)

@@ -79,3 +79,19 @@ async def test_a_custom_crew_runs_its_members_in_order(tmp_path: Path) -> None:
     assert crew.description == "A small team working in turn: drafter then editor."
     with pytest.raises(ValueError, match="member"):
         CrewAgent(members=[])
+
+
+async def test_a_brief_may_show_json_braces(tmp_path: Path) -> None:
+    brief = 'Answer {request} as JSON, like {"answer": "...", "sure": true}.'
+    crew = CrewAgent(
+        members=[
+            CrewMember("doer", AgentName.THOUGHT, "Do: {request}", tools=False),
+            CrewMember("formatter", AgentName.THOUGHT, brief, tools=False),
+        ]
+    )
+    model = ScriptedModel(["42", '{"answer": "42", "sure": true}'])
+    interpreter = create_interpreter(model, workdir=tmp_path, architectures={AgentName.CREW: crew})
+    events = [e async for e in interpreter.chat("the answer")]
+    assert [e.outcome for e in events if isinstance(e, RunFinished)] == [RunOutcome.COMPLETED]
+    handoff = interpreter.session.history[2]
+    assert handoff.content == 'Answer the answer as JSON, like {"answer": "...", "sure": true}.'

@@ -317,6 +317,35 @@ async def test_parallel_tool_calls_run_concurrently_with_results_in_call_order(
     assert tool_messages == ["10", "20"]  # appended in call order
 
 
+@pytest.mark.parametrize("ids", [("same", "same"), ("", ""), ("", "x")])
+async def test_calls_sharing_an_id_or_without_one_each_get_their_own_result(
+    tmp_path: Path, ids: tuple[str, str]
+) -> None:
+    """Some servers repeat an id within a reply or send none; each call still runs and is
+    answered on its own, and the history stays sendable (every id answered once)."""
+    from schema import ModelResponse, ToolCall
+
+    @tool
+    async def shout(word: str) -> str:
+        """Say it louder."""
+        return word.upper()
+
+    reply = ModelResponse(
+        tool_calls=(
+            ToolCall(id=ids[0], name="shout", arguments='{"word": "a"}'),
+            ToolCall(id=ids[1], name="shout", arguments='{"word": "b"}'),
+        )
+    )
+    interpreter, _ = make(tmp_path, [reply, "done"], tools=[shout])
+    events = [e async for e in interpreter.chat("go")]
+    assert of_type(events, "run_finished")[0].outcome is RunOutcome.COMPLETED  # type: ignore[attr-defined]
+    history = interpreter.session.history
+    asked = [c.id for m in history for c in m.tool_calls]
+    answers = {m.tool_call_id: m.content for m in history if m.role is Role.TOOL}
+    assert len(set(asked)) == 2 and all(asked)
+    assert [answers[i] for i in asked] == ["A", "B"]
+
+
 async def test_max_iterations_stops_the_loop_and_says_so(tmp_path: Path) -> None:
     interpreter, _ = make(tmp_path, [call("list_files")] * 3)
     interpreter.session.settings = interpreter.session.settings.model_copy(

@@ -9,6 +9,7 @@ import pytest
 from connectors.scripted import ScriptedModel, call
 from gui_agent.agents import PlannerAgent
 from gui_agent.agents.planner import parse_plan
+from gui_agent.quick import create_interpreter
 from schema import (
     AgentName,
     AutoChatSettings,
@@ -135,3 +136,28 @@ async def test_autochat_turns_run_with_the_planner_and_end_on_task_complete(
 def test_max_steps_must_be_positive() -> None:
     with pytest.raises(ValueError, match="max_steps"):
         PlannerAgent(max_steps=0)
+
+
+def test_a_plan_of_over_a_hundred_steps_drops_none_of_them() -> None:
+    plan = "\n".join(f"{n}. s{n}" for n in range(1, 121))
+    steps = parse_plan(plan, 6)
+    assert len(steps) == 6
+    assert steps[-1].endswith("; then s119; then s120")
+    assert "; then s100; then s101;" in steps[-1]
+
+
+async def test_a_long_plan_runs_as_at_most_max_steps_and_the_history_stays_sendable(
+    tmp_path: Path,
+) -> None:
+    plan = "\n".join(f"{n}. step {n}" for n in range(1, 101))
+    model = ScriptedModel([plan, "one", "two", "three"])
+    planner = PlannerAgent(max_steps=3)
+    interpreter = create_interpreter(
+        model, workdir=tmp_path, architectures={AgentName.LLM_PLANNER: planner}
+    )
+    events = [e async for e in interpreter.chat("do a hundred things")]
+    assert [e.outcome for e in events if isinstance(e, RunFinished)] == [RunOutcome.COMPLETED]
+    steps = [m for m in interpreter.session.history if m.metadata.get("plan_step")]
+    assert [m.metadata["plan_step"] for m in steps] == [1, 2, 3]
+    assert "step 100" in steps[-1].content
+    assert model.remaining == 0

@@ -4,6 +4,7 @@ steps, models never do."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -16,15 +17,19 @@ from schema import (
     AgentName,
     ApprovalDecision,
     ApprovalRequested,
+    AutoChatSettings,
     InterpreterState,
     MessageCompleted,
     MessageStarted,
+    ModelResponse,
     Role,
     RunFinished,
     RunOutcome,
     TextDelta,
+    ToolCall,
     ToolCallFinished,
     ToolCallStarted,
+    Usage,
 )
 from tests.gui_agent.helpers import make, next_event
 
@@ -188,3 +193,38 @@ async def test_supervisor_steps_are_capped(tmp_path: Path) -> None:
     events = [e async for e in interpreter.chat("loop")]
     (finished,) = [e for e in events if isinstance(e, RunFinished)]
     assert finished.outcome is RunOutcome.MAX_ITERATIONS
+
+
+async def test_the_token_budget_ends_the_supervisors_turn_after_the_work_that_spent_it(
+    tmp_path: Path,
+) -> None:
+    spent = Usage(input_tokens=60, output_tokens=40, requests=1)
+
+    def delegating(n: int) -> ModelResponse:
+        arguments = json.dumps({"worker": "THOUGHT", "task": f"think {n}"})
+        call_ = ToolCall(id=f"call_{n}", name=DELEGATE, arguments=arguments)
+        return ModelResponse(tool_calls=(call_,), usage=spent)
+
+    replies = [r for n in range(5) for r in (delegating(n), ModelResponse(text="ok", usage=spent))]
+    interpreter, model = make(
+        tmp_path, replies, autochat=AutoChatSettings(enabled=True, token_budget=150)
+    )
+    assert isinstance(model, ScriptedModel)
+    await interpreter.set_agent(AgentName.SUPERVISOR)
+    events = [e async for e in interpreter.chat("spend")]
+    finished = [e for e in events if isinstance(e, RunFinished)]
+    assert [e.outcome for e in finished] == [RunOutcome.BUDGET]
+    assert len(model.requests) == 2  # the delegate call and the worker's answer: 200 >= 150
+    history = interpreter.session.history
+    assert history[-1].role is Role.TOOL  # the delegate call is answered
+    assert interpreter.state is InterpreterState.STOP
+
+
+async def test_a_worker_named_in_lower_case_is_found(tmp_path: Path) -> None:
+    interpreter, _ = make(
+        tmp_path, [call(DELEGATE, worker="thought", task="think"), "thought about it", "done"]
+    )
+    await interpreter.set_agent(AgentName.SUPERVISOR)
+    _ = [e async for e in interpreter.chat("do it")]
+    result = next(m for m in interpreter.session.history if m.role is Role.TOOL)
+    assert result.content == "thought about it" and not result.metadata["is_error"]

@@ -1,0 +1,75 @@
+"""What each vendor refuses in a request's messages (HTTP 400), as checks on a request body.
+
+Written from the vendors' own error messages, so a test can say "this request would be
+refused" without a vendor: each function returns the problems it finds (empty: accepted).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+_ANTHROPIC_ID = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def openai_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Chat Completions: every tool message answers a call of the assistant message before
+    the run of tool messages it is in; every call is answered; names are not empty; ids have
+    at most 40 characters."""
+    problems: list[str] = []
+    open_calls: set[str] = set()
+    in_tool_run = False
+    for index, message in enumerate(messages):
+        role = message.get("role")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if not in_tool_run or call_id not in open_calls:
+                problems.append(f"messages[{index}]: a tool message that follows no call of its")
+            open_calls.discard(str(call_id))
+            continue
+        if open_calls:
+            problems.append(f"messages[{index}]: calls without a result: {sorted(open_calls)}")
+            open_calls.clear()
+        in_tool_run = role == "assistant" and bool(message.get("tool_calls"))
+        for call in message.get("tool_calls") or ():
+            if not call["function"]["name"]:
+                problems.append(f"messages[{index}]: function.name is an empty string")
+            if len(call["id"]) > 40:
+                problems.append(f"messages[{index}]: a call id longer than 40 characters")
+            open_calls.add(call["id"])
+    if open_calls:
+        problems.append(f"calls without a result: {sorted(open_calls)}")
+    return problems
+
+
+def anthropic_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Messages API: roles alternate; every tool_use is answered by a tool_result in the next
+    message, and every tool_result answers one; tool_result blocks come first; ids match
+    ``^[a-zA-Z0-9_-]+$``; names have 1 to 200 characters; no message is empty."""
+    problems: list[str] = []
+    expected: set[str] = set()
+    for index, message in enumerate(messages):
+        blocks = message.get("content") or []
+        if not blocks:
+            problems.append(f"messages.{index}: empty content")
+        if index and messages[index - 1]["role"] == message["role"]:
+            problems.append(f"messages.{index}: two {message['role']} messages in a row")
+        results = [b for b in blocks if b.get("type") == "tool_result"]
+        answered = {str(b["tool_use_id"]) for b in results}
+        if answered != expected:
+            problems.append(f"messages.{index}: tool results {answered} for calls {expected}")
+        if blocks[: len(results)] != results:
+            problems.append(f"messages.{index}: tool_result blocks do not come first")
+        expected = set()
+        for block in blocks:
+            if block.get("type") != "tool_use":
+                continue
+            if not _ANTHROPIC_ID.fullmatch(block["id"]):
+                problems.append(f"messages.{index}: tool_use.id {block['id']!r} fails the pattern")
+            if not 1 <= len(block["name"]) <= 200:
+                problems.append(f"messages.{index}: tool_use.name has {len(block['name'])} chars")
+            expected.add(block["id"])
+    if expected:
+        problems.append(f"calls without a result: {sorted(expected)}")
+    return problems
