@@ -78,8 +78,15 @@ def script(n_calls: int) -> list[ModelResponse | str]:
     return [calls(*specs), "The answers are ready."]  # type: ignore[arg-type]
 
 
-async def framework_run(interpreter: Interpreter, model: ScriptedModel, n_calls: int) -> int:
+def fresh_script(model: ScriptedModel, n_calls: int) -> None:
+    """Queue one run's replies. The model records every request it gets; the log is
+    emptied first so that a long benchmark does not grow it (the same for every loop)."""
+    model.requests.clear()
     model.push(*script(n_calls))
+
+
+async def framework_run(interpreter: Interpreter, model: ScriptedModel, n_calls: int) -> int:
+    fresh_script(model, n_calls)
     interpreter.session.history.clear()
     count = 0
     async for _ in interpreter.chat("add them"):
@@ -96,7 +103,7 @@ async def run_calls(tool_calls: tuple[ToolCall, ...]) -> list[int]:
 
 async def bare_run(model: ScriptedModel, n_calls: int) -> int:
     """The minimum: stream, run the tools concurrently, stream again."""
-    model.push(*script(n_calls))
+    fresh_script(model, n_calls)
     schemas = ADD_SCHEMAS
     messages = [Message(role=Role.USER, content="add them")]
     final: ModelResponse | None = None
@@ -184,7 +191,7 @@ async def _floor_turn(model: ScriptedModel, inbox: _Inbox, prompt: Message) -> N
 
 async def floor_run(model: ScriptedModel, n_calls: int) -> int:
     """The bare loop plus the event stream, and nothing else GuiAgent does."""
-    model.push(*script(n_calls))
+    fresh_script(model, n_calls)
     inbox = _Inbox()
     task = asyncio.create_task(_floor_turn(model, inbox, Message(role=Role.USER, content="x")))
     count = 0
