@@ -9,7 +9,8 @@ An import is untrusted input. It becomes a NEW session owned by the importer, an
 is validated through the schema, recorded events included; unknown fields are refused rather
 than silently dropped. The limits of the live API hold too: a person's message text up to
 `MAX_MESSAGE_CHARS`, a title up to `MAX_TITLE_CHARS`, a person's images as many, as large
-and of the types the page and the API accept, no negative usage counts. Images must be base64
+and of the types the page and the API accept (base64 data must be an image of its declared
+type: the bytes are sniffed, as there), no negative usage counts. Images must be base64
 data or http(s) URLs: a path, a `file:` URL or any other scheme is refused, so nothing in an
 import can make the server read its own files. Script or HTML in message text is kept as
 text: front ends escape what they render, the importer does not.
@@ -17,6 +18,24 @@ text: front ends escape what they render, the importer does not.
 An import never grants anything: its tool permissions are dropped (every tool asks again, as
 in a new session) and AutoChat is switched off, so a crafted file cannot make code run
 without the importer's approval. `read_import` says which of these the file held.
+
+The imported history is made sendable to any model API (`sendable_history`), and
+`read_import` counts what that changed (`HistoryRepairs`):
+
+- SYSTEM messages become display-only notes: shown, never sent. A model reads a SYSTEM
+  message in the history as an instruction (the memory sends it where it stands, Anthropic's
+  connector folds it into the system prompt), and instructions with that authority are not
+  something a file may grant.
+- A tool message that answers no call of the assistant message before it (an orphan, or a
+  second answer to one call) is dropped: the APIs refuse it, and the memory would leave it
+  out anyway.
+- A call left without a result (a session exported while it waited for an approval, or cut
+  off by a crash) is answered the way the interpreter answers the calls of a turn that
+  ended: an error TOOL message, marked interrupted, saying it may have run. Otherwise every
+  later turn would be refused for the unanswered call.
+
+A reply whose tool calls share an id, or have none, is refused rather than repaired: which
+result answers which call cannot be told (the executor never keeps such a reply).
 """
 
 from __future__ import annotations
@@ -27,13 +46,13 @@ import json
 import logging
 import types
 import typing
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gui_agent.exceptions import InvalidRequest
 from schema import (
@@ -45,10 +64,13 @@ from schema import (
     Message,
     MessageCompleted,
     MessageStarted,
+    MessageStatus,
+    MessageType,
     Role,
     SessionRecord,
     SessionUpdated,
     TextDelta,
+    ToolCall,
     ToolCallFinished,
     new_id,
 )
@@ -58,6 +80,7 @@ from schema.requests import (
     MAX_IMAGES,
     MAX_MESSAGE_CHARS,
     MAX_TITLE_CHARS,
+    image_bytes_problem,
 )
 
 logger = logging.getLogger(__name__)
@@ -74,14 +97,48 @@ _PATH_KEYS = frozenset({"path", "file", "file_path", "filepath", "local_path"})
 _M = TypeVar("_M", bound=BaseModel)
 
 
+class ExportDocument(BaseModel):
+    """The shape of an export document, for its description (e.g. the import endpoint's
+    OpenAPI body). Imports are read by `read_import`, which checks more than this says."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    format: Literal["gui-agent-session"]
+    version: Literal[1]
+    exported_at: datetime | None = None
+    protocol_version: str | None = None
+    session: SessionRecord
+    messages: list[Message] = Field(default_factory=list, max_length=MAX_IMPORT_MESSAGES)
+    events: list[Event] = Field(default_factory=list, max_length=MAX_IMPORT_EVENTS)
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRepairs:
+    """What `sendable_history` changed: tool messages dropped as orphans, calls answered
+    because they had no result, SYSTEM messages turned into display-only notes."""
+
+    orphan_results_dropped: int = 0
+    unanswered_calls_answered: int = 0
+    system_messages_made_notes: int = 0
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "orphan_results_dropped": self.orphan_results_dropped,
+            "unanswered_calls_answered": self.unanswered_calls_answered,
+            "system_messages_made_notes": self.system_messages_made_notes,
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class Imported:
-    """A checked import: the new session, its messages, and what of the file was dropped
-    because an import never carries it (`"settings.permissions"`, `"autochat.enabled"`)."""
+    """A checked import: the new session, its messages, what of the file was dropped
+    because an import never carries it (`"settings.permissions"`, `"autochat.enabled"`),
+    and what was changed to make the history sendable (`repairs`)."""
 
     record: SessionRecord
     messages: list[Message]
     reset: tuple[str, ...] = ()
+    repairs: HistoryRepairs = HistoryRepairs()
 
 
 def export_session(
@@ -150,6 +207,13 @@ def import_document(doc: Mapping[str, Any], *, owner: str) -> tuple[SessionRecor
 
 
 def _log_reset(imported: Imported) -> Imported:
+    if imported.repairs != HistoryRepairs():
+        logger.info(
+            "import as session %s for %s: history made sendable (%s)",
+            imported.record.id,
+            imported.record.owner,
+            ", ".join(f"{k}={v}" for k, v in imported.repairs.as_dict().items() if v),
+        )
     if imported.reset:
         logger.info(
             "import as session %s for %s: reset %s (an import never carries tool "
@@ -164,26 +228,8 @@ def _log_reset(imported: Imported) -> Imported:
 def _read(doc: Mapping[str, Any], *, owner: str) -> Imported:
     if not owner:
         raise InvalidRequest("an import needs an owner")
-    session = doc.get("session")
-    if not isinstance(session, dict):
-        raise InvalidRequest("the export has no session object")
-    record = _validate(SessionRecord, session, "session")
-    _check_record(record)
-    raw_messages = doc.get("messages", [])
-    if not isinstance(raw_messages, list):
-        raise InvalidRequest("'messages' must be a list")
-    if len(raw_messages) > MAX_IMPORT_MESSAGES:
-        raise InvalidRequest(
-            f"the export has {len(raw_messages)} messages; the limit is {MAX_IMPORT_MESSAGES}"
-        )
-    messages = [_validate(Message, item, f"message {i}") for i, item in enumerate(raw_messages)]
-    seen: set[str] = set()
-    for index, message in enumerate(messages):
-        if message.id in seen:
-            raise InvalidRequest(f"message {index}: duplicate id {message.id!r}")
-        seen.add(message.id)
-        _check_message(message, f"message {index}")
-    _read_events(doc)  # never imported, but refused when malformed, like the rest
+    record, raw = _read_contents(doc)
+    messages, repairs = sendable_history(raw)
     reset = tuple(
         name
         for name, held in (
@@ -204,21 +250,108 @@ def _read(doc: Mapping[str, Any], *, owner: str) -> Imported:
             "updated_at": now,
         }
     )
-    return Imported(imported, messages, reset)
+    return Imported(imported, messages, reset, repairs)
+
+
+def _read_contents(doc: Mapping[str, Any]) -> tuple[SessionRecord, list[Message]]:
+    """The document's session and messages as they are, each validated and checked."""
+    session = doc.get("session")
+    if not isinstance(session, dict):
+        raise InvalidRequest("the export has no session object")
+    record = _validate(SessionRecord, session, "session")
+    _check_record(record)
+    raw_messages = doc.get("messages", [])
+    if not isinstance(raw_messages, list):
+        raise InvalidRequest("'messages' must be a list")
+    if len(raw_messages) > MAX_IMPORT_MESSAGES:
+        raise InvalidRequest(
+            f"the export has {len(raw_messages)} messages; the limit is {MAX_IMPORT_MESSAGES}"
+        )
+    messages = [_validate(Message, item, f"message {i}") for i, item in enumerate(raw_messages)]
+    seen: set[str] = set()
+    for index, message in enumerate(messages):
+        if message.id in seen:
+            raise InvalidRequest(f"message {index}: duplicate id {message.id!r}")
+        seen.add(message.id)
+        _check_message(message, f"message {index}")
+    _read_events(doc)  # never imported, but refused when malformed, like the rest
+    return record, messages
+
+
+def sendable_history(messages: Sequence[Message]) -> tuple[list[Message], HistoryRepairs]:
+    """`messages` made safe to send to a model API, and what that changed (see the module
+    docstring): SYSTEM messages made display-only notes, orphan tool messages dropped, calls
+    without a result answered right after the results they have. Display-only messages are
+    never sent, so they neither answer a call nor end a run of answers."""
+    notes = sum(1 for m in messages if m.role is Role.SYSTEM and not m.display_only)
+    out: list[Message] = []
+    dropped = answered = 0
+    caller: Message | None = None  # the newest sent message, when it calls tools
+    open_calls: dict[str, ToolCall] = {}  # its calls still without a result
+    for message in map(_as_note, messages):
+        if message.display_only:
+            out.append(message)
+        elif message.role is Role.TOOL:
+            if open_calls.pop(message.tool_call_id or "", None) is None:
+                dropped += 1
+            else:
+                out.append(message)
+        else:
+            out.extend(_answer_missing(caller, open_calls.values()))
+            answered += len(open_calls)
+            caller, open_calls = message, {call.id: call for call in message.tool_calls}
+            out.append(message)
+    out.extend(_answer_missing(caller, open_calls.values()))
+    answered += len(open_calls)
+    return out, HistoryRepairs(dropped, answered, notes)
+
+
+def _as_note(message: Message) -> Message:
+    """A SYSTEM message as a display-only note; any other message as it is."""
+    if message.role is not Role.SYSTEM or message.display_only:
+        return message
+    return message.model_copy(
+        update={"metadata": {**message.metadata, "display_only": True, "imported_system": True}}
+    )
+
+
+def _answer_missing(caller: Message | None, calls: Iterable[ToolCall]) -> list[Message]:
+    """Error TOOL messages for `calls` of `caller` that have no result, worded and marked as
+    the interpreter marks the calls of a turn that ended (interrupted, `is_error`)."""
+    if caller is None:
+        return []
+    return [
+        Message(
+            role=Role.TOOL,
+            type=MessageType.FUNCTION,
+            content=(
+                "No result: the imported session held none for this call. It may have run, "
+                "in part or in full; check before running it again."
+            ),
+            tool_call_id=call.id,
+            name=call.name,
+            agent=caller.agent,
+            created_at=caller.created_at,
+            status=MessageStatus.INTERRUPTED,
+            metadata={"is_error": True, "arguments": call.arguments, "was_running": True},
+        )
+        for call in calls
+    ]
 
 
 def replay_events(doc: Mapping[str, Any], *, session_id: str | None = None) -> list[Event]:
     """The events of an export in order, for a step-by-step replay.
 
     Without recorded events, each message is replayed as message_started, its text (and
-    reasoning) as text_delta, then message_completed. `session_id` re-stamps every event,
-    e.g. with the id of the imported session.
+    reasoning) as text_delta, then message_completed: the messages as the file holds them,
+    without the repairs an import makes. `session_id` re-stamps every event, e.g. with the
+    id of the imported session.
     """
     events = _read_events(doc)
     if events:
         events.sort(key=lambda event: event.seq)
     else:
-        events = list(_synthesize(_read(doc, owner="replay").messages))
+        events = list(_synthesize(_read_contents(doc)[1]))  # as recorded, not repaired
     if session_id is not None:
         events = [event.model_copy(update={"session_id": session_id}) for event in events]
     return events
@@ -360,6 +493,17 @@ def _check_message(message: Message, where: str) -> None:
         )
     _check_images(message.images, where, person=message.role is Role.USER)
     _check_metadata(message.metadata, where)
+    _check_call_ids(message, where)
+
+
+def _check_call_ids(message: Message, where: str) -> None:
+    """Every call has an id, once per message: results find their call by it."""
+    ids = [call.id for call in message.tool_calls]
+    if not all(ids):
+        raise InvalidRequest(f"{where}: a tool call has no id")
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise InvalidRequest(f"{where}: tool call id {twice[0]!r} appears more than once")
 
 
 def _check_images(images: Sequence[ImagePart], where: str, *, person: bool) -> None:
@@ -380,13 +524,17 @@ def _check_images(images: Sequence[ImagePart], where: str, *, person: bool) -> N
                 raise InvalidRequest(f"{label}: only http(s) URLs are allowed, not {image.url!r}")
         if image.data is not None:
             try:
-                size = len(base64.b64decode(image.data, validate=True))
+                decoded = base64.b64decode(image.data, validate=True)
             except (binascii.Error, ValueError):
                 raise InvalidRequest(
                     f"{label}: data must be base64 (a path or URL is not allowed)"
                 ) from None
-            if person and size > MAX_IMAGE_BYTES:
-                raise InvalidRequest(f"{label}: {size:,} bytes; the limit is {MAX_IMAGE_BYTES:,}")
+            if person and len(decoded) > MAX_IMAGE_BYTES:
+                raise InvalidRequest(
+                    f"{label}: {len(decoded):,} bytes; the limit is {MAX_IMAGE_BYTES:,}"
+                )
+            if person and (problem := image_bytes_problem(image.media_type, decoded)) is not None:
+                raise InvalidRequest(f"{label}: {problem}")
 
 
 def _check_metadata(value: Any, where: str, key: str = "") -> None:

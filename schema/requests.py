@@ -21,10 +21,40 @@ IMAGE_MEDIA_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/we
 """The image types a person can send: what every vision API reads (no SVG: it is a script
 carrier, not a picture)."""
 
+_IMAGE_SIGNATURES: tuple[tuple[bytes, str], ...] = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+)
+
 DEFAULT_CONTINUATION_PROMPT = (
     "Continue working toward the goal. When the goal is fully achieved, call the "
     "task_complete tool with a short summary."
 )
+
+
+def sniff_image_type(data: bytes) -> str | None:
+    """The media type of PNG, JPEG, GIF or WebP data, recognised by its first bytes; None
+    for anything else. What a file is called or claims to be decides nothing."""
+    for magic, media_type in _IMAGE_SIGNATURES:
+        if data.startswith(magic):
+            return media_type
+    if len(data) >= 12 and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def image_bytes_problem(media_type: str, data: bytes) -> str | None:
+    """Why `data` cannot go as an image declared `media_type`, or None when it can: its
+    bytes must be a PNG, JPEG, GIF or WebP image, of the declared type (vision APIs refuse
+    an image whose bytes and declared type differ)."""
+    found = sniff_image_type(data)
+    if found is None:
+        return "the data is not a PNG, JPEG, GIF or WebP image"
+    if found != media_type.lower():
+        return f"the data is {found}, not {media_type} as declared"
+    return None
 
 
 class AutoChatSettings(BaseModel):

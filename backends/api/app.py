@@ -3,11 +3,13 @@
 `create_api(manager, tokens, ...)` returns a FastAPI app whose routes all live under `/api`
 (the server mounts the Gradio page on the same app at `/`). Bodies are JSON, read with a
 size cap and validated by the `schema.requests` models; the session id in the path wins
-over one in the body. Every endpoint but login and health needs a bearer token, and every
-session lookup is scoped to the token's user: someone else's session is 404, like an
-unknown one. Bodies with fields an endpoint does not define are refused (400), never
-silently trimmed. Errors read `{"error": {"code": ..., "message": ...}}` (see `errors`);
-a method an endpoint does not take is 405 with `Allow`, an unknown path under /api 404.
+over one in the body. The OpenAPI document (with `docs`) describes each body from these
+models (see `openapi`); reading and validating them stays here. Every endpoint but login
+and health needs a bearer token, and every session lookup is scoped to the token's user:
+someone else's session is 404, like an unknown one. Bodies with fields an endpoint does
+not define are refused (400), never silently trimmed. Errors read `{"error": {"code": ...,
+"message": ...}}` (see `errors`); a method an endpoint does not take is 405 with `Allow`,
+an unknown path under /api 404.
 
     POST   /api/login                                  -> {token, expires_at, user}
     GET    /api/health                                 -> {status, protocol_version, auth}
@@ -21,9 +23,11 @@ a method an endpoint does not take is 405 with `Allow`, an unknown path under /a
     POST   /api/sessions/{id}/stop
     POST   /api/sessions/{id}/approvals/{approval_id}  {decision, note?}
     POST   /api/sessions/{id}/control   {action: retry|edit_last|clear, text?, images?}
-    GET    /api/sessions/{id}/events    (SSE, ids <epoch>-<seq>; Last-Event-ID or ?since=&epoch=)
+    GET    /api/sessions/{id}/events    (SSE, ids <epoch>-<seq>; Last-Event-ID or ?since=&epoch=;
+                                        ends with `event: closed` when access ends, see `sse`)
     GET    /api/sessions/{id}/export    -> the export document, as an attachment
-    POST   /api/sessions/import         (body: an export document) -> 201 {session, reset}
+    POST   /api/sessions/import         (body: an export document)
+                                        -> 201 {session, message_count, reset, repairs}
 
 PATCH changes only what it is sent: `settings` and `autochat` are merged field by field into
 the session's current ones (a field sent replaces that field; `permissions` is one field, so
@@ -32,7 +36,9 @@ Creating a session merges `settings` into the defaults the same way.
 
 An import is untrusted: it never carries tool permissions or a running AutoChat. `reset`
 in the answer lists what the document held and the new session does not
-(`settings.permissions`, `autochat.enabled`).
+(`settings.permissions`, `autochat.enabled`). `repairs` counts what was changed so the
+history can be sent to any model (see `gui_agent.export`): tool results answering no call
+dropped, calls without a result answered, SYSTEM messages kept as display-only notes.
 """
 
 from __future__ import annotations
@@ -53,12 +59,14 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.routing import Match
 
-from backends.api.auth import Authenticator, LoginThrottles
+from backends.api.auth import Authenticator, LoginBody, LoginThrottles
 from backends.api.bodies import check_images, read_body, read_object, validate
 from backends.api.errors import ApiError, describe_validation, install_error_handlers, not_found
-from backends.api.sse import EventStreamResponse, event_stream
+from backends.api.openapi import RequestBodies
+from backends.api.sse import DEFAULT_RECHECK_S, EventStreamResponse, event_stream
 from gui_agent.auth import ProxyHeaderAuth, TokenService, UserDB
-from gui_agent.export import MAX_IMPORT_BYTES, export_session, read_import
+from gui_agent.exceptions import ConfigError
+from gui_agent.export import MAX_IMPORT_BYTES, ExportDocument, export_session, read_import
 from gui_agent.interpreter import Interpreter
 from gui_agent.manager import SessionManager
 from schema import (
@@ -81,6 +89,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 """The largest JSON body accepted (a message with a few images); imports have their own cap."""
 DEFAULT_KEEPALIVE_S = 15.0
+DEFAULT_AUTH_RECHECK_S = DEFAULT_RECHECK_S
+"""How often an open event stream checks its token is still good and its user still in
+the users file: a removed user's streams end within this many seconds."""
 MAX_SESSION_ID_CHARS = 128
 MAX_QUERY_CHARS = 200
 PAGE_SIZE = 200
@@ -123,6 +134,7 @@ def create_api(
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_import_bytes: int = MAX_IMPORT_BYTES,
     keepalive_s: float = DEFAULT_KEEPALIVE_S,
+    auth_recheck_s: float = DEFAULT_AUTH_RECHECK_S,
     notice: str | None = None,
     docs: bool = False,
     throttles: LoginThrottles | None = None,
@@ -130,7 +142,10 @@ def create_api(
     """The API app over `manager`. `users` enables password login, `proxy` the trusted
     header; with neither, login issues a token for "local" (loopback development).
     `docs` serves the OpenAPI schema and pages under /api/docs. `throttles` counts failed
-    logins (pass the page's, so both count together)."""
+    logins (pass the page's, so both count together). An open event stream checks its
+    caller's access again every `auth_recheck_s` seconds."""
+    if auth_recheck_s <= 0:
+        raise ConfigError(f"auth_recheck_s must be positive, not {auth_recheck_s}")
     auth = Authenticator(
         tokens=tokens, users=users, proxy=proxy, throttles=throttles or LoginThrottles()
     )
@@ -142,6 +157,7 @@ def create_api(
         openapi_url="/api/openapi.json" if docs else None,
     )
     install_error_handlers(app)
+    bodies = RequestBodies()
 
     # Sequence numbers restart when a session's interpreter is rebuilt (a server restart,
     # or an idle session released from memory); an epoch names one run of numbers.
@@ -167,7 +183,14 @@ def create_api(
 
     # -- who, and what is on offer ----------------------------------------------------------
 
-    @app.post("/api/login")
+    @app.post(
+        "/api/login",
+        openapi_extra=bodies.body(
+            LoginBody,
+            required=False,
+            description="Needed when login is by password (GET /api/health says `auth`).",
+        ),
+    )
     async def login(request: Request) -> dict[str, str]:
         return await auth.login(request)
 
@@ -216,7 +239,9 @@ def create_api(
             "offset": offset,
         }
 
-    @app.post("/api/sessions", status_code=201)
+    @app.post(
+        "/api/sessions", status_code=201, openapi_extra=bodies.body(CreateSession, required=False)
+    )
     async def create_session(request: Request) -> dict[str, Any]:
         owner = await auth.owner(request)
         body = validate(CreateSession, await read_object(request, max_body_bytes, optional=True))
@@ -232,7 +257,11 @@ def create_api(
             await interpreter.update(title=body.title)
         return {"session": (await record_of(interpreter)).model_dump(mode="json")}
 
-    @app.post("/api/sessions/import", status_code=201)
+    @app.post(
+        "/api/sessions/import",
+        status_code=201,
+        openapi_extra=bodies.body(ExportDocument, description="A session export document."),
+    )
     async def import_(request: Request) -> dict[str, Any]:
         owner = await auth.owner(request)
         raw = await read_body(request, max_import_bytes)
@@ -246,6 +275,7 @@ def create_api(
             "session": (await record_of(interpreter)).model_dump(mode="json"),
             "message_count": len(messages),
             "reset": list(imported.reset),
+            "repairs": imported.repairs.as_dict(),
         }
 
     @app.get("/api/sessions/{session_id}")
@@ -270,7 +300,7 @@ def create_api(
             "protocol_version": PROTOCOL_VERSION,
         }
 
-    @app.patch("/api/sessions/{session_id}")
+    @app.patch("/api/sessions/{session_id}", openapi_extra=bodies.body(PatchSession))
     async def patch_session(request: Request, session_id: str) -> dict[str, Any]:
         interpreter = await session_of(request, session_id)
         body = validate(PatchSession, await read_object(request, max_body_bytes))
@@ -309,7 +339,11 @@ def create_api(
 
     # -- a conversation ---------------------------------------------------------------------
 
-    @app.post("/api/sessions/{session_id}/messages", status_code=202)
+    @app.post(
+        "/api/sessions/{session_id}/messages",
+        status_code=202,
+        openapi_extra=bodies.body(ChatRequest, from_path=["session_id"]),
+    )
     async def send_message(request: Request, session_id: str) -> dict[str, Any]:
         interpreter = await session_of(request, session_id)
         chat = validate(
@@ -325,7 +359,10 @@ def create_api(
         interpreter = await session_of(request, session_id)
         return {"stopped": await interpreter.stop()}
 
-    @app.post("/api/sessions/{session_id}/approvals/{approval_id}")
+    @app.post(
+        "/api/sessions/{session_id}/approvals/{approval_id}",
+        openapi_extra=bodies.body(ApprovalResponse, from_path=["session_id", "approval_id"]),
+    )
     async def approve(request: Request, session_id: str, approval_id: str) -> dict[str, Any]:
         interpreter = await session_of(request, session_id)
         answer = validate(
@@ -338,7 +375,10 @@ def create_api(
             raise not_found(f"no open approval {approval_id!r} in this session")
         return {"approval_id": answer.approval_id, "decision": answer.decision.value}
 
-    @app.post("/api/sessions/{session_id}/control")
+    @app.post(
+        "/api/sessions/{session_id}/control",
+        openapi_extra=bodies.body(ControlRequest, from_path=["session_id"]),
+    )
     async def control(request: Request, session_id: str) -> JSONResponse:
         interpreter = await session_of(request, session_id)
         command = validate(
@@ -395,6 +435,8 @@ def create_api(
                 keepalive_s=keepalive_s,
                 hello=hello,
                 stale=stale,
+                recheck=lambda: auth.owner(request),
+                recheck_s=auth_recheck_s,
             )
         )
 
@@ -438,6 +480,7 @@ def create_api(
 
     for path in ("/api", "/api/{rest:path}"):
         app.add_route(path, unknown, methods=list(HTTP_METHODS), include_in_schema=False)
+    bodies.install(app)
 
     return app
 

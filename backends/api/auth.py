@@ -13,6 +13,9 @@ password is not even checked until then.
 
 Tokens are HS256 JWTs from `gui_agent.auth.TokenService`; anything else (no token, a bad
 signature, `alg: none`, an expired token, a removed user) is 401 with `WWW-Authenticate`.
+The users file is read on every check, so `gui-agent users remove` (another process) takes
+effect at the next request; an event stream already open runs the same check again at a
+bounded interval and ends when it fails (see `sse`).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from starlette.requests import ClientDisconnect
 
 from backends.api.errors import ApiError, describe_validation
 from schema import ImagePart
-from schema.requests import IMAGE_MEDIA_TYPES, MAX_IMAGE_BYTES, MAX_IMAGES
+from schema.requests import IMAGE_MEDIA_TYPES, MAX_IMAGE_BYTES, MAX_IMAGES, image_bytes_problem
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +91,8 @@ def validate(model: type[_M], data: dict[str, Any], **overrides: Any) -> _M:
 
 def check_images(images: Sequence[ImagePart]) -> None:
     """Images a person sends: at most `MAX_IMAGES`, each PNG, JPEG, GIF or WebP, as base64
-    data of at most `MAX_IMAGE_BYTES` or an http(s) URL; never a path or a `file:` URL the
+    data of at most `MAX_IMAGE_BYTES` whose bytes are an image of the declared type (sniffed
+    as the page's attach button does), or an http(s) URL; never a path or a `file:` URL the
     server might be tricked into reading. The same limits as the page's attach button."""
     if len(images) > MAX_IMAGES:
         raise ApiError(
@@ -100,30 +101,35 @@ def check_images(images: Sequence[ImagePart]) -> None:
             f"images: a message carries at most {MAX_IMAGES} images (got {len(images)})",
         )
     for index, image in enumerate(images):
-        where = f"images.{index}"
-        if image.media_type.lower() not in IMAGE_MEDIA_TYPES:
-            kinds = ", ".join(sorted(IMAGE_MEDIA_TYPES))
-            raise ApiError(
-                400,
-                "invalid_request",
-                f"{where}: {image.media_type!r} is not accepted; send one of {kinds}",
-            )
-        if image.url is not None:
-            parts = urlsplit(image.url)
-            if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
-                raise ApiError(
-                    400, "invalid_request", f"{where}: only http(s) image URLs are accepted"
-                )
-        if image.data is not None:
-            try:
-                size = len(base64.b64decode(image.data, validate=True))
-            except (binascii.Error, ValueError):
-                raise ApiError(
-                    400, "invalid_request", f"{where}: data must be base64-encoded"
-                ) from None
-            if size > MAX_IMAGE_BYTES:
-                raise ApiError(
-                    413,
-                    "too_large",
-                    f"{where}: the image has {size:,} bytes; the limit is {MAX_IMAGE_BYTES:,}",
-                )
+        _check_image(image, f"images.{index}")
+
+
+def _check_image(image: ImagePart, where: str) -> None:
+    if image.media_type.lower() not in IMAGE_MEDIA_TYPES:
+        kinds = ", ".join(sorted(IMAGE_MEDIA_TYPES))
+        raise ApiError(
+            400,
+            "invalid_request",
+            f"{where}: {image.media_type!r} is not accepted; send one of {kinds}",
+        )
+    if image.url is not None:
+        parts = urlsplit(image.url)
+        if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+            raise ApiError(400, "invalid_request", f"{where}: only http(s) image URLs are accepted")
+    if image.data is not None:
+        _check_image_data(image.media_type, image.data, where)
+
+
+def _check_image_data(media_type: str, data: str, where: str) -> None:
+    try:
+        decoded = base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise ApiError(400, "invalid_request", f"{where}: data must be base64-encoded") from None
+    if len(decoded) > MAX_IMAGE_BYTES:
+        raise ApiError(
+            413,
+            "too_large",
+            f"{where}: the image has {len(decoded):,} bytes; the limit is {MAX_IMAGE_BYTES:,}",
+        )
+    if (problem := image_bytes_problem(media_type, decoded)) is not None:
+        raise ApiError(400, "invalid_request", f"{where}: {problem}")

@@ -16,22 +16,44 @@ replays buffered events after the client's last seen `seq`, then follows the ses
 with a comment line every `keepalive_s` seconds so proxies keep the connection open.
 `EventStreamResponse` watches for the client hanging up and then cancels the stream, which
 closes the session subscription; no task outlives the response.
+
+Access is checked again while the stream is open, at a bounded interval (not per event):
+a token that has expired, or whose user was removed from the users file (by
+`gui-agent users remove`, from another process), ends the stream within that interval with
+
+    event: closed
+    data: {"error": {"code": "unauthorized", "message": "..."}}
+
+(no id; the data is the API's error shape, the code the one a new request would get). A
+client that reconnects is then refused (401).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Sequence,
+)
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from backends.api.errors import ApiError
 from gui_agent.interpreter import Interpreter
 from schema import Event
 
 KEEPALIVE = b": keep-alive\n\n"
+CLOSED_EVENT = "closed"
+DEFAULT_RECHECK_S = 5.0
 RETRY_MS = 2000
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
@@ -55,6 +77,49 @@ async def _next_event(iterator: AsyncIterator[Event]) -> Event | None:
         return None
 
 
+Recheck = Callable[[], Awaitable[object]]
+"""Checks that the client may still read the stream: returns when it may, raises ApiError
+(the answer a new request would get) when not."""
+
+
+@dataclass(slots=True)
+class _Timer:
+    """When the live loop is next due to write a keep-alive and to recheck access."""
+
+    keepalive_s: float
+    recheck_s: float | None
+    quiet_since: float
+    checked_at: float
+
+    def timeout(self, now: float) -> float:
+        due = self.quiet_since + self.keepalive_s
+        if self.recheck_s is not None:
+            due = min(due, self.checked_at + self.recheck_s)
+        return max(0.0, due - now)
+
+    def recheck_due(self, now: float) -> bool:
+        if self.recheck_s is None or now - self.checked_at < self.recheck_s:
+            return False
+        self.checked_at = now
+        return True
+
+    def keepalive_due(self, now: float) -> bool:
+        if now - self.quiet_since < self.keepalive_s:
+            return False
+        self.quiet_since = now
+        return True
+
+
+async def _refusal(recheck: Recheck) -> bytes | None:
+    """The final `closed` event when `recheck` refuses, its data in the API's error shape."""
+    try:
+        await recheck()
+    except ApiError as refused:
+        error = {"code": refused.code, "message": refused.message}
+        return encode_named(CLOSED_EVENT, {"error": error})
+    return None
+
+
 async def event_stream(
     interpreter: Interpreter,
     *,
@@ -63,6 +128,8 @@ async def event_stream(
     keepalive_s: float,
     hello: Callable[[Sequence[Event], bool], dict[str, Any]],
     stale: bool = False,
+    recheck: Recheck | None = None,
+    recheck_s: float = DEFAULT_RECHECK_S,
 ) -> AsyncIterator[bytes]:
     """The SSE body for one client of one session.
 
@@ -73,11 +140,12 @@ async def event_stream(
     `since` comes from before a restart) and the client should reload the session.
     `stale` says `since` belongs to an earlier run of the session's sequence numbers (another
     epoch): nothing is replayed and the client is told to reload.
+    `recheck` runs at most every `recheck_s` seconds while the stream is live (before the
+    next event is written, and while it is quiet); when it refuses, the stream ends with a
+    `closed` event saying why.
     Ends when the session's event hub closes; the subscription is closed however it ends.
     """
     subscription = interpreter.subscribe()
-    iterator = aiter(subscription)
-    pending: asyncio.Task[Event | None] | None = None
     try:
         replay = interpreter.events_since(since) if since is not None and not stale else []
         last_seq = interpreter.last_seq
@@ -87,29 +155,57 @@ async def event_stream(
             or (since < last_seq and bool(replay) and replay[0].seq == since + 1)
         )
         yield encode_named("hello", hello(replay, complete), retry_ms=RETRY_MS)
-        last = 0
         for replayed in replay:
-            last = replayed.seq
             yield encode_event(replayed, epoch)
+        clock = asyncio.get_running_loop().time
+        timer = _Timer(keepalive_s, recheck_s if recheck else None, clock(), clock())
+        after = replay[-1].seq if replay else 0
+        live = _follow(aiter(subscription), after, epoch, timer, recheck)
+        async with contextlib.aclosing(live) as chunks:
+            async for chunk in chunks:
+                yield chunk
+    finally:
+        subscription.close()
+
+
+async def _follow(
+    iterator: AsyncIterator[Event],
+    after: int,
+    epoch: str,
+    timer: _Timer,
+    recheck: Recheck | None,
+) -> AsyncGenerator[bytes, None]:
+    """The live part of `event_stream`: events newer than seq `after`, keep-alives while
+    quiet, and the access recheck; the task awaiting the next event is cancelled on exit."""
+    clock = asyncio.get_running_loop().time
+    pending: asyncio.Task[Event | None] | None = None
+    try:
         while True:
             if pending is None:
                 pending = asyncio.create_task(_next_event(iterator), name="sse-next-event")
-            done, _ = await asyncio.wait({pending}, timeout=keepalive_s)
+            done, _ = await asyncio.wait({pending}, timeout=timer.timeout(clock()))
+            if (
+                recheck is not None
+                and timer.recheck_due(clock())
+                and (refusal := await _refusal(recheck)) is not None
+            ):
+                yield refusal
+                return
             if not done:
-                yield KEEPALIVE
+                if timer.keepalive_due(clock()):
+                    yield KEEPALIVE
                 continue
             event, pending = pending.result(), None
             if event is None:
                 return
-            if event.seq <= last:
-                continue
-            last = event.seq
-            yield encode_event(event, epoch)
+            if event.seq > after:
+                after = event.seq
+                timer.quiet_since = clock()
+                yield encode_event(event, epoch)
     finally:
         if pending is not None:
             pending.cancel()
             await asyncio.wait({pending})
-        subscription.close()
 
 
 class EventStreamResponse(StreamingResponse):

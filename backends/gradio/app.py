@@ -12,7 +12,8 @@ How it is wired, and why:
   no concurrency limit: handlers are async, and the streaming ones spend their time
   waiting on their session's events;
 - Gradio runs at most `max_concurrent_events` events at once; a streaming reply holds one
-  for its whole turn and every open tab holds one (`Handlers.keep_open`);
+  for its whole turn and every open tab holds one (`Presence.keep_open`), which also
+  brings the tab up to date when its chat moves on in another tab;
 - streaming handlers skip Gradio's postprocessing and yield wire-ready values
   (`PageView`), coalesced to at most one update every `stream_interval_s`;
 - Send and the AutoChat switch work while a reply streams ("multiple"): the message is
@@ -35,6 +36,7 @@ from backends.gradio.assets import load_assets
 from backends.gradio.coalesce import DEFAULT_INTERVAL_S
 from backends.gradio.handlers import Handlers, ModelInfoLike
 from backends.gradio.layout import Page, build_page
+from backends.gradio.presence import Presence
 from backends.gradio.sidebar import Sidebar
 from backends.gradio.transfer import Transfer
 from gui_agent.manager import SessionManager
@@ -151,6 +153,7 @@ def create_app(
             handlers=handlers,
             transfer=Transfer(handlers),
             sidebar=Sidebar(handlers),
+            presence=Presence(handlers),
             page_js=assets.page_js,
             download_js=assets.download_js,
         )
@@ -215,6 +218,7 @@ def _wire(
     handlers: Handlers,
     transfer: Transfer,
     sidebar: Sidebar,
+    presence: Presence,
     page_js: str,
     download_js: str,
 ) -> None:
@@ -230,7 +234,17 @@ def _wire(
     demo.load(None, None, None, js=page_js)
     settle = [handlers.settle, [*sid, *ticket], streamed]
     loaded = demo.load(handlers.on_load, [*sid, *ticket], everything, js=_REMEMBERED_JS, **_EVENT)
-    demo.load(handlers.keep_open, None, None, **_EVENT)
+    # The keep-alive event also wakes the tab when its chat moves on elsewhere (another
+    # tab, the API): the view then settles, and follows the chat while it runs.
+    demo.load(presence.keep_open, None, [page.tab_wake], **_EVENT)
+    page.tab_wake.change(
+        handlers.settle,
+        [*sid, *ticket],
+        streamed,
+        trigger_mode="always_last",
+        **numbered,
+        **_STREAM,
+    )
     page.session_id.change(None, sid, None, js=_REMEMBER_JS, **_EVENT)
 
     sessions = [

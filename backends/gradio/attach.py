@@ -14,7 +14,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 
 from schema import ImagePart
-from schema.requests import MAX_IMAGE_BYTES, MAX_IMAGES
+from schema.requests import MAX_IMAGE_BYTES, MAX_IMAGES, sniff_image_type
 
 __all__ = [
     "MAX_IMAGES",
@@ -24,23 +24,6 @@ __all__ = [
     "attachments_note",
     "sniff_image_type",
 ]
-
-_SIGNATURES: tuple[tuple[bytes, str], ...] = (
-    (b"\x89PNG\r\n\x1a\n", "image/png"),
-    (b"\xff\xd8\xff", "image/jpeg"),
-    (b"GIF87a", "image/gif"),
-    (b"GIF89a", "image/gif"),
-)
-
-
-def sniff_image_type(data: bytes) -> str | None:
-    """The media type of PNG, JPEG, GIF or WebP data; None for anything else."""
-    for magic, media_type in _SIGNATURES:
-        if data.startswith(magic):
-            return media_type
-    if len(data) >= 12 and data[:4] == b"RIFF" and data[8:12] == b"WEBP":
-        return "image/webp"
-    return None
 
 
 def add_images(

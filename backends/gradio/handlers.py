@@ -48,7 +48,6 @@ __all__ = ["Handlers", "ModelInfoLike", "owner_of", "tab_of"]
 logger = logging.getLogger(__name__)
 
 LOCAL_OWNER = "local"
-KEEP_OPEN_S = 15.0
 QUEUED_NOTE = "Queued: the agent reads it when the current step ends."
 NOT_SAVED = "{problem}. Not saved: AutoChat keeps its previous limits until you fix it."
 SENT_WITH_PREVIOUS = "{problem}. Your message was sent; AutoChat keeps its previous limits."
@@ -100,7 +99,7 @@ class Handlers:
         self.trays = Trays()
         self.streams = TabStreams()
         self.closing = closing if closing is not None else asyncio.Event()
-        """Set when the server shuts down: every tab's keep-alive event ends."""
+        """Set when the server shuts down: every tab's keep-alive event ends (presence.py)."""
         self.role_notes = {
             name.value: role.description for name, role in manager.architectures_factory().items()
         }
@@ -199,25 +198,6 @@ class Handlers:
             self.page.account: _account_note(request),
         }
 
-    async def keep_open(self, request: gr.Request) -> AsyncIterator[None]:
-        """Holds the tab's event stream open for as long as the tab is, or until the server
-        shuts down (`closing`).
-
-        Gradio's browser client opens its server-sent-event stream when an event starts and
-        lets it close when none is left; an event sent while the stream is closing loses
-        its reply, and the button that sent it stays busy. With this event always pending
-        the stream never closes. It wakes every `KEEP_OPEN_S` so that Gradio notices a
-        closed tab and ends it (a handler that never yields would hold its queue slot). At
-        shutdown it ends at once, so the tab's connection does not hold the server up.
-        """
-        try:
-            while not self.closing.is_set():
-                yield None
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self.closing.wait(), KEEP_OPEN_S)
-        finally:
-            self.streams.forget(tab_of(request))
-
     async def new_chat(self, ticket: str, request: gr.Request) -> Updates:
         tab, order = tab_of(request), ticket_of(ticket)
         await self.streams.supersede(tab, order, "")
@@ -270,28 +250,8 @@ class Handlers:
         elif not interpreter.busy:
             yield self.view_of(interpreter).updates(full=True)
         else:
-            async for update in self._follow(interpreter, request, order):
+            async for update in self._stream_to_tab(interpreter, request, order):
                 yield update
-
-    async def _follow(
-        self, interpreter: Interpreter, request: gr.Request | None, ticket: int
-    ) -> AsyncIterator[Updates]:
-        tab = tab_of(request)
-        await self.streams.supersede(tab, ticket, interpreter.id)
-        yielded = False
-        with self.streams.watch(tab, interpreter.id, ticket) as watch:
-            stream = stream_session(
-                interpreter,
-                lambda: self.view_of(interpreter),
-                interval_s=self.interval_s,
-                watch=watch,
-            )
-            async with contextlib.aclosing(stream):
-                async for update in stream:
-                    yielded = True
-                    yield update
-        if not yielded:
-            yield no_change()
 
     # -- quick controls ---------------------------------------------------------------------
 
@@ -464,7 +424,7 @@ class Handlers:
             else:
                 await target.send(text, images=images)
 
-        async for update in self._stream(target, act, first, request, ticket):
+        async for update in self._stream_to_tab(target, request, ticket, action=act, first=first):
             yield update
 
     async def _queue(
@@ -489,7 +449,7 @@ class Handlers:
         if self.streams.showing(tab_of(request), interpreter.id) or not interpreter.busy:
             yield no_change()
             return
-        async for update in self._follow(interpreter, request, ticket):
+        async for update in self._stream_to_tab(interpreter, request, ticket):
             yield update
 
     async def attach(self, files: list[bytes] | None, request: gr.Request) -> Updates:
@@ -523,8 +483,10 @@ class Handlers:
             gr.Warning("There is nothing to retry yet.")
             yield no_change()
             return
-        retry = interpreter.retry
-        async for update in self._stream(interpreter, retry, None, request, ticket_of(ticket)):
+        retrying = self._stream_to_tab(
+            interpreter, request, ticket_of(ticket), action=interpreter.retry
+        )
+        async for update in retrying:
             yield update
 
     async def toggle_autochat(
@@ -548,7 +510,7 @@ class Handlers:
             if self.streams.showing(tab_of(request), interpreter.id):
                 yield no_change()  # the running stream shows the effect
             else:
-                async for update in self._follow(interpreter, request, ticket):
+                async for update in self._stream_to_tab(interpreter, request, ticket):
                     yield update
             return
         target = interpreter
@@ -556,7 +518,7 @@ class Handlers:
         async def act() -> None:
             await target.update(autochat=auto)
 
-        async for update in self._stream(target, act, None, request, ticket):
+        async for update in self._stream_to_tab(target, request, ticket, action=act):
             yield update
 
     async def _create(self, form: Form, auto: AutoChatSettings, request: gr.Request) -> Interpreter:
@@ -569,18 +531,23 @@ class Handlers:
             await interpreter.update(autochat=auto)
         return interpreter
 
-    async def _stream(
+    async def _stream_to_tab(
         self,
         interpreter: Interpreter,
-        action: Callable[[], Awaitable[object]],
-        first: Updates | None,
         request: gr.Request | None,
         ticket: int,
+        *,
+        action: Callable[[], Awaitable[object]] | None = None,
+        first: Updates | None = None,
     ) -> AsyncIterator[Updates]:
-        """Run `action` and stream the session to the tab until it is idle. The tab's older
-        streams (ones still finishing) end first, so their last updates come before these."""
+        """Run `action` (send, retry, …; none to follow a busy session) and stream the
+        session to the tab until it is idle. `first` goes with the first update.
+
+        The tab's older streams (ones still finishing) end first, so their last updates come
+        before these; but an action meeting a busy session (an edit or a retry while a turn
+        runs) is refused, in a toast, and the stream showing that turn is left running."""
         tab = tab_of(request)
-        if not interpreter.busy:
+        if action is None or not interpreter.busy:
             await self.streams.supersede(tab, ticket, interpreter.id)
         yielded = False
         with self.streams.watch(tab, interpreter.id, ticket) as watch:
@@ -593,13 +560,12 @@ class Handlers:
                 watch=watch,
             )
             try:
-                async for update in stream:
-                    yielded = True
-                    yield update
+                async with contextlib.aclosing(stream):
+                    async for update in stream:
+                        yielded = True
+                        yield update
             except InvalidRequest as exc:
                 gr.Warning(str(exc))
-            finally:
-                await stream.aclose()
         if not yielded:
             yield no_change()  # a streaming handler must yield once, or Gradio blanks its outputs
 

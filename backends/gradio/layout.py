@@ -104,6 +104,8 @@ class Page:
     autochat_status: gr.Markdown
     memory_panel: gr.Markdown
     usage_panel: gr.Markdown
+    tab_wake: gr.Textbox
+    """Changed by the tab's keep-alive event when the chat it shows moves on elsewhere."""
     ticket: gr.Textbox
     """Which of the tab's events the browser triggered later (a number it counts up): an
     event that replaces the view ends only the streams of events triggered before it."""
@@ -347,6 +349,8 @@ def build_page(
 
     # Created last on purpose: Gradio passes a form's inputs (a set) sorted by creation, so
     # the ticket is the last one, where the browser's event code puts it (see app.py).
+    # Changed by the tab's keep-alive event when its chat moves on elsewhere (presence.py).
+    tab_wake = gr.Textbox("", visible="hidden", elem_id="tab-wake", label="Changed elsewhere")
     ticket = gr.Textbox("", visible="hidden", elem_id="event-ticket", label="Event order")
 
     return Page(
@@ -404,5 +408,6 @@ def build_page(
         autochat_status=autochat_status,
         memory_panel=memory_panel,
         usage_panel=usage_panel,
+        tab_wake=tab_wake,
         ticket=ticket,
     )

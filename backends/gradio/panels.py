@@ -9,6 +9,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from backends.gradio.autoturns import TurnTally, turns_phrase
 from backends.gradio.markdown import escape_html
 from schema import (
     AgentName,
@@ -101,50 +102,54 @@ class AutoChatStatus:
     enabled: bool = False
     active: bool = False
     """An AutoChat run is going on (from the person's message until it stops)."""
-    turn: AutoChatTurn | None = None
-    """The current run's latest automatic turn (announced before its delay)."""
-    turn_started: bool = False
+    tally: TurnTally = field(default_factory=TurnTally)
+    """The current run's latest automatic turn (announced before its delay), and whether it
+    has started."""
     stopped: AutoChatStopped | None = None
-    """Why the last run stopped; said until AutoChat is switched or starts again."""
+    """Why the last run stopped, counting the turns that ran; said until AutoChat is
+    switched or starts again."""
+    max_turns: int | None = None
+    """The limit as set since the latest turn was announced (edited while AutoChat runs)."""
 
     def apply(self, event: Event) -> None:
+        if isinstance(event, AutoChatStopped):
+            ran = self.tally.stop(event)
+            self.active, self.stopped = False, event.model_copy(update={"turns": ran})
+            return
+        was_announced = self.tally.announced is not None
+        self.tally.apply(event)
         if isinstance(event, AutoChatTurn):
-            self.active, self.turn, self.turn_started, self.stopped = True, event, False, None
-        elif isinstance(event, AutoChatStopped):
-            if self.turn is not None and not self.turn_started and event.turns:
-                # stopped while waiting to start the turn it had announced: not a turn run
-                event = event.model_copy(update={"turns": event.turns - 1})
-            self.active, self.turn, self.stopped = False, None, event
+            self.active, self.stopped, self.max_turns = True, None, None
         elif isinstance(event, StateChanged) and event.to_state is InterpreterState.RUNNING:
-            if self.turn is not None:
-                self.turn_started = True
-            elif self.enabled:  # the person's message: AutoChat goes on after its reply
+            if not was_announced and self.enabled:  # the person's message: AutoChat goes on
                 self.active, self.stopped = True, None
         elif isinstance(event, SessionUpdated):
             settings = event.fields.get("autochat")
             enabled = settings.get("enabled") if isinstance(settings, dict) else None
+            limit = settings.get("max_turns") if isinstance(settings, dict) else None
+            if isinstance(limit, int):
+                self.max_turns = limit
             if isinstance(enabled, bool) and enabled != self.enabled:
                 # A run that is going on says itself when it stops (after its turn).
                 self.enabled, self.stopped = enabled, None
 
     def text(self) -> str:
-        turn = self.turn
+        turn = self.tally.announced
         if self.active and turn is not None:
-            if self.turn_started:
+            limit = turn.max_turns if self.max_turns is None else self.max_turns
+            if self.tally.started:
                 return (
-                    f"AutoChat running: automatic turn {turn.turn} of {turn.max_turns}, "
-                    f"{turn.remaining} remaining."
+                    f"AutoChat running: automatic turn {turn.turn} of {limit}, "
+                    f"{max(0, limit - turn.turn)} remaining."
                 )
-            return f"AutoChat: automatic turn {turn.turn} of {turn.max_turns} starts shortly."
+            return f"AutoChat: automatic turn {turn.turn} of {limit} starts shortly."
         if self.active:
             return "AutoChat is on: after this reply the agent keeps going on its own."
         if self.stopped is not None:
             stop = self.stopped
             detail = f" ({stop.detail})" if stop.detail else ""
-            return (
-                f"AutoChat stopped after {_count(stop.turns, 'automatic turn')}: "
-                f"{stop.reason.value}{detail}."
-            )
+            ran = turns_phrase(stop.turns)
+            return f"AutoChat stopped after {ran}: {stop.reason.value}{detail}."
         if self.enabled:
             return "AutoChat is on: after your next message the agent keeps going on its own."
         return "AutoChat is off."

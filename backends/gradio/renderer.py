@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from backends.gradio.autoturns import TurnTally, turns_phrase
 from backends.gradio.looks import (
     ERROR_MARK,
     INTERRUPTED_MARK,
@@ -44,6 +45,7 @@ from schema import (
     ApprovalRequested,
     ApprovalResolved,
     AutoChatStopped,
+    AutoChatTurn,
     ErrorEvent,
     Event,
     ImagePart,
@@ -56,6 +58,7 @@ from schema import (
     RunFinished,
     RunOutcome,
     SessionUpdated,
+    StateChanged,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -141,6 +144,9 @@ class ChatView:
         self._previews: dict[str, tuple[str, str]] = {}
         self._speaker: AgentName | None = None
         self._serial = 0
+        self.autochat = TurnTally()
+        """The AutoChat run's turns as the events tell them (a view of a session caught up
+        mid-run is told its buffered ones: `PageView.of`)."""
         self.version = 0
         """Bumped on every visible change: compare to know whether to send the chatbot."""
 
@@ -230,9 +236,9 @@ class ChatView:
         elif isinstance(event, RunFinished) and event.outcome is RunOutcome.BUDGET:
             self._note(f"_Stopped: {escape_html(event.detail or 'budget reached')}_")
         elif isinstance(event, AutoChatStopped):
-            detail = f": {escape_html(event.detail)}" if event.detail else ""
-            reason = event.reason.value
-            self._note(f"_AutoChat stopped ({reason}) after {event.turns} turns{detail}_")
+            self._autochat_stopped(event)
+        elif isinstance(event, AutoChatTurn | StateChanged):
+            self.autochat.apply(event)
         elif isinstance(event, SessionUpdated) and "history_length" in event.fields:
             self.truncate(int(event.fields["history_length"]))
         return self.version != before
@@ -291,6 +297,12 @@ class ChatView:
         self._append(
             _Entry(self._transient_key("note"), "assistant", self._tail(), text, transient=True)
         )
+
+    def _autochat_stopped(self, event: AutoChatStopped) -> None:
+        """Say why AutoChat stopped and after how many turns that ran (as the status line)."""
+        ran = turns_phrase(self.autochat.stop(event))
+        detail = f": {escape_html(event.detail)}" if event.detail else ""
+        self._note(f"_AutoChat stopped ({event.reason.value}) after {ran}{detail}_")
 
     def _header(self, agent: AgentName | None) -> str:
         return agent_header(agent, self._icons) + "\n\n" if agent is not None else ""

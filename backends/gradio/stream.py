@@ -130,6 +130,7 @@ class PageView:
                 panels.apply(event)
             elif interpreter.autochat_active:  # where the AutoChat run is
                 panels.auto.apply(event)
+                chat.autochat.apply(event)
         panels.auto.active = interpreter.autochat_active
         panels.auto.enabled = session.autochat.enabled
         panels.total = session.usage

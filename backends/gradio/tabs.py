@@ -17,8 +17,9 @@ shows is remembered (`shown`), for replies that would otherwise go by what the b
 before the view changed (the chats list after a turn).
 
 `wake` asks the streams showing a session to render again for something that is not one of
-its events (a message queued behind the running turn). A tab's entry is dropped with its
-last stream, or with `forget` when the tab closes.
+its events (a message queued behind the running turn); `moved` waits for the tab's next view
+change (the keep-alive event listens to the chat the tab shows: presence.py). A tab's entry
+is dropped with its last stream, or with `forget` when the tab closes.
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ class TabStreams:
         self._floor: dict[str, tuple[int, str]] = {}
         """Per tab, the ticket of the latest event that superseded the streams before it, and
         the session it shows."""
+        self._moves: dict[str, asyncio.Event] = {}
+        """Per tab waiting in `moved`, the signal of its next view change."""
 
     @contextlib.contextmanager
     def watch(self, tab: str, session_id: str, ticket: int = 0) -> Iterator[Watch]:
@@ -123,6 +126,9 @@ class TabStreams:
             self._floor[tab] = (ticket, session_id)
             while len(self._floor) > MAX_TABS:
                 del self._floor[next(iter(self._floor))]
+            moved = self._moves.pop(tab, None)
+            if moved is not None:
+                moved.set()
         older = [w for w in self._running.get(tab, ()) if not ticket or w.ticket < ticket]
         if not older:
             return
@@ -152,6 +158,13 @@ class TabStreams:
         latest = self._floor.get(tab)
         return 0 if latest is None else latest[0]
 
+    async def moved(self, tab: str) -> None:
+        """Until the tab's next event that replaces its view (or starts a stream)."""
+        await self._moves.setdefault(tab, asyncio.Event()).wait()
+
     def forget(self, tab: str) -> None:
         """The tab is closed."""
         self._floor.pop(tab, None)
+        moved = self._moves.pop(tab, None)
+        if moved is not None:
+            moved.set()

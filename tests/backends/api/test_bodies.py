@@ -113,6 +113,34 @@ def test_the_api_takes_the_same_images_as_the_page(api: Api) -> None:
     assert len(api.messages(session_id)[0].images) == MAX_IMAGES
 
 
+def test_image_bytes_must_be_an_image_of_the_declared_type(api: Api) -> None:
+    session_id = api.create_session()
+    url = f"/api/sessions/{session_id}"
+    jpeg = b"\xff\xd8\xff\xe0" + b"\x00" * 16
+    cases = [
+        (image(b"<script>alert(1)</script>"), "images.0: the data is not a PNG, JPEG, GIF"),
+        (image(jpeg), "images.0: the data is image/jpeg, not image/png as declared"),
+        ({"media_type": "image/png", "data": "not base64!"}, "images.0: data must be base64"),
+        ({"media_type": "image/png", "data": "iVBORw0KGgo"}, "images.0: data must be base64"),
+        ({"media_type": "image/png", "data": ""}, "images.0: the data is not a PNG"),
+    ]
+    for bad, reason in cases:
+        for path, body in (
+            (f"{url}/messages", {"text": "a", "images": [bad]}),
+            (f"{url}/control", {"action": "edit_last", "text": "a", "images": [bad]}),
+        ):
+            response = api.post(path, json=body)
+            assert response.status_code == 400, (reason, response.text)
+            error = error_of(response)
+            assert error["code"] == "invalid_request" and reason in error["message"], error
+    assert api.session(session_id)["messages"] == []
+    # What the page's attach button makes of the same bytes, the API takes.
+    (attached,), _ = add_images([], [jpeg])
+    assert attached.media_type == "image/jpeg"
+    sent = api.post(f"{url}/messages", json={"text": "a", "images": [image(jpeg, "image/jpeg")]})
+    assert sent.status_code == 202, sent.text
+
+
 # -- a client that hangs up -----------------------------------------------------------------
 
 

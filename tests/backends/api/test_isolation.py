@@ -230,6 +230,21 @@ def test_removing_a_user_revokes_their_tokens(two_users: TwoUsers) -> None:
     assert "no longer exists" in response.json()["error"]["message"]
 
 
+def test_a_removed_users_token_is_refused_by_every_endpoint(two_users: TwoUsers) -> None:
+    bob, users = two_users.bob, two_users.backend.users
+    assert users is not None
+    own = bob.create_session(title="Bob's notes")
+    assert users.remove("bob")
+    for method, path, body in ALL_ENDPOINTS:
+        status, answer = _call(bob, method, path, body, sid=own, aid="a1")
+        assert status == 401, (method, path, answer)
+        assert answer["error"]["code"] == "unauthorized", (method, path)
+        assert "no longer exists" in answer["error"]["message"], (method, path)
+    users.add(*BOB)  # back again: nothing was changed or deleted meanwhile
+    assert bob.session(own)["session"]["title"] == "Bob's notes"
+    assert [s["id"] for s in bob.get("/api/sessions").json()["sessions"]] == [own]
+
+
 # -- a trusted proxy names the user ---------------------------------------------------------
 
 

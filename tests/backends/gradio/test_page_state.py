@@ -13,9 +13,10 @@ import gradio as gr
 import pytest
 
 from backends.gradio.form import Form
-from backends.gradio.handlers import Handlers
+from backends.gradio.handlers import Handlers, tab_of
 from backends.gradio.layout import Page, build_page
 from backends.gradio.panels import MemoryInfo, PanelState, badge_html, memory_markdown
+from backends.gradio.presence import Presence
 from backends.gradio.stream import QUEUED_MARK, PageView, no_change, stream_session
 from backends.gradio.tabs import TabStreams
 from connectors.scripted import ScriptedModel
@@ -227,8 +228,8 @@ async def test_the_keep_alive_event_ends_when_the_server_closes(tmp_path: Path) 
     )
     closing = asyncio.Event()
     handlers = Handlers(manager, page, icons={}, languages=(), models=(), closing=closing)
-    keep = handlers.keep_open(None)  # type: ignore[arg-type]
-    assert await anext(keep) is None
+    keep = Presence(handlers).keep_open(None)  # type: ignore[arg-type]
+    assert await anext(keep) == no_change()
     waiting = asyncio.ensure_future(anext(keep))
     await asyncio.sleep(0.05)
     assert not waiting.done()
@@ -260,3 +261,75 @@ async def test_only_streams_triggered_before_a_view_change_are_ended() -> None:
     with streams.watch("tab", "after", 10) as after:
         assert not after.ended
         assert streams.showing("tab", "after") and not streams.showing("tab", "slow to start")
+
+
+async def test_a_tab_opened_while_autochat_waits_counts_only_turns_that_ran(
+    tmp_path: Path,
+) -> None:
+    """A tab that catches up between turns (opened, reloaded) knows the announced turn has
+    not run: Stop then says the same number in the chat as on the status line."""
+    page = make_page()
+    auto = AutoChatSettings(enabled=True, max_turns=3, delay_s=30)
+    interpreter = create_interpreter(ScriptedModel(default="done"), workdir=tmp_path)
+    await interpreter.update(autochat=auto)
+    async with interpreter.subscribe() as subscription:
+        await interpreter.send("the goal")
+        announced = False
+        while not announced:
+            events, _more = await subscription.next_events(stop_at_idle=False)
+            announced = any(isinstance(event, AutoChatTurn) for event in events)
+    updates: list[dict[Any, Any]] = []
+    stream = stream_session(interpreter, lambda: PageView.of(page, interpreter, icons={}))
+    async for update in stream:
+        updates.append(update)
+        if len(updates) == 1:  # the tab shows the chat, waiting for turn 1: Stop now
+            assert interpreter.busy and interpreter.autochat_active
+            await interpreter.stop()
+    last = updates[-1]
+    notes = [t for t in _texts(last[page.chatbot]) if "AutoChat stopped" in t]
+    assert notes == ["_AutoChat stopped (stopped) after 0 automatic turns: stopped by the user_"]
+    assert last[page.autochat_status].startswith("AutoChat stopped after 0 automatic turns")
+
+
+def test_the_autochat_line_shows_a_limit_edited_while_a_turn_runs() -> None:
+    panels = PanelState(state=STOP)
+    panels.apply(autochat(True))
+    panels.apply(AutoChatTurn(turn=1, max_turns=5, remaining=4))
+    panels.apply(state(RUNNING))
+    edited = AutoChatSettings(enabled=True, max_turns=2).model_dump(mode="json")
+    panels.apply(SessionUpdated(fields={"autochat": edited}))
+    assert panels.autochat == "AutoChat running: automatic turn 1 of 2, 1 remaining."
+    panels.apply(state(STOP))
+    panels.apply(AutoChatTurn(turn=2, max_turns=2, remaining=0))  # the session's word counts
+    assert panels.autochat == "AutoChat: automatic turn 2 of 2 starts shortly."
+
+
+async def test_the_keep_alive_event_wakes_a_tab_whose_chat_moves_on_elsewhere(
+    tmp_path: Path,
+) -> None:
+    page = make_page()
+    manager = SessionManager(
+        models=StaticCatalog(ScriptedModel(default="hi")),
+        store=MemoryStore(),
+        workspace_root=tmp_path,
+    )
+    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    interpreter = await manager.create("local")
+    tab = tab_of(None)
+    await handlers.streams.supersede(tab, 1, interpreter.id)  # the tab shows this chat
+    keep = Presence(handlers).keep_open(None)  # type: ignore[arg-type]
+    assert await anext(keep) == no_change()
+    woken = asyncio.ensure_future(anext(keep))
+    while interpreter._hub.subscriber_count == 0:  # the keep-alive listens to the chat
+        await asyncio.sleep(0)
+    with handlers.streams.watch(tab, interpreter.id, 2):  # the tab's own send, shown live
+        await interpreter.send("from this tab")
+        await interpreter.wait_idle()
+        for _ in range(10):
+            await asyncio.sleep(0)
+    assert not woken.done()
+    await interpreter.send("from another tab")  # no stream of this tab shows it
+    assert await asyncio.wait_for(woken, 5) == {page.tab_wake: "1"}
+    handlers.closing.set()
+    await keep.aclose()
+    await interpreter.wait_idle()

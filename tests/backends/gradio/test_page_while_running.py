@@ -80,7 +80,8 @@ def test_writing_ends_autochat_and_the_message_is_answered_at_once(
     expect(status).to_have_text("AutoChat: automatic turn 1 of 3 starts shortly.")
     send(tab, "change of plan")  # during the 30 s wait
     expect(toast(tab, QUEUED)).to_be_visible()
-    expect(chat(tab)).to_contain_text("AutoChat stopped (user_message)")
+    # the turn it had announced never ran: the chat says so, as the status line does
+    expect(chat(tab)).to_contain_text("AutoChat stopped (user_message) after 0 automatic turns")
     expect(bot_messages(tab).last).to_contain_text("You said: change of plan")
     expect(chat(tab)).not_to_contain_text("AutoChat turn 1:")
     # AutoChat is still switched on, so it takes the new message as its goal
@@ -88,6 +89,18 @@ def test_writing_ends_autochat_and_the_message_is_answered_at_once(
     tab.locator("#stop-btn").click()
     expect(status).to_contain_text("AutoChat stopped after 0 automatic turns: stopped")
     assert not session_of(server, tab).busy
+
+
+def test_retry_while_a_reply_streams_is_refused_and_the_reply_keeps_streaming(
+    tab: Page,
+) -> None:
+    send(tab, "stream 150")
+    expect(bot_messages(tab).last).to_contain_text("word3")
+    tab.locator("#retry-btn").click()
+    expect(toast(tab, "stop the running turn first")).to_be_visible()
+    expect(bot_messages(tab).last).to_contain_text("word149")  # still shown live
+    wait_idle(tab)
+    expect(user_messages(tab)).to_have_count(1)
 
 
 @pytest.mark.parametrize("switch", ["new chat", "another chat"])
@@ -169,5 +182,33 @@ def test_a_message_queued_from_a_second_tab_shows_in_both(
             expect(bot_messages(page).filter(has_text="word99")).to_have_count(1)
             wait_idle(page)
             expect(chat(page)).not_to_contain_text("queued")
+    finally:
+        other.context.close()
+
+
+def test_a_tab_left_on_a_chat_follows_what_another_tab_does_there(
+    tab: Page, chromium: Browser, server: LiveServer
+) -> None:
+    send(tab, "watched from a second tab")
+    wait_idle(tab)
+    other = open_tab(chromium, server)
+    try:
+        other.locator("#session-search textarea").fill("watched from a second tab")
+        other.locator("#session-list").get_by_text("watched from a second tab").first.click()
+        expect(bot_messages(other).last).to_contain_text("You said: watched from a second tab")
+        send(tab, "python: print('approved in the other tab')")
+        # the idle tab shows the run it did not start, and can answer its approval
+        expect(badge(other)).to_have_text("WAITING")
+        expect(other.locator("#approval-panel")).to_be_visible()
+        expect(other.locator("#stop-btn")).to_be_enabled()
+        other.locator("#approve-once-btn").click()
+        for page in (tab, other):
+            expect(bot_messages(page).last).to_contain_text("Result: approved in the other")
+            wait_idle(page)
+            expect(page.locator("#approval-panel")).to_be_hidden()
+        tab.locator("#clear-btn").click()
+        tab.locator("#confirm-clear-btn").click()
+        expect(user_messages(other)).to_have_count(0)  # cleared there: cleared here
+        expect(badge(other)).to_have_text("STOP")
     finally:
         other.context.close()

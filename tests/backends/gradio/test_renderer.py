@@ -401,7 +401,41 @@ def test_errors_and_autochat_stops_are_noted_in_the_chat() -> None:
     view.apply(AutoChatStopped(reason=AutoChatStopReason.MAX_TURNS, turns=3))
     error, stopped = (text_of(m) for m in view.messages())
     assert error == "**Error** (model_error): rate &lt;limited>"
-    assert "AutoChat stopped (max_turns) after 3 turns" in stopped
+    assert "AutoChat stopped (max_turns) after 3 automatic turns" in stopped
+
+
+def _moved(source: InterpreterState, to: InterpreterState) -> StateChanged:
+    return StateChanged(from_state=source, to_state=to)
+
+
+@pytest.mark.parametrize(
+    ("ran", "said"), [(False, "0 automatic turns"), (True, "1 automatic turn")]
+)
+def test_the_autochat_note_counts_the_turns_that_ran_as_the_status_line_does(
+    ran: bool, said: str
+) -> None:
+    running, stop = InterpreterState.RUNNING, InterpreterState.STOP
+    events: list[Any] = [
+        SessionUpdated(fields={"autochat": {"enabled": True}}),
+        _moved(InterpreterState.INIT, running),  # the person's message
+        _moved(running, stop),
+        AutoChatTurn(turn=1, max_turns=3, remaining=2),  # announced: its delay begins
+    ]
+    if ran:
+        events.append(_moved(stop, running))
+    # Stop, during the delay or during the turn: the session counts the announced turn
+    events.append(AutoChatStopped(reason=AutoChatStopReason.STOPPED, turns=1))
+    view, panels = ChatView(), PanelState()
+    for event in events:
+        view.apply(event)
+        panels.apply(event)
+    [note] = (text_of(m) for m in view.messages())
+    assert note == f"_AutoChat stopped (stopped) after {said}_"
+    assert panels.autochat == f"AutoChat stopped after {said}: stopped."
+    view.apply(AutoChatTurn(turn=1, max_turns=3, remaining=2))  # a new run starts afresh
+    view.apply(_moved(stop, running))
+    view.apply(AutoChatStopped(reason=AutoChatStopReason.MAX_TURNS, turns=2))
+    assert text_of(view.messages()[-1]) == "_AutoChat stopped (max_turns) after 2 automatic turns_"
 
 
 def test_history_truncation_drops_what_came_after() -> None:

@@ -1,0 +1,99 @@
+"""The request bodies in the API's OpenAPI document.
+
+Endpoints read their bodies raw, with a size cap, and validate them with the pydantic
+models themselves (see `bodies`), so FastAPI sees no body parameter and would describe
+none. `RequestBodies` puts the description back without touching how bodies are read:
+each route names its model through `RequestBodies.body(...)` (its `openapi_extra`), and
+`install` adds the models' JSON schemas to the document's `components/schemas`.
+
+Fields a route takes from its path (`session_id`, `approval_id`) are not required in the
+body: the path's value wins over one sent there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI
+from pydantic import BaseModel
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
+
+from gui_agent.exceptions import ConfigError
+
+REF_TEMPLATE = "#/components/schemas/{model}"
+JSON = "application/json"
+
+
+class RequestBodies:
+    """The body models of one app's routes, for its OpenAPI document."""
+
+    def __init__(self) -> None:
+        self._models: dict[str, tuple[type[BaseModel], frozenset[str]]] = {}
+
+    def body(
+        self,
+        model: type[BaseModel],
+        *,
+        required: bool = True,
+        description: str | None = None,
+        from_path: Sequence[str] = (),
+    ) -> dict[str, Any]:
+        """The `openapi_extra` of a route whose JSON body `model` validates."""
+        name = model.__name__
+        path_fields = frozenset(from_path)
+        known = self._models.setdefault(name, (model, path_fields))
+        if known != (model, path_fields):
+            raise ConfigError(f"two different request bodies are called {name!r}")
+        request_body: dict[str, Any] = {
+            "required": required,
+            "content": {JSON: {"schema": {"$ref": REF_TEMPLATE.format(model=name)}}},
+        }
+        if description:
+            request_body["description"] = description
+        return {"requestBody": request_body}
+
+    def schemas(self) -> dict[str, Any]:
+        """The JSON schemas of the body models and of every model they use, by name."""
+        if not self._models:
+            return {}
+        mode: JsonSchemaMode = "validation"
+        models = [(model, mode) for model, _ in self._models.values()]
+        _, top = models_json_schema(models, ref_template=REF_TEMPLATE)
+        schemas: dict[str, Any] = top.get("$defs", {})
+        for name, (_, path_fields) in self._models.items():
+            schemas[name] = _path_fields_optional(schemas[name], path_fields)
+        return schemas
+
+    def install(self, app: FastAPI) -> None:
+        """Make `app.openapi()` (what /api/openapi.json serves) describe the bodies too."""
+        generate = app.openapi
+
+        def openapi() -> dict[str, Any]:
+            if app.openapi_schema is None:
+                document = generate()
+                components = document.setdefault("components", {})
+                components.setdefault("schemas", {}).update(self.schemas())
+                app.openapi_schema = document
+            return app.openapi_schema
+
+        app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented hook
+
+
+def _path_fields_optional(schema: dict[str, Any], path_fields: frozenset[str]) -> dict[str, Any]:
+    """`schema` with `path_fields` no longer required, each saying the path wins."""
+    if not path_fields:
+        return schema
+    properties = {
+        name: (
+            {**spec, "description": "Taken from the path; a value sent here is ignored."}
+            if name in path_fields
+            else spec
+        )
+        for name, spec in schema.get("properties", {}).items()
+    }
+    required = [name for name in schema.get("required", []) if name not in path_fields]
+    updated = {**schema, "properties": properties, "required": required}
+    if not required:
+        del updated["required"]
+    return updated
