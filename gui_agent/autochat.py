@@ -21,6 +21,9 @@ class AutoRun:
     clock: Callable[[], float] = time.monotonic
     active: bool = False
     turns: int = 0
+    """Automatic turns announced (`autochat_turn`), the one waiting out its delay included."""
+    waiting: bool = False
+    """The last announced turn has not started yet (its delay is running)."""
     started_at: float = 0.0
     start_tokens: int = 0
     goal: str | None = None
@@ -29,6 +32,7 @@ class AutoRun:
     def begin(self, session: Session, goal: str | None) -> None:
         self.active = True
         self.turns = 0
+        self.waiting = False
         self.started_at = self.clock()
         self.start_tokens = session.usage.total_tokens
         self.goal = goal
@@ -36,6 +40,17 @@ class AutoRun:
         session.goal = goal
         budget = session.autochat.token_budget
         session.token_limit = self.start_tokens + budget if budget else None
+
+    def announce(self) -> None:
+        """Another automatic turn is coming (after the delay)."""
+        self.turns += 1
+        self.waiting = True
+
+    @property
+    def turns_run(self) -> int:
+        """Automatic turns that started: a run stopped during a delay never ran the turn it
+        had announced."""
+        return self.turns - self.waiting
 
     def end(self, session: Session, reason: AutoChatStopReason) -> None:
         self.active = False
@@ -72,7 +87,11 @@ class AutoRun:
                 f"ran {elapsed:.1f}s of {settings.time_budget_s:.1f}s",
             )
         if self.turns >= settings.max_turns:
-            return AutoChatStopReason.MAX_TURNS, f"reached {settings.max_turns} automatic turns"
+            turns = settings.max_turns
+            return (
+                AutoChatStopReason.MAX_TURNS,
+                f"reached {turns} automatic turn{'' if turns == 1 else 's'}",
+            )
         return None
 
     def continuation(self, session: Session) -> Message:

@@ -282,7 +282,7 @@ class Interpreter:
         if start_auto and idle_after_a_turn and not self._closed:
             goal = self.session.goal or self._last_user_text()
             self._auto.begin(self.session, goal)
-            self._auto.turns += 1
+            self._auto.announce()
             self._publish_auto_turn()
             self._start(self._auto.continuation(self.session))
 
@@ -381,9 +381,10 @@ class Interpreter:
         session = self.session
         session.run_id = self._run_id = prompt.id
         session.task_complete = None
-        self._machine.fire(
-            Trigger.BEGIN, "autochat" if prompt.metadata.get("autochat") else "message"
-        )
+        automatic = bool(prompt.metadata.get("autochat"))
+        if automatic:
+            self._auto.waiting = False  # the announced turn runs: it counts from now
+        self._machine.fire(Trigger.BEGIN, "autochat" if automatic else "message")
         architecture = self.architectures.get(session.agent) or next(
             iter(self.architectures.values())
         )
@@ -531,7 +532,7 @@ class Interpreter:
         if stop is not None:
             self._end_autochat(*stop)
             return None
-        self._auto.turns += 1
+        self._auto.announce()
         self._publish_auto_turn()
         delay = self.session.autochat.delay_s
         if delay > 0:
@@ -558,7 +559,7 @@ class Interpreter:
         )
 
     def _end_autochat(self, reason: AutoChatStopReason, detail: str) -> None:
-        turns = self._auto.turns
+        turns = self._auto.turns_run
         self._auto.end(self.session, reason)
         self._publish(AutoChatStopped(reason=reason, turns=turns, detail=detail))
 

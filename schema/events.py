@@ -134,6 +134,8 @@ class AutoChatStopped(BaseEvent):
     type: Literal["autochat_stopped"] = "autochat_stopped"
     reason: AutoChatStopReason
     turns: int = 0
+    """Automatic turns that ran. A turn announced (`autochat_turn`) whose delay was cut short
+    by the stop never ran and is not counted."""
     detail: str = ""
 
 

@@ -1,10 +1,11 @@
 """How many automatic turns an AutoChat run has run, as the page says it. Pure.
 
-The session announces each automatic turn (`autochat_turn`) before its delay, and its
-`autochat_stopped.turns` counts the turns announced: a run that ends during that delay (Stop,
-a message of the person's) never ran the last one. `TurnTally` follows a session's events and
-says how many turns actually ran; the AutoChat status line and the chat's "AutoChat stopped"
-note each read one, so they say the same number in the same words (`turns_phrase`).
+The session announces each automatic turn (`autochat_turn`) before its delay; a run that
+ends during that delay (Stop, a message of the person's) never runs the last one.
+`TurnTally` follows a session's events and says whether the announced turn is running, for
+the status line while AutoChat runs. `autochat_stopped.turns` already counts only the turns
+that ran; the status line and the chat's "AutoChat stopped" note both say it in the same
+words (`turns_phrase`).
 """
 
 from __future__ import annotations
@@ -34,11 +35,10 @@ class TurnTally:
             self.stop(event)
 
     def stop(self, event: AutoChatStopped) -> int:
-        """How many automatic turns the run that `event` ends has run; the tally then
-        starts afresh for the next run."""
-        waiting = self.announced is not None and not self.started
+        """How many automatic turns the run that `event` ends has run (the session counts
+        only turns that started); the tally then starts afresh for the next run."""
         self.announced, self.started = None, False
-        return max(0, event.turns - 1) if waiting else event.turns
+        return event.turns
 
 
 def turns_phrase(count: int) -> str:

@@ -110,6 +110,7 @@ async def test_a_person_message_ends_the_run_and_becomes_the_new_goal(tmp_path: 
     everything = interpreter.events_since(0)
     first_stop = of_type(everything, "autochat_stopped")[0]
     assert first_stop.reason is AutoChatStopReason.USER_MESSAGE  # type: ignore[attr-defined]
+    assert first_stop.turns == 0  # type: ignore[attr-defined]  # the cut-in came in the delay
     users = [m.content for m in interpreter.session.history if m.role is Role.USER]
     assert users == ["start", "actually, do this instead"]
     assert interpreter.session.history[3].content == "two"  # the cut-in was answered
@@ -124,6 +125,7 @@ async def test_stop_ends_autochat(tmp_path: Path) -> None:
         await interpreter.stop()
         events = sub.pending()
     assert stopped(events).reason is AutoChatStopReason.STOPPED
+    assert stopped(events).turns == 0  # announced, but stopped during its delay: never ran
     assert not interpreter.busy and interpreter.state is InterpreterState.STOP
 
 

@@ -84,7 +84,8 @@ def test_autochat_stopped_before_its_announced_turn_ran_counts_only_turns_that_r
     panels = PanelState(state=STOP)
     panels.apply(autochat(True))
     panels.apply(AutoChatTurn(turn=1, max_turns=5, remaining=4))
-    panels.apply(AutoChatStopped(reason=AutoChatStopReason.STOPPED, turns=1))
+    # the session counts only turns that ran: this one was stopped during its delay
+    panels.apply(AutoChatStopped(reason=AutoChatStopReason.STOPPED, turns=0))
     assert panels.autochat == "AutoChat stopped after 0 automatic turns: stopped."
 
 

@@ -423,8 +423,8 @@ def test_the_autochat_note_counts_the_turns_that_ran_as_the_status_line_does(
     ]
     if ran:
         events.append(_moved(stop, running))
-    # Stop, during the delay or during the turn: the session counts the announced turn
-    events.append(AutoChatStopped(reason=AutoChatStopReason.STOPPED, turns=1))
+    # Stop, during the delay or during the turn: the session counts the turns that ran
+    events.append(AutoChatStopped(reason=AutoChatStopReason.STOPPED, turns=int(ran)))
     view, panels = ChatView(), PanelState()
     for event in events:
         view.apply(event)
