@@ -2,7 +2,9 @@
 
 Requests stream raw events through `anthropic.AsyncAnthropic` with the SDK's own retries
 off: `connectors.resilience` retries (before anything was streamed) and trips a circuit
-breaker. The request and event mapping lives in `connectors.anthropic_mapping`.
+breaker. The request and event mapping lives in `connectors.anthropic_mapping`. A server
+that answers with a JSON document instead of the event stream has its error raised with its
+own words (`anthropic_mapping.body_error`), not as an empty stream.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -21,10 +23,18 @@ from anthropic.types import RawMessageStreamEvent
 from connectors.anthropic_mapping import (
     EventAccumulator,
     RequestOptions,
+    body_error,
     build_request,
     stream_error,
 )
-from connectors.base import StreamingProvider, map_transport_errors, next_item
+from connectors.base import (
+    ReadItems,
+    StreamingProvider,
+    event_stream_data,
+    map_transport_errors,
+    next_item,
+    read_json_body,
+)
 from connectors.resilience import (
     CircuitBreaker,
     RetryPolicy,
@@ -156,6 +166,22 @@ class AnthropicProvider(StreamingProvider):
             )
         return opened
 
+    async def _events(self, sdk_stream: AsyncStream[RawMessageStreamEvent]) -> AsyncIterator[Any]:
+        """The stream's events; read whole when the server answered with JSON instead (an
+        event stream under a JSON label; one document is raised as the error it stands for)."""
+        with map_errors(self._name, model=self.model):
+            text = await read_json_body(
+                sdk_stream.response,
+                max_chars=self.max_response_chars,
+                provider=self._name,
+            )
+            if text is None:
+                return sdk_stream
+            events = event_stream_data(text)
+        if events is None:
+            raise body_error(text, provider=self._name)
+        return ReadItems(events)
+
     async def _attempt(
         self,
         messages: tuple[Message, ...],
@@ -167,9 +193,10 @@ class AnthropicProvider(StreamingProvider):
         sdk_stream = await self._open(request, silence_s)
         accumulator = EventAccumulator(max_chars=self.max_response_chars, provider=self._name)
         try:
+            events = await self._events(sdk_stream)
             while not accumulator.complete:
                 event = await next_item(
-                    sdk_stream,
+                    events,
                     errors=lambda: map_errors(self._name, model=self.model),
                     after_finish_s=self._after_finish_s(accumulator.stop_reason is not None),
                     provider=self._name,

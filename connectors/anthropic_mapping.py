@@ -2,7 +2,8 @@
 
 No SDK, no I/O. `build_request` turns our history into the ``system`` / ``messages`` /
 ``tools`` parameters; `EventAccumulator` turns raw stream events (dicts, or the SDK's event
-objects' ``to_dict()``) into our deltas and one final `ModelResponse`.
+objects' ``to_dict()``) into our deltas and one final `ModelResponse`; `body_error` reads a
+JSON document a server sent instead of the stream.
 
 Choices made here:
 
@@ -42,6 +43,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from connectors.resilience import shorten
 from connectors.wire_names import wire_id, wire_name
 from gui_agent.exceptions import (
     ModelAuthError,
@@ -272,11 +274,39 @@ _ERROR_TYPES: Mapping[str, type[ModelError]] = MappingProxyType(
 )
 
 
-def stream_error(error_type: str, message: str, *, provider: str) -> ModelError:
-    """The ModelError for an ``error`` event inside a stream, by its ``error.type``."""
+def stream_error(
+    error_type: str, message: str, *, provider: str, where: str = "mid-stream"
+) -> ModelError:
+    """The ModelError for an ``error`` event inside a stream (or `where` it came), by its
+    ``error.type``."""
     kind = _ERROR_TYPES.get(error_type, ModelError)
-    text = f"{provider}: the server reported {error_type or 'an error'} mid-stream: {message}"
+    text = f"{provider}: the server reported {error_type or 'an error'} {where}: {message}"
     return kind(text, provider=provider)
+
+
+def body_error(text: str, *, provider: str) -> ModelError:
+    """The error a JSON document sent instead of the event stream stands for: Anthropic's
+    ``{"type": "error", "error": {"type": ..., "message": ...}}`` or any ``{"error": ...}``
+    by its type (`stream_error`); anything else (a whole message from a server that ignored
+    ``stream``) a ModelResponseError quoting the body."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    error = value.get("error") if isinstance(value, Mapping) else None
+    if not error:
+        return ModelResponseError(
+            f"{provider}: the server answered with no event stream: {shorten(text)}",
+            provider=provider,
+        )
+    if not isinstance(error, Mapping):
+        error = {"message": str(error)}
+    return stream_error(
+        str(error.get("type") or ""),
+        shorten(str(error.get("message") or json.dumps(error))),
+        provider=provider,
+        where="instead of a stream",
+    )
 
 
 @dataclass(slots=True)

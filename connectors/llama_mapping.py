@@ -18,6 +18,8 @@ branches are offered (`plan_tool_use`):
   that message (`relevant_tools`), plus the answer. Left to itself the model called a tool
   for "Hi there!" and "Who wrote Hamlet?" (3 right decisions out of 10 in a trial); the
   word gate leaves the model only the choice between the plausible tools and an answer.
+  A system instruction after the user's message (the supervisor's, which names its
+  delegate tool) counts with it: without that, the supervisor could never delegate.
 - `auto` after a tool result (or anything else): the answer branch alone, so the model
   answers from the result. Free text was worse here: having seen JSON calls in the
   conversation, the model went on writing JSON-looking junk.
@@ -33,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from connectors.chat_templates import system_first_only
 from gui_agent.exceptions import InvalidRequest, ModelResponseError
 from schema import Message, ModelResponse, Role, ToolCall, ToolSchema, Usage, new_id
 
@@ -110,10 +113,26 @@ def plan_tool_use(
             names = ", ".join(tool.name for tool in tools)
             raise InvalidRequest(f"tool_choice {tool_choice!r} is not one of the tools: {names}")
         return ToolPlan(chosen, allow_answer=False)
-    sent = [message for message in messages if not message.display_only]
-    if sent and sent[-1].role is Role.USER:
-        return ToolPlan(relevant_tools(sent[-1].content, tools), allow_answer=True)
+    asked = _user_turn_text(messages)
+    if asked is not None:
+        return ToolPlan(relevant_tools(asked, tools), allow_answer=True)
     return ToolPlan((), allow_answer=True)
+
+
+def _user_turn_text(messages: Sequence[Message]) -> str | None:
+    """The text of the last user message with the system instructions after it, when the
+    conversation ends there (display-only messages aside); else None."""
+    instructions: list[str] = []
+    for message in reversed(messages):
+        if message.display_only:
+            continue
+        if message.role is Role.SYSTEM:
+            instructions.append(message.content)
+        elif message.role is Role.USER:
+            return "\n".join([message.content, *reversed(instructions)])
+        else:
+            return None
+    return None
 
 
 def output_schema(plan: ToolPlan) -> dict[str, Any]:
@@ -170,7 +189,10 @@ def to_chat_messages(
     Display-only messages are dropped, images and reasoning are not sent. An assistant's
     tool calls are written in the JSON form the model is constrained to; a tool result
     becomes a user turn that says which tool returned it (a 135M model knows no "tool"
-    role). `system_extra` is appended to the first system message (or becomes one).
+    role). A system message after the first turn becomes part of a user turn, as for
+    OpenAI-compatible servers (`connectors.chat_templates`): SmolLM2's template renders one
+    anywhere, but the templates of many other models (a `model_path` of another GGUF)
+    refuse it. `system_extra` is appended to the first system message (or becomes one).
     """
     out: list[dict[str, str]] = []
     for message in messages:
@@ -185,6 +207,7 @@ def to_chat_messages(
             out.append({"role": "assistant", "content": "\n".join(parts)})
         else:
             out.append({"role": message.role.value, "content": message.content})
+    out = [{"role": m["role"], "content": m["content"]} for m in system_first_only(out)]
     if system_extra:
         if out and out[0]["role"] == "system":
             first = out[0]["content"]

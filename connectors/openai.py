@@ -8,6 +8,13 @@ A stream that ends without a finish reason is treated as cut off (`ModelConnecti
 the SDK hides whether ``[DONE]`` arrived, and a truncated reply must not look complete. Once
 the finish reason came, a server that goes silent or drops the connection instead of ending
 the stream has still sent the whole reply (see `connectors.base.next_item`).
+
+A server that answers with a JSON document instead of the stream is understood: an error
+object is raised as the error its ``code`` or ``type`` stands for, with the server's message
+(`body_error`); a whole chat completion is taken as the reply.
+
+Only the OpenAI service itself (api.openai.com) gets system messages after the history as
+they are; any other server gets them folded into user turns (`OpenAIProvider.system_anywhere`).
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import AsyncGenerator, Iterator
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -23,8 +30,22 @@ import openai
 from openai import AsyncStream
 from openai.types.chat import ChatCompletionChunk
 
-from connectors.base import StreamingProvider, map_transport_errors, next_item
-from connectors.openai_mapping import RequestOptions, StreamAccumulator, build_request
+from connectors.base import (
+    ReadItems,
+    StreamingProvider,
+    event_stream_data,
+    map_transport_errors,
+    next_item,
+    read_json_body,
+)
+from connectors.openai_mapping import (
+    RequestOptions,
+    StreamAccumulator,
+    body_as_chunk,
+    build_request,
+    error_message,
+    error_status,
+)
 from connectors.resilience import (
     CircuitBreaker,
     RetryPolicy,
@@ -48,6 +69,8 @@ logger = logging.getLogger(__name__)
 KEY_ENV = "OPENAI_API_KEY"
 NO_KEY = "no-key-needed"
 """Sent to OpenAI-compatible servers when no key is configured (most local ones ignore it)."""
+
+OPENAI_HOST = "api.openai.com"
 
 
 def _server_detail(error: openai.APIError) -> str:
@@ -110,6 +133,35 @@ def map_errors(provider: str, *, model: str = "", hint: str = "") -> Iterator[No
         raise ModelError(f"{provider}: {error}", provider=provider) from error
 
 
+def body_error(
+    error: object,
+    *,
+    provider: str,
+    model: str,
+    retry_after: float | None = None,
+    hint: str = "",
+) -> ModelError:
+    """The ModelError for an error object a server sent, status 200, instead of a stream:
+    the error of the HTTP status it stands for (`error_status`), else a server error."""
+    detail = error_message(error)
+    status = error_status(error)
+    if status is None:
+        return ModelServerError(
+            f"{provider}: the server answered with an error instead of a stream: {shorten(detail)}",
+            provider=provider,
+            retry_after=retry_after,
+        )
+    return error_for_status(
+        status,
+        detail,
+        provider=provider,
+        model=model,
+        key_env=KEY_ENV,
+        retry_after=retry_after,
+        hint=hint,
+    )
+
+
 def _as_dict(item: object) -> object:
     """An SDK chunk as the plain dict the server sent (anything else is left for the mapper)."""
     to_dict = getattr(item, "to_dict", None)
@@ -123,6 +175,11 @@ class OpenAIProvider(StreamingProvider):
     ``retry`` to control backoff fully. ``timeout_s`` is how long the server may stay silent
     (before the first byte and between chunks). The OpenAI service needs a key (argument or
     ``OPENAI_API_KEY``); a compatible server gets a placeholder when none is set.
+
+    `system_anywhere` is true only for api.openai.com: other servers get a system message
+    that follows the history (the planner's and supervisor's instructions) as a user turn,
+    since many chat templates refuse a system message that is not first. Set it to true for
+    a server known to take them anywhere.
     """
 
     def __init__(
@@ -167,6 +224,7 @@ class OpenAIProvider(StreamingProvider):
         self._client = openai.AsyncOpenAI(
             api_key=key, base_url=base_url, timeout=timeout_s, max_retries=0
         )
+        self.system_anywhere = self._client.base_url.host == OPENAI_HOST
 
     def _options(self) -> RequestOptions:
         return RequestOptions(
@@ -175,11 +233,39 @@ class OpenAIProvider(StreamingProvider):
             max_tokens=self._max_tokens,
             max_tokens_field="max_completion_tokens" if self.base_url is None else "max_tokens",
             stream_usage=self._stream_usage,
+            system_anywhere=self.system_anywhere,
         )
 
+    @property
+    def _hint(self) -> str:
+        return "; check that the base URL ends in /v1" if self.base_url else ""
+
     def _map_errors(self) -> AbstractContextManager[None]:
-        hint = "; check that the base URL ends in /v1" if self.base_url else ""
-        return map_errors(self._name, model=self.model, hint=hint)
+        return map_errors(self._name, model=self.model, hint=self._hint)
+
+    async def _chunks(self, sdk_stream: AsyncStream[ChatCompletionChunk]) -> AsyncIterator[Any]:
+        """The stream's chunks; read whole when the server answered with JSON instead (an
+        event stream under a JSON label, or one document), and raised if one is an error."""
+        response = sdk_stream.response
+        with self._map_errors():
+            text = await read_json_body(
+                response, max_chars=self.max_response_chars, provider=self._name
+            )
+            if text is None:
+                return sdk_stream
+            chunks = event_stream_data(text)
+            if chunks is None:
+                chunks = [body_as_chunk(text, provider=self._name)]
+        for chunk in chunks:
+            if isinstance(chunk, Mapping) and chunk.get("error"):
+                raise body_error(
+                    chunk["error"],
+                    provider=self._name,
+                    model=self.model,
+                    retry_after=parse_retry_after(response.headers),
+                    hint=self._hint,
+                )
+        return ReadItems(chunks)
 
     async def _create(
         self, body: dict[str, Any], silence_s: float
@@ -219,9 +305,10 @@ class OpenAIProvider(StreamingProvider):
         sdk_stream = await self._open(request, silence_s)
         accumulator = StreamAccumulator(max_chars=self.max_response_chars, provider=self._name)
         try:
+            chunks = await self._chunks(sdk_stream)
             while True:
                 chunk = await next_item(
-                    sdk_stream,
+                    chunks,
                     errors=self._map_errors,
                     after_finish_s=self._after_finish_s(accumulator.finish_reason is not None),
                     provider=self._name,

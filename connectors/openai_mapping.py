@@ -4,7 +4,11 @@ No SDK, no I/O: `messages_to_openai` and `tools_to_openai` build request dicts, 
 `StreamAccumulator` turns streamed chunk dicts (or SDK chunks' ``model_dump()``) into our
 deltas and one final `ModelResponse`. Works for OpenAI and OpenAI-compatible servers
 (llama.cpp, vLLM, Ollama, LM Studio, DeepSeek): reasoning arrives there as
-``reasoning_content`` or ``reasoning`` delta fields.
+``reasoning_content`` or ``reasoning`` delta fields. For servers whose chat template takes a
+system message only at the start, `RequestOptions.system_anywhere=False` folds later ones
+into user turns (`connectors.chat_templates`). `body_as_chunk` reads the JSON document a
+server sent instead of a stream; `error_status` says which HTTP status an error object in
+a 200 answer stands for.
 """
 
 from __future__ import annotations
@@ -13,8 +17,11 @@ import json
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
+from connectors.chat_templates import system_first_only
+from connectors.resilience import shorten
 from connectors.wire_names import wire_id, wire_name
 from gui_agent.exceptions import ModelResponseError
 from schema import (
@@ -153,6 +160,9 @@ class RequestOptions:
     max_tokens: int | None = None
     max_tokens_field: str = "max_tokens"
     stream_usage: bool = True
+    system_anywhere: bool = True
+    """False: system messages after the first non-system one go as user turns (see
+    `connectors.chat_templates`), for servers whose chat template refuses them."""
 
 
 def build_request(
@@ -162,9 +172,10 @@ def build_request(
     options: RequestOptions,
 ) -> dict[str, Any]:
     """The keyword arguments of one streamed ``chat.completions.create`` call."""
+    wire = messages_to_openai(messages)
     request: dict[str, Any] = {
         "model": options.model,
-        "messages": messages_to_openai(messages),
+        "messages": wire if options.system_anywhere else system_first_only(wire),
         "stream": True,
     }
     if options.stream_usage:
@@ -186,6 +197,76 @@ def build_request(
     return request
 
 
+def body_as_chunk(text: str, *, provider: str = "openai") -> Mapping[str, Any]:
+    """The JSON document a server sent instead of the stream it was asked for, as one chunk.
+
+    An error object (``{"error": ...}``) is returned as it is: the caller raises it. A whole
+    chat completion (a server that ignored ``stream``) becomes a chunk whose choices carry
+    their message as the delta. Anything else raises ModelResponseError quoting the body.
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = None
+    if isinstance(value, Mapping):
+        if value.get("error"):
+            return value
+        choices = value.get("choices")
+        if isinstance(choices, list):
+            return {**value, "choices": [_message_as_delta(c) for c in choices]}
+    raise ModelResponseError(
+        f"{provider}: the server answered with neither a stream nor an error: {shorten(text)}",
+        provider=provider,
+    )
+
+
+def _message_as_delta(choice: object) -> object:
+    if isinstance(choice, Mapping) and "delta" not in choice and "message" in choice:
+        return {**choice, "delta": choice["message"]}
+    return choice
+
+
+_STATUS_BY_NAME: Mapping[str, int] = MappingProxyType(
+    {
+        "invalid_request_error": 400,
+        "authentication_error": 401,
+        "invalid_api_key": 401,
+        "permission_error": 403,
+        "not_found_error": 404,
+        "model_not_found": 404,
+        "rate_limit_error": 429,
+        "rate_limit_exceeded": 429,
+        "insufficient_quota": 429,
+        "server_error": 500,
+        "api_error": 500,
+        "unavailable_error": 503,
+        "overloaded_error": 503,
+    }
+)
+
+
+def error_status(error: object) -> int | None:
+    """The HTTP status an error object sent with a 200 stands for: its numeric ``code``
+    (llama.cpp puts the status there), else what its ``code`` or ``type`` name means
+    (OpenAI's names, and llama.cpp's ``unavailable_error``); None when it does not say."""
+    if not isinstance(error, Mapping):
+        return None
+    code = error.get("code")
+    if isinstance(code, int) and 400 <= code <= 599:
+        return code
+    for name in (code, error.get("type")):
+        if isinstance(name, str) and name.lower() in _STATUS_BY_NAME:
+            return _STATUS_BY_NAME[name.lower()]
+    return None
+
+
+def error_message(error: object) -> str:
+    """What an error object (``{"message": ...}``, or a bare string) says."""
+    if isinstance(error, Mapping) and isinstance(error.get("message"), str):
+        return str(error["message"])
+    return error if isinstance(error, str) else json.dumps(error)
+
+
 @dataclass(slots=True)
 class _PendingCall:
     id: str
@@ -202,6 +283,12 @@ class StreamAccumulator:
     `response()` builds the final `ModelResponse`. Tool-call arguments stay raw text, valid
     JSON or not: the agent loop reports a parse error to the model. Calls without an id get a
     generated one. More than `max_chars` characters of output raise `ModelResponseError`.
+
+    A text or reasoning piece that ends in a high surrogate (a server that JSON-escapes a
+    character outside the BMP as ``\\ud83d`` in one chunk and ``\\ude00`` in the next) keeps
+    it back until the next piece of its channel, so the pair is rejoined into one character
+    instead of becoming two U+FFFD. Checking costs one comparison per piece. Tool-call
+    arguments, never shown while streaming, have their pairs joined once, at the end.
     """
 
     def __init__(
@@ -216,6 +303,7 @@ class StreamAccumulator:
         self._new_call_id = new_call_id
         self._text: list[str] = []
         self._reasoning: list[str] = []
+        self._held: dict[str, str] = {}
         self._calls: dict[int, _PendingCall] = {}
         self._saw_tool_calls = False
         self._chars = 0
@@ -226,7 +314,7 @@ class StreamAccumulator:
 
     @property
     def text(self) -> str:
-        return "".join(self._text)
+        return "".join(self._text) + self._held.get("text", "")
 
     def feed(self, chunk: object) -> list[StreamDelta]:
         """Take one chunk; return the deltas it adds, in order."""
@@ -257,13 +345,14 @@ class StreamAccumulator:
         for name in REASONING_FIELDS:
             piece = delta.get(name)
             if isinstance(piece, str) and piece:
-                self._grow(len(piece))
-                self._reasoning.append(piece)
-                out.append(ModelReasoningDelta(text=piece))
+                if piece := self._whole("reasoning", piece):
+                    self._grow(len(piece))
+                    self._reasoning.append(piece)
+                    out.append(ModelReasoningDelta(text=piece))
                 break
         for name in ("content", "refusal"):
             piece = delta.get(name)
-            if isinstance(piece, str) and piece:
+            if isinstance(piece, str) and piece and (piece := self._whole("text", piece)):
                 self._grow(len(piece))
                 self._text.append(piece)
                 out.append(ModelTextDelta(text=piece))
@@ -279,6 +368,20 @@ class StreamAccumulator:
             # fields, and reading both would double the arguments.
             self._feed_tool_call({"index": 0, "function": legacy}, 0)
         return out
+
+    def _whole(self, channel: str, piece: str) -> str:
+        """`piece` as whole characters: after the high surrogate held back from the channel's
+        last piece (joined with a low surrogate starting this one), less a high surrogate it
+        ends in (held back for the next piece)."""
+        held = self._held.pop(channel, "") if self._held else ""
+        if held:
+            piece = held + piece
+            if len(piece) > 1 and "\udc00" <= piece[1] <= "\udfff":
+                piece = _pair(piece[0], piece[1]) + piece[2:]
+        if "\ud800" <= piece[-1] <= "\udbff":
+            self._held[channel] = piece[-1]
+            piece = piece[:-1]
+        return piece
 
     def _feed_tool_call(self, part: Mapping[str, Any], position: int) -> None:
         index = part.get("index")
@@ -330,15 +433,14 @@ class StreamAccumulator:
             if not pending.id or pending.id in seen:
                 pending.id = self._new_call_id()
             seen.add(pending.id)
-            calls.append(
-                ToolCall(id=pending.id, name=pending.name, arguments=pending.arguments or "{}")
-            )
+            arguments = _pairs_joined(pending.arguments) or "{}"
+            calls.append(ToolCall(id=pending.id, name=pending.name, arguments=arguments))
         return tuple(calls)
 
     def response(self, *, model: str | None = None) -> ModelResponse:
         """The whole reply so far as the final stream item."""
         usage = self.usage if self.usage is not None else Usage(requests=1)
-        reasoning = "".join(self._reasoning)
+        reasoning = "".join(self._reasoning) + self._held.get("reasoning", "")
         return ModelResponse(
             text=self.text,
             reasoning=reasoning or None,
@@ -347,6 +449,18 @@ class StreamAccumulator:
             finish_reason=self.finish_reason,
             model=self.model or model,
         )
+
+
+def _pair(high: str, low: str) -> str:
+    """The character a UTF-16 surrogate pair stands for."""
+    return chr(0x10000 + ((ord(high) - 0xD800) << 10) + (ord(low) - 0xDC00))
+
+
+def _pairs_joined(text: str) -> str:
+    """`text` with each surrogate pair in it made one character (lone halves stay)."""
+    if text.isascii():
+        return text
+    return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
 
 
 def _usage(raw: Mapping[str, Any]) -> Usage:

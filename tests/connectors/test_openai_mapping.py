@@ -306,3 +306,32 @@ def test_other_choices_are_ignored_and_missing_usage_is_one_uncounted_request() 
     assert response.text == ""
     assert response.usage.requests == 1 and response.usage.total_tokens == 0
     assert response.model == "fallback"
+
+
+def test_a_surrogate_pair_split_across_two_chunks_is_one_character() -> None:
+    acc = StreamAccumulator()
+    parts = acc.feed(chunk({"content": "Hi \ud83d"})) + acc.feed(chunk({"content": "\ude00!"}))
+    assert parts == [ModelTextDelta(text="Hi "), ModelTextDelta(text="\U0001f600!")]
+    assert acc.response().text == "Hi \U0001f600!"
+
+
+def test_a_split_pair_in_reasoning_is_rejoined_and_a_lone_half_is_kept() -> None:
+    acc = StreamAccumulator()
+    assert acc.feed(chunk({"reasoning_content": "\ud83e"})) == []
+    rejoined = acc.feed(chunk({"reasoning_content": "\udd14 hm"}))
+    assert rejoined == [ModelReasoningDelta(text="\U0001f914 hm")]
+    assert acc.feed(chunk({"content": "a \ud83d"})) == [ModelTextDelta(text="a ")]
+    assert acc.feed(chunk({"content": "b"})) == [ModelTextDelta(text="\ud83db")]
+    acc.feed(chunk({"content": "c \ud83d"}, finish_reason="stop"))
+    response = acc.response()
+    assert response.reasoning == "\U0001f914 hm"
+    assert response.text == "a \ud83db" + "c \ud83d"  # lone halves stay: the agent loop marks them
+
+
+def test_a_surrogate_pair_split_across_tool_call_argument_pieces_is_one_character() -> None:
+    acc = StreamAccumulator()
+    call = {"index": 0, "id": "call_1", "function": {"name": "say", "arguments": '{"t": "\ud83d'}}
+    acc.feed(chunk({"tool_calls": [call]}))
+    acc.feed(chunk({"tool_calls": [{"index": 0, "function": {"arguments": '\ude00"}'}}]}))
+    (joined,) = acc.response().tool_calls
+    assert joined.parsed_arguments() == {"t": "\U0001f600"}

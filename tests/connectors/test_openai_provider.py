@@ -305,6 +305,16 @@ async def test_streamed_tool_calls_without_ids_and_with_broken_json_pass_through
     assert call.arguments == '{"city": Par'  # the agent loop reports the parse error
 
 
+async def test_an_emoji_escaped_as_a_pair_split_over_two_chunks_arrives_whole(
+    scripted: OpenAIProvider, peer: ScriptedPeer
+) -> None:
+    # The peer JSON-escapes as servers do: "\\ud83d" in one chunk, "\\ude00" in the next.
+    peer.script(Reply.sse(*openai_text_stream(["Hi \ud83d", "\ude00!"])))
+    outcome = await consume(scripted.stream([user("smile")]))
+    assert outcome.texts == ["Hi ", "\U0001f600!"]
+    assert outcome.response.text == "Hi \U0001f600!"
+
+
 async def test_a_server_refusing_stream_options_is_asked_again_without_them(
     scripted: OpenAIProvider, peer: ScriptedPeer
 ) -> None:

@@ -1,4 +1,5 @@
-"""What each vendor refuses in a request's messages (HTTP 400), as checks on a request body.
+"""What each vendor refuses in a request's messages (HTTP 400), as checks on a request body;
+and what the chat templates of local OpenAI-compatible servers refuse (HTTP 400 or 500).
 
 Written from the vendors' own error messages, so a test can say "this request would be
 refused" without a vendor: each function returns the problems it finds (empty: accepted).
@@ -73,3 +74,15 @@ def anthropic_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     if expected:
         problems.append(f"calls without a result: {sorted(expected)}")
     return problems
+
+
+def system_first_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Chat templates of local OpenAI-compatible servers (llama.cpp ``--jinja``, vLLM, LM
+    Studio, Ollama): a system message only as the first message. Qwen's templates raise
+    "System message must be at the beginning."; Mistral and Llama 2 style ones take one
+    leading system prompt and then want user and assistant turns to alternate."""
+    return [
+        f"messages[{index}]: a system message that is not first"
+        for index, message in enumerate(messages)
+        if index and message.get("role") in ("system", "developer")
+    ]
