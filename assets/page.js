@@ -1,6 +1,7 @@
 () => {
   // Installs the page's CSS, the keyboard shortcuts (Esc stops the running turn or
-  // AutoChat; Enter sends and Shift+Enter adds a line, which Gradio's textbox does itself)
+  // AutoChat; Enter sends and Shift+Enter adds a line, which Gradio's textbox does itself;
+  // Enter in the approval note denies with it)
   // and the input guard: a blank message without images is not sent at all, and one over
   // the limit is not uploaded but answered with a notice under the input box (the server
   // checks both again).
@@ -122,6 +123,17 @@
   document.addEventListener("click", (event) => {
     const target = event.target instanceof Element ? event.target : null;
     if (target?.closest("#approve-once-btn, #approve-session-btn, #deny-btn")) {
+      setTimeout(() => input()?.focus(), 0);
+    }
+  });
+  // Enter in the approval note denies with that note (the server's `approver`); Shift+Enter
+  // adds a line, and an empty note decides nothing. A denial hides the panel: the keyboard
+  // goes back to the message box, as after a click.
+  document.addEventListener("keydown", (event) => {
+    const target = event.target instanceof Element ? event.target : null;
+    const note = target?.closest("#approval-note textarea");
+    const denying = event.key === "Enter" && !event.shiftKey && !event.isComposing;
+    if (note && denying && note.value.trim()) {
       setTimeout(() => input()?.focus(), 0);
     }
   });

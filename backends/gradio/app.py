@@ -1,10 +1,11 @@
 """`create_app`: the Gradio chat page, wired to a `SessionManager`.
 
 The app factory builds the layout (`layout.py`), binds the controls to `Handlers`
-(`handlers.py`, `transfer.py`) and returns the Blocks; it starts nothing and opens no
-socket. The server composition mounts it with `gr.mount_gradio_app(app, blocks, path="/",
-auth=..., allowed_paths=[str(ASSETS_DIR)])`; the page's CSS and JS travel inside the Blocks
-(a load event), so no css/js/head arguments are needed there.
+(`handlers.py`, `transfer.py`, `sidebar.py`, `sidepanel.py`, `presence.py`) and returns the
+Blocks; it starts nothing and opens no socket. The server composition mounts it with
+`gr.mount_gradio_app(app, blocks, path="/", auth=..., allowed_paths=[str(ASSETS_DIR)])`;
+the page's CSS and JS travel inside the Blocks (a load event), so no css/js/head arguments
+are needed there.
 
 How it is wired, and why:
 
@@ -13,7 +14,8 @@ How it is wired, and why:
   waiting on their session's events;
 - Gradio runs at most `max_concurrent_events` events at once; a streaming reply holds one
   for its whole turn and every open tab holds one (`Presence.keep_open`), which also
-  brings the tab up to date when its chat moves on in another tab;
+  brings the tab up to date when its chat moves on in another tab, and its chats list and
+  settings when they change there (follow.py);
 - streaming handlers skip Gradio's postprocessing and yield wire-ready values
   (`PageView`), coalesced to at most one update every `stream_interval_s`;
 - Send and the AutoChat switch work while a reply streams ("multiple"): the message is
@@ -38,6 +40,7 @@ from backends.gradio.handlers import Handlers, ModelInfoLike
 from backends.gradio.layout import Page, build_page
 from backends.gradio.presence import Presence
 from backends.gradio.sidebar import Sidebar
+from backends.gradio.sidepanel import SidePanel
 from backends.gradio.transfer import Transfer
 from gui_agent.manager import SessionManager
 from schema import ApprovalDecision
@@ -153,6 +156,7 @@ def create_app(
             handlers=handlers,
             transfer=Transfer(handlers),
             sidebar=Sidebar(handlers),
+            side_panel=SidePanel(handlers),
             presence=Presence(handlers),
             page_js=assets.page_js,
             download_js=assets.download_js,
@@ -192,6 +196,25 @@ def _stream_outputs(page: Page) -> list[Any]:
     ]
 
 
+def _followed(page: Page) -> list[Any]:
+    """What `Presence.follow` may change: the chats list and the shown chat's settings."""
+    return [
+        page.session_list,
+        page.rename_box,
+        page.autochat_toggle,
+        page.max_turns,
+        page.delay,
+        page.token_budget,
+        page.time_budget,
+        page.limits_note,
+        page.autochat_status,
+        page.model_picker,
+        page.model_note,
+        page.system_prompt,
+        page.temperature,
+    ]
+
+
 def _form(page: Page) -> set[Any]:
     """The inputs of handlers that read the chat form (passed as one dict)."""
     return {
@@ -218,6 +241,7 @@ def _wire(
     handlers: Handlers,
     transfer: Transfer,
     sidebar: Sidebar,
+    side_panel: SidePanel,
     presence: Presence,
     page_js: str,
     download_js: str,
@@ -235,8 +259,16 @@ def _wire(
     settle = [handlers.settle, [*sid, *ticket], streamed]
     loaded = demo.load(handlers.on_load, [*sid, *ticket], everything, js=_REMEMBERED_JS, **_EVENT)
     # The keep-alive event also wakes the tab when its chat moves on elsewhere (another
-    # tab, the API): the view then settles, and follows the chat while it runs.
-    demo.load(presence.keep_open, None, [page.tab_wake], **_EVENT)
+    # tab, the API): the view then settles, and follows the chat while it runs. When the
+    # user's chats or the shown chat's settings change elsewhere, the tab follows those.
+    demo.load(presence.keep_open, None, [page.tab_wake, page.chats_wake], **_EVENT)
+    page.chats_wake.change(
+        presence.follow,
+        [page.session_id, page.search],
+        _followed(page),
+        trigger_mode="always_last",
+        **_EVENT,
+    )
     page.tab_wake.change(
         handlers.settle,
         [*sid, *ticket],
@@ -327,6 +359,13 @@ def _wire(
         (page.deny_btn, ApprovalDecision.DENY),
     ):
         button.click(handlers.approver(decision), approval_inputs, approval_outputs, **_EVENT)
+    # Enter in the note box denies with the note (layout.NOTE_PLACEHOLDER says why).
+    page.approval_note.submit(
+        handlers.approver(ApprovalDecision.DENY, needs_note=True),
+        approval_inputs,
+        approval_outputs,
+        **_EVENT,
+    )
 
     page.search.change(
         sidebar.search,
@@ -348,16 +387,16 @@ def _wire(
     )
 
     page.role_picker.change(
-        handlers.describe_role, [page.role_picker], [page.role_note], queue=False, **_EVENT
+        side_panel.describe_role, [page.role_picker], [page.role_note], queue=False, **_EVENT
     )
     page.role_picker.input(
-        handlers.pick_role,
+        side_panel.pick_role,
         [page.session_id, page.role_picker],
         [page.chatbot, page.role_picker],
         **_EVENT,
     )
     page.model_picker.input(
-        handlers.pick_model,
+        side_panel.pick_model,
         [page.session_id, page.model_picker],
         [page.model_note, page.model_picker],
         **_EVENT,
@@ -365,11 +404,11 @@ def _wire(
     # Events that only save skip the queue: queued next to another event of the same tab,
     # Gradio 6.31 sometimes leaves the other event's outputs "pending" in the browser. A
     # queue-less event cannot show a toast, so the limits say what is wrong in a note.
-    page.system_prompt.blur(handlers.change_settings, form, None, queue=False, **_EVENT)
-    page.temperature.release(handlers.change_settings, form, None, queue=False, **_EVENT)
+    page.system_prompt.blur(side_panel.change_settings, form, None, queue=False, **_EVENT)
+    page.temperature.release(side_panel.change_settings, form, None, queue=False, **_EVENT)
     for limit in (page.max_turns, page.delay, page.token_budget, page.time_budget):
         limit.input(
-            handlers.change_autochat_limits,
+            side_panel.change_autochat_limits,
             form,
             [page.limits_note],
             trigger_mode="always_last",

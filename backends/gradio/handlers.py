@@ -6,7 +6,8 @@ login. A tab's only state is the session id (a hidden textbox, so the browser ca
 it across a reload); an empty id means "new chat", and the session is created by the first
 message. What runs per tab on the server is its streams (`TabStreams`, by Gradio session):
 an event that replaces the tab's view ends them first, so no late update of the old chat
-can land over the new one.
+can land over the new one. What a tab has to catch up on of changes made elsewhere is its
+news (`TabNews`, follow.py); the side panel's settings are saved by `SidePanel`.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import gradio as gr
 
 from backends.gradio.attach import Trays, attachments_note
 from backends.gradio.coalesce import DEFAULT_INTERVAL_S
+from backends.gradio.follow import TabNews, as_published
 from backends.gradio.form import Form
 from backends.gradio.layout import Page
 from backends.gradio.markdown import escape_html
@@ -50,6 +52,7 @@ logger = logging.getLogger(__name__)
 LOCAL_OWNER = "local"
 QUEUED_NOTE = "Queued: the agent reads it when the current step ends."
 NOT_SAVED = "{problem}. Not saved: AutoChat keeps its previous limits until you fix it."
+NOTE_FIRST = "Enter denies with your note: write why first, or use the buttons."
 SENT_WITH_PREVIOUS = "{problem}. Your message was sent; AutoChat keeps its previous limits."
 
 
@@ -98,6 +101,8 @@ class Handlers:
         self.interval_s = interval_s
         self.trays = Trays()
         self.streams = TabStreams()
+        self.news = TabNews()
+        """What each tab has to catch up on of changes made elsewhere (follow.py)."""
         self.closing = closing if closing is not None else asyncio.Event()
         """Set when the server shuts down: every tab's keep-alive event ends (presence.py)."""
         self.role_notes = {
@@ -264,13 +269,19 @@ class Handlers:
         return {self.page.badge: badge_html(interpreter.state, stoppable=stoppable)}
 
     def approver(
-        self, decision: ApprovalDecision
+        self, decision: ApprovalDecision, *, needs_note: bool = False
     ) -> Callable[[str, str, str, gr.Request], Awaitable[Updates]]:
+        """Answer the open approval with `decision` and the note. `needs_note`: only with a
+        note (Enter in the note box denies with it; an empty box decides nothing)."""
+
         async def answer(
             session_id: str, approval_id: str, note: str, request: gr.Request
         ) -> Updates:
             interpreter = await self.lookup(session_id, request)
             if interpreter is None or not approval_id:
+                return no_change()
+            if needs_note and not (note or "").strip():
+                gr.Info(NOTE_FIRST)
                 return no_change()
             if not interpreter.approve(approval_id, decision, (note or "").strip() or None):
                 gr.Warning("That request was already answered or has expired.")
@@ -282,70 +293,6 @@ class Handlers:
             }
 
         return answer
-
-    async def pick_role(self, session_id: str, role: str, request: gr.Request) -> Updates:
-        interpreter = await self.lookup(session_id, request)
-        if interpreter is None or role not in AgentName.__members__:
-            return no_change()
-        if interpreter.session.agent is AgentName(role):
-            return no_change()  # already so (the dropdown reports one pick more than once)
-        subscription = interpreter.subscribe()
-        try:
-            view = self.view_of(interpreter)
-            await interpreter.set_agent(AgentName(role))
-            if interpreter.busy:
-                return no_change()  # the running stream shows the switch
-            view.apply(subscription.pending())
-            return {self.page.chatbot: view.chat.messages()}
-        except InvalidRequest as exc:
-            gr.Warning(str(exc))
-            return {self.page.role_picker: interpreter.session.agent.value}
-        finally:
-            subscription.close()
-
-    async def describe_role(self, role: str) -> str:
-        """What the picked role does, under the picker."""
-        return escape_html(self.role_notes.get(role, ""))
-
-    async def pick_model(self, session_id: str, model: str, request: gr.Request) -> Updates:
-        note = {self.page.model_note: escape_html(self.notes.get(model, ""))}
-        interpreter = await self.lookup(session_id, request)
-        if interpreter is None:
-            return note
-        try:
-            await self.manager.set_model(interpreter, model)
-        except InvalidRequest as exc:
-            gr.Warning(str(exc))
-            return {self.page.model_picker: interpreter.session.settings.model}
-        return note
-
-    async def change_settings(self, data: dict[Any, Any], request: gr.Request) -> None:
-        form = Form.read(self.page, data)
-        interpreter = await self.lookup(form.session_id, request)
-        if interpreter is None:
-            return  # a new chat takes the form's values when it is created
-        try:
-            settings = form.session_settings(interpreter.session.settings)
-        except InvalidRequest as exc:
-            gr.Warning(f"Settings not saved: {exc}")
-            return
-        if settings != interpreter.session.settings:
-            await interpreter.update(settings=settings)
-
-    async def change_autochat_limits(self, data: dict[Any, Any], request: gr.Request) -> Updates:
-        """Save the AutoChat limits as they are typed, or say under them what is wrong (this
-        event skips the queue, which has no toasts: the note is its only way to say it)."""
-        form = Form.read(self.page, data)
-        try:
-            form.autochat_settings()
-        except InvalidRequest as exc:
-            return {self.page.limits_note: NOT_SAVED.format(problem=exc)}
-        interpreter = await self.lookup(form.session_id, request, quiet=True)
-        if interpreter is not None:
-            auto = form.autochat_settings(enabled=interpreter.session.autochat.enabled)
-            if auto != interpreter.session.autochat:
-                await interpreter.update(autochat=auto)
-        return {self.page.limits_note: ""}
 
     async def edit_last(self, session_id: str, request: gr.Request) -> Updates:
         interpreter = await self.lookup(session_id, request)
@@ -505,9 +452,10 @@ class Handlers:
             on = "AutoChat is on: it starts with your first message."
             yield {self.page.autochat_status: on if auto.enabled else "AutoChat is off."}
             return
+        tab = tab_of(request)
         if interpreter.busy:
-            await interpreter.update(autochat=auto)
-            if self.streams.showing(tab_of(request), interpreter.id):
+            await self._save_autochat(tab, interpreter, auto)
+            if self.streams.showing(tab, interpreter.id):
                 yield no_change()  # the running stream shows the effect
             else:
                 async for update in self._stream_to_tab(interpreter, request, ticket):
@@ -516,10 +464,17 @@ class Handlers:
         target = interpreter
 
         async def act() -> None:
-            await target.update(autochat=auto)
+            await self._save_autochat(tab, target, auto)
 
         async for update in self._stream_to_tab(target, request, ticket, action=act):
             yield update
+
+    async def _save_autochat(
+        self, tab: str, interpreter: Interpreter, auto: AutoChatSettings
+    ) -> None:
+        """Save the tab's AutoChat switch (the tab knows it: follow.py)."""
+        self.news.saving(tab, interpreter.id, {"autochat": as_published(auto)})
+        await interpreter.update(autochat=auto)
 
     async def _create(self, form: Form, auto: AutoChatSettings, request: gr.Request) -> Interpreter:
         settings = form.session_settings(SessionSettings())

@@ -41,6 +41,9 @@ ELEM_IDS = (
 )
 
 PLACEHOLDER = "Message the agent. Enter sends, Shift+Enter adds a line, Esc stops."
+NOTE_PLACEHOLDER = "Why not? Enter denies with this note; Shift+Enter adds a line."
+"""The approval note: a note mostly says why not (and only a denial's note reaches the
+agent), so Enter denies with it; allowing takes a click."""
 
 
 @dataclass(eq=False)
@@ -106,6 +109,9 @@ class Page:
     usage_panel: gr.Markdown
     tab_wake: gr.Textbox
     """Changed by the tab's keep-alive event when the chat it shows moves on elsewhere."""
+    chats_wake: gr.Textbox
+    """Changed by the tab's keep-alive event when its chats list, or the settings of the
+    chat it shows, changed elsewhere (follow.py)."""
     ticket: gr.Textbox
     """Which of the tab's events the browser triggered later (a number it counts up): an
     event that replaces the view ends only the streams of events triggered before it."""
@@ -200,7 +206,10 @@ def build_page(
                 approval_id = gr.Textbox(visible=False, elem_id="approval-id")
                 approval_note = gr.Textbox(
                     label="Note for the agent (optional)",
+                    placeholder=NOTE_PLACEHOLDER,
                     elem_id="approval-note",
+                    lines=1,
+                    max_lines=6,
                     max_length=2000,
                 )
                 with gr.Row():
@@ -351,6 +360,7 @@ def build_page(
     # the ticket is the last one, where the browser's event code puts it (see app.py).
     # Changed by the tab's keep-alive event when its chat moves on elsewhere (presence.py).
     tab_wake = gr.Textbox("", visible="hidden", elem_id="tab-wake", label="Changed elsewhere")
+    chats_wake = gr.Textbox("", visible="hidden", elem_id="chats-wake", label="Chats changed")
     ticket = gr.Textbox("", visible="hidden", elem_id="event-ticket", label="Event order")
 
     return Page(
@@ -409,5 +419,6 @@ def build_page(
         memory_panel=memory_panel,
         usage_panel=usage_panel,
         tab_wake=tab_wake,
+        chats_wake=chats_wake,
         ticket=ticket,
     )

@@ -1,5 +1,5 @@
-"""Each open tab's keep-alive event, which also keeps a tab in step with its chat when the
-chat moves on without it.
+"""Each open tab's keep-alive event, which also keeps a tab in step with its chat and its
+chats list when they change without it.
 
 A tab shows its chat live only while one of its own streaming events runs (a send, a retry,
 AutoChat, following after opening). A chat can also move on from elsewhere: a message sent
@@ -9,29 +9,44 @@ approval panel, Stop disabled). So the keep-alive event listens to the chat the 
 and when it moves on while none of the tab's streams shows it, it changes the tab's hidden
 `tab_wake` box; that box's change event `settle`s the view (app.py), which shows the chat
 as it is now and follows it while it runs.
+
+The chats list and the settings widgets are not part of that view. When the chat's title,
+AutoChat or settings change elsewhere (`TabNews.notice`), or another tab of the user
+creates, deletes, imports or renames a chat (`TabNews.chats_changed`), the keep-alive
+changes the hidden `chats_wake` box instead, and `follow` shows the news: the list, and
+the fields of the shown chat that changed.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import enum
 import logging
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 import gradio as gr
 
-from backends.gradio.handlers import Handlers, tab_of
+from backends.gradio.handlers import Handlers, owner_of, tab_of
 from backends.gradio.stream import Updates, no_change
+from gui_agent.events import Subscription
+from gui_agent.interpreter import Interpreter
 from schema import AgentSwitched, Event, InterpreterState, SessionUpdated, StateChanged
 
-__all__ = ["KEEP_OPEN_S", "Presence", "moves_on"]
+__all__ = ["KEEP_OPEN_S", "Presence", "Wake", "moves_on"]
 
 logger = logging.getLogger(__name__)
 
 
 KEEP_OPEN_S = 15.0
 """How often the keep-alive event yields, so that Gradio notices a closed tab."""
+
+
+class Wake(enum.Enum):
+    """Why a tab is woken: its chat moved on, or its chats list or settings changed."""
+
+    VIEW = "view"
+    CHATS = "chats"
 
 
 def moves_on(event: Event) -> bool:
@@ -44,8 +59,23 @@ def moves_on(event: Event) -> bool:
     return isinstance(event, AgentSwitched)
 
 
+class _Listening:
+    """The chat a tab's keep-alive listens to, and its subscription (kept across the
+    keep-alive's yields, so no event is missed between two waits)."""
+
+    def __init__(self, interpreter: Interpreter) -> None:
+        self.interpreter = interpreter
+        self.subscription: Subscription = interpreter.subscribe()
+        self.ended = False
+        """The chat closed (deleted, or unloaded): look it up again."""
+
+    def close(self) -> None:
+        self.subscription.close()
+
+
 class Presence:
-    """The keep-alive handler (it shares the page's `Handlers`)."""
+    """The keep-alive handler, and what it wakes the tab for (it shares the page's
+    `Handlers`)."""
 
     def __init__(self, handlers: Handlers, *, keep_open_s: float = KEEP_OPEN_S) -> None:
         self.handlers = handlers
@@ -53,7 +83,8 @@ class Presence:
 
     async def keep_open(self, request: gr.Request) -> AsyncIterator[Updates]:
         """Holds the tab's event stream open for as long as the tab is, or until the server
-        shuts down (`Handlers.closing`), and wakes the tab when its chat moves on elsewhere.
+        shuts down (`Handlers.closing`), and wakes the tab when its chat moves on elsewhere
+        or its chats list or settings change.
 
         Gradio's browser client opens its server-sent-event stream when an event starts and
         lets it close when none is left; an event sent while the stream is closing loses
@@ -63,53 +94,117 @@ class Presence:
         slot). At shutdown it ends at once, so the tab's connection does not hold the
         server up.
         """
-        tab = tab_of(request)
+        tab, news, page = tab_of(request), self.handlers.news, self.handlers.page
+        boxes = {Wake.VIEW: page.tab_wake, Wake.CHATS: page.chats_wake}
+        news.open(tab, owner_of(request))
         wakes = 0
+        listening: _Listening | None = None
         try:
             closing = self.handlers.closing
             yield no_change()
             while not closing.is_set():
-                moved_on = await self._moved_on_elsewhere(tab, request)
+                listening = await self._listen(tab, request, listening)
+                wake = await self._next_wake(tab, listening)
                 if closing.is_set():
                     break
-                if moved_on:
-                    wakes += 1
-                    yield {self.handlers.page.tab_wake: str(wakes)}
-                else:
+                if wake is None:
                     yield no_change()
+                    continue
+                wakes += 1
+                if wake is Wake.CHATS:
+                    news.told(tab)
+                yield {boxes[wake]: str(wakes)}
         finally:
+            if listening is not None:
+                listening.close()
             self.handlers.streams.forget(tab)
+            news.forget(tab)
 
-    async def _moved_on_elsewhere(self, tab: str, request: gr.Request | None) -> bool:
-        """Wait, at most `keep_open_s`, until the chat the tab shows moves on while none of
-        the tab's streams shows it. False when the time is up, the tab shows another view,
-        the chat is closed (deleted, unloaded: looked up again next time) or the server
-        closes."""
-        streams = self.handlers.streams
-        shown = streams.shown(tab)
+    async def follow(self, session_id: str, query: str, request: gr.Request) -> Updates:
+        """Show the tab's news: its chats list as it is now, and the fields of the chat it
+        shows that changed elsewhere (other fields keep what the person may be editing)."""
+        tab, handlers = tab_of(request), self.handlers
+        fields = handlers.news.take(tab)
+        shown = handlers.streams.shown(tab)
+        current = session_id if shown is None else shown
+        updates = await handlers.session_list_update(owner_of(request), current, query)
+        if fields and current and current == session_id:
+            interpreter = await handlers.lookup(current, request, quiet=True)
+            if interpreter is not None:
+                updates.update(self._changed_fields(tab, interpreter, fields))
+        return updates
+
+    def _changed_fields(self, tab: str, interpreter: Interpreter, fields: set[str]) -> Updates:
+        page = self.handlers.page
+        shows: dict[str, list[Any]] = {
+            "title": [page.rename_box],
+            "autochat": [
+                page.autochat_toggle,
+                page.max_turns,
+                page.delay,
+                page.token_budget,
+                page.time_budget,
+                page.limits_note,
+            ],
+            "settings": [page.model_picker, page.model_note, page.system_prompt, page.temperature],
+        }
+        values = self.handlers.settings_values(interpreter)
+        updates = {c: values[c] for name in fields for c in shows.get(name, ())}
+        if "autochat" in fields and not self.handlers.streams.showing(tab, interpreter.id):
+            updates[page.autochat_status] = self.handlers.view_of(interpreter).panels.autochat
+        return updates
+
+    async def _listen(
+        self, tab: str, request: gr.Request | None, listening: _Listening | None
+    ) -> _Listening | None:
+        """Listen to the chat the tab shows now (None: a new chat, or one that is gone)."""
+        shown = self.handlers.streams.shown(tab)
+        if listening is not None:
+            if not listening.ended and listening.interpreter.id == shown:
+                return listening
+            listening.close()
         interpreter = await self.handlers.lookup(shown, request, quiet=True) if shown else None
+        if interpreter is None or self.handlers.streams.shown(tab) != interpreter.id:
+            return None
+        self.handlers.news.listening(tab)
+        return _Listening(interpreter)
+
+    async def _next_wake(self, tab: str, listening: _Listening | None) -> Wake | None:
+        """Wait, at most `keep_open_s`, for a reason to wake the tab: the chat it shows
+        moved on while none of the tab's streams shows it (VIEW), or it has news (CHATS).
+        None when the time is up, the tab shows another view, or the server closes."""
+        news, streams = self.handlers.news, self.handlers.streams
+        if news.pending(tab):
+            return Wake.CHATS
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.keep_open_s
         stops: list[asyncio.Future[Any]] = [
             asyncio.ensure_future(streams.moved(tab)),
             asyncio.ensure_future(self.handlers.closing.wait()),
+            asyncio.ensure_future(news.wait(tab)),
         ]
         try:
-            if interpreter is None:
-                await _first_stop(stops, self.keep_open_s)
-                return False
-            with contextlib.closing(interpreter.subscribe()) as subscription:
-                more = True
-                while more and (left := deadline - loop.time()) > 0:
-                    events, more = await _first(
-                        subscription.next_events(stop_at_idle=False), stops, left
-                    )
-                    if any(f.done() for f in stops) or streams.shown(tab) != interpreter.id:
-                        return False
-                    if any(map(moves_on, events)) and not streams.showing(tab, interpreter.id):
-                        return True
-                await _first_stop(stops, deadline - loop.time())
-            return False
+            while listening is not None and not listening.ended:
+                left = deadline - loop.time()
+                if left <= 0:
+                    return None
+                interpreter = listening.interpreter
+                events, more = await _first(
+                    listening.subscription.next_events(stop_at_idle=False), stops, left
+                )
+                listening.ended = not more
+                for event in events:  # (news also when the view changes: kept for later)
+                    if isinstance(event, SessionUpdated):
+                        news.notice(tab, interpreter.id, event)
+                if any(f.done() for f in stops[:2]) or streams.shown(tab) != interpreter.id:
+                    return None
+                if any(map(moves_on, events)) and not streams.showing(tab, interpreter.id):
+                    return Wake.VIEW
+                if news.pending(tab):
+                    return Wake.CHATS
+            await _first_stop(stops, deadline - loop.time())
+            moved_or_closing = any(f.done() for f in stops[:2])
+            return Wake.CHATS if news.pending(tab) and not moved_or_closing else None
         finally:
             await _cancel(stops)
 

@@ -154,11 +154,24 @@ class ChatView:
 
     @classmethod
     def from_history(
-        cls, messages: Iterable[Message], *, icons: Mapping[str, str] | None = None
+        cls,
+        messages: Iterable[Message],
+        *,
+        icons: Mapping[str, str] | None = None,
+        switches: Mapping[int, Sequence[AgentSwitched]] | None = None,
     ) -> ChatView:
+        """The view of a history. `switches`: agent switches to show before the message of
+        that index (after the last one: the history's length), as `placed_switches` finds
+        them in the session's recent events; the history does not hold them."""
         view = cls(icons=icons)
-        for message in messages:
+        switches = switches or {}
+        count = 0
+        for count, message in enumerate(messages, start=1):
+            for switch in switches.get(count - 1, ()):
+                view.apply(switch)
             view.add_message(message)
+        for switch in switches.get(count, ()):
+            view.apply(switch)
         return view
 
     def add_message(self, message: Message) -> None:

@@ -10,6 +10,7 @@ from backends.gradio.handlers import Handlers, owner_of, tab_of
 from backends.gradio.stream import Updates, no_change
 from backends.gradio.tabs import ticket_of
 from gui_agent.manager import SessionNotFound
+from schema.requests import MAX_TITLE_CHARS
 
 __all__ = ["Sidebar"]
 
@@ -29,10 +30,13 @@ class Sidebar:
         """The session list after a turn (new chat saved, title set, order changed), and
         the Title box, if it is empty, showing the title the first message gave. The chat
         selected is the one the tab shows now, as the server knows it: the browser may not
-        have heard yet that the view changed (another chat picked while the turn ended)."""
-        shown = self.handlers.streams.shown(tab_of(request))
+        have heard yet that the view changed (another chat picked while the turn ended).
+        The user's other tabs refresh their lists too (follow.py)."""
+        tab, owner = tab_of(request), owner_of(request)
+        shown = self.handlers.streams.shown(tab)
         current = session_id if shown is None else shown
-        updates = await self.handlers.session_list_update(owner_of(request), current, query)
+        self.handlers.news.chats_changed(owner, by=tab)
+        updates = await self.handlers.session_list_update(owner, current, query)
         if not (title or "").strip() and current and current == session_id:
             interpreter = await self.handlers.lookup(current, request, quiet=True)
             if interpreter is not None and interpreter.session.title:
@@ -46,12 +50,16 @@ class Sidebar:
         if not title.strip():
             gr.Warning("A title cannot be empty.")
             return no_change()
-        owner = owner_of(request)
+        owner, tab = owner_of(request), tab_of(request)
         try:
-            await self.handlers.manager.rename(session_id, title, owner)
+            interpreter = await self.handlers.manager.get(session_id, owner)
         except SessionNotFound:
             gr.Warning("This chat no longer exists.")
             return no_change()
+        saved = title.strip()[:MAX_TITLE_CHARS]  # as the session keeps it
+        self.handlers.news.saving(tab, session_id, {"title": saved})
+        await interpreter.update(title=title)
+        self.handlers.news.chats_changed(owner, by=tab)
         gr.Info("Chat renamed.")
         return await self.handlers.session_list_update(owner, session_id, query)
 
@@ -65,9 +73,11 @@ class Sidebar:
         return {self.handlers.page.confirm_row: gr.update(visible=False)}
 
     async def delete(self, session_id: str, ticket: str, request: gr.Request) -> Updates:
-        await self.handlers.streams.supersede(tab_of(request), ticket_of(ticket), "")
+        tab, owner = tab_of(request), owner_of(request)
+        await self.handlers.streams.supersede(tab, ticket_of(ticket), "")
         if session_id:
             with contextlib.suppress(SessionNotFound):
-                await self.handlers.manager.delete(session_id, owner_of(request))
+                await self.handlers.manager.delete(session_id, owner)
+            self.handlers.news.chats_changed(owner, by=tab)
             gr.Info("Chat deleted.")
         return await self.handlers.new_chat(ticket, request)

@@ -42,6 +42,7 @@ from backends.gradio.panels import (
     usage_markdown,
 )
 from backends.gradio.renderer import ChatbotMessage, ChatView
+from backends.gradio.switches import placed_switches
 from backends.gradio.tabs import Watch
 from gui_agent.events import Subscription
 from gui_agent.interpreter import Interpreter
@@ -112,7 +113,9 @@ class PageView:
     ) -> PageView:
         """The view of a session as it is now (history, state, open approvals, memory)."""
         session = interpreter.session
-        chat = ChatView.from_history(session.history, icons=icons)
+        recent = interpreter.events_since(0)
+        switches = placed_switches(recent, session.history)
+        chat = ChatView.from_history(session.history, icons=icons, switches=switches)
         if interpreter.busy:
             _catch_up(chat, interpreter)
         panels = PanelState(
@@ -125,7 +128,7 @@ class PageView:
         )
         for approval in interpreter.pending_approvals:
             panels.approvals[approval.approval_id] = approval
-        for event in interpreter.events_since(0):
+        for event in recent:
             if isinstance(event, UsageReported):  # recent turns still in the buffer
                 panels.apply(event)
             elif interpreter.autochat_active:  # where the AutoChat run is

@@ -1,4 +1,10 @@
-"""Export a session to a JSON file, import one as a new session, replay one step by step."""
+"""Export a session to a JSON file, import one as a new session, replay one step by step.
+
+An import says what it changed, in one notice (`import_notice`): what the file held that an
+import never carries (tool permissions, AutoChat switched on), and what was repaired so any
+model can continue the chat (`HistoryRepairs`). The HTTP API's import answer lists the same
+as `reset` and `repairs`.
+"""
 
 from __future__ import annotations
 
@@ -15,13 +21,26 @@ from backends.gradio.handlers import Handlers, owner_of, tab_of
 from backends.gradio.stream import Updates, no_change
 from backends.gradio.tabs import ticket_of
 from gui_agent.exceptions import InvalidRequest
-from gui_agent.export import export_session, import_session, parse_export, replay_events
+from gui_agent.export import (
+    HistoryRepairs,
+    Imported,
+    export_session,
+    parse_export,
+    read_import,
+    replay_events,
+)
 from schema import Event, Message, MessageCompleted
 
-__all__ = ["REPLAY_STEP_S", "Transfer", "complete_events"]
+__all__ = ["REPLAY_STEP_S", "Transfer", "complete_events", "import_notice"]
 
 REPLAY_STEP_S = 0.25
 """The longest pause between two steps of a replay (recorded gaps are shortened to this)."""
+
+RESET_WORDS = {
+    "settings.permissions": "the tools it allowed without asking (each asks you again)",
+    "autochat.enabled": "AutoChat being on (switch it on again if you want it)",
+}
+"""What `Imported.reset` names, in plain words."""
 
 
 class Transfer:
@@ -59,12 +78,16 @@ class Transfer:
             return no_change()
         owner = owner_of(request)
         try:
-            record, messages = import_session(data, owner=owner)
+            imported = await asyncio.to_thread(read_import, data, owner=owner)
         except InvalidRequest as exc:
             gr.Warning(f"Could not import: {exc}")
             return no_change()
-        await self.handlers.manager.import_session(record, messages)
-        gr.Info(f"Imported {len(messages)} messages as a new chat.")
+        record = imported.record
+        await self.handlers.manager.import_session(record, imported.messages)
+        self.handlers.news.chats_changed(owner, by=tab_of(request))
+        changed = bool(imported.reset) or imported.repairs != HistoryRepairs()
+        # A notice of what changed stays until closed: it may take a moment to read.
+        gr.Info(import_notice(imported), duration=None if changed else 10, title="Imported")
         opened = await self.handlers.open_session(record.id, ticket, request)
         if self.handlers.page.session_id not in opened:  # a later event shows something else
             return await self.handlers.session_list_update(owner, "")
@@ -136,6 +159,54 @@ def complete_events(events: Sequence[Event], history: Sequence[Message]) -> list
     if not events or any(message.id not in completed for message in history):
         return []
     return list(events)
+
+
+def import_notice(imported: Imported) -> str:
+    """What an import did, in plain words: the messages it brought, what of the file it did
+    not carry over, and what it repaired (only what happened is said)."""
+    said = [f"Imported {_count(len(imported.messages), 'message')} as a new chat."]
+    reset = [RESET_WORDS.get(name, name) for name in imported.reset]
+    if reset:
+        said.append(f"For safety, an import does not carry over {' or '.join(reset)}.")
+    repaired = _repairs(imported.repairs)
+    if repaired:
+        said.append(f"Repaired so that any model can continue the chat: {'; '.join(repaired)}.")
+    return " ".join(said)
+
+
+def _repairs(repairs: HistoryRepairs) -> list[str]:
+    said = []
+    if count := repairs.orphan_results_dropped:
+        were = _verb(count, "was", "were")
+        said.append(f"{_count(count, 'tool result')} that answered no call {were} left out")
+    if count := repairs.unanswered_calls_answered:
+        said.append(
+            f"{_count(count, 'tool call')} that had no result "
+            + _verb(
+                count,
+                "is marked unanswered (it may have run: check before running it again)",
+                "are marked unanswered (they may have run: check before running them again)",
+            )
+        )
+    if count := repairs.system_messages_made_notes:
+        said.append(
+            f"{_count(count, 'system message')} {_verb(count, 'is', 'are')} kept as a note, "
+            "shown but never sent to the model"
+        )
+    return said
+
+
+def _count(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
+def _verb(count: int, one: str, more: str) -> str:
+    return one if count == 1 else more
+
+
+def _and(items: list[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def _export_name(title: str) -> str:

@@ -1,7 +1,7 @@
 """The chat form and the controls around it, in a real browser: AutoChat limits out of range
 are named and never block sending, an image goes alone, Clear asks first, the AutoChat line
 says what is true, and the small things (title box, an empty search, focus after an
-approval, the sidebar on a phone)."""
+approval, Enter in the approval note, the sidebar on a phone)."""
 
 from __future__ import annotations
 
@@ -156,6 +156,30 @@ def test_after_answering_an_approval_the_keyboard_is_back_in_the_message_box(tab
     expect(tab.locator("#chat-input textarea")).to_be_focused()
     tab.keyboard.type("typed right away")
     expect(tab.locator("#chat-input textarea")).to_have_value("typed right away")
+
+
+def test_enter_in_the_approval_note_denies_with_the_note(tab: Page, server: LiveServer) -> None:
+    send(tab, "python: open('kept-out.txt', 'w').write('x')")
+    expect(badge(tab)).to_have_text("WAITING")
+    note = tab.locator("#approval-note textarea")
+    note.press("Enter")  # an empty note decides nothing
+    expect(toast(tab, "Enter denies with your note")).to_be_visible()
+    expect(badge(tab)).to_have_text("WAITING")
+    note.fill("not on this machine")
+    note.press("Shift+Enter")  # a second line, still undecided
+    note.type("ask me first")
+    expect(note).to_have_value("not on this machine\nask me first")
+    expect(badge(tab)).to_have_text("WAITING")
+    note.press("Enter")
+    wait_idle(tab)
+    expect(tab.locator("#approval-panel")).to_be_hidden()
+    expect(chat(tab)).to_contain_text("Denied")
+    expect(bot_messages(tab).last).to_contain_text("Result: The user denied this tool call.")
+    expect(tab.locator("#chat-input textarea")).to_be_focused()
+    interpreter = session_of(server, tab)
+    assert not (interpreter.session.workdir_path() / "kept-out.txt").exists()
+    denial = next(m for m in interpreter.session.history if m.role.value == "tool")
+    assert "not on this machine\nask me first" in denial.content
 
 
 def test_on_a_phone_picking_a_chat_closes_the_sidebar(

@@ -316,6 +316,7 @@ async def test_the_keep_alive_event_wakes_a_tab_whose_chat_moves_on_elsewhere(
     )
     handlers = Handlers(manager, page, icons={}, languages=(), models=())
     interpreter = await manager.create("local")
+    await interpreter.update(title="Watched")  # (a first message's title is news: follow.py)
     tab = tab_of(None)
     await handlers.streams.supersede(tab, 1, interpreter.id)  # the tab shows this chat
     keep = Presence(handlers).keep_open(None)  # type: ignore[arg-type]

@@ -1,0 +1,100 @@
+"""What a tab follows of changes made elsewhere (follow.py), without a browser: its own
+changes are not news to it, another's are; the keep-alive wakes it for them, and `follow`
+shows only the fields that changed."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import gradio as gr
+
+from backends.gradio.follow import TabNews, as_published
+from backends.gradio.handlers import Handlers, tab_of
+from backends.gradio.layout import Page, build_page
+from backends.gradio.presence import Presence
+from backends.gradio.stream import no_change
+from connectors.scripted import ScriptedModel
+from gui_agent.llm import StaticCatalog
+from gui_agent.manager import SessionManager
+from gui_agent.store import MemoryStore
+from schema import AgentName, AutoChatSettings, SessionUpdated
+
+A, B, C = "alice\0tab-a", "alice\0tab-b", "carol\0tab-c"
+
+
+def autochat(max_turns: int, enabled: bool = False) -> object:
+    return as_published(AutoChatSettings(enabled=enabled, max_turns=max_turns))
+
+
+def news_of_three_tabs() -> TabNews:
+    news = TabNews()
+    for tab, owner in ((A, "alice"), (B, "alice"), (C, "carol")):
+        news.open(tab, owner)
+    return news
+
+
+def test_a_tabs_own_changes_are_not_news_to_it_but_another_tabs_are() -> None:
+    news = news_of_three_tabs()
+    news.saving(A, "s1", {"autochat": autochat(1)})
+    news.saving(A, "s1", {"autochat": autochat(12)})  # typed on before the first came back
+    for turns in (1, 12):
+        for tab in (A, B):
+            news.notice(tab, "s1", SessionUpdated(fields={"autochat": autochat(turns)}))
+    assert not news.pending(A) and news.take(A) == set()  # its own echoes, each once
+    assert news.pending(B) and news.take(B) == {"autochat"}
+    news.notice(A, "s1", SessionUpdated(fields={"autochat": autochat(1)}))  # from elsewhere
+    assert news.take(A) == {"autochat"}
+
+
+def test_the_users_other_tabs_hear_of_chats_made_renamed_or_deleted() -> None:
+    news = news_of_three_tabs()
+    news.chats_changed("alice", by=A)
+    assert [news.pending(tab) for tab in (A, B, C)] == [False, True, False]
+    news.told(B)
+    news.notice(B, "s1", SessionUpdated(fields={"title": "Renamed by the API"}))
+    assert [news.pending(tab) for tab in (A, B, C)] == [True, True, False]
+    assert news.take(B) == {"title"} and news.take(A) == set()  # A: only its list
+
+
+def make_page() -> Page:
+    with gr.Blocks():
+        return build_page(
+            title="t",
+            notice=None,
+            agents=list(AgentName)[:2],
+            models=["scripted"],
+            default_model="scripted",
+            model_note="",
+        )
+
+
+async def test_a_tab_is_woken_for_a_change_made_elsewhere_and_shows_just_that(
+    tmp_path: Path,
+) -> None:
+    page = make_page()
+    manager = SessionManager(
+        models=StaticCatalog(ScriptedModel(default="hi")),
+        store=MemoryStore(),
+        workspace_root=tmp_path,
+    )
+    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    interpreter = await manager.create("local")
+    await interpreter.update(title="Watched")
+    tab = tab_of(None)
+    await handlers.streams.supersede(tab, 1, interpreter.id)  # the tab shows this chat
+    presence = Presence(handlers)
+    keep = presence.keep_open(None)  # type: ignore[arg-type]
+    assert await anext(keep) == no_change()
+    woken = asyncio.ensure_future(anext(keep))
+    while interpreter._hub.subscriber_count == 0:  # the keep-alive listens to the chat
+        await asyncio.sleep(0)
+    await interpreter.update(autochat=AutoChatSettings(enabled=False, max_turns=3))
+    assert await asyncio.wait_for(woken, 5) == {page.chats_wake: "1"}
+    shown = await presence.follow(interpreter.id, "", None)  # type: ignore[arg-type]
+    assert shown[page.max_turns] == 3 and shown[page.autochat_toggle] is False
+    assert shown[page.autochat_status] == "AutoChat is off."
+    assert page.system_prompt not in shown and page.rename_box not in shown  # unchanged
+    assert [value for _label, value in shown[page.session_list]["choices"]] == [interpreter.id]
+    handlers.closing.set()
+    await keep.aclose()

@@ -1,0 +1,100 @@
+"""Tabs follow what other tabs of the same user change, in a real browser: a chat's title,
+its AutoChat switch and limits, and the chats list (a chat created, renamed or deleted)."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from tests.backends.conftest import LiveServer
+from tests.backends.gradio.kit import (
+    badge,
+    bot_messages,
+    open_tab,
+    send,
+    user_messages,
+    wait_idle,
+)
+
+pytestmark = pytest.mark.browser
+
+
+def open_chat(page: Page, title: str) -> None:
+    """Pick the chat from the list (found by searching), then clear the search."""
+    page.locator("#session-search textarea").fill(title)
+    page.locator("#session-list").get_by_text(title).first.click()
+    expect(bot_messages(page).last).to_contain_text(f"You said: {title}")
+    page.locator("#session-search textarea").fill("")
+
+
+def manage(page: Page) -> None:
+    page.get_by_role("button", name="Manage this chat").click()
+    expect(page.locator("#rename-input textarea")).to_be_visible()
+
+
+def test_a_second_tab_follows_the_title_autochat_and_its_limits(
+    tab: Page, chromium: Browser, server: LiveServer
+) -> None:
+    send(tab, "followed by a second tab")
+    wait_idle(tab)
+    other = open_tab(chromium, server)
+    try:
+        open_chat(other, "followed by a second tab")
+        manage(tab)
+        manage(other)
+        expect(other.locator("#rename-input textarea")).to_have_value("followed by a second tab")
+
+        tab.locator("#autochat-max-turns input").fill("1")
+        expect(other.locator("#autochat-max-turns input")).to_have_value("1")
+        tab.locator("#autochat-delay input").fill("3")
+        expect(other.locator("#autochat-delay input")).to_have_value("3")
+
+        tab.locator("#rename-input textarea").fill("Renamed in the first tab")
+        tab.get_by_role("button", name="Rename chat").click()
+        expect(other.locator("#rename-input textarea")).to_have_value("Renamed in the first tab")
+        expect(other.locator("#session-list")).to_contain_text("Renamed in the first tab")
+
+        tab.locator("#autochat-toggle input").check()  # starts at once: idle after a turn
+        expect(other.locator("#autochat-toggle input")).to_be_checked()
+        expect(other.locator("#autochat-status")).to_contain_text("AutoChat")
+        for page in (tab, other):
+            expect(page.locator("#autochat-status")).to_contain_text(
+                "AutoChat stopped after 1 automatic turn"
+            )
+            wait_idle(page)
+        tab.locator("#autochat-toggle input").uncheck()
+        expect(other.locator("#autochat-toggle input")).not_to_be_checked()
+        expect(other.locator("#autochat-status")).to_have_text("AutoChat is off.")
+        # the first tab's own changes came back to it as events, and changed nothing there
+        expect(tab.locator("#autochat-max-turns input")).to_have_value("1")
+        expect(tab.locator("#autochat-toggle input")).not_to_be_checked()
+    finally:
+        other.context.close()
+
+
+def test_every_tab_lists_the_chats_made_renamed_or_deleted_in_another(
+    tab: Page, chromium: Browser, server: LiveServer
+) -> None:
+    send(tab, "a chat listed in every tab")
+    wait_idle(tab)
+    other = open_tab(chromium, server)  # a new chat, beside the list of the user's chats
+    try:
+        sessions = other.locator("#session-list")
+        expect(sessions).to_contain_text("a chat listed in every tab")  # the list is loaded
+        tab.locator("#new-session-btn").click()
+        expect(user_messages(tab)).to_have_count(0)
+        expect(badge(tab)).to_have_text("INIT")
+        send(tab, "a chat made in the first tab")
+        wait_idle(tab)
+        expect(sessions).to_contain_text("a chat made in the first tab")
+        manage(tab)
+        tab.locator("#rename-input textarea").fill("Renamed where the other tab cannot see")
+        tab.get_by_role("button", name="Rename chat").click()
+        expect(sessions).to_contain_text("Renamed where the other tab cannot see")
+        tab.get_by_role("button", name="Delete chat").click()
+        tab.get_by_role("button", name="Yes, delete it").click()
+        expect(tab.locator("#session-list")).not_to_contain_text("Renamed where the other")
+        expect(sessions).not_to_contain_text("Renamed where the other")
+        expect(sessions).to_contain_text("a chat listed in every tab")
+    finally:
+        other.context.close()

@@ -1,0 +1,96 @@
+"""Agent switches in a view rebuilt from the history (switches.py): a switch still in the
+session's recent events keeps its reason and its place, as a tab that watched it shows it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from backends.gradio.layout import Page, build_page
+from backends.gradio.renderer import ChatView
+from backends.gradio.stream import PageView
+from backends.gradio.switches import placed_switches
+from connectors.scripted import ScriptedModel
+from gui_agent.quick import create_interpreter
+from schema import (
+    AgentName,
+    AgentSwitched,
+    Message,
+    MessageCompleted,
+    Role,
+    SessionUpdated,
+)
+
+PICKED = "Switched to THOUGHT from AGENT_EXECUTOR (picked by the person)"
+
+
+def texts(view: ChatView) -> list[str]:
+    return [str(message["content"][0]["text"]) for message in view.messages()]
+
+
+def make_page() -> Page:
+    with gr.Blocks():
+        return build_page(
+            title="t",
+            notice=None,
+            agents=list(AgentName),
+            models=["scripted"],
+            default_model="scripted",
+            model_note="",
+        )
+
+
+async def test_a_picked_role_keeps_its_reason_and_place_when_the_view_is_rebuilt(
+    tmp_path: Path,
+) -> None:
+    interpreter = create_interpreter(ScriptedModel(default="noted"), workdir=tmp_path)
+    await interpreter.send("before the switch")
+    await interpreter.wait_idle()
+    await interpreter.set_agent(AgentName.THOUGHT)
+    await interpreter.send("after the switch")
+    await interpreter.wait_idle()
+    live = ChatView()  # a tab that watched it all
+    for event in interpreter.events_since(0):
+        live.apply(event)
+    shown = texts(live)
+    assert any(PICKED in text for text in shown)
+
+    history = interpreter.session.history
+    from_history_alone = texts(ChatView.from_history(history))
+    assert from_history_alone != shown  # the defect: no reason, after the person's message
+    reopened = PageView.of(make_page(), interpreter, icons={})  # a reload, another tab
+    assert texts(reopened.chat) == shown
+    switch = next(i for i, text in enumerate(shown) if PICKED in text)
+    assert shown[switch + 1] == "after the switch"
+
+
+def _said(text: str, role: Role = Role.USER) -> Message:
+    return Message(role=role, content=text)
+
+
+def _switch() -> AgentSwitched:
+    return AgentSwitched(
+        from_agent=AgentName.AGENT_EXECUTOR, to_agent=AgentName.THOUGHT, reason="picked"
+    )
+
+
+def _done(message: Message) -> MessageCompleted:
+    return MessageCompleted(message=message)
+
+
+def test_a_switch_stands_before_the_next_message_kept_or_at_the_end() -> None:
+    first, reply, cut, rerun = _said("a"), _said("b", Role.ASSISTANT), _said("c"), _said("c")
+    switch, late = _switch(), _switch()
+    events: list[Any] = [_done(first), _done(reply), switch, _done(cut)]
+    events += [SessionUpdated(fields={"history_length": 2}), _done(rerun), late]
+    assert placed_switches(events, [first, reply, rerun]) == {2: [switch], 3: [late]}
+    # nothing in the buffer but the switch: it came after everything the history holds
+    assert placed_switches([switch], [first, reply]) == {2: [switch]}
+
+
+def test_a_clear_drops_the_switches_before_it() -> None:
+    again = _said("again")
+    events: list[Any] = [_switch(), SessionUpdated(fields={"history_length": 0}), _done(again)]
+    assert placed_switches(events, [again]) == {}

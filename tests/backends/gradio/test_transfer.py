@@ -1,0 +1,36 @@
+"""What the page says after an import (transfer.py): what it brought, what of the file it did
+not carry over, and what it repaired, in plain words, and nothing more when nothing changed."""
+
+from __future__ import annotations
+
+from backends.gradio.transfer import import_notice
+from gui_agent.export import HistoryRepairs, Imported
+from schema import Message, Role, SessionRecord
+
+
+def imported(repairs: HistoryRepairs, reset: tuple[str, ...] = ()) -> str:
+    record = SessionRecord(owner="me", title="t")
+    messages = [Message(role=Role.USER, content="hi")]
+    return import_notice(Imported(record, messages, reset, repairs))
+
+
+def test_an_import_that_changed_nothing_says_only_what_it_brought() -> None:
+    assert imported(HistoryRepairs()) == "Imported 1 message as a new chat."
+
+
+def test_an_import_names_each_reset_and_each_repair_once_in_good_english() -> None:
+    many = imported(HistoryRepairs(3, 2, 2), ("settings.permissions", "autochat.enabled"))
+    assert many == (
+        "Imported 1 message as a new chat. For safety, an import does not carry over the "
+        "tools it allowed without asking (each asks you again) or AutoChat being on (switch "
+        "it on again if you want it). Repaired so that any model can continue the chat: 3 "
+        "tool results that answered no call were left out; 2 tool calls that had no result "
+        "are marked unanswered (they may have run: check before running them again); 2 "
+        "system messages are kept as a note, shown but never sent to the model."
+    )
+    one = imported(HistoryRepairs(unanswered_calls_answered=1))
+    assert one.endswith(
+        "1 tool call that had no result is marked unanswered "
+        "(it may have run: check before running it again)."
+    )
+    assert "carry over" not in one
