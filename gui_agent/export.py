@@ -55,6 +55,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gui_agent.exceptions import InvalidRequest
+from gui_agent.session import unanswered_call_result
 from schema import (
     EVENT_ADAPTER,
     PROTOCOL_VERSION,
@@ -64,8 +65,6 @@ from schema import (
     Message,
     MessageCompleted,
     MessageStarted,
-    MessageStatus,
-    MessageType,
     Role,
     SessionRecord,
     SessionUpdated,
@@ -321,19 +320,13 @@ def _answer_missing(caller: Message | None, calls: Iterable[ToolCall]) -> list[M
     if caller is None:
         return []
     return [
-        Message(
-            role=Role.TOOL,
-            type=MessageType.FUNCTION,
-            content=(
-                "No result: the imported session held none for this call. It may have run, "
-                "in part or in full; check before running it again."
-            ),
-            tool_call_id=call.id,
-            name=call.name,
+        unanswered_call_result(
+            call,
+            "No result: the imported session held none for this call. It may have run, "
+            "in part or in full; check before running it again.",
             agent=caller.agent,
+            was_running=True,
             created_at=caller.created_at,
-            status=MessageStatus.INTERRUPTED,
-            metadata={"is_error": True, "arguments": call.arguments, "was_running": True},
         )
         for call in calls
     ]

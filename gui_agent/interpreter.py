@@ -30,7 +30,7 @@ from gui_agent.exceptions import (
 from gui_agent.hooks import call_hook
 from gui_agent.llm import LLMProvider
 from gui_agent.memory import ContextWindow
-from gui_agent.session import Session
+from gui_agent.session import Session, unanswered_call_result
 from gui_agent.state import StateMachine, Trigger
 from gui_agent.store.base import SessionStore as Store
 from schema import (
@@ -52,7 +52,6 @@ from schema import (
     MessageCompleted,
     MessageStarted,
     MessageStatus,
-    MessageType,
     Role,
     RunFinished,
     RunOutcome,
@@ -792,24 +791,14 @@ def _answer_dangling_calls(
             return []
         answered = {m.tool_call_id for m in history[index + 1 :] if m.role is Role.TOOL}
         return [
-            Message(
-                role=Role.TOOL,
-                type=MessageType.FUNCTION,
-                content=(
-                    f"Interrupted while running: the turn ended ({reason}). It may have done "
-                    "part of its work; check before running it again."
-                    if call.id in started
-                    else f"Not run: the turn ended ({reason})."
-                ),
-                tool_call_id=call.id,
-                name=call.name,
+            unanswered_call_result(
+                call,
+                f"Interrupted while running: the turn ended ({reason}). It may have done "
+                "part of its work; check before running it again."
+                if call.id in started
+                else f"Not run: the turn ended ({reason}).",
                 agent=message.agent,
-                status=MessageStatus.INTERRUPTED,
-                metadata={
-                    "is_error": True,
-                    "arguments": call.arguments,
-                    "was_running": call.id in started,
-                },
+                was_running=call.id in started,
             )
             for call in message.tool_calls
             if call.id not in answered

@@ -13,9 +13,12 @@ from schema import (
     AutoChatSettings,
     InterpreterState,
     Message,
+    MessageStatus,
+    MessageType,
     Role,
     SessionRecord,
     SessionSettings,
+    ToolCall,
     Usage,
     new_id,
 )
@@ -123,3 +126,27 @@ def title_from(text: str) -> str:
     """A one-line title from the start of a message."""
     line = " ".join(text.split())
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
+
+
+def unanswered_call_result(
+    call: ToolCall,
+    content: str,
+    *,
+    agent: AgentName | None,
+    was_running: bool,
+    created_at: datetime | None = None,
+) -> Message:
+    """The error TOOL message that answers `call` when it got no result of its own (a turn
+    that ended under it, an import that held none): marked interrupted and `is_error`, with
+    its arguments and whether it may have run (`was_running`)."""
+    return Message(
+        role=Role.TOOL,
+        type=MessageType.FUNCTION,
+        content=content,
+        tool_call_id=call.id,
+        name=call.name,
+        agent=agent,
+        created_at=created_at or utcnow(),
+        status=MessageStatus.INTERRUPTED,
+        metadata={"is_error": True, "arguments": call.arguments, "was_running": was_running},
+    )
