@@ -97,7 +97,26 @@
   // turn RUNNING or WAITING, or AutoChat, also between its turns: the badge says so), and
   // the approval panel is shown only while an approval is open (its title holds one; text
   // Gradio itself puts there, such as an error label, does not count).
+  // Screen readers hear what changes without a look: the state badge is a status (read
+  // out politely when the agent starts, waits or ends), the approval panel a named region
+  // whose title is an alert (read out at once when an approval opens). Set on the boxes
+  // that hold just the text (not on the components: Gradio's progress tracker inside them
+  // changes with every streamed update, which would repeat the announcement), and again on
+  // every sync in case Gradio re-creates them.
+  const announce = () => {
+    const set = (selector, attributes) => {
+      const node = document.querySelector(selector);
+      if (!node) return;
+      for (const [name, value] of Object.entries(attributes)) {
+        if (node.getAttribute(name) !== value) node.setAttribute(name, value);
+      }
+    };
+    set("#state-badge .html-container", {"role": "status", "aria-atomic": "true"});
+    set("#approval-panel", {"role": "region", "aria-label": "Approval needed"});
+    set('#approval-title [data-testid="markdown"]', {"role": "alert", "aria-atomic": "true"});
+  };
   const sync = () => {
+    announce();
     const badge = document.querySelector("#state-badge .ga-badge");
     const stop = document.querySelector("#stop-btn");
     if (stop) {

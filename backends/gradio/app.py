@@ -285,18 +285,22 @@ def _wire(
         [page.session_list, page.rename_box],
     ]
     loaded.then(*settle, **numbered, **_STREAM)
+    # One event for both triggers. "multiple": a send while a reply streams is queued
+    # behind it (page.js refuses a blank one, so Enter-then-click sends once).
+    sent = gr.on(
+        [page.send_btn.click, page.chat_input.submit],
+        handlers.send,
+        form,
+        streamed,
+        trigger_mode="multiple",
+        js=_ON_SEND_JS,
+        **_STREAM,
+    )
+    # A send the server refused goes back in the box the browser emptied (unsent.py).
+    refused = [page.chat_input, page.edit_mode, page.attach_note, page.detach_btn]
+    sent.then(handlers.give_back, [page.chat_input], refused, queue=False, **_EVENT)
     for trigger in (
-        # One event for both triggers. "multiple": a send while a reply streams is queued
-        # behind it (page.js refuses a blank one, so Enter-then-click sends once).
-        gr.on(
-            [page.send_btn.click, page.chat_input.submit],
-            handlers.send,
-            form,
-            streamed,
-            trigger_mode="multiple",
-            js=_ON_SEND_JS,
-            **_STREAM,
-        ),
+        sent,
         page.retry_btn.click(
             handlers.retry, [*sid, *ticket], streamed, trigger_mode="once", **numbered, **_STREAM
         ),

@@ -76,6 +76,16 @@ class Trays:
             self._evict(keep=tab)
         return len(kept), problems
 
+    def put_back(self, tab: str, images: Sequence[ImagePart]) -> int:
+        """Return images a refused send took to the front of `tab`'s tray (within the
+        count cap); how many images the tray holds then."""
+        kept = [*images, *self._trays.get(tab, ())][:MAX_IMAGES]
+        if kept:
+            self._trays[tab] = kept
+            self._trays.move_to_end(tab)
+            self._evict(keep=tab)
+        return len(kept)
+
     def take(self, tab: str) -> tuple[ImagePart, ...]:
         """Everything in `tab`'s tray, which is then empty."""
         return tuple(self._trays.pop(tab, ()))

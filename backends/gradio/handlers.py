@@ -31,6 +31,7 @@ from backends.gradio.panels import PanelState, badge_html
 from backends.gradio.renderer import ChatView
 from backends.gradio.stream import PageView, Updates, no_change, stream_session
 from backends.gradio.tabs import TabStreams, ticket_of
+from backends.gradio.unsent import Unsent
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.interpreter import Interpreter
 from gui_agent.manager import SessionManager, SessionNotFound
@@ -53,6 +54,10 @@ LOCAL_OWNER = "local"
 QUEUED_NOTE = "Queued: the agent reads it when the current step ends."
 NOT_SAVED = "{problem}. Not saved: AutoChat keeps its previous limits until you fix it."
 NOTE_FIRST = "Enter denies with your note: write why first, or use the buttons."
+NOTHING_TO_EDIT = (
+    "This chat has no message of yours to edit yet: untick “Send as an edit of my last "
+    "message” to send it as a new message. Your text is back in the box."
+)
 SENT_WITH_PREVIOUS = "{problem}. Your message was sent; AutoChat keeps its previous limits."
 
 
@@ -100,6 +105,8 @@ class Handlers:
         self.notes = {model.name: model.note for model in models}
         self.interval_s = interval_s
         self.trays = Trays()
+        self.unsent = Unsent()
+        """Messages refused after the browser emptied the input box (`give_back`)."""
         self.streams = TabStreams()
         self.news = TabNews()
         """What each tab has to catch up on of changes made elsewhere (follow.py)."""
@@ -328,22 +335,31 @@ class Handlers:
 
     async def send(self, data: dict[Any, Any], request: gr.Request) -> AsyncIterator[Updates]:
         """Send the message (or the edit of the last one) with the attached images, and
-        stream the reply. The images leave the tray with this send, sent or refused (as the
-        text leaves the input box)."""
+        stream the reply. The images leave the tray with this send (as the text leaves the
+        input box); a send the server refuses keeps them, and the text, for `give_back`."""
         form = Form.read(self.page, data)
         ticket = ticket_of(data.get(self.page.ticket))
-        text, images = form.text, self.trays.take(tab_of(request))
+        tab = tab_of(request)
+        text, images = form.text, self.trays.take(tab)
         if not text.strip() and not images:
             yield no_change()  # nothing sent, nothing changes
             return
+
+        def refuse(problem: str) -> Updates:
+            gr.Warning(problem)
+            self.unsent.keep(tab, text, as_edit=form.as_edit, images=images)
+            return no_change()
+
         if len(text) > MAX_MESSAGE_CHARS:
-            gr.Warning(
+            yield refuse(
                 f"Your message has {len(text):,} characters; the limit is "
                 f"{MAX_MESSAGE_CHARS:,}. Please shorten it."
             )
-            yield no_change()
             return
         interpreter = await self.lookup(form.session_id, request)
+        if interpreter is None and form.as_edit:
+            yield refuse(NOTHING_TO_EDIT)  # (and no empty chat is made for it)
+            return
         # The form's AutoChat limits go with a new chat (a session has its own, saved as they
         # are typed); either way a field that shows a value out of range is named.
         previous = interpreter.session.autochat if interpreter else AutoChatSettings()
@@ -355,29 +371,46 @@ class Handlers:
             try:
                 interpreter = await self._create(form, auto, request)
             except InvalidRequest as exc:
-                gr.Warning(str(exc))
-                yield no_change()
+                yield refuse(str(exc))
                 return
             first[self.page.session_id] = interpreter.id
         elif interpreter.busy and not form.as_edit:
-            async for update in self._queue(interpreter, text, images, request, ticket):
+            async for update in self._queue(interpreter, form, images, request, ticket):
                 yield update
             return
         target = interpreter
 
         async def act() -> None:
-            if form.as_edit:
-                await target.edit_last(text, images=images)
-            else:
-                await target.send(text, images=images)
+            try:
+                if form.as_edit:
+                    await target.edit_last(text, images=images)
+                else:
+                    await target.send(text, images=images)
+            except InvalidRequest:  # said in a toast by _stream_to_tab
+                self.unsent.keep(tab, text, as_edit=form.as_edit, images=images)
+                raise
 
         async for update in self._stream_to_tab(target, request, ticket, action=act, first=first):
             yield update
 
+    async def give_back(self, box: str, request: gr.Request) -> Updates:
+        """After a send: a message the server refused goes back in the input box (with the
+        "edit" tick and its images), unless something new was typed there meanwhile."""
+        tab = tab_of(request)
+        draft = self.unsent.take(tab)
+        if draft is None or (box or "").strip():
+            return no_change()
+        count = self.trays.put_back(tab, draft.images)
+        return {
+            self.page.chat_input: draft.text,
+            self.page.edit_mode: draft.as_edit,
+            **self._tray(count),
+        }
+
     async def _queue(
         self,
         interpreter: Interpreter,
-        text: str,
+        form: Form,
         images: Sequence[ImagePart],
         request: gr.Request | None,
         ticket: int,
@@ -386,9 +419,10 @@ class Handlers:
         (it ends AutoChat). Every tab showing the session shows it at once, marked queued;
         a tab that was not following the session live does so from now on."""
         try:
-            await interpreter.send(text, images=images)
+            await interpreter.send(form.text, images=images)
         except InvalidRequest as exc:
             gr.Warning(str(exc))
+            self.unsent.keep(tab_of(request), form.text, as_edit=False, images=images)
             yield no_change()
             return
         gr.Info(QUEUED_NOTE)

@@ -158,20 +158,21 @@ class ChatView:
         messages: Iterable[Message],
         *,
         icons: Mapping[str, str] | None = None,
-        switches: Mapping[int, Sequence[AgentSwitched]] | None = None,
+        notes: Mapping[int, Sequence[Event]] | None = None,
     ) -> ChatView:
-        """The view of a history. `switches`: agent switches to show before the message of
-        that index (after the last one: the history's length), as `placed_switches` finds
-        them in the session's recent events; the history does not hold them."""
+        """The view of a history. `notes`: the events shown as lines of their own (agent
+        switches, errors, AutoChat stops) to place before the message of that index (after
+        the last one: the history's length), as `placed_notes` finds them in the session's
+        recent events; the history does not hold them."""
         view = cls(icons=icons)
-        switches = switches or {}
+        notes = notes or {}
         count = 0
         for count, message in enumerate(messages, start=1):
-            for switch in switches.get(count - 1, ()):
-                view.apply(switch)
+            for note in notes.get(count - 1, ()):
+                view.apply(note)
             view.add_message(message)
-        for switch in switches.get(count, ()):
-            view.apply(switch)
+        for note in notes.get(count, ()):
+            view.apply(note)
         return view
 
     def add_message(self, message: Message) -> None:

@@ -42,7 +42,7 @@ from backends.gradio.panels import (
     usage_markdown,
 )
 from backends.gradio.renderer import ChatbotMessage, ChatView
-from backends.gradio.switches import placed_switches
+from backends.gradio.switches import placed_notes
 from backends.gradio.tabs import Watch
 from gui_agent.events import Subscription
 from gui_agent.interpreter import Interpreter
@@ -114,8 +114,8 @@ class PageView:
         """The view of a session as it is now (history, state, open approvals, memory)."""
         session = interpreter.session
         recent = interpreter.events_since(0)
-        switches = placed_switches(recent, session.history)
-        chat = ChatView.from_history(session.history, icons=icons, switches=switches)
+        notes = placed_notes(recent, session.history)
+        chat = ChatView.from_history(session.history, icons=icons, notes=notes)
         if interpreter.busy:
             _catch_up(chat, interpreter)
         panels = PanelState(

@@ -1,39 +1,59 @@
-"""Where the agent switches a session's recent events announced go in a view rebuilt from
-its history. Pure.
+"""Where the notes a session's recent events announced go in a view rebuilt from its
+history. Pure.
 
-A switch ("Switched to THOUGHT from AGENT_EXECUTOR (picked by the person)") is an event,
-not a message: the history does not hold it. A view rebuilt from the history alone shows a
-switch only where another role's reply begins, without its reason, and after the person's
-message rather than before it. The session's event buffer holds its recent events, so a
-switch still in it is put back where a tab that watched it live shows it: before the first
-history message that came after it, or after the last one.
+A note is what the chat shows of an event that is not a message: an agent switch
+("Switched to THOUGHT from AGENT_EXECUTOR (picked by the person)"), an error ("Error
+(model_error): …"), why AutoChat stopped, a budget that ended a turn. The history does not
+hold them. A view rebuilt from the history alone (after every send, a reload, another tab)
+shows a switch only where another role's reply begins, without its reason, and after the
+person's message rather than before it; and it shows no error, no AutoChat stop and no
+budget stop at all: a failed reply is a bare "[error]". The session's event buffer holds
+its recent events, so a note still in it is put back where a tab that watched it live shows
+it: before the first history message that came after it, or after the last one.
 
 Where this differs from a live view: a switch followed by a retry or an edit that cut the
-history back to before it stays, before the re-run (a live tab drops it); a clear drops it,
-as live. A switch no longer in the buffer (an older one, or one from before a restart) is
-not known: the rebuilt view marks that change of speaker without a reason, as before.
+history back to before it stays, before the re-run (a live tab drops it); a clear drops the
+notes before it, as live. A note no longer in the buffer (an older one, or one from before
+a restart) is not known: the rebuilt view marks that change of speaker without a reason,
+and a failed reply only as failed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from schema import AgentSwitched, Event, Message, MessageCompleted, MessageStarted, SessionUpdated
+from schema import (
+    AgentSwitched,
+    AutoChatStopped,
+    ErrorEvent,
+    Event,
+    Message,
+    MessageCompleted,
+    MessageStarted,
+    RunFinished,
+    RunOutcome,
+    SessionUpdated,
+)
 
-__all__ = ["placed_switches"]
+__all__ = ["is_note", "placed_notes"]
 
 
-def placed_switches(
-    events: Sequence[Event], history: Sequence[Message]
-) -> dict[int, list[AgentSwitched]]:
-    """The switches among `events` (in order) that a view of `history` shows, by the index
-    of the history message each stands before (`len(history)`: after the last one)."""
+def is_note(event: Event) -> bool:
+    """The chat shows this event as a line of its own (see `ChatView.apply`)."""
+    if isinstance(event, RunFinished):
+        return event.outcome is RunOutcome.BUDGET
+    return isinstance(event, AgentSwitched | ErrorEvent | AutoChatStopped)
+
+
+def placed_notes(events: Sequence[Event], history: Sequence[Message]) -> dict[int, list[Event]]:
+    """The notes among `events` (in order) that a view of `history` shows, by the index of
+    the history message each stands before (`len(history)`: after the last one)."""
     index = {message.id: number for number, message in enumerate(history)}
     seen: set[str] = set()
-    placed: dict[int, list[AgentSwitched]] = {}
-    waiting: list[AgentSwitched] = []  # switches no history message has come after yet
+    placed: dict[int, list[Event]] = {}
+    waiting: list[Event] = []  # notes no history message has come after yet
     for event in events:
-        if isinstance(event, AgentSwitched):
+        if is_note(event):
             waiting.append(event)
         elif isinstance(event, MessageStarted | MessageCompleted):
             message_id = _message_id(event)

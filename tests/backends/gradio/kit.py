@@ -21,7 +21,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from backends.gradio import create_app
 from backends.gradio.assets import ASSETS_DIR
-from connectors.function import FunctionInfo, FunctionModel
+from connectors.function import FunctionInfo, FunctionModel, ModelFunction
 from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
 from gui_agent.store import MemoryStore
@@ -87,12 +87,17 @@ class Served:
 
 
 async def build() -> tuple[FastAPI, Served]:
+    return await build_playing(play)
+
+
+async def build_playing(function: ModelFunction) -> tuple[FastAPI, Served]:
+    """The test app, its model played by `function`."""
     # Gradio summarises its queue statistics with pandas after every event, which warns
     # (an error under this suite's filterwarnings) and costs time: never summarise here.
     os.environ["GRADIO_ANALYTICS_CACHE_FREQUENCY"] = str(10**9)
     workspace = Path(tempfile.mkdtemp(prefix="gui-agent-page-"))
     manager = SessionManager(
-        models=StaticCatalog(FunctionModel(play, name="scripted-function")),
+        models=StaticCatalog(FunctionModel(function, name="scripted-function")),
         store=MemoryStore(),
         workspace_root=workspace,
     )

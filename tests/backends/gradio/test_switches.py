@@ -11,14 +11,18 @@ import gradio as gr
 from backends.gradio.layout import Page, build_page
 from backends.gradio.renderer import ChatView
 from backends.gradio.stream import PageView
-from backends.gradio.switches import placed_switches
+from backends.gradio.switches import placed_notes
 from connectors.scripted import ScriptedModel
 from gui_agent.quick import create_interpreter
 from schema import (
     AgentName,
     AgentSwitched,
+    AutoChatStopped,
+    AutoChatStopReason,
+    ErrorEvent,
     Message,
     MessageCompleted,
+    MessageStarted,
     Role,
     SessionUpdated,
 )
@@ -85,12 +89,25 @@ def test_a_switch_stands_before_the_next_message_kept_or_at_the_end() -> None:
     switch, late = _switch(), _switch()
     events: list[Any] = [_done(first), _done(reply), switch, _done(cut)]
     events += [SessionUpdated(fields={"history_length": 2}), _done(rerun), late]
-    assert placed_switches(events, [first, reply, rerun]) == {2: [switch], 3: [late]}
+    assert placed_notes(events, [first, reply, rerun]) == {2: [switch], 3: [late]}
     # nothing in the buffer but the switch: it came after everything the history holds
-    assert placed_switches([switch], [first, reply]) == {2: [switch]}
+    assert placed_notes([switch], [first, reply]) == {2: [switch]}
 
 
 def test_a_clear_drops_the_switches_before_it() -> None:
     again = _said("again")
     events: list[Any] = [_switch(), SessionUpdated(fields={"history_length": 0}), _done(again)]
-    assert placed_switches(events, [again]) == {}
+    assert placed_notes(events, [again]) == {}
+
+
+def test_errors_and_autochat_stops_are_placed_as_switches_are() -> None:
+    asked, failed, later = _said("a"), _said("", Role.ASSISTANT), _said("b")
+    error = ErrorEvent(code="model_error", message="upstream exploded")
+    stopped = AutoChatStopped(reason=AutoChatStopReason.ERROR, turns=0)
+    events: list[Any] = [_done(asked), MessageStarted(message_id=failed.id, role=Role.ASSISTANT)]
+    events += [error, stopped, _done(failed), _done(later)]
+    # the failed reply started before the error: the notes stand after it, before "b"
+    assert placed_notes(events, [asked, failed, later]) == {2: [error, stopped]}
+    view = ChatView.from_history([asked, failed, later], notes={2: [error, stopped]})
+    shown = texts(view)
+    assert "upstream exploded" in shown[2] and shown[-1] == "b"
