@@ -84,11 +84,17 @@ class _Partial:
         self.reasoning: list[str] = []
         self.saved_at = 0.0
 
-    def message(self, message_id: str, status: MessageStatus) -> Message:
+    def message(
+        self, message_id: str, status: MessageStatus, failure: ErrorEvent | None = None
+    ) -> Message:
+        """The reply as it stands. `failure`: the error that ended the turn, kept with the
+        reply (`metadata["error"]`), so the reason outlives the event that announced it."""
         started = self.started
         metadata: dict[str, object] = {}
         if started.parent_id is not None:  # a worker's message: kept for people only
             metadata = {"display_only": True, "delegated_by": started.parent_id}
+        if failure is not None:
+            metadata["error"] = {"code": failure.code, "message": failure.message}
         return Message(
             id=message_id,
             role=started.role,
@@ -422,20 +428,25 @@ class Interpreter:
         except GeneratorExit:  # the coroutine is being closed: nothing may be awaited now
             raise
         except GuiAgentError as exc:
-            self._publish(_error_event(exc))
-            await self._end_turn(RunOutcome.ERROR, str(exc), MessageStatus.ERROR, exc)
+            await self._fail(str(exc), exc, _error_event(exc))
             return RunOutcome.ERROR
         except (KeyboardInterrupt, SystemExit) as exc:  # the process is asked to end
-            self._publish(ErrorEvent(code="agent_failed", message=type(exc).__name__))
-            await self._end_turn(RunOutcome.ERROR, type(exc).__name__, MessageStatus.ERROR, exc)
+            name = type(exc).__name__
+            await self._fail(name, exc, ErrorEvent(code="agent_failed", message=name))
             raise
         except BaseException as exc:  # any other failure of the agent: the session goes on
             logger.exception("session %s: the %s agent failed", self.id, architecture.name.value)
-            self._publish(ErrorEvent(code="agent_failed", message=f"{type(exc).__name__}: {exc}"))
-            await self._end_turn(RunOutcome.ERROR, str(exc), MessageStatus.ERROR, exc)
+            failure = ErrorEvent(code="agent_failed", message=f"{type(exc).__name__}: {exc}")
+            await self._fail(str(exc), exc, failure)
             return RunOutcome.ERROR
         await self._end_turn(outcome, detail, MessageStatus.INTERRUPTED)
         return outcome
+
+    async def _fail(self, detail: str, error: BaseException, failure: ErrorEvent) -> None:
+        """End the turn on `error`: say `failure`, then file the partial replies as failed,
+        each keeping `failure` (see `_Partial.message`)."""
+        self._publish(failure)
+        await self._end_turn(RunOutcome.ERROR, detail, MessageStatus.ERROR, error, failure)
 
     async def _end_turn(
         self,
@@ -443,15 +454,20 @@ class Interpreter:
         detail: str,
         status: MessageStatus,
         error: BaseException | None = None,
+        failure: ErrorEvent | None = None,
     ) -> None:
         """Close what the turn left open, so the history stays whole and sendable, and end
         the turn (state STOP). Then save, even through another Stop (see `_finish_saving`)."""
-        saves = self._close_turn(outcome, detail, status)
+        saves = self._close_turn(outcome, detail, status, failure)
         if saves or self._store is not None or self.deps.hooked:
             await self._finish_saving(saves, outcome, error)
 
     def _close_turn(
-        self, outcome: RunOutcome, detail: str, status: MessageStatus
+        self,
+        outcome: RunOutcome,
+        detail: str,
+        status: MessageStatus,
+        failure: ErrorEvent | None = None,
     ) -> list[Awaitable[None]]:
         """Everything that ends a turn and needs no waiting: complete the partial replies,
         answer calls left without a result, close steps and approvals, say `run_finished`,
@@ -463,7 +479,7 @@ class Interpreter:
         for message_id, partial in list(self._open.items()):
             message = recent.get(message_id)
             if message is None:
-                message = partial.message(message_id, status)
+                message = partial.message(message_id, status, failure)
                 session.add(message)
             if (saving := self._track(MessageCompleted(message=message))) is not None:
                 saves.append(saving)

@@ -144,6 +144,7 @@ class ChatView:
         self._previews: dict[str, tuple[str, str]] = {}
         self._speaker: AgentName | None = None
         self._serial = 0
+        self._errors_shown: set[tuple[str, str]] = set()  # (code, message) of error notes
         self.autochat = TurnTally()
         """The AutoChat run's turns as the events tell them (a view of a session caught up
         mid-run is told its buffered ones: `PageView.of`)."""
@@ -165,13 +166,19 @@ class ChatView:
         the last one: the history's length), as `placed_notes` finds them in the session's
         recent events; the history does not hold them."""
         view = cls(icons=icons)
-        notes = notes or {}
+        messages = list(messages)
+        # A failed reply that keeps its error says it itself: its note is not repeated.
+        said = {error for message in messages if (error := failure_of(message)) is not None}
+        placed = {
+            index: [n for n in shown if not (isinstance(n, ErrorEvent) and _key(n) in said)]
+            for index, shown in (notes or {}).items()
+        }
         count = 0
         for count, message in enumerate(messages, start=1):
-            for note in notes.get(count - 1, ()):
+            for note in placed.get(count - 1, ()):
                 view.apply(note)
             view.add_message(message)
-        for note in notes.get(count, ()):
+        for note in placed.get(count, ()):
             view.apply(note)
         return view
 
@@ -246,6 +253,7 @@ class ChatView:
         elif isinstance(event, AgentSwitched):
             self._switch(event.to_agent, event.from_agent, event.reason)
         elif isinstance(event, ErrorEvent):
+            self._errors_shown.add(_key(event))
             self._note(f"**Error** ({escape_html(event.code)}): {escape_html(event.message)}")
         elif isinstance(event, RunFinished) and event.outcome is RunOutcome.BUDGET:
             self._note(f"_Stopped: {escape_html(event.detail or 'budget reached')}_")
@@ -449,8 +457,17 @@ class ChatView:
         if message.status is MessageStatus.INTERRUPTED:
             text = text.rstrip("\n") + "\n\n" + INTERRUPTED_MARK
         elif message.status is MessageStatus.ERROR:
-            text = text.rstrip("\n") + "\n\n" + ERROR_MARK
+            text = text.rstrip("\n") + "\n\n" + self._error_mark(message)
         return text.rstrip("\n")
+
+    def _error_mark(self, message: Message) -> str:
+        """How a failed reply ends: with the error it keeps, unless this view already
+        shows that error as a note (a tab that watched it live)."""
+        error = failure_of(message)
+        if error is None or error in self._errors_shown:
+            return ERROR_MARK
+        code, text = error
+        return f"{ERROR_MARK} **Error** ({escape_html(code)}): {escape_html(text)}"
 
     def _tool_step(self, call_id: str, name: str, arguments: str, *, anchor: int) -> _Entry:
         key = f"tool:{call_id}"
@@ -549,3 +566,15 @@ class ChatView:
 
 def _float(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) else None
+
+
+def failure_of(message: Message) -> tuple[str, str] | None:
+    """(code, message) of the error a failed reply keeps (`metadata["error"]`), if any."""
+    error = message.metadata.get("error")
+    if message.status is not MessageStatus.ERROR or not isinstance(error, dict):
+        return None
+    return str(error.get("code", "error")), str(error.get("message", ""))
+
+
+def _key(event: ErrorEvent) -> tuple[str, str]:
+    return event.code, event.message
