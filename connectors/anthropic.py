@@ -4,7 +4,8 @@ Requests stream raw events through `anthropic.AsyncAnthropic` with the SDK's own
 off: `connectors.resilience` retries (before anything was streamed) and trips a circuit
 breaker. The request and event mapping lives in `connectors.anthropic_mapping`. A server
 that answers with a JSON document instead of the event stream has its error raised with its
-own words (`anthropic_mapping.body_error`), not as an empty stream.
+own words (`anthropic_mapping.body_error`), and one that answers with an HTML page or other
+text is told apart too (`connectors.base.not_a_stream`), not reported as an empty stream.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import logging
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import anthropic
@@ -27,19 +28,19 @@ from connectors.anthropic_mapping import (
     build_request,
     stream_error,
 )
-from connectors.base import (
-    ReadItems,
-    StreamingProvider,
-    event_stream_data,
-    map_transport_errors,
-    next_item,
-    read_json_body,
-)
+from connectors.base import StreamingProvider, map_transport_errors, next_item
 from connectors.resilience import (
     CircuitBreaker,
     RetryPolicy,
     error_for_status,
     parse_retry_after,
+)
+from connectors.stream_bodies import (
+    close_items,
+    html_page,
+    json_content,
+    not_a_stream,
+    read_non_stream_body,
 )
 from gui_agent.exceptions import (
     ConfigError,
@@ -55,19 +56,26 @@ logger = logging.getLogger(__name__)
 KEY_ENV = "ANTHROPIC_API_KEY"
 NO_KEY = "no-key-needed"
 
+BASE_URL_HINT = (
+    "check the base URL (for Anthropic-compatible servers it usually ends before /v1: "
+    "the client adds /v1/messages)"
+)
+
 
 def _server_detail(error: anthropic.APIStatusError) -> str:
+    """What the server said: its error message, or its body (a web page by its title)."""
     if error.api_message:
         return error.api_message
     body = error.body
     if isinstance(body, str):
-        return body
+        return html_page(body, error.response.headers) or body
     return json.dumps(body)[:500] if body is not None else error.message
 
 
 @contextmanager
-def map_errors(provider: str, *, model: str = "") -> Iterator[None]:
-    """Translate `anthropic` SDK (and transport) exceptions into our `ModelError` tree."""
+def map_errors(provider: str, *, model: str = "", hint: str = "") -> Iterator[None]:
+    """Translate `anthropic` SDK (and transport) exceptions into our `ModelError` tree;
+    `hint` is added to an unknown-model error (what else to check)."""
     try:
         with map_transport_errors(provider):
             yield
@@ -86,6 +94,7 @@ def map_errors(provider: str, *, model: str = "") -> Iterator[None]:
             model=model,
             key_env=KEY_ENV,
             retry_after=parse_retry_after(error.response.headers),
+            hint=hint,
         ) from error
     except anthropic.APITimeoutError as error:
         raise ModelTimeout(f"{provider}: no answer from the server in time") from error
@@ -157,30 +166,36 @@ class AnthropicProvider(StreamingProvider):
             api_key=key, base_url=base_url, timeout=timeout_s, max_retries=0
         )
 
+    def _map_errors(self) -> AbstractContextManager[None]:
+        hint = f"; {BASE_URL_HINT}" if self.base_url else ""
+        return map_errors(self._name, model=self.model, hint=hint)
+
     async def _open(
         self, request: dict[str, Any], silence_s: float
     ) -> AsyncStream[RawMessageStreamEvent]:
-        with map_errors(self._name, model=self.model):
+        with self._map_errors():
             opened: AsyncStream[RawMessageStreamEvent] = await self._client.messages.create(
                 stream=True, timeout=silence_s, **request
             )
         return opened
 
     async def _events(self, sdk_stream: AsyncStream[RawMessageStreamEvent]) -> AsyncIterator[Any]:
-        """The stream's events; read whole when the server answered with JSON instead (an
-        event stream under a JSON label; one document is raised as the error it stands for)."""
-        with map_errors(self._name, model=self.model):
-            text = await read_json_body(
-                sdk_stream.response,
-                max_chars=self.max_response_chars,
-                provider=self._name,
+        """The stream's events: the SDK's for an event stream; else what the server sent
+        under another label, read here: an event stream all the same (event by event; its
+        ``error`` events are the accumulator's to raise), one JSON document (raised as the
+        error it stands for), or `not_a_stream` (an HTML page: a wrong base URL)."""
+        response = sdk_stream.response
+        with self._map_errors():
+            body = await read_non_stream_body(
+                response, max_chars=self.max_response_chars, provider=self._name
             )
-            if text is None:
-                return sdk_stream
-            events = event_stream_data(text)
-        if events is None:
-            raise body_error(text, provider=self._name)
-        return ReadItems(events)
+        if body is None:
+            return sdk_stream
+        if not isinstance(body, str):
+            return body
+        if json_content(response.headers):
+            raise body_error(body, provider=self._name)
+        raise not_a_stream(body, response, provider=self._name, hint=BASE_URL_HINT)
 
     async def _attempt(
         self,
@@ -192,22 +207,24 @@ class AnthropicProvider(StreamingProvider):
         silence_s = settings.timeout_s if settings and settings.timeout_s else self.timeout_s
         sdk_stream = await self._open(request, silence_s)
         accumulator = EventAccumulator(max_chars=self.max_response_chars, provider=self._name)
+        events: AsyncIterator[Any] = sdk_stream
         try:
             events = await self._events(sdk_stream)
             while not accumulator.complete:
                 event = await next_item(
                     events,
-                    errors=lambda: map_errors(self._name, model=self.model),
+                    errors=self._map_errors,
                     after_finish_s=self._after_finish_s(accumulator.stop_reason is not None),
                     provider=self._name,
                 )
                 if event is None:
                     break
-                with map_errors(self._name, model=self.model):
+                with self._map_errors():
                     deltas = accumulator.feed(_as_dict(event))
                 for delta in deltas:
                     yield delta
         finally:
+            await close_items(events)
             await sdk_stream.close()
         if not accumulator.complete and accumulator.stop_reason is None:
             if accumulator.events == 0:

@@ -20,8 +20,9 @@ Choices made here:
 - Call ids and tool names the API would refuse (an id another vendor wrote, such as
   ``functions.Bash:0``; an empty or overlong name) are rewritten on the wire, the same way
   in the call and its result (`connectors.wire_names`); the history keeps them as they were.
-- Empty text is left out (the API refuses empty text blocks), and so are messages that end
-  up with no content at all.
+- Empty or blank text is left out (the API refuses a text block without non-whitespace
+  text, such as the blank lines some models write before a tool call), and so are messages
+  that end up with no content at all.
 - Thinking goes back as the API issued it: a reply's signed ``thinking`` and
   ``redacted_thinking`` blocks are kept in ``ModelResponse.provider_data["anthropic"]`` (the
   agent stores that in the message's metadata) and are sent first in that assistant turn, as
@@ -119,7 +120,7 @@ def tool_input(arguments: str) -> dict[str, Any]:
 
 
 def _text_blocks(text: str, images: Sequence[ImagePart]) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": text}] if text.strip() else []
     blocks.extend(image_block(image) for image in images)
     return blocks
 

@@ -4,11 +4,9 @@ A subclass builds its vendor client in `__init__` (setting `_name`, `retry`, `br
 `_client`), and implements `_attempt`: one request, streamed. Retries, the circuit breaker
 and `generate` come from here.
 
-Some servers answer a streamed request with a JSON document instead of an event stream (an
-error such as ``{"error": {"message": "model not loaded"}}`` with status 200, or a whole
-reply when they ignore ``stream``); the SDKs then find no events and the server's words are
-lost. `read_json_body` reads such a body, before the SDK starts on it, for the vendor
-module to interpret.
+What a server sends for a streamed request when it is not a labelled event stream (a JSON
+document, an HTML page, an event stream under another label) is read by
+`connectors.stream_bodies`, before the SDK starts on it.
 """
 
 from __future__ import annotations
@@ -21,14 +19,12 @@ from collections.abc import (
     AsyncGenerator,
     AsyncIterator,
     Callable,
-    Iterable,
     Iterator,
-    Mapping,
     Sequence,
 )
 from contextlib import AbstractContextManager, aclosing, contextmanager
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Self, TypeVar
 
 import httpx2
 
@@ -95,59 +91,6 @@ async def next_item(
             raise
         logger.info("%s: the stream did not end cleanly after the reply (%s)", provider, error)
         return None
-
-
-def json_content(headers: Mapping[str, str]) -> bool:
-    """Whether a response is labelled JSON (``application/json`` or ``*/*+json``; not the
-    ``x-ndjson`` some servers put on event streams)."""
-    kind = headers.get("content-type", "").split(";")[0].strip().lower()
-    return kind == "application/json" or kind.endswith("+json")
-
-
-async def read_json_body(response: httpx2.Response, *, max_chars: int, provider: str) -> str | None:
-    """The text of a streamed response labelled JSON, read whole; None for anything else
-    (the SDK reads that as an event stream). ModelResponseError when it is larger than a
-    reply of `max_chars` characters can be (4 bytes a character, and the JSON around it)."""
-    if not json_content(response.headers):
-        return None
-    limit_bytes = 4 * max_chars + 65_536
-    body = bytearray()
-    async for piece in response.aiter_bytes():
-        body += piece
-        if len(body) > limit_bytes:
-            raise ModelResponseError(
-                f"{provider}: the server's JSON answer exceeded {limit_bytes:,} bytes",
-                provider=provider,
-            )
-    logger.info("%s: the server answered with JSON, not an event stream", provider)
-    return body.decode("utf-8", errors="replace")
-
-
-def event_stream_data(text: str) -> list[object] | None:
-    """The JSON of each ``data:`` line of `text` up to ``[DONE]`` when `text` is an event
-    stream under a JSON label; None when it has no ``data:`` line (it is a JSON document)."""
-    lines = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
-    if not lines:
-        return None
-    if "[DONE]" in lines:
-        lines = lines[: lines.index("[DONE]")]
-    return [json.loads(line) for line in lines if line]
-
-
-class ReadItems(Generic[T]):
-    """Items already read (from a body that was no event stream), as an async iterator."""
-
-    def __init__(self, items: Iterable[T]) -> None:
-        self._items = iter(items)
-
-    def __aiter__(self) -> ReadItems[T]:
-        return self
-
-    async def __anext__(self) -> T:
-        try:
-            return next(self._items)
-        except StopIteration:
-            raise StopAsyncIteration from None
 
 
 class StreamingProvider(ABC):

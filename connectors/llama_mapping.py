@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from connectors.chat_templates import system_first_only
+from connectors.chat_templates import system_first_only, user_turns_merged
 from gui_agent.exceptions import InvalidRequest, ModelResponseError
 from schema import Message, ModelResponse, Role, ToolCall, ToolSchema, Usage, new_id
 
@@ -189,10 +189,11 @@ def to_chat_messages(
     Display-only messages are dropped, images and reasoning are not sent. An assistant's
     tool calls are written in the JSON form the model is constrained to; a tool result
     becomes a user turn that says which tool returned it (a 135M model knows no "tool"
-    role). A system message after the first turn becomes part of a user turn, as for
-    OpenAI-compatible servers (`connectors.chat_templates`): SmolLM2's template renders one
-    anywhere, but the templates of many other models (a `model_path` of another GGUF)
-    refuse it. `system_extra` is appended to the first system message (or becomes one).
+    role). A system message after the first turn becomes part of a user turn, and user
+    turns in a row (parallel tool results, a message sent again after a Stop) become one,
+    as for OpenAI-compatible servers (`connectors.chat_templates`): SmolLM2's template
+    renders either, but the templates of many other models (a `model_path` of another GGUF)
+    refuse them. `system_extra` is appended to the first system message (or becomes one).
     """
     out: list[dict[str, str]] = []
     for message in messages:
@@ -207,7 +208,8 @@ def to_chat_messages(
             out.append({"role": "assistant", "content": "\n".join(parts)})
         else:
             out.append({"role": message.role.value, "content": message.content})
-    out = [{"role": m["role"], "content": m["content"]} for m in system_first_only(out)]
+    rewritten = user_turns_merged(system_first_only(out))
+    out = [{"role": m["role"], "content": m["content"]} for m in rewritten]
     if system_extra:
         if out and out[0]["role"] == "system":
             first = out[0]["content"]

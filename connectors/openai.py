@@ -11,10 +11,17 @@ the stream has still sent the whole reply (see `connectors.base.next_item`).
 
 A server that answers with a JSON document instead of the stream is understood: an error
 object is raised as the error its ``code`` or ``type`` stands for, with the server's message
-(`body_error`); a whole chat completion is taken as the reply.
+(`body_error`); a whole chat completion is taken as the reply. An event stream under another
+label is read all the same, and an HTML page or other text is reported as such, with the
+URL it came from and the advice to check the base URL (`connectors.stream_bodies`).
 
-Only the OpenAI service itself (api.openai.com) gets system messages after the history as
-they are; any other server gets them folded into user turns (`OpenAIProvider.system_anywhere`).
+Which server the requests go to decides their dialect, by one check of the host of the base
+URL the client uses (`openai_mapping.is_openai_service`; so ``OPENAI_BASE_URL`` counts as
+much as ``base_url``), and so does whether a key is required: only the OpenAI
+service itself (api.openai.com) gets ``max_completion_tokens``, system messages after the
+history as they are, and user messages in a row; any other server gets ``max_tokens``, and
+system messages folded into user turns and consecutive user turns merged
+(`OpenAIProvider.system_anywhere`, `OpenAIProvider.consecutive_user_turns`).
 """
 
 from __future__ import annotations
@@ -26,25 +33,21 @@ from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
+import httpx2
 import openai
 from openai import AsyncStream
 from openai.types.chat import ChatCompletionChunk
 
-from connectors.base import (
-    ReadItems,
-    StreamingProvider,
-    event_stream_data,
-    map_transport_errors,
-    next_item,
-    read_json_body,
-)
+from connectors.base import StreamingProvider, map_transport_errors, next_item
 from connectors.openai_mapping import (
+    MaxTokensField,
     RequestOptions,
     StreamAccumulator,
     body_as_chunk,
     build_request,
     error_message,
     error_status,
+    is_openai_service,
 )
 from connectors.resilience import (
     CircuitBreaker,
@@ -52,6 +55,14 @@ from connectors.resilience import (
     error_for_status,
     parse_retry_after,
     shorten,
+)
+from connectors.stream_bodies import (
+    ReadItems,
+    close_items,
+    html_page,
+    json_content,
+    not_a_stream,
+    read_non_stream_body,
 )
 from gui_agent.exceptions import (
     ConfigError,
@@ -70,10 +81,11 @@ KEY_ENV = "OPENAI_API_KEY"
 NO_KEY = "no-key-needed"
 """Sent to OpenAI-compatible servers when no key is configured (most local ones ignore it)."""
 
-OPENAI_HOST = "api.openai.com"
+BASE_URL_HINT = "check the base URL (for OpenAI-compatible servers it usually ends in /v1)"
 
 
 def _server_detail(error: openai.APIError) -> str:
+    """What the server said: its error message, or its body (a web page by its title)."""
     body = error.body
     if isinstance(body, dict):
         inner = body.get("error", body)
@@ -81,7 +93,9 @@ def _server_detail(error: openai.APIError) -> str:
             return str(inner["message"])
         return json.dumps(body)[:500]
     if isinstance(body, str):
-        return body
+        response = getattr(error, "response", None)
+        headers = response.headers if isinstance(response, httpx2.Response) else {}
+        return html_page(body, headers) or body
     return error.message
 
 
@@ -176,10 +190,11 @@ class OpenAIProvider(StreamingProvider):
     (before the first byte and between chunks). The OpenAI service needs a key (argument or
     ``OPENAI_API_KEY``); a compatible server gets a placeholder when none is set.
 
-    `system_anywhere` is true only for api.openai.com: other servers get a system message
-    that follows the history (the planner's and supervisor's instructions) as a user turn,
-    since many chat templates refuse a system message that is not first. Set it to true for
-    a server known to take them anywhere.
+    `system_anywhere` and `consecutive_user_turns` are true only for api.openai.com: other
+    servers get a system message that follows the history (the planner's and supervisor's
+    instructions) as a user turn, and user messages in a row as one, since many chat
+    templates refuse a system message that is not first or two user turns in a row. Set
+    them to true for a server known to take either.
     """
 
     def __init__(
@@ -200,13 +215,18 @@ class OpenAIProvider(StreamingProvider):
         if not model:
             raise ConfigError("OpenAIProvider needs a model name, e.g. 'gpt-4o-mini'")
         key = api_key or os.environ.get(KEY_ENV)
-        if not key:
-            if base_url is None:
-                raise ConfigError(
-                    f"no OpenAI API key: set {KEY_ENV}, or pass base_url for a local "
-                    "OpenAI-compatible server"
-                )
-            key = NO_KEY
+        self._client = openai.AsyncOpenAI(
+            api_key=key or NO_KEY, base_url=base_url, timeout=timeout_s, max_retries=0
+        )
+        openai_service = is_openai_service(str(self._client.base_url))
+        if not key and openai_service:
+            raise ConfigError(
+                f"no OpenAI API key: set {KEY_ENV}, or pass base_url for a local "
+                "OpenAI-compatible server"
+            )
+        self.system_anywhere = openai_service
+        self.consecutive_user_turns = openai_service
+        self._hint = "" if openai_service else f"; {BASE_URL_HINT}"
         self.model = model
         self.base_url = base_url
         if base_url is None:
@@ -220,52 +240,55 @@ class OpenAIProvider(StreamingProvider):
         self.max_response_chars = max_response_chars
         self._temperature = temperature
         self._max_tokens = max_tokens
-        self._stream_usage = True
-        self._client = openai.AsyncOpenAI(
-            api_key=key, base_url=base_url, timeout=timeout_s, max_retries=0
+        self._max_tokens_field: MaxTokensField = (
+            "max_completion_tokens" if openai_service else "max_tokens"
         )
-        self.system_anywhere = self._client.base_url.host == OPENAI_HOST
+        self._stream_usage = True
 
     def _options(self) -> RequestOptions:
         return RequestOptions(
             model=self.model,
             temperature=self._temperature,
             max_tokens=self._max_tokens,
-            max_tokens_field="max_completion_tokens" if self.base_url is None else "max_tokens",
+            max_tokens_field=self._max_tokens_field,
             stream_usage=self._stream_usage,
             system_anywhere=self.system_anywhere,
+            consecutive_user_turns=self.consecutive_user_turns,
         )
-
-    @property
-    def _hint(self) -> str:
-        return "; check that the base URL ends in /v1" if self.base_url else ""
 
     def _map_errors(self) -> AbstractContextManager[None]:
         return map_errors(self._name, model=self.model, hint=self._hint)
 
     async def _chunks(self, sdk_stream: AsyncStream[ChatCompletionChunk]) -> AsyncIterator[Any]:
-        """The stream's chunks; read whole when the server answered with JSON instead (an
-        event stream under a JSON label, or one document), and raised if one is an error."""
+        """The stream's chunks: the SDK's for an event stream; else what the server sent
+        under another label, read here: an event stream all the same (chunk by chunk), one
+        JSON document (an error object, or a whole reply, as one chunk), or `not_a_stream`
+        (an HTML page: a wrong base URL). `_attempt` raises the error objects among them."""
         response = sdk_stream.response
         with self._map_errors():
-            text = await read_json_body(
+            body = await read_non_stream_body(
                 response, max_chars=self.max_response_chars, provider=self._name
             )
-            if text is None:
-                return sdk_stream
-            chunks = event_stream_data(text)
-            if chunks is None:
-                chunks = [body_as_chunk(text, provider=self._name)]
-        for chunk in chunks:
-            if isinstance(chunk, Mapping) and chunk.get("error"):
-                raise body_error(
-                    chunk["error"],
-                    provider=self._name,
-                    model=self.model,
-                    retry_after=parse_retry_after(response.headers),
-                    hint=self._hint,
-                )
-        return ReadItems(chunks)
+        if body is None:
+            return sdk_stream
+        if not isinstance(body, str):
+            return body
+        if not json_content(response.headers):
+            raise not_a_stream(body, response, provider=self._name, hint=BASE_URL_HINT)
+        return ReadItems([body_as_chunk(body, provider=self._name)])
+
+    def _sent_error(self, chunk: object, response: httpx2.Response) -> ModelError | None:
+        """The error an error object the server sent in place of a chunk stands for (the SDK
+        raises those of an event stream it reads itself)."""
+        if not isinstance(chunk, Mapping) or not chunk.get("error"):
+            return None
+        return body_error(
+            chunk["error"],
+            provider=self._name,
+            model=self.model,
+            retry_after=parse_retry_after(response.headers),
+            hint=self._hint,
+        )
 
     async def _create(
         self, body: dict[str, Any], silence_s: float
@@ -304,6 +327,7 @@ class OpenAIProvider(StreamingProvider):
         silence_s = settings.timeout_s if settings and settings.timeout_s else self.timeout_s
         sdk_stream = await self._open(request, silence_s)
         accumulator = StreamAccumulator(max_chars=self.max_response_chars, provider=self._name)
+        chunks: AsyncIterator[Any] = sdk_stream
         try:
             chunks = await self._chunks(sdk_stream)
             while True:
@@ -315,11 +339,14 @@ class OpenAIProvider(StreamingProvider):
                 )
                 if chunk is None:
                     break
+                if error := self._sent_error(chunk, sdk_stream.response):
+                    raise error
                 with self._map_errors():
                     deltas = accumulator.feed(_as_dict(chunk))
                 for delta in deltas:
                     yield delta
         finally:
+            await close_items(chunks)
             await sdk_stream.close()
         if accumulator.chunks == 0:
             raise ModelResponseError(

@@ -3,12 +3,18 @@
 No SDK, no I/O: `messages_to_openai` and `tools_to_openai` build request dicts, and
 `StreamAccumulator` turns streamed chunk dicts (or SDK chunks' ``model_dump()``) into our
 deltas and one final `ModelResponse`. Works for OpenAI and OpenAI-compatible servers
-(llama.cpp, vLLM, Ollama, LM Studio, DeepSeek): reasoning arrives there as
-``reasoning_content`` or ``reasoning`` delta fields. For servers whose chat template takes a
-system message only at the start, `RequestOptions.system_anywhere=False` folds later ones
-into user turns (`connectors.chat_templates`). `body_as_chunk` reads the JSON document a
-server sent instead of a stream; `error_status` says which HTTP status an error object in
+(llama.cpp, vLLM, Ollama, LM Studio, DeepSeek, Mistral): reasoning arrives there as
+``reasoning_content`` or ``reasoning`` delta fields, or as ``thinking`` parts of a content
+sent as a list of parts. `body_as_chunk` reads the JSON document
+a server sent instead of a stream; `error_status` says which HTTP status an error object in
 a 200 answer stands for.
+
+The OpenAI service and the compatible servers differ in a few things, all decided by one
+check, `is_openai_service` (the host is api.openai.com): only the service takes
+``max_completion_tokens`` (its o-series and gpt-5 models refuse ``max_tokens``, which older
+compatible servers know alone), and only the service takes system messages after the first
+turn and user messages in a row; other servers get those folded into user turns and merged
+(`RequestOptions.system_anywhere`, `consecutive_user_turns`; `connectors.chat_templates`).
 """
 
 from __future__ import annotations
@@ -18,9 +24,10 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Final, Literal
+from urllib.parse import urlsplit
 
-from connectors.chat_templates import system_first_only
+from connectors.chat_templates import system_first_only, user_turns_merged
 from connectors.resilience import shorten
 from connectors.wire_names import wire_id, wire_name
 from gui_agent.exceptions import ModelResponseError
@@ -49,6 +56,18 @@ MAX_CALL_ID_CHARS = 40
 """OpenAI refuses longer tool-call ids (ids from other vendors are shortened to fit)."""
 
 MAX_TOOL_NAME_CHARS = 64
+
+OPENAI_HOST: Final = "api.openai.com"
+
+MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
+
+
+def is_openai_service(base_url: str) -> bool:
+    """Whether `base_url` leads to the OpenAI service itself (host api.openai.com, in any
+    case, with any scheme, port, path or trailing slash) rather than a compatible server."""
+    url = base_url.strip()
+    host = urlsplit(url if "//" in url else f"//{url}").hostname or ""
+    return host.rstrip(".") == OPENAI_HOST
 
 
 def image_url(image: ImagePart) -> str:
@@ -158,11 +177,14 @@ class RequestOptions:
     model: str
     temperature: float | None = None
     max_tokens: int | None = None
-    max_tokens_field: str = "max_tokens"
+    max_tokens_field: MaxTokensField = "max_tokens"
     stream_usage: bool = True
     system_anywhere: bool = True
     """False: system messages after the first non-system one go as user turns (see
     `connectors.chat_templates`), for servers whose chat template refuses them."""
+    consecutive_user_turns: bool = True
+    """False: user messages in a row go as one (see `connectors.chat_templates`), for
+    servers whose chat template wants user and assistant turns to alternate."""
 
 
 def build_request(
@@ -173,11 +195,11 @@ def build_request(
 ) -> dict[str, Any]:
     """The keyword arguments of one streamed ``chat.completions.create`` call."""
     wire = messages_to_openai(messages)
-    request: dict[str, Any] = {
-        "model": options.model,
-        "messages": wire if options.system_anywhere else system_first_only(wire),
-        "stream": True,
-    }
+    if not options.system_anywhere:
+        wire = system_first_only(wire)
+    if not options.consecutive_user_turns:
+        wire = user_turns_merged(wire)
+    request: dict[str, Any] = {"model": options.model, "messages": wire, "stream": True}
     if options.stream_usage:
         request["stream_options"] = {"include_usage": True}
     temperature = options.temperature
@@ -278,7 +300,8 @@ class StreamAccumulator:
     """Assembles a streamed chat completion.
 
     Feed it each chunk as a dict; it returns the text / reasoning deltas to show and keeps
-    tool-call pieces (assembled by ``index``; parallel calls supported), usage (from the
+    tool-call pieces (assembled by ``index``; parallel calls supported, also when a server
+    gives them all one index: see `_call_for`), usage (from the
     final ``stream_options`` chunk or wherever a server puts it) and the finish reason.
     `response()` builds the final `ModelResponse`. Tool-call arguments stay raw text, valid
     JSON or not: the agent loop reports a parse error to the model. Calls without an id get a
@@ -304,7 +327,10 @@ class StreamAccumulator:
         self._text: list[str] = []
         self._reasoning: list[str] = []
         self._held: dict[str, str] = {}
-        self._calls: dict[int, _PendingCall] = {}
+        self._calls: dict[tuple[int, int], _PendingCall] = {}
+        """Calls by (wire index, how many calls that index stood for before)."""
+        self._at_index: dict[int, tuple[int, int]] = {}
+        """The call each wire index stands for now."""
         self._saw_tool_calls = False
         self._chars = 0
         self.chunks = 0
@@ -345,17 +371,14 @@ class StreamAccumulator:
         for name in REASONING_FIELDS:
             piece = delta.get(name)
             if isinstance(piece, str) and piece:
-                if piece := self._whole("reasoning", piece):
-                    self._grow(len(piece))
-                    self._reasoning.append(piece)
-                    out.append(ModelReasoningDelta(text=piece))
+                out.extend(self._reasoning_piece(piece))
                 break
         for name in ("content", "refusal"):
             piece = delta.get(name)
-            if isinstance(piece, str) and piece and (piece := self._whole("text", piece)):
-                self._grow(len(piece))
-                self._text.append(piece)
-                out.append(ModelTextDelta(text=piece))
+            if isinstance(piece, list):
+                out.extend(self._content_parts(piece))
+            elif isinstance(piece, str) and piece:
+                out.extend(self._text_piece(piece))
         tool_calls = delta.get("tool_calls")
         if isinstance(tool_calls, list) and tool_calls:
             self._saw_tool_calls = True
@@ -367,6 +390,36 @@ class StreamAccumulator:
             # Only servers that speak nothing newer: llama.cpp sends every piece in both
             # fields, and reading both would double the arguments.
             self._feed_tool_call({"index": 0, "function": legacy}, 0)
+        return out
+
+    def _text_piece(self, piece: str) -> list[StreamDelta]:
+        if not (piece := self._whole("text", piece)):
+            return []
+        self._grow(len(piece))
+        self._text.append(piece)
+        return [ModelTextDelta(text=piece)]
+
+    def _reasoning_piece(self, piece: str) -> list[StreamDelta]:
+        if not (piece := self._whole("reasoning", piece)):
+            return []
+        self._grow(len(piece))
+        self._reasoning.append(piece)
+        return [ModelReasoningDelta(text=piece)]
+
+    def _content_parts(self, parts: list[Any], *, reasoning: bool = False) -> list[StreamDelta]:
+        """Content sent as a list of parts (Mistral's API): ``text`` parts, and ``thinking``
+        parts holding the reasoning (as text parts, or a string)."""
+        out: list[StreamDelta] = []
+        for part in parts:
+            if not isinstance(part, Mapping):
+                continue
+            text, thinking = part.get("text"), part.get("thinking")
+            if part.get("type") == "text" and isinstance(text, str) and text:
+                out.extend(self._reasoning_piece(text) if reasoning else self._text_piece(text))
+            elif part.get("type") == "thinking" and isinstance(thinking, list):
+                out.extend(self._content_parts(thinking, reasoning=True))
+            elif part.get("type") == "thinking" and isinstance(thinking, str) and thinking:
+                out.extend(self._reasoning_piece(thinking))
         return out
 
     def _whole(self, channel: str, piece: str) -> str:
@@ -384,27 +437,15 @@ class StreamAccumulator:
         return piece
 
     def _feed_tool_call(self, part: Mapping[str, Any], position: int) -> None:
-        index = part.get("index")
         call_id = part.get("id") if isinstance(part.get("id"), str) else None
-        if not isinstance(index, int):
-            # Some servers omit the index: a new id starts a new call, else continue the last.
-            known = next((i for i, c in self._calls.items() if call_id and c.id == call_id), None)
-            if known is not None:
-                index = known
-            elif call_id or not self._calls:
-                index = len(self._calls) + position
-            else:
-                index = max(self._calls)
-        pending = self._calls.get(index)
-        if pending is None:
-            pending = self._calls[index] = _PendingCall(id="", name="", arguments="")
+        function = part.get("function")
+        function = function if isinstance(function, Mapping) else {}
+        name = function.get("name")
+        name = name if isinstance(name, str) else ""
+        pending = self._call_for(part.get("index"), call_id, bool(name), position)
         if call_id and not pending.id:
             pending.id = call_id
-        function = part.get("function")
-        if not isinstance(function, Mapping):
-            return
-        name = function.get("name")
-        if isinstance(name, str) and name and name != pending.name:
+        if name and name != pending.name:
             pending.name = name if not pending.name else pending.name + name
         arguments = function.get("arguments")
         if isinstance(arguments, Mapping):  # a few servers send an object, not JSON text
@@ -412,6 +453,35 @@ class StreamAccumulator:
         if isinstance(arguments, str) and arguments:
             self._grow(len(arguments))
             pending.arguments += arguments
+
+    def _call_for(
+        self, index: object, call_id: str | None, named: bool, position: int
+    ) -> _PendingCall:
+        """The call a tool-call piece belongs to, new or begun.
+
+        By its ``index``; but a piece that names a function under another id than the call
+        its index stands for starts a new call (Ollama and some proxies give every parallel
+        call index 0), while one without a name continues it (some servers change the id
+        between the pieces of one call). Without an index: a new id starts a new call,
+        else the piece continues the call of its id, or the last one.
+        """
+        if not isinstance(index, int):
+            known = next((i for i, c in self._calls.items() if call_id and c.id == call_id), None)
+            if known is not None:
+                return self._calls[known]
+            if call_id or not self._calls:
+                index = len(self._calls) + position
+            else:
+                index = max(self._calls)[0]
+        key = self._at_index.get(index)
+        if key is not None:
+            current = self._calls[key]
+            if not (named and call_id and current.id and call_id != current.id):
+                return current
+        key = (index, 0 if key is None else key[1] + 1)
+        self._at_index[index] = key
+        pending = self._calls[key] = _PendingCall(id="", name="", arguments="")
+        return pending
 
     def _grow(self, chars: int) -> None:
         self._chars += chars
@@ -428,8 +498,8 @@ class StreamAccumulator:
         to calls by id, and two calls under one id would share one result."""
         calls: list[ToolCall] = []
         seen: set[str] = set()
-        for index in sorted(self._calls):
-            pending = self._calls[index]
+        for key in sorted(self._calls):
+            pending = self._calls[key]
             if not pending.id or pending.id in seen:
                 pending.id = self._new_call_id()
             seen.add(pending.id)

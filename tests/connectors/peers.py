@@ -99,6 +99,8 @@ class ScriptedPeer:
         self.requests: list[Seen] = []
         self.disconnected = threading.Event()
         """Set when a client hung up before its reply was over (mid-body, Stall, silent)."""
+        self.received = threading.Event()
+        """Set when a request arrived (cleared by `reset`)."""
         self.port = 0
 
     # lifecycle -------------------------------------------------------------------------
@@ -142,6 +144,7 @@ class ScriptedPeer:
             self._replies.clear()
             self.requests.clear()
         self.disconnected.clear()
+        self.received.clear()
 
     def script(self, *replies: Reply) -> None:
         with self._lock:
@@ -155,6 +158,7 @@ class ScriptedPeer:
     def _next(self, seen: Seen) -> Reply:
         with self._lock:
             self.requests.append(seen)
+            self.received.set()
             if self._replies:
                 return self._replies.popleft()
         return Reply.json(500, {"error": {"message": "the peer has no scripted reply left"}})

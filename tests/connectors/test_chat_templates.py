@@ -1,20 +1,23 @@
-"""System messages after the history (the planner's and supervisor's instructions) reach
-servers whose chat template takes a system message only first, as part of a user turn.
+"""Conversations reach servers whose chat template is strict in a form it accepts: system
+messages after the history (the planner's and supervisor's instructions) as part of a user
+turn, and user messages in a row (a message sent again after a Stop, tool images followed by
+a user turn) as one user turn.
 
-Pure rewriting first, then whole planner and supervisor turns through the Interpreter against
-a local OpenAI-speaking peer, checking every request with `wire_rules`; then the embedded
-model's mapping, which has the same rule.
+Pure rewriting first, then whole turns through the Interpreter against a local
+OpenAI-speaking peer, checking every request with `wire_rules`; then the embedded model's
+mapping, which has the same rules.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from connectors.chat_templates import INSTRUCTION_LABEL, system_first_only
+from connectors.chat_templates import INSTRUCTION_LABEL, system_first_only, user_turns_merged
 from connectors.llama_mapping import ToolPlan, plan_tool_use, to_chat_messages
 from connectors.openai import OpenAIProvider
 from connectors.openai_mapping import RequestOptions, build_request
@@ -22,7 +25,17 @@ from connectors.resilience import RetryPolicy
 from gui_agent.agents.planner import planning_instruction
 from gui_agent.agents.supervisor import DELEGATE, delegate
 from gui_agent.quick import create_interpreter
-from schema import AgentName, Message, Role, RunOutcome, ToolSchema
+from gui_agent.tools import ToolOutput, tool
+from schema import (
+    AgentName,
+    ImagePart,
+    Message,
+    PermissionMode,
+    Role,
+    RunOutcome,
+    ToolCall,
+    ToolSchema,
+)
 from tests.connectors.peers import (
     OPENAI_DONE,
     Reply,
@@ -30,10 +43,15 @@ from tests.connectors.peers import (
     openai_chunk,
     openai_text_stream,
 )
-from tests.connectors.wire_rules import openai_problems, system_first_problems
+from tests.connectors.wire_rules import (
+    alternation_problems,
+    openai_problems,
+    system_first_problems,
+)
 from tests.gui_agent.helpers import of_type
 
 PLAN_STEP = "Greet the person"
+PNG = ImagePart(media_type="image/png", data="UE5H")
 
 
 def system(text: str) -> Message:
@@ -115,6 +133,78 @@ def test_requests_fold_instructions_only_when_the_server_needs_it() -> None:
     assert sent[-1]["content"].endswith(folded("Plan first."))
 
 
+IMAGE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,UE5H"}}
+
+
+def test_user_turns_in_a_row_become_one_with_texts_a_blank_line_apart() -> None:
+    wire = [
+        {"role": "system", "content": "Be terse."},
+        {"role": "user", "content": "say hello"},
+        {"role": "user", "content": "are you there?"},
+        {"role": "assistant", "content": "Hello."},
+        {"role": "user", "content": "bye"},
+    ]
+    assert user_turns_merged(wire) == [
+        {"role": "system", "content": "Be terse."},
+        {"role": "user", "content": "say hello\n\nare you there?"},
+        {"role": "assistant", "content": "Hello."},
+        {"role": "user", "content": "bye"},
+    ]
+    assert wire[1] == {"role": "user", "content": "say hello"}  # the input is left alone
+
+
+def test_merged_user_turns_keep_their_images_in_order() -> None:
+    other = {"type": "image_url", "image_url": {"url": "https://example.net/b.png"}}
+    wire = [
+        {"role": "user", "content": [{"type": "text", "text": "look"}, IMAGE]},
+        {"role": "user", "content": "and this"},
+        {"role": "user", "content": [other]},
+        {"role": "user", "content": ""},
+        {"role": "user", "content": [{"type": "text", "text": "which is nicer?"}]},
+    ]
+    (only,) = user_turns_merged(wire)
+    assert only["content"] == [
+        {"type": "text", "text": "look"},
+        IMAGE,
+        {"type": "text", "text": "and this"},
+        other,
+        {"type": "text", "text": "which is nicer?"},
+    ]
+
+
+def test_tool_images_followed_by_a_user_turn_go_as_one_user_turn() -> None:
+    call = ToolCall(id="call_1", name="screenshot", arguments="{}")
+    history = [
+        user("take a screenshot"),
+        Message(role=Role.ASSISTANT, tool_calls=(call,)),
+        Message(
+            role=Role.TOOL,
+            content="shot",
+            tool_call_id="call_1",
+            name="screenshot",
+            images=(ImagePart(media_type="image/png", data="UE5H"),),
+        ),
+        user("what does it show?"),
+    ]
+    options = RequestOptions(model="qwen", system_anywhere=False, consecutive_user_turns=False)
+    sent = build_request(history, [], None, options)["messages"]
+    assert alternation_problems(sent) == []
+    assert openai_problems(sent) == []
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "user"]
+    assert sent[-1]["content"] == [
+        {"type": "text", "text": "Images returned by the tool screenshot:"},
+        IMAGE,
+        {"type": "text", "text": "what does it show?"},
+    ]
+
+
+def test_an_instruction_folded_after_user_turns_in_a_row_joins_the_one_turn() -> None:
+    history = [user("hi"), user("hello?"), system("Plan first.")]
+    options = RequestOptions(model="qwen", system_anywhere=False, consecutive_user_turns=False)
+    (only,) = build_request(history, [], None, options)["messages"]
+    assert only == {"role": "user", "content": "hi\n\nhello?\n\n" + folded("Plan first.")}
+
+
 @pytest.mark.parametrize(
     ("base_url", "anywhere"),
     [
@@ -129,6 +219,7 @@ def test_only_the_openai_service_gets_system_messages_anywhere(
 ) -> None:
     provider = OpenAIProvider("m", api_key="sk-test", base_url=base_url)
     assert provider.system_anywhere is anywhere
+    assert provider.consecutive_user_turns is anywhere
 
 
 # --- whole turns against a local server ---------------------------------------------------
@@ -148,8 +239,19 @@ def sent(peer: ScriptedPeer) -> list[list[dict[str, Any]]]:
     requests = [seen.body["messages"] for seen in peer.requests]
     for messages in requests:
         assert system_first_problems(messages) == []
+        assert alternation_problems(messages) == []
         assert openai_problems(messages) == []
     return requests
+
+
+def screenshot_call() -> Reply:
+    call = {"index": 0, "id": "call_s", "type": "function"}
+    call["function"] = {"name": "screenshot", "arguments": '{"page": "a"}'}
+    return Reply.sse(
+        openai_chunk({"tool_calls": [call]}),
+        openai_chunk({}, finish_reason="tool_calls"),
+        OPENAI_DONE,
+    )
 
 
 def delegating(worker: str, task: str) -> Reply:
@@ -213,6 +315,62 @@ async def test_a_supervisor_turn_sends_its_instruction_after_the_workers_answer(
     assert interpreter.session.history[-1].content == "The worker said hi."
 
 
+async def test_a_message_sent_again_after_a_stop_reaches_a_strict_template_acceptably(
+    peer: ScriptedPeer, local_server: OpenAIProvider, tmp_path: Path
+) -> None:
+    interpreter = create_interpreter(local_server, builtin_tools=False, workdir=tmp_path)
+    peer.script(Reply.silent(), Reply.sse(*openai_text_stream(["Yes, here."])))
+    await interpreter.send("are you there?")
+    assert await asyncio.to_thread(peer.received.wait, 10.0)
+    assert await interpreter.stop() is True
+    events = [e async for e in interpreter.chat("hello?")]
+    assert [e.outcome for e in of_type(events, "run_finished")] == [RunOutcome.COMPLETED]  # type: ignore[attr-defined]
+    _, again = sent(peer)  # `sent` checks both requests against the strict templates' rules
+    assert again[1]["content"] == "are you there?"
+    assert again[-1]["content"] == "hello?"
+    assert [m.content for m in interpreter.session.history if m.role is Role.USER] == [
+        "are you there?",
+        "hello?",
+    ]
+
+
+async def test_a_message_sent_while_a_tool_ran_joins_its_images_in_one_user_turn(
+    peer: ScriptedPeer, local_server: OpenAIProvider, tmp_path: Path
+) -> None:
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def screenshot(page: str) -> ToolOutput:
+        """Take a screenshot of a page.
+
+        Args:
+            page: Which page.
+        """
+        started.set()
+        await release.wait()
+        return ToolOutput(content=f"shot of {page}", images=(PNG,))
+
+    interpreter = create_interpreter(
+        local_server,
+        tools=[screenshot],
+        builtin_tools=False,
+        workdir=tmp_path,
+        permissions={"screenshot": PermissionMode.ALLOW},
+    )
+    peer.script(screenshot_call(), Reply.sse(*openai_text_stream(["It is blue."])))
+    async with interpreter.subscribe() as events:
+        await interpreter.send("take a screenshot of page a")
+        await started.wait()
+        await interpreter.send("and tell me its colour")
+        release.set()
+        finished = [e async for e in events.until_idle() if e.type == "run_finished"]
+    assert [e.outcome for e in finished] == [RunOutcome.COMPLETED]  # type: ignore[attr-defined]
+    _, answer = sent(peer)
+    assert [m["role"] for m in answer[-3:]] == ["assistant", "tool", "user"]
+    texts = [part.get("text") for part in answer[-1]["content"]]
+    assert texts == ["Images returned by the tool screenshot:", None, "and tell me its colour"]
+
+
 # --- the embedded model -------------------------------------------------------------------
 
 
@@ -234,3 +392,23 @@ def test_the_embedded_supervisor_is_offered_its_delegate_tool() -> None:
     assert plan == ToolPlan((schema,), allow_answer=True)
     after_result = [user("hi"), assistant("done"), system(instruction)]
     assert plan_tool_use(after_result, tools, "auto") == ToolPlan((), allow_answer=True)
+
+
+def test_the_embedded_model_gets_user_turns_in_a_row_as_one() -> None:
+    calls = (
+        ToolCall(id="c1", name="get_weather", arguments='{"city": "Oslo"}'),
+        ToolCall(id="c2", name="get_time", arguments="{}"),
+    )
+    messages = [
+        user("weather and time in Oslo?"),
+        Message(role=Role.ASSISTANT, tool_calls=calls),
+        Message(role=Role.TOOL, content="4 C", tool_call_id="c1", name="get_weather"),
+        Message(role=Role.TOOL, content="12:00", tool_call_id="c2", name="get_time"),
+        user("and tomorrow?"),
+    ]
+    chat = to_chat_messages(messages)
+    assert alternation_problems(chat) == []
+    assert [m["role"] for m in chat] == ["user", "assistant", "user"]
+    assert chat[-1]["content"] == (
+        "Result of get_weather:\n4 C\n\nResult of get_time:\n12:00\n\nand tomorrow?"
+    )

@@ -179,6 +179,24 @@ def test_reasoning_fields_become_reasoning_deltas(field: str) -> None:
     assert acc.response().reasoning == "think"
 
 
+def test_content_sent_as_parts_shows_its_text_and_its_thinking() -> None:
+    # Mistral's API streams a reasoning model's content as a list of parts.
+    acc = StreamAccumulator()
+    thinking = {"type": "thinking", "thinking": [{"type": "text", "text": "A greeting; "}]}
+    out = acc.feed(chunk({"content": [thinking]}))
+    out += acc.feed(chunk({"content": [{"type": "thinking", "thinking": "reply in kind."}]}))
+    out += acc.feed(chunk({"content": [{"type": "text", "text": "Hello"}]}))
+    out += acc.feed(chunk({"content": "!"}, finish_reason="stop"))
+    assert out == [
+        ModelReasoningDelta(text="A greeting; "),
+        ModelReasoningDelta(text="reply in kind."),
+        ModelTextDelta(text="Hello"),
+        ModelTextDelta(text="!"),
+    ]
+    response = acc.response()
+    assert (response.text, response.reasoning) == ("Hello!", "A greeting; reply in kind.")
+
+
 def test_a_server_sending_both_reasoning_fields_is_not_shown_twice() -> None:
     acc = StreamAccumulator()
     parts = acc.feed(chunk({"reasoning_content": "hm", "reasoning": "hm"}))
@@ -205,6 +223,38 @@ def test_parallel_tool_calls_are_assembled_by_index() -> None:
     assert [(c.id, c.name) for c in calls] == [("a", "weather"), ("b", "time")]
     assert calls[0].parsed_arguments() == {"city": "Paris"}
     assert calls[1].parsed_arguments() == {"tz": "CET"}
+
+
+def piece(index: int, arguments: str, **call: Any) -> dict[str, Any]:
+    """A delta with one tool-call piece (`call` may give an id and a name)."""
+    function = {"arguments": arguments}
+    if "name" in call:
+        function["name"] = call.pop("name")
+    return chunk({"tool_calls": [{"index": index, **call, "function": function}]})
+
+
+def test_parallel_calls_a_server_gives_one_index_stay_apart() -> None:
+    # Ollama (and some proxies) stream every call of a parallel batch under index 0.
+    acc = StreamAccumulator()
+    acc.feed(piece(0, '{"city": "Oslo"}', id="call_a", name="get_weather"))
+    acc.feed(piece(0, '{"city"', id="call_b", name="get_weather"))
+    acc.feed(piece(0, ': "Rome"}'))  # continues the call the index stands for now
+    acc.feed(piece(0, "{}", id="call_c", name="get_time"))
+    acc.feed(chunk({}, finish_reason="tool_calls"))
+    calls = acc.response().tool_calls
+    assert [(c.id, c.name, c.arguments) for c in calls] == [
+        ("call_a", "get_weather", '{"city": "Oslo"}'),
+        ("call_b", "get_weather", '{"city": "Rome"}'),
+        ("call_c", "get_time", "{}"),
+    ]
+
+
+def test_a_call_whose_id_changes_between_its_pieces_stays_one_call() -> None:
+    acc = StreamAccumulator()
+    acc.feed(piece(0, '{"city"', id="call_1", name="get_weather"))
+    acc.feed(piece(0, ': "Oslo"}', id="call_2"))
+    (only,) = acc.response().tool_calls
+    assert (only.id, only.name, only.arguments) == ("call_1", "get_weather", '{"city": "Oslo"}')
 
 
 def test_tool_calls_without_ids_get_distinct_generated_ones() -> None:

@@ -99,6 +99,18 @@ async def test_openai_a_finished_reply_is_kept_when_the_stream_does_not_end_clea
     assert openai_model.breaker.consecutive_failures == 0
 
 
+@pytest.mark.parametrize("label", ["application/json", "text/plain; charset=utf-8"])
+async def test_a_finished_reply_under_another_label_is_kept_when_the_server_goes_silent(
+    openai_model: OpenAIProvider, anthropic_model: AnthropicProvider, peer: ScriptedPeer, label: str
+) -> None:
+    relabelled = [openai_finished(Stall()), anthropic_finished(Stall())]
+    peer.script(*(Reply(headers={"content-type": label}, parts=r.parts) for r in relabelled))
+    for model in (openai_model, anthropic_model):
+        outcome = await asyncio.wait_for(consume(model.stream([user("hi")])), 10)
+        assert outcome.response.text == "All done."
+        assert outcome.response.usage.output_tokens == 3
+
+
 @pytest.mark.parametrize("end", [Stall(), Cut()], ids=["silent", "cut"])
 async def test_anthropic_a_finished_reply_is_kept_when_message_stop_never_comes(
     anthropic_model: AnthropicProvider, peer: ScriptedPeer, end: Part

@@ -27,7 +27,7 @@ from tests.connectors.peers import (
     openai_chunk,
     openai_text_stream,
 )
-from tests.connectors.wire_rules import anthropic_problems, openai_problems
+from tests.connectors.wire_rules import alternation_problems, anthropic_problems, openai_problems
 from tests.gui_agent.helpers import of_type
 
 PNG = ImagePart(media_type="image/png", data="UE5H")
@@ -39,6 +39,10 @@ def user(text: str) -> Message:
 
 def calling(*calls: ToolCall) -> Message:
     return Message(role=Role.ASSISTANT, content="", tool_calls=calls)
+
+
+def calling_with(text: str, *calls: ToolCall) -> Message:
+    return Message(role=Role.ASSISTANT, content=text, tool_calls=calls)
 
 
 def result(call: ToolCall, text: str = "done", **kwargs: object) -> Message:
@@ -79,6 +83,33 @@ def test_parallel_results_with_images_keep_every_result_right_after_the_calls() 
         if part["type"] == "image_url"
     )
     assert both_vendors(history) == {"openai": [], "anthropic": []}
+
+
+def test_user_turns_in_a_row_go_to_claude_as_one_valid_turn() -> None:
+    call = ToolCall(id="call_1", name="screenshot", arguments="{}")
+    history = [
+        user("are you there?"),
+        Message(role=Role.USER, content="look at this", images=(PNG,)),
+        calling(call),
+        result(call, "shot", images=(PNG,)),
+        user("what does it show?"),
+    ]
+    _, sent = messages_to_anthropic(history, model="claude-test")
+    assert anthropic_problems(sent) == []
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert [b["type"] for b in sent[0]["content"]] == ["text", "text", "image"]
+    assert [b["type"] for b in sent[2]["content"]] == ["tool_result", "text"]
+
+
+@pytest.mark.parametrize("blank", ["\n\n", " ", "\t\n "])
+def test_a_reply_of_blank_text_before_its_call_goes_to_claude_without_it(blank: str) -> None:
+    call = ToolCall(id="call_1", name="get_weather", arguments='{"city": "Oslo"}')
+    answered = Message(role=Role.ASSISTANT, content=blank)  # stopped, or said nothing
+    history = [user("weather?"), calling_with(blank, call), result(call), answered, user("ok")]
+    assert both_vendors(history) == {"openai": [], "anthropic": []}
+    _, sent = messages_to_anthropic(history, model="claude-test")
+    assert [b["type"] for b in sent[1]["content"]] == ["tool_use"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
 
 
 def test_a_worker_step_shown_between_a_call_and_its_result_does_not_split_the_results() -> None:
@@ -211,7 +242,10 @@ async def test_two_screenshots_in_one_step_and_the_next_request_is_valid(
     assert [e.outcome for e in of_type(events, "run_finished")] == [RunOutcome.COMPLETED]  # type: ignore[attr-defined]
     sent = peer.requests[1].body["messages"]
     assert openai_problems(sent) == []
-    assert [m["role"] for m in sent[-4:]] == ["tool", "tool", "user", "user"]
+    assert alternation_problems(sent) == []  # a local server: the two image turns are one
+    assert [m["role"] for m in sent[-3:]] == ["tool", "tool", "user"]
+    kinds = [part["type"] for part in sent[-1]["content"]]
+    assert kinds == ["text", "image_url", "text", "image_url"]  # each label before its image
 
 
 @tool

@@ -47,13 +47,18 @@ def openai_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
 def anthropic_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     """Messages API: roles alternate; every tool_use is answered by a tool_result in the next
     message, and every tool_result answers one; tool_result blocks come first; ids match
-    ``^[a-zA-Z0-9_-]+$``; names have 1 to 200 characters; no message is empty."""
+    ``^[a-zA-Z0-9_-]+$``; names have 1 to 200 characters; no message is empty; no text
+    block is empty or only white space ("text content blocks must contain non-whitespace
+    text")."""
     problems: list[str] = []
     expected: set[str] = set()
     for index, message in enumerate(messages):
         blocks = message.get("content") or []
         if not blocks:
             problems.append(f"messages.{index}: empty content")
+        for block in _with_nested(blocks):
+            if block.get("type") == "text" and not str(block.get("text", "")).strip():
+                problems.append(f"messages.{index}: a text block without non-whitespace text")
         if index and messages[index - 1]["role"] == message["role"]:
             problems.append(f"messages.{index}: two {message['role']} messages in a row")
         results = [b for b in blocks if b.get("type") == "tool_result"]
@@ -76,6 +81,17 @@ def anthropic_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     return problems
 
 
+def _with_nested(blocks: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """`blocks` and the blocks inside their tool results."""
+    nested = [
+        inner
+        for block in blocks
+        if isinstance(block.get("content"), list)
+        for inner in block["content"]
+    ]
+    return [*blocks, *nested]
+
+
 def system_first_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     """Chat templates of local OpenAI-compatible servers (llama.cpp ``--jinja``, vLLM, LM
     Studio, Ollama): a system message only as the first message. Qwen's templates raise
@@ -85,4 +101,15 @@ def system_first_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
         f"messages[{index}]: a system message that is not first"
         for index, message in enumerate(messages)
         if index and message.get("role") in ("system", "developer")
+    ]
+
+
+def alternation_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Chat templates that want user and assistant turns to alternate (Mistral, Llama 2,
+    Gemma style ones under llama.cpp ``--jinja``, vLLM, LM Studio) raise "Conversation roles
+    must alternate user/assistant/user/assistant/..." on two user messages in a row."""
+    return [
+        f"messages[{index}]: a user message right after another"
+        for index, message in enumerate(messages)
+        if index and message.get("role") == "user" and messages[index - 1].get("role") == "user"
     ]
