@@ -7,13 +7,17 @@
 3. open the data folder (0700) and the SQLite store in it (one process at a time), mark
    turns a crash left running as interrupted, apply retention;
 4. load or create the token signing key; set up login (users file or proxy header);
-5. the API under /api, then the Gradio page at / (same login, assets folder only).
+5. the API under /api, then the Gradio page at / (same login, assets folder only);
+6. with a users file, watch it (`UsersWatcher`): when `gui-agent users remove` takes someone
+   out, their page logins end, and their running turns and AutoChat are stopped and their
+   sessions closed, which ends their event streams (`_Removals`).
 
 `serve(config)` binds the port, runs uvicorn until SIGINT/SIGTERM and shuts down in order:
-stop accepting, stop running turns and end event streams (partial replies are saved,
-marked interrupted), let connections finish, close the store. It returns the exit code:
-0 after a clean shutdown, 2 when the configuration or the data folder is refused (another
-server holds it, a database from a newer version), with one clear line and no traceback.
+stop accepting, stop watching the users file, stop running turns and end event streams
+(partial replies are saved, marked interrupted), let connections finish, close the store.
+It returns the exit code: 0 after a clean shutdown, 2 when the configuration or the data
+folder is refused (another server holds it, a database from a newer version), with one
+clear line and no traceback.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import uvicorn
 from fastapi import FastAPI
 from starlette.datastructures import Headers
 from starlette.responses import PlainTextResponse
+from starlette.routing import Mount
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from backends.api import LoginThrottles, create_api
@@ -45,6 +50,8 @@ from gui_agent.auth import (
     ProxyHeaderAuth,
     TokenService,
     UserDB,
+    UsersChange,
+    UsersWatcher,
     check_bind_safety,
     is_loopback,
     load_or_create_signing_key,
@@ -68,6 +75,9 @@ _OFFLINE_ENV = {
     "HF_HUB_OFFLINE": "1",
     "HF_HUB_DISABLE_TELEMETRY": "1",
 }
+
+REMOVED_REASON = "the user was removed"
+"""Why a removed user's running turns and AutoChat stopped (in their events and history)."""
 
 Cleanup = Callable[[], Awaitable[None]]
 
@@ -103,7 +113,7 @@ async def build_server(
     )
     await manager.start()
     closing = asyncio.Event()  # set first on shutdown: the page's open tabs let go at once
-    cleanup = _Shutdown(manager, closing).run
+    shutdown = _Shutdown(manager, closing)
     try:
         if manager.interrupted_at_start:
             logger.warning(
@@ -126,7 +136,7 @@ async def build_server(
         )
         if users is None and proxy is None and not config.insecure_no_auth:
             app.add_middleware(LoopbackHostOnly)
-        _mount_page(
+        page = _mount_page(
             app,
             manager,
             registry,
@@ -137,23 +147,80 @@ async def build_server(
             throttle=throttles.by_user,
             closing=closing,
         )
+        if users is not None and proxy is None:
+            shutdown.watcher = await _watch_users(users, _Removals(manager, page))
     except BaseException:
-        await manager.close()
+        await shutdown.run()
         raise
     logger.info("data folder %s (login: %s)", data_dir, _login_mode(users, proxy))
-    return app, cleanup
+    return app, shutdown.run
 
 
 class _Shutdown:
-    """What closes a built server: the page's tabs are told first, then the sessions close."""
+    """What closes a built server: the page's tabs are told first, the users file is no
+    longer watched, then the sessions close."""
 
     def __init__(self, manager: SessionManager, closing: asyncio.Event) -> None:
         self.manager = manager
         self.closing = closing
+        self.watcher: UsersWatcher | None = None
 
     async def run(self) -> None:
         self.closing.set()
+        if self.watcher is not None:
+            await self.watcher.close()
         await self.manager.close()
+
+
+class _Removals:
+    """What the server does when the users file changes (`UsersWatcher.on_change`).
+
+    Someone removed: their page logins end first (the page's next request from them asks
+    them to sign in), then `SessionManager.revoke` stops their running turns and AutoChat
+    (the partial replies are saved, marked interrupted), closes their sessions, which ends
+    their API event streams and page streams, and refuses them from then on. Their API
+    tokens are refused already: every API request reads the users file. Someone added back
+    is served again (after signing in anew)."""
+
+    def __init__(self, manager: SessionManager, page: Any | None) -> None:
+        self.manager = manager
+        self.page = page
+        """The Gradio app mounted at / (its `tokens` map page cookies to users), if any."""
+
+    async def apply(self, change: UsersChange) -> None:
+        for name in sorted(change.added):
+            self.manager.readmit(name)
+            logger.info("%s is in the users file again: served after signing in", name)
+        for name in sorted(change.removed):
+            signed_out = _sign_out(self.page, name)
+            stopped = await self.manager.revoke(name, reason=REMOVED_REASON)
+            logger.info(
+                "%s was removed from the users file: %d page login(s) ended, %d open "
+                "session(s) stopped",
+                name,
+                signed_out,
+                stopped,
+            )
+
+
+def _sign_out(page: Any | None, name: str) -> int:
+    """End every page login of `name` (Gradio keeps them in its app's `tokens`)."""
+    tokens = getattr(page, "tokens", None)
+    if not isinstance(tokens, dict):
+        return 0
+    theirs = [token for token, user in tokens.items() if user == name]
+    for token in theirs:
+        del tokens[token]
+    return len(theirs)
+
+
+async def _watch_users(users: UserDB, removals: _Removals) -> UsersWatcher:
+    watcher = UsersWatcher(users, on_change=removals.apply)
+    try:
+        await watcher.start()
+    except AuthError as exc:
+        raise ConfigError(str(exc)) from None
+    return watcher
 
 
 def serve(config: AppConfig, *, probe_local: bool = True, with_api: bool = True) -> int:
@@ -324,9 +391,9 @@ def _mount_page(
     notice: str | None,
     throttle: LoginThrottle,
     closing: asyncio.Event,
-) -> None:
+) -> Any | None:
     """Mount the Gradio chat page at / with the same login (and failed-login counts, per
-    user name) as the API."""
+    user name) as the API. Returns the mounted Gradio app (None without Gradio)."""
     try:
         page = importlib.import_module("backends.gradio")
         assets = importlib.import_module("backends.gradio.assets")
@@ -334,7 +401,7 @@ def _mount_page(
         if exc.name not in ("backends.gradio", "backends.gradio.assets", "gradio"):
             raise
         logger.warning("the Gradio page is not available (%s); serving the HTTP API only", exc)
-        return
+        return None
     import gradio as gr
 
     blocks = page.create_app(manager, models=registry.describe(), notice=notice, closing=closing)
@@ -355,6 +422,8 @@ def _mount_page(
         max_file_size=MAX_UPLOAD,
         **login,
     )
+    mounted = [route for route in app.routes if isinstance(route, Mount) and route.path == ""]
+    return mounted[-1].app if mounted else None
 
 
 def _login_note(throttle: LoginThrottle) -> str:

@@ -2,18 +2,26 @@
 
 The only object front ends hold. Every lookup is scoped to an owner: another user's session
 is reported as not found, never as forbidden.
+
+Each owner's chats list has a change feed (`SessionManager.changes`): whoever shows that
+list (a page tab) registers a listener for the owner, and the manager calls it when a chat
+of theirs is created, imported, renamed or deleted through it, whichever front end asked,
+and when the owner is removed (`revoke`). Nothing is queued: a listener is called at once,
+inside the call that made the change, and must only take note (set a flag, wake a task).
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import TracebackType
 
 from gui_agent.agents import AgentDeps, Architecture, default_architectures
-from gui_agent.exceptions import InvalidRequest, SessionNotFound
+from gui_agent.exceptions import AuthError, InvalidRequest, SessionNotFound
 from gui_agent.hooks import AgentHooks
 from gui_agent.interpreter import Interpreter
 from gui_agent.llm import ModelCatalog
@@ -24,6 +32,7 @@ from gui_agent.tokens import TokenCounter, counter_for_model
 from gui_agent.tools import PermissionPolicy, ToolRegistry, default_tools
 from schema import (
     AgentName,
+    AutoChatSettings,
     InterpreterState,
     Message,
     MessageType,
@@ -31,12 +40,117 @@ from schema import (
     SessionRecord,
     SessionSettings,
 )
+from schema.requests import MAX_TITLE_CHARS
 
-__all__ = ["INTERRUPTED_NOTE", "SessionManager", "SessionNotFound"]  # SessionNotFound: re-exported
+__all__ = [
+    "INTERRUPTED_NOTE",
+    "ChangeFeed",
+    "ChatChange",
+    "ChatChangeKind",
+    "Listening",
+    "SessionManager",
+    "SessionNotFound",  # re-exported
+]
 
 logger = logging.getLogger(__name__)
 
 INTERRUPTED_NOTE = "The previous turn was interrupted when the server stopped."
+
+
+class ChatChangeKind(enum.StrEnum):
+    """What happened to an owner's chats list."""
+
+    CREATED = "created"
+    IMPORTED = "imported"
+    RENAMED = "renamed"
+    DELETED = "deleted"
+    OWNER_REMOVED = "owner_removed"
+    """The owner may no longer sign in: every chat of theirs was stopped and closed."""
+
+
+@dataclass(frozen=True, slots=True)
+class ChatChange:
+    """One change of an owner's chats list. `session_id` and `title` are empty for
+    OWNER_REMOVED; `title` is the chat's title after the change. `origin` is what the
+    caller that made the change named itself (a page tab: its key), so that its own
+    listener can tell the change is its own; empty when it did not say."""
+
+    kind: ChatChangeKind
+    owner: str
+    session_id: str = ""
+    title: str = ""
+    origin: str = ""
+
+
+ChangeListener = Callable[[ChatChange], None]
+
+
+class Listening:
+    """A listener's registration with a `ChangeFeed`: `close()` (or leaving the `with`
+    block) removes it. Closing twice is harmless."""
+
+    __slots__ = ("_feed", "_listener", "owner")
+
+    def __init__(self, feed: ChangeFeed, owner: str, listener: ChangeListener) -> None:
+        self._feed: ChangeFeed | None = feed
+        self.owner = owner
+        self._listener = listener
+
+    def close(self) -> None:
+        feed, self._feed = self._feed, None
+        if feed is not None:
+            feed._remove(self.owner, self._listener)
+
+    def __enter__(self) -> Listening:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class ChangeFeed:
+    """Listeners of each owner's chats list. Holds only the registered listeners (an owner
+    with none is forgotten); a change is handed to the owner's listeners and not kept."""
+
+    def __init__(self) -> None:
+        self._listeners: dict[str, list[ChangeListener]] = {}
+
+    def listen(self, owner: str, listener: ChangeListener) -> Listening:
+        """Call `listener` with every change of `owner`'s chats until the returned
+        registration is closed."""
+        self._listeners.setdefault(owner, []).append(listener)
+        return Listening(self, owner, listener)
+
+    def listener_count(self, owner: str | None = None) -> int:
+        """Listeners registered for `owner` (for every owner when None)."""
+        if owner is not None:
+            return len(self._listeners.get(owner, ()))
+        return sum(map(len, self._listeners.values()))
+
+    def announce(self, change: ChatChange) -> None:
+        """Hand `change` to its owner's listeners, in the order they registered. A listener
+        that raises is logged; the others are still called, and the change stands."""
+        for listener in tuple(self._listeners.get(change.owner, ())):
+            try:
+                listener(change)
+            except Exception:
+                logger.exception("a listener of %s's chats failed on %s", change.owner, change)
+
+    def _remove(self, owner: str, listener: ChangeListener) -> None:
+        listeners = self._listeners.get(owner)
+        if listeners is None:
+            return
+        for index, registered in enumerate(listeners):
+            if registered is listener:
+                del listeners[index]
+                break
+        if not listeners:
+            del self._listeners[owner]
 
 
 @dataclass(eq=False)
@@ -54,6 +168,10 @@ class SessionManager:
     _live: dict[str, Interpreter] = field(default_factory=dict, init=False)
     _memories: dict[str, SlidingWindowMemory] = field(default_factory=dict, init=False)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock, init=False)
+    _removed: set[str] = field(default_factory=set, init=False)
+    """Owners refused since `revoke` (until `readmit`)."""
+    changes: ChangeFeed = field(default_factory=ChangeFeed, init=False)
+    """Each owner's chats-list changes, for whoever shows that list (see the module doc)."""
     interrupted_at_start: tuple[str, ...] = field(default=(), init=False)
 
     async def start(self) -> None:
@@ -82,7 +200,11 @@ class SessionManager:
         agent: AgentName | None = None,
         model: str | None = None,
         settings: SessionSettings | None = None,
+        title: str | None = None,
+        origin: str = "",
     ) -> Interpreter:
+        """A new session of `owner`'s (`origin`: see `ChatChange`)."""
+        self._admitted(owner)
         settings = settings or SessionSettings()
         chosen = model or settings.model or self.models.default
         if chosen not in self.models.names():
@@ -91,12 +213,21 @@ class SessionManager:
         session = Session(owner=owner, settings=settings)
         if agent is not None:
             session.agent = agent
+        if title is not None:
+            session.title = title.strip()[:MAX_TITLE_CHARS]  # as Interpreter.update keeps it
         await self.store.create_session(session.to_record(InterpreterState.INIT))
         interpreter = self._attach(session, InterpreterState.INIT)
+        if owner in self._removed:  # revoked while the record was being written
+            self._live.pop(interpreter.id, None)
+            await interpreter.close()
+            self._admitted(owner)
+        self._announce(ChatChangeKind.CREATED, interpreter, origin)
         await self._unload_idle()
         return interpreter
 
     async def get(self, session_id: str, owner: str) -> Interpreter:
+        if owner in self._removed:
+            raise SessionNotFound("no such session: its owner was removed")
         live = self._live.pop(session_id, None)
         if live is not None:
             self._live[session_id] = live  # the most recently used is last
@@ -107,6 +238,8 @@ class SessionManager:
             live = self._live.get(session_id)
             if live is not None and live.session.owner == owner:
                 return live
+            if owner in self._removed:  # removed while this lookup waited for the lock
+                raise SessionNotFound("no such session: its owner was removed")
             record = await self.store.get_session(session_id, owner=owner)
             if record is None:
                 raise SessionNotFound("no such session")
@@ -120,29 +253,51 @@ class SessionManager:
         return interpreter
 
     async def import_session(
-        self, record: SessionRecord, messages: Sequence[Message]
+        self, record: SessionRecord, messages: Sequence[Message], *, origin: str = ""
     ) -> Interpreter:
         """Store an imported session (already owned by the importer) and open it. A model this
         server does not offer is replaced by the default."""
+        self._admitted(record.owner)
         if record.settings.model not in self.models.names():
             settings = record.settings.model_copy(update={"model": self.models.default})
             record = record.model_copy(update={"settings": settings})
         await self.store.create_session(record)
         if messages:
             await self.store.replace_messages(record.id, messages)
-        return await self.get(record.id, record.owner)
+        interpreter = await self.get(record.id, record.owner)
+        self._announce(ChatChangeKind.IMPORTED, interpreter, origin)
+        return interpreter
 
     async def list(
         self, owner: str, *, query: str | None = None, limit: int = 200, offset: int = 0
     ) -> list[SessionRecord]:
-        """The owner's sessions, most recently touched first."""
+        """The owner's sessions, most recently touched first (none for a removed owner)."""
+        if owner in self._removed:
+            return []
         return await self.store.list_sessions(owner, query=query, limit=limit, offset=offset)
 
-    async def rename(self, session_id: str, title: str, owner: str) -> None:
+    async def rename(
+        self, session_id: str, title: str, owner: str, *, origin: str = ""
+    ) -> Interpreter:
         interpreter = await self.get(session_id, owner)
-        await interpreter.update(title=title)
+        await self.update(interpreter, title=title, origin=origin)
+        return interpreter
 
-    async def delete(self, session_id: str, owner: str) -> None:
+    async def update(
+        self,
+        interpreter: Interpreter,
+        *,
+        settings: SessionSettings | None = None,
+        autochat: AutoChatSettings | None = None,
+        title: str | None = None,
+        origin: str = "",
+    ) -> None:
+        """`Interpreter.update`, and a new title announced to the owner's listeners."""
+        await interpreter.update(settings=settings, autochat=autochat, title=title)
+        if title is not None:
+            self._announce(ChatChangeKind.RENAMED, interpreter, origin)
+
+    async def delete(self, session_id: str, owner: str, *, origin: str = "") -> None:
         """Stop the session and delete it. Requests holding it meanwhile find it gone:
         sending raises SessionNotFound, and no lookup can bring it back from the store while
         the delete runs (lookups that miss wait for the same lock)."""
@@ -151,6 +306,36 @@ class SessionManager:
             self._live.pop(session_id, None)
             await interpreter.close()
             await self.store.delete_session(session_id, owner=owner)
+        self.changes.announce(ChatChange(ChatChangeKind.DELETED, owner, session_id, origin=origin))
+
+    async def revoke(self, owner: str, *, reason: str = "the user was removed") -> int:
+        """Refuse `owner` from now on and stop everything of theirs: each running turn is
+        stopped (its partial reply saved, marked interrupted) and AutoChat ended with
+        `reason`, then their sessions are closed, which ends every event stream on them.
+        Their listeners are told (OWNER_REMOVED). The history stays in the store. Until
+        `readmit`, lookups find none of their sessions and creating or importing one is
+        refused (AuthError). Returns how many sessions were closed."""
+        self._removed.add(owner)
+        async with self._lock:
+            theirs = [i for i in self._live.values() if i.session.owner == owner]
+            for interpreter in theirs:
+                self._live.pop(interpreter.id, None)
+        for interpreter in theirs:
+            await interpreter.stop(reason)
+            await interpreter.close()
+        logger.debug("%s revoked: %d open session(s) stopped and closed", owner, len(theirs))
+        self.changes.announce(ChatChange(ChatChangeKind.OWNER_REMOVED, owner))
+        return len(theirs)
+
+    def readmit(self, owner: str) -> None:
+        """Serve `owner` again (added back to the users file after `revoke`)."""
+        if owner in self._removed:
+            self._removed.discard(owner)
+            logger.debug("%s readmitted", owner)
+
+    def removed(self, owner: str) -> bool:
+        """`owner` was revoked and not readmitted."""
+        return owner in self._removed
 
     async def set_model(self, interpreter: Interpreter, model: str) -> None:
         if model not in self.models.names():
@@ -185,6 +370,15 @@ class SessionManager:
     @property
     def live_count(self) -> int:
         return len(self._live)
+
+    def _admitted(self, owner: str) -> None:
+        if owner in self._removed:
+            raise AuthError(f"{owner!r} was removed from this server's users")
+
+    def _announce(self, kind: ChatChangeKind, interpreter: Interpreter, origin: str) -> None:
+        session = interpreter.session
+        change = ChatChange(kind, session.owner, session.id, session.title, origin)
+        self.changes.announce(change)
 
     def _memory(self, model: str) -> SlidingWindowMemory:
         memory = self._memories.get(model)

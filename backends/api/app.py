@@ -250,11 +250,10 @@ def create_api(
             settings = merged(SessionSettings(), body.settings, "settings")
         if body.agent is not None and body.agent not in manager.architectures_factory():
             raise ApiError(400, "invalid_request", f"no agent role {body.agent.value!r} here")
+        title = body.title if body.title and body.title.strip() else None
         interpreter = await manager.create(
-            owner, agent=body.agent, model=body.model, settings=settings
+            owner, agent=body.agent, model=body.model, settings=settings, title=title
         )
-        if body.title and body.title.strip():
-            await interpreter.update(title=body.title)
         return {"session": (await record_of(interpreter)).model_dump(mode="json")}
 
     @app.post(
@@ -324,7 +323,9 @@ def create_api(
         if settings is not None or autochat is not None or body.title is not None:
             if settings is not None:  # the model changes through set_model below
                 settings = settings.model_copy(update={"model": session.settings.model})
-            await interpreter.update(settings=settings, autochat=autochat, title=body.title)
+            await manager.update(
+                interpreter, settings=settings, autochat=autochat, title=body.title
+            )
         if body.agent is not None:
             await interpreter.set_agent(body.agent)
         if model is not None and model != interpreter.session.settings.model:

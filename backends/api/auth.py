@@ -15,7 +15,9 @@ Tokens are HS256 JWTs from `gui_agent.auth.TokenService`; anything else (no toke
 signature, `alg: none`, an expired token, a removed user) is 401 with `WWW-Authenticate`.
 The users file is read on every check, so `gui-agent users remove` (another process) takes
 effect at the next request; an event stream already open runs the same check again at a
-bounded interval and ends when it fails (see `sse`).
+bounded interval and ends when it fails (see `sse`). The server also watches the file
+(`gui_agent.auth.UsersWatcher`, wired in `backends.server`): a removed user's running work
+is stopped and their sessions closed, which ends their streams at once.
 """
 
 from __future__ import annotations

@@ -25,7 +25,11 @@ a token that has expired, or whose user was removed from the users file (by
     data: {"error": {"code": "unauthorized", "message": "..."}}
 
 (no id; the data is the API's error shape, the code the one a new request would get). A
-client that reconnects is then refused (401).
+client that reconnects is then refused (401). When the session itself closes under the
+stream, access is checked once more: a user removed while the server watches the users
+file has their sessions closed at once (`SessionManager.revoke`), and their streams end
+with the same `closed` event then, without waiting for the interval. (A session deleted
+ends its streams with no `closed` event.)
 """
 
 from __future__ import annotations
@@ -196,7 +200,9 @@ async def _follow(
                     yield KEEPALIVE
                 continue
             event, pending = pending.result(), None
-            if event is None:
+            if event is None:  # the session closed: deleted, or its owner removed
+                if recheck is not None and (refusal := await _refusal(recheck)) is not None:
+                    yield refusal
                 return
             if event.seq > after:
                 after = event.seq

@@ -8,36 +8,45 @@ tab, what it has to catch up on, and a signal the tab's keep-alive event waits o
 (presence.py); the keep-alive then changes the tab's hidden `chats_wake` box, whose change
 event shows the news (`Presence.follow`).
 
-Two kinds of news:
+Three kinds of news:
 
-- the user's chats changed (one created, deleted, imported, renamed, or a turn ended and
-  moved one to the top): every other tab of the same user refreshes its list
-  (`chats_changed`, called by the handler that made the change);
+- a chat of the user's was created, imported, renamed or deleted, by whatever front end
+  (another tab, this one, the HTTP API): the session manager's change feed says so
+  (`SessionManager.changes`), and each open tab's keep-alive listens to it for its user
+  (`changed`) and refreshes its list;
+- the user's list changed in a way the feed does not tell (a turn ended in another tab and
+  moved its chat to the top, or gave it its first title): that tab's handler says so
+  (`chats_changed`) and the user's other tabs refresh their lists;
 - a field of the chat a tab shows changed (`SessionUpdated` with `title`, `autochat` or
   `settings`): the keep-alive listening to that chat `notice`s it, and the tab shows the
-  new values of those fields only (an unsaved edit of another field stays).
+  new values of those fields only (an unsaved edit of another field stays). A new title
+  the feed did not announce (a first message's) is news to the user's other tabs too.
 
-A tab's own change comes back to it as an event too. Shown again, it could undo what the
-person typed since (a limit typed "1", then "12": the event of "1" would put "1" back). So
-the handlers say what they save (`saving`, right before the change, with no await between),
-and an event that carries a value the tab saved is its own echo, not news: each saved value
-is matched once. Echoes of a chat the keep-alive did not listen to when the event came can
-never be matched: `listening` forgets them when it starts listening.
+A tab's own change comes back to it too. Shown again, it could undo what the person typed
+since (a limit typed "1", then "12": the event of "1" would put "1" back), or refresh a list
+the tab already shows. So the handlers say what they save (`saving`, right before the
+change, with no await between), and an event that carries a value the tab saved is its own
+echo, not news: each saved value is matched once. Echoes of a chat the keep-alive did not
+listen to when the event came can never be matched: `listening` forgets them when it starts
+listening. Of the list's changes, one the tab made names the tab as its `origin` (the
+handlers pass their tab's key to the manager) and is not news to it; nor is a chat created
+that the tab shows by the time it would be woken (its first message made it: `has_news`).
 
-Not followed: a chat created or deleted through the HTTP API, by tabs that do not show it
-(the session manager announces no such change; a tab showing a chat does see its title
-and settings change, whoever changes them).
+Everything kept per tab is bounded (`MAX_ECHOES`, `MAX_LIST_NEWS`) and dropped with the tab
+(`forget`); the feed's listener is the keep-alive's, closed when it ends.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
+from gui_agent.manager import ChatChange, ChatChangeKind
 from schema import SessionUpdated
 
 __all__ = ["FOLLOWED_FIELDS", "TabNews", "as_published"]
@@ -49,6 +58,9 @@ FOLLOWED_FIELDS = ("title", "autochat", "settings")
 
 MAX_ECHOES = 100
 """Values a tab saved that are remembered until their event comes (the oldest go first)."""
+
+MAX_LIST_NEWS = 100
+"""Changes of its chats list a tab keeps until it is woken; past that it just refreshes."""
 
 
 def as_published(settings: BaseModel) -> object:
@@ -67,6 +79,13 @@ class _Tab:
     """Fields of the chat the tab shows that changed elsewhere (shown by `take`)."""
     echoes: list[tuple[str, str, object]] = field(default_factory=list)
     """(session, field, value) the tab saved whose event has not come yet."""
+    listed: list[ChatChange] = field(default_factory=list)
+    """Changes of the user's chats list from the feed, not shown yet."""
+    refresh: bool = False
+    """The list changed in a way the feed does not tell (`chats_changed`), or `listed`
+    overflowed: refresh it whatever `listed` holds."""
+    removed: bool = False
+    """The user was removed from the server's users: the tab's keep-alive ends."""
 
 
 class TabNews:
@@ -74,6 +93,9 @@ class TabNews:
 
     def __init__(self) -> None:
         self._tabs: dict[str, _Tab] = {}
+        self._renamed: deque[tuple[str, str]] = deque(maxlen=MAX_ECHOES)
+        """(session, title) of renames the feed announced lately: `notice` need not pass
+        those on to the user's other tabs, the feed told them already."""
 
     def open(self, tab: str, owner: str) -> None:
         """The tab's keep-alive event starts: news for `owner`'s chats reach it."""
@@ -119,14 +141,68 @@ class TabNews:
             return
         news.fields |= changed
         news.signal.set()
-        if "title" in changed:
+        if "title" in changed and (session_id, event.fields["title"]) not in self._renamed:
             self.chats_changed(news.owner, by=tab)
 
     def chats_changed(self, owner: str, *, by: str) -> None:
-        """`owner`'s chats list changed (`by` that tab, which shows it already)."""
+        """`owner`'s chats list changed in a way the feed does not tell (`by` that tab,
+        which shows it already)."""
         for tab, news in self._tabs.items():
             if news.owner == owner and tab != by:
+                news.refresh = True
                 news.signal.set()
+
+    def changed(self, tab: str, change: ChatChange) -> None:
+        """The session manager's feed (presence.py registers it per open tab): a change of
+        the tab's user's chats list. Kept as news unless it is the tab's own echo."""
+        news = self._tabs.get(tab)
+        if news is None or news.owner != change.owner:
+            return
+        if change.kind is ChatChangeKind.OWNER_REMOVED:
+            news.removed = True
+            news.signal.set()
+            return
+        if change.kind is ChatChangeKind.RENAMED:
+            renamed = (change.session_id, change.title)
+            if renamed not in self._renamed:
+                self._renamed.append(renamed)
+        if change.origin == tab:
+            return  # the tab made it, and shows its list as it is now
+        news.listed.append(change)
+        if len(news.listed) > MAX_LIST_NEWS:
+            news.listed.clear()
+            news.refresh = True
+        news.signal.set()
+
+    def has_news(self, tab: str, *, showing: str) -> bool:
+        """The tab has news to be woken for, now that it shows `showing`: changes of its
+        list made elsewhere, changed fields, or its user removed. A chat created that it
+        shows is its own (its first message made it): dropped, and the tab is not woken
+        for it alone."""
+        news = self._tabs.get(tab)
+        if news is None or not news.signal.is_set():
+            return False
+        news.listed = [c for c in news.listed if not _created_here(c, showing)]
+        if news.listed or news.refresh or news.fields or news.removed:
+            return True
+        news.signal.clear()
+        return False
+
+    def take_list(self, tab: str, *, showing: str) -> bool:
+        """Whether the tab's list has news to show since the last `take_list`: False when
+        there is none, or all there is is the tab's own (a chat created that it `showing`
+        now: its first message made it)."""
+        news = self._tabs.get(tab)
+        if news is None:
+            return False
+        listed, news.listed = news.listed, []
+        refresh, news.refresh = news.refresh, False
+        return refresh or any(not _created_here(change, showing) for change in listed)
+
+    def removed(self, tab: str) -> bool:
+        """The tab's user was removed from the server's users."""
+        news = self._tabs.get(tab)
+        return news is not None and news.removed
 
     def pending(self, tab: str) -> bool:
         """The tab has news it was not woken for yet."""
@@ -151,3 +227,7 @@ class TabNews:
             return set()
         fields, news.fields = news.fields, set()
         return fields
+
+
+def _created_here(change: ChatChange, showing: str) -> bool:
+    return change.kind is ChatChangeKind.CREATED and change.session_id == showing

@@ -11,16 +11,23 @@ and when it moves on while none of the tab's streams shows it, it changes the ta
 as it is now and follows it while it runs.
 
 The chats list and the settings widgets are not part of that view. When the chat's title,
-AutoChat or settings change elsewhere (`TabNews.notice`), or another tab of the user
-creates, deletes, imports or renames a chat (`TabNews.chats_changed`), the keep-alive
-changes the hidden `chats_wake` box instead, and `follow` shows the news: the list, and
-the fields of the shown chat that changed.
+AutoChat or settings change elsewhere (`TabNews.notice`), a chat of the user is created,
+imported, renamed or deleted anywhere (the session manager's change feed, which the
+keep-alive listens to for the tab's user: `TabNews.changed`), or another tab's turn
+reorders the list (`TabNews.chats_changed`), the keep-alive changes the hidden
+`chats_wake` box instead, and `follow` shows the news: the list, and the fields of the
+shown chat that changed. Nothing polls: the keep-alive waits on these signals.
+
+When the tab's user is removed from the server's users (`SessionManager.revoke`), the
+keep-alive says so in a notification and ends; the server has ended the user's page login,
+so the tab's next request asks them to sign in.
 """
 
 from __future__ import annotations
 
 import asyncio
 import enum
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any
@@ -33,9 +40,14 @@ from gui_agent.events import Subscription
 from gui_agent.interpreter import Interpreter
 from schema import AgentSwitched, Event, InterpreterState, SessionUpdated, StateChanged
 
-__all__ = ["KEEP_OPEN_S", "Presence", "Wake", "moves_on"]
+__all__ = ["KEEP_OPEN_S", "REMOVED_NOTE", "Presence", "Wake", "moves_on"]
 
 logger = logging.getLogger(__name__)
+
+REMOVED_NOTE = (
+    "Your account was removed from this server, so your chats were stopped and you are "
+    "signed out. Nothing you said is lost: ask the administrator to add you back."
+)
 
 
 KEEP_OPEN_S = 15.0
@@ -95,18 +107,26 @@ class Presence:
         server up.
         """
         tab, news, page = tab_of(request), self.handlers.news, self.handlers.page
+        owner = owner_of(request)
         boxes = {Wake.VIEW: page.tab_wake, Wake.CHATS: page.chats_wake}
-        news.open(tab, owner_of(request))
+        news.open(tab, owner)
+        feed = self.handlers.manager.changes.listen(owner, functools.partial(news.changed, tab))
         wakes = 0
         listening: _Listening | None = None
         try:
             closing = self.handlers.closing
             yield no_change()
             while not closing.is_set():
+                if news.removed(tab):
+                    gr.Warning(REMOVED_NOTE, duration=None)
+                    yield no_change()
+                    break
                 listening = await self._listen(tab, request, listening)
                 wake = await self._next_wake(tab, listening)
                 if closing.is_set():
                     break
+                if news.removed(tab):
+                    continue  # said at the top of the loop
                 if wake is None:
                     yield no_change()
                     continue
@@ -115,6 +135,7 @@ class Presence:
                     news.told(tab)
                 yield {boxes[wake]: str(wakes)}
         finally:
+            feed.close()
             if listening is not None:
                 listening.close()
             self.handlers.streams.forget(tab)
@@ -127,6 +148,8 @@ class Presence:
         fields = handlers.news.take(tab)
         shown = handlers.streams.shown(tab)
         current = session_id if shown is None else shown
+        if not handlers.news.take_list(tab, showing=current) and not fields:
+            return no_change()  # the tab's own change came back: it shows it already
         updates = await handlers.session_list_update(owner_of(request), current, query)
         if fields and current and current == session_id:
             interpreter = await handlers.lookup(current, request, quiet=True)
@@ -174,7 +197,11 @@ class Presence:
         moved on while none of the tab's streams shows it (VIEW), or it has news (CHATS).
         None when the time is up, the tab shows another view, or the server closes."""
         news, streams = self.handlers.news, self.handlers.streams
-        if news.pending(tab):
+
+        def has_news() -> bool:  # (a chat the tab itself just created is not news to it)
+            return news.has_news(tab, showing=streams.shown(tab) or "")
+
+        if has_news():
             return Wake.CHATS
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.keep_open_s
@@ -200,11 +227,11 @@ class Presence:
                     return None
                 if any(map(moves_on, events)) and not streams.showing(tab, interpreter.id):
                     return Wake.VIEW
-                if news.pending(tab):
-                    return Wake.CHATS
+                if news.pending(tab) or stops[2].done():
+                    return Wake.CHATS if has_news() else None
             await _first_stop(stops, deadline - loop.time())
             moved_or_closing = any(f.done() for f in stops[:2])
-            return Wake.CHATS if news.pending(tab) and not moved_or_closing else None
+            return Wake.CHATS if not moved_or_closing and has_news() else None
         finally:
             await _cancel(stops)
 

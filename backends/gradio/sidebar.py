@@ -1,4 +1,7 @@
-"""The chats sidebar: search, refresh after a turn, rename, delete (with a confirmation)."""
+"""The chats sidebar: search, refresh after a turn, rename, delete (with a confirmation).
+
+Renames and deletes go through the session manager, whose change feed tells the user's other
+tabs (follow.py); a turn's end is not in that feed, so `refresh_list` tells them itself."""
 
 from __future__ import annotations
 
@@ -57,9 +60,10 @@ class Sidebar:
             gr.Warning("This chat no longer exists.")
             return no_change()
         saved = title.strip()[:MAX_TITLE_CHARS]  # as the session keeps it
+        # The user's other tabs hear of it from the manager's feed (follow.py); this one
+        # knows it saves this title, so neither the event nor the feed is news to it.
         self.handlers.news.saving(tab, session_id, {"title": saved})
-        await interpreter.update(title=title)
-        self.handlers.news.chats_changed(owner, by=tab)
+        await self.handlers.manager.update(interpreter, title=title, origin=tab)
         gr.Info("Chat renamed.")
         return await self.handlers.session_list_update(owner, session_id, query)
 
@@ -76,8 +80,7 @@ class Sidebar:
         tab, owner = tab_of(request), owner_of(request)
         await self.handlers.streams.supersede(tab, ticket_of(ticket), "")
         if session_id:
-            with contextlib.suppress(SessionNotFound):
-                await self.handlers.manager.delete(session_id, owner)
-            self.handlers.news.chats_changed(owner, by=tab)
+            with contextlib.suppress(SessionNotFound):  # the other tabs hear it from the feed
+                await self.handlers.manager.delete(session_id, owner, origin=tab)
             gr.Info("Chat deleted.")
         return await self.handlers.new_chat(ticket, request)

@@ -83,8 +83,10 @@ class Transfer:
             gr.Warning(f"Could not import: {exc}")
             return no_change()
         record = imported.record
-        await self.handlers.manager.import_session(record, imported.messages)
-        self.handlers.news.chats_changed(owner, by=tab_of(request))
+        # The user's other tabs hear of it from the manager's feed (follow.py).
+        await self.handlers.manager.import_session(
+            record, imported.messages, origin=tab_of(request)
+        )
         changed = bool(imported.reset) or imported.repairs != HistoryRepairs()
         # A notice of what changed stays until closed: it may take a moment to read.
         gr.Info(import_notice(imported), duration=None if changed else 10, title="Imported")

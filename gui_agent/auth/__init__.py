@@ -1,4 +1,5 @@
-"""Who may use GuiAgent: session tokens, the signing key, the users file, the bind check."""
+"""Who may use GuiAgent: session tokens, the signing key, the users file (and watching it for
+removed users), the bind check."""
 
 from gui_agent.auth.secrets import SECRET_ENV_VAR, load_or_create_signing_key
 from gui_agent.auth.throttle import LoginThrottle
@@ -10,15 +11,19 @@ from gui_agent.auth.users import (
     check_bind_safety,
     is_loopback,
 )
+from gui_agent.auth.watch import USERS_WATCH_S, UsersChange, UsersWatcher
 
 __all__ = [
     "SECRET_ENV_VAR",
     "USERS_FILE_NAME",
+    "USERS_WATCH_S",
     "Claims",
     "LoginThrottle",
     "ProxyHeaderAuth",
     "TokenService",
     "UserDB",
+    "UsersChange",
+    "UsersWatcher",
     "check_bind_safety",
     "is_loopback",
     "load_or_create_signing_key",

@@ -96,11 +96,14 @@ class UserDB:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
 
-    def _load(self) -> dict[str, dict[str, Any]]:
+    def _load(self, *, missing_ok: bool = True) -> dict[str, dict[str, Any]]:
+        """The users, {} for a missing file (AuthError instead when not `missing_ok`)."""
         try:
             mode = stat.S_IMODE(self.path.stat().st_mode)
         except FileNotFoundError:
-            return {}
+            if missing_ok:
+                return {}
+            raise AuthError(f"the users file {self.path} is missing") from None
         if mode & 0o077:
             raise AuthError(
                 f"{self.path} can be read by other users (mode {mode:04o}); "
@@ -108,6 +111,12 @@ class UserDB:
             )
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:  # replaced or removed between the two calls
+            if missing_ok:
+                return {}
+            raise AuthError(f"the users file {self.path} is missing") from None
+        except OSError as exc:
+            raise AuthError(f"cannot read the users file {self.path}: {exc.strerror}") from exc
         except (ValueError, UnicodeDecodeError) as exc:
             raise AuthError(f"{self.path} is not a valid users file: {exc}") from exc
         if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
@@ -168,8 +177,10 @@ class UserDB:
             logger.info("users file %s: removed user %s", self.path, name)
         return removed
 
-    def names(self) -> list[str]:
-        return sorted(self._load())
+    def names(self, *, missing_ok: bool = True) -> list[str]:
+        """The user names, sorted. A missing file has none; with `missing_ok=False` it is an
+        AuthError instead (for readers that must tell "nobody" from "no file")."""
+        return sorted(self._load(missing_ok=missing_ok))
 
     def verify(self, name: str, password: str) -> bool:
         """True when `name` exists and `password` is theirs. Takes about as long for an

@@ -227,6 +227,47 @@ def test_login_from_a_users_file(servers: Servers, tmp_path: Path) -> None:
     assert server.stop() == 0
 
 
+def users_cli(users_file: Path, *args: str, stdin: str | None = None) -> None:
+    done = subprocess.run(
+        [str(GUI_AGENT), "users", *args, "--auth-file", str(users_file)],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env(),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_user_removed_while_serving_has_their_turn_stopped(
+    servers: Servers, tmp_path: Path
+) -> None:
+    users_file = tmp_path / "users.json"
+    users_cli(users_file, "add", "bob", "--password-stdin", stdin="bob-password-22\n")
+    server = servers.start(tmp_path / "data", "--auth-file", str(users_file))
+    bob = Api(server.base_url).login("bob", "bob-password-22")
+    server.clients.append(bob)
+    session_id = bob.create_session()
+    long_text = " ".join(f"word{i}" for i in range(3000))  # ~30 s of echo
+    with bob.events(session_id) as stream:
+        bob.send(session_id, long_text)
+        while not isinstance(stream.next(), TextDelta):
+            pass
+        users_cli(users_file, "remove", "bob")
+        ended = []
+        for item in stream.sse:
+            if item.id is None:  # the `closed` event
+                break
+            ended.append(item.parsed())
+        assert item.event == "closed" and next(stream.sse, None) is None
+    finished = [(e.outcome.value, e.detail) for e in ended if e.type == "run_finished"]
+    assert finished == [("interrupted", "the user was removed")]
+    assert "bob was removed from the users file" in server.log()
+    assert server.stop() == 0  # the users file watcher ends with the server
+    assert "Traceback" not in server.log() and "Task was destroyed" not in server.log()
+
+
 # -- (b) restart -------------------------------------------------------------------------
 
 

@@ -270,6 +270,8 @@ class Backend:
     tokens: TokenService
     users: UserDB | None
     data_dir: Path
+    manager: SessionManager
+    """The server's sessions (touch them only through `server.call`, on its loop)."""
     clients: list[Api] = field(default_factory=list)
 
     @property
@@ -300,6 +302,7 @@ def make_backend(
         for name, password in users:
             user_db.add(name, password)
     data_dir = tmp_path / "data"
+    managers: list[SessionManager] = []
 
     async def factory() -> tuple[FastAPI, Callable[[], Awaitable[None]]]:
         manager = SessionManager(
@@ -309,13 +312,14 @@ def make_backend(
             counter_factory=lambda _name: EstimateCounter(),
         )
         await manager.start()
+        managers.append(manager)
         app = create_api(manager, tokens, users=user_db, **api_options)
         if page is not None:
             app.mount("/", page)
         return app, manager.close
 
     server = ServerThread(factory).start()
-    return Backend(server, scripted, tokens, user_db, data_dir)
+    return Backend(server, scripted, tokens, user_db, data_dir, managers[0])
 
 
 @contextmanager

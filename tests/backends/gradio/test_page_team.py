@@ -1,0 +1,159 @@
+"""The page and the HTTP API on one server, as `gui-agent serve --api` builds it, with login:
+chats made, renamed, imported or deleted through the API show in the page's chats list at
+once (pushed through the keep-alive, no reload, no polling), only to their owner; and a
+person removed with `gui-agent users remove` sees their running reply stop and is signed
+out, with nothing they said lost."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from backends.gradio.presence import REMOVED_NOTE
+from backends.server import build_server
+from gui_agent.auth.users import UserDB
+from gui_agent.config import AppConfig
+from gui_agent.manager import SessionManager
+from schema import MessageStatus, Role
+from tests.backends.api.live import Api
+from tests.backends.conftest import LiveServer
+from tests.backends.gradio.kit import badge, bot_messages, send, toast
+
+pytestmark = pytest.mark.browser
+
+USERS = {"alice": "alice-password-1", "bob": "bob-password-22", "carol": "carol-password-3"}
+CLI = Path(sys.executable).with_name("gui-agent")
+LONG = " ".join(f"word{i}" for i in range(3000))  # the echo model takes ~30 s to say it
+WAIT_MS = 30_000
+
+
+@dataclass
+class Team:
+    """The server, and the users file `gui-agent users` edits."""
+
+    live: LiveServer
+    users_file: Path
+
+    @property
+    def url(self) -> str:
+        return self.live.url
+
+    @property
+    def manager(self) -> SessionManager:
+        manager: SessionManager = self.live.state.__self__.manager  # build_server's cleanup
+        return manager
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
+    tmp = tmp_path_factory.mktemp("team-news")
+    users = UserDB(tmp / "users.json")
+    for name, password in USERS.items():
+        users.add(name, password)
+    config = AppConfig(models=("scripted:echo",), data_dir=tmp / "data", auth_file=users.path)
+    live = LiveServer(lambda: build_server(config, probe_local=False, with_api=True))
+    live.start()
+    try:
+        yield Team(live, users.path)
+    finally:
+        live.stop()
+
+
+def log_in(browser: Browser, server: Team, name: str) -> Page:
+    page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+    page.set_default_timeout(WAIT_MS)
+    page.goto(server.url, wait_until="load")
+    page.get_by_test_id("textbox").fill(name)
+    page.get_by_test_id("password").fill(USERS[name])
+    page.get_by_role("button", name="Login").click()
+    expect(badge(page)).to_have_text("INIT", timeout=WAIT_MS)
+    expect(page.locator("#account")).to_contain_text(f"Signed in as {name}", timeout=WAIT_MS)
+    return page
+
+
+def api_for(server: Team, name: str) -> Api:
+    return Api(server.url.rstrip("/")).login(name, USERS[name])
+
+
+def ok(response: Any, status: int = 200) -> Any:
+    assert response.status_code == status, response.text
+    return response.json() if status != 204 else None
+
+
+def test_chats_changed_through_the_api_show_in_the_owners_open_tabs(
+    chromium: Browser, server: Team
+) -> None:
+    page, second = log_in(chromium, server, "alice"), log_in(chromium, server, "alice")
+    alice, bob = api_for(server, "alice"), api_for(server, "bob")
+    try:
+        chats, others = page.locator("#session-list"), second.locator("#session-list")
+        page.evaluate("() => { window.__sameDocument = true; }")  # gone if the page reloads
+        ok(bob.post("/api/sessions", json={"title": "Bob's own chat"}), 201)
+
+        created = ok(alice.post("/api/sessions", json={"title": "Made through the API"}), 201)
+        session_id = created["session"]["id"]
+        for listed in (chats, others):
+            expect(listed).to_contain_text("Made through the API", timeout=WAIT_MS)
+        # Bob's chat was made before Alice's, and is in neither of her tabs.
+        assert "Bob's own chat" not in chats.inner_text() + others.inner_text()
+
+        url = f"/api/sessions/{session_id}"
+        ok(alice.request("PATCH", url, json={"title": "Renamed through the API"}))
+        expect(chats).to_contain_text("Renamed through the API", timeout=WAIT_MS)
+        expect(chats).not_to_contain_text("Made through the API")
+
+        document = alice.get(f"{url}/export").content
+        imported = ok(alice.post("/api/sessions/import", content=document), 201)
+        expect(chats.get_by_text("Renamed through the API")).to_have_count(2, timeout=WAIT_MS)
+
+        ok(alice.request("DELETE", url), 204)
+        ok(alice.request("DELETE", f"/api/sessions/{imported['session']['id']}"), 204)
+        for listed in (chats, others):
+            expect(listed).not_to_contain_text("Renamed through the API", timeout=WAIT_MS)
+        assert page.evaluate("() => window.__sameDocument") is True
+    finally:
+        alice.close()
+        bob.close()
+        page.context.close()
+        second.context.close()
+
+
+def remove_with_the_cli(server: Team, name: str) -> None:
+    command = [str(CLI), "users", "remove", name, "--auth-file", str(server.users_file)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_removed_person_sees_the_reply_stop_and_is_signed_out(
+    chromium: Browser, server: Team
+) -> None:
+    page = log_in(chromium, server, "carol")
+    try:
+        send(page, LONG)
+        expect(badge(page)).to_have_text("RUNNING", timeout=WAIT_MS)
+        expect(bot_messages(page).last).to_contain_text("word1 word2", timeout=WAIT_MS)
+
+        remove_with_the_cli(server, "carol")
+
+        removed = toast(page, "Your account was removed from this server")
+        expect(removed).to_be_visible(timeout=WAIT_MS)
+        expect(badge(page)).to_have_text("STOP", timeout=WAIT_MS)
+        page.reload(wait_until="load")  # the page login is gone, not just the page
+        expect(page.get_by_role("button", name="Login")).to_be_visible(timeout=WAIT_MS)
+        assert page.locator("#chat-input").count() == 0
+    finally:
+        page.context.close()
+
+    store, call = server.manager.store, server.live.call
+    (record,) = call(store.list_sessions("carol"))
+    user, reply = call(store.load_messages(record.id))
+    assert (user.role, user.content) == (Role.USER, LONG)
+    assert reply.status is MessageStatus.INTERRUPTED and "word1 word2" in reply.content
+    assert REMOVED_NOTE.startswith("Your account was removed from this server")

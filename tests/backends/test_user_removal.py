@@ -1,0 +1,192 @@
+"""A user removed while the server runs: `gui-agent users remove` (another process) takes
+them out of the users file, and the server (as `gui-agent serve` builds it) stops what they
+have running, a turn and an AutoChat waiting for its next turn, ends their event streams
+with a `closed` event and refuses them, while another user's work goes on. Everything they
+said stays on disk. Also the manager's side of it: `revoke` and `readmit`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from backends.server import build_server
+from connectors.scripted import ScriptedModel
+from gui_agent.auth import UserDB
+from gui_agent.config import AppConfig
+from gui_agent.exceptions import AuthError
+from gui_agent.llm import StaticCatalog
+from gui_agent.manager import ChatChange, ChatChangeKind, SessionManager, SessionNotFound
+from gui_agent.store import DB_FILE_NAME, SQLiteStore
+from schema import AutoChatStopReason, Event, Message, MessageStatus, Role
+from tests.backends.api.live import SSE, Api, EventReader, ServerThread
+
+USERS = {"alice": "alice-password-1", "bob": "bob-password-22"}
+LONG = " ".join(f"word{i}" for i in range(3000))  # the echo model takes ~30 s to say it
+CLI = Path(sys.executable).with_name("gui-agent")
+REASON = "the user was removed"
+
+
+@dataclass
+class Served:
+    server: ServerThread
+    users: UserDB
+    data_dir: Path
+    clients: list[Api]
+
+    def login(self, name: str) -> Api:
+        api = Api(self.server.base_url).login(name, USERS[name])
+        self.clients.append(api)
+        return api
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    users = UserDB(tmp_path / "users.json")
+    for name, password in USERS.items():
+        users.add(name, password)
+    config = AppConfig(
+        models=("scripted:echo",), data_dir=tmp_path / "data", auth_file=users.path, port=0
+    )
+    server = ServerThread(lambda: build_server(config, probe_local=False)).start()
+    running = Served(server, users, tmp_path / "data", [])
+    try:
+        yield running
+    finally:
+        for api in running.clients:
+            api.close()
+        server.stop()
+
+
+def remove_with_the_cli(users: UserDB, name: str) -> None:
+    command = [str(CLI), "users", "remove", name, "--auth-file", str(users.path)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def until_closed(stream: EventReader) -> tuple[list[Event], SSE]:
+    """The session events left on the stream, and the `closed` event that ends it."""
+    events: list[Event] = []
+    for item in stream.sse:
+        if item.id is None:
+            assert next(stream.sse, None) is None, "the stream goes on after `closed`"
+            return events, item
+        events.append(item.parsed())
+    raise AssertionError(f"the stream ended without a closed event after {events[-3:]}")
+
+
+def of_type(kind: str) -> Callable[[Event], bool]:
+    return lambda event: event.type == kind
+
+
+def stored(data_dir: Path, session_id: str) -> list[Message]:
+    """What the session's history is on disk (read after the server stopped)."""
+
+    async def load() -> list[Message]:
+        store = SQLiteStore(data_dir / DB_FILE_NAME)
+        await store.open()
+        try:
+            return await store.load_messages(session_id)
+        finally:
+            await store.close()
+
+    return asyncio.run(load())
+
+
+def test_removing_a_user_stops_their_turn_and_autochat_and_ends_their_streams(
+    served: Served,
+) -> None:
+    alice, bob = served.login("alice"), served.login("bob")
+    running, waiting, hers = bob.create_session(), bob.create_session(), alice.create_session()
+    autochat = {"autochat": {"enabled": True, "delay_s": 600, "max_turns": 5}}
+    assert bob.request("PATCH", f"/api/sessions/{waiting}", json=autochat).status_code == 200
+    with (
+        bob.events(running) as turn,
+        bob.events(waiting) as auto,
+        alice.events(hers) as other,
+    ):
+        bob.send(waiting, "carry on by yourself")
+        auto.until(of_type("autochat_turn"))  # AutoChat waits 600 s for its next turn
+        bob.send(running, LONG)
+        turn.until(of_type("text_delta"))
+        alice.send(hers, LONG)
+        other.until(of_type("text_delta"))
+
+        remove_with_the_cli(served.users, "bob")
+
+        ended, closed = until_closed(turn)
+        finished = [e for e in ended if e.type == "run_finished"]
+        assert [(e.outcome.value, e.detail) for e in finished] == [("interrupted", REASON)]
+        partial = [e.message for e in ended if e.type == "message_completed"]
+        assert [m.status for m in partial] == [MessageStatus.INTERRUPTED]
+        assert closed.event == "closed"
+        assert json.loads(closed.data) == {
+            "error": {"code": "unauthorized", "message": "the token's user no longer exists"}
+        }
+        stopped, closed = until_closed(auto)
+        autochat_end = [e for e in stopped if e.type == "autochat_stopped"]
+        assert [(e.reason, e.detail) for e in autochat_end] == [
+            (AutoChatStopReason.STOPPED, REASON)
+        ]
+        assert json.loads(closed.data)["error"]["code"] == "unauthorized"
+
+        # Alice's turn was not touched: it is still streaming.
+        assert alice.session(hers)["busy"] is True
+        other.until(of_type("text_delta"))
+        assert alice.post(f"/api/sessions/{hers}/stop").json() == {"stopped": True}
+    assert bob.get(f"/api/sessions/{running}").status_code == 401
+    assert bob.post("/api/sessions", json={}).status_code == 401
+    refused = bob.http.post("/api/login", json={"username": "bob", "password": USERS["bob"]})
+    assert refused.status_code == 401
+    served.server.stop()
+
+    user, reply = stored(served.data_dir, running)
+    assert (user.role, user.content) == (Role.USER, LONG)
+    assert reply.status is MessageStatus.INTERRUPTED
+    assert reply.content == partial[0].content and reply.content.startswith("I am the built-in")
+    said, answered = stored(served.data_dir, waiting)
+    assert said.content == "carry on by yourself"
+    assert answered.status is MessageStatus.COMPLETE
+
+
+# -- the manager's side -------------------------------------------------------------------
+
+
+async def test_a_revoked_owner_is_refused_until_readmitted_and_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    manager = SessionManager(
+        models=StaticCatalog(ScriptedModel(default="noted", name="scripted")),
+        store=SQLiteStore(tmp_path / DB_FILE_NAME),
+        workspace_root=tmp_path / "work",
+    )
+    await manager.start()
+    try:
+        bobs = await manager.create("bob")
+        _ = [event async for event in bobs.chat("keep this")]
+        alices = await manager.create("alice")
+        told: list[ChatChange] = []
+        with manager.changes.listen("bob", told.append):
+            assert await manager.revoke("bob", reason=REASON) == 1
+        assert told == [ChatChange(ChatChangeKind.OWNER_REMOVED, "bob")]
+        assert bobs.closed and not alices.closed
+        with pytest.raises(SessionNotFound):
+            await manager.get(bobs.id, "bob")
+        with pytest.raises(AuthError, match="removed"):
+            await manager.create("bob")
+        assert await manager.list("bob") == []
+        assert (await manager.get(alices.id, "alice")) is alices
+
+        manager.readmit("bob")
+        back = await manager.get(bobs.id, "bob")
+        assert back is not bobs  # restored from the store, all of it
+        assert [m.content for m in back.session.history] == ["keep this", "noted"]
+        assert [r.id for r in await manager.list("bob")] == [bobs.id]
+    finally:
+        await manager.close()
