@@ -514,7 +514,11 @@ class Handlers:
         settings = form.session_settings(SessionSettings())
         agent = AgentName(form.role) if form.role in AgentName.__members__ else None
         interpreter = await self.manager.create(
-            owner_of(request), agent=agent, model=form.model or None, settings=settings
+            owner_of(request),
+            agent=agent,
+            model=form.model or None,
+            settings=settings,
+            origin=tab_of(request),
         )
         if auto != interpreter.session.autochat:
             await interpreter.update(autochat=auto)
