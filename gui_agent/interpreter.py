@@ -122,13 +122,17 @@ class Interpreter:
         architectures: Mapping[AgentName, Architecture],
         store: Store | None = None,
         initial_state: InterpreterState = InterpreterState.INIT,
+        on_titled: Callable[[Interpreter], None] | None = None,
     ) -> None:
+        """`on_titled`: called when a turn gave the session its title (the person's first
+        message), once that is saved; e.g. to tell whoever lists the owner's chats."""
         if not architectures:
             raise InvalidRequest("an interpreter needs at least one architecture")
         self.session = session
         self.deps = dataclasses.replace(deps, approvals=ApprovalBroker(), agents=architectures)
         self.architectures = architectures
         self._store = store
+        self._on_titled = on_titled
         self._hub = EventHub(session.id)
         self._machine = StateMachine(self._on_state_change, initial_state)
         self._task: asyncio.Task[None] | None = None
@@ -406,9 +410,15 @@ class Interpreter:
             await self._emit(MessageCompleted(message=prompt))
             if self.deps.hooked:
                 await call_hook(self.deps.hooks.on_start(session, prompt))
-            if session.title != title:
+            titled = session.title != title
+            if titled:
                 self._publish(SessionUpdated(fields={"title": session.title}))
             await self._save_record()
+            if titled and self._on_titled is not None:
+                try:
+                    self._on_titled(self)
+                except Exception:  # whoever listens, the turn goes on
+                    logger.exception("session %s: on_titled failed", self.id)
             publish, run_id, trackers = self._hub.publish, self._run_id, _TRACKERS
             async for event in architecture.run(session, self.deps, prompt):
                 # `_track`, inlined: this runs for every event of every turn

@@ -289,6 +289,13 @@ class SessionManager:
             self._memories[model] = memory
         return memory
 
+    def _titled(self, interpreter: Interpreter) -> None:
+        """A turn titled the chat (its first message): its owner's lists show the title."""
+        session = interpreter.session
+        self.changes.announce(
+            ChatChange(ChatChangeKind.RENAMED, session.owner, session.id, session.title)
+        )
+
     def _attach(self, session: Session, state: InterpreterState) -> Interpreter:
         model = session.settings.model or self.models.default
         if model not in self.models.names():
@@ -307,6 +314,7 @@ class SessionManager:
             architectures=self.architectures_factory(),
             store=self.store,
             initial_state=state,
+            on_titled=self._titled,
         )
         self._live[session.id] = interpreter
         return interpreter

@@ -5,8 +5,10 @@ API: what the API changes reaches the owner's listeners."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -136,3 +138,25 @@ async def _listen(manager: SessionManager, owner: str, heard: list[ChatChange]) 
 
 async def _close(listening: Listening) -> None:
     listening.close()
+
+
+async def test_a_first_message_that_titles_the_chat_is_announced_once_saved(
+    manager: SessionManager, tmp_path: Path
+) -> None:
+    heard: list[ChatChange] = []
+    saved: list[str] = []
+
+    def listener(change: ChatChange) -> None:
+        heard.append(change)
+        # What a tab refreshing its list at once reads: the store, from another connection.
+        with contextlib.closing(sqlite3.connect(tmp_path / DB_FILE_NAME)) as db:
+            row = db.execute("SELECT title FROM sessions WHERE id = ?", (change.session_id,))
+            saved.append(row.fetchone()[0])
+
+    with manager.changes.listen("alice", listener):
+        made = await manager.create("alice")
+        _ = [event async for event in made.chat("What is the plan for Friday?")]
+        _ = [event async for event in made.chat("and then?")]  # titled already: no news
+    assert made.session.title.startswith("What is the plan")
+    assert kinds(heard) == [(CREATED, made.id, ""), (RENAMED, made.id, made.session.title)]
+    assert saved == ["", made.session.title]
