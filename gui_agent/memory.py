@@ -26,9 +26,12 @@ Rules, in the words the UI uses:
   the goal (metadata `{"pinned_goal": True}`) goes right after the system prompt.
 - `max_messages` counts history messages only; the system prompt and the pinned goal are extra.
 - The newest user message is always kept, even alone over the token budget (with no user
-  message at all, the newest unit is): a truncated context beats an empty one. When the system
-  prompt, the pin and that message exceed the budget, `token_count` says so and the provider
-  decides; the window never raises for it.
+  message at all, the newest unit is): a truncated context beats an empty one. So is the
+  newest unit when it holds tool calls (the model's latest calls with their results), even
+  over the budget or the cap: a model not shown the result of the call it just made (say,
+  a file bigger than the budget) makes the same call again, step after step. When the
+  system prompt, the pin and these exceed the budget, `token_count` says so and the
+  provider decides; the window never raises for it.
 """
 
 from __future__ import annotations
@@ -448,19 +451,27 @@ class SlidingWindowMemory:
         mandatory: int | None,
         budget_left: int | None,
     ) -> tuple[list[int], int]:
-        """The mandatory unit, then units newest first while the cap and budget allow.
-        Returns the chosen unit indices and their tokens."""
+        """The mandatory unit (and the newest one, when it holds tool calls), then units
+        newest first while the cap and budget allow. Returns the chosen unit indices and
+        their tokens."""
         if mandatory is None:
-            chosen: list[int] = []
-            used_messages = used_tokens = 0
-        else:
-            chosen = [mandatory]
-            used_messages, used_tokens = len(units[mandatory]), costs[mandatory]
+            return [], 0
+        chosen = [mandatory]
+        used_messages, used_tokens = len(units[mandatory]), costs[mandatory]
+        first = 0  # the first unit left to choose
+        if mandatory and units[0][0].tool_calls:
+            # The model's latest tool calls and their results are kept whatever they cost:
+            # left out, the model would not see that the calls ran and would make them
+            # again, step after step, until the turn's limit.
+            chosen.append(0)
+            used_messages += len(units[0])
+            used_tokens += costs[0]
+            first = 1
         cap = self.max_messages
-        for index, unit in enumerate(units):
+        for index in range(first, len(units)):
             if index == mandatory:
                 continue
-            cost = costs[index]
+            unit, cost = units[index], costs[index]
             if used_messages + len(unit) > cap or (
                 budget_left is not None and used_tokens + cost > budget_left
             ):

@@ -115,6 +115,21 @@ def distinct_calls(final: ModelResponse) -> ModelResponse:
     return final.model_copy(update={"tool_calls": tuple(fixed)})
 
 
+def without_calls(final: ModelResponse, agent: AgentName) -> tuple[ModelResponse, list[str]]:
+    """`final` without the tool calls a step that offers no tools got anyway, and the names
+    they asked for. A reply that was nothing but such calls says so in its text, so that
+    neither the person nor the next model call finds an empty message."""
+    names = [call.name for call in final.tool_calls]
+    update: dict[str, object] = {"tool_calls": ()}
+    if not final.text.strip():
+        asked = ", ".join(dict.fromkeys(names))
+        update["text"] = (
+            f"(No answer: the {agent.value} agent asked to call {asked}, but it has no tools "
+            "here, so nothing was run.)"
+        )
+    return final.model_copy(update=update), names
+
+
 def memory_event(session: Session, deps: AgentDeps) -> tuple[list[Message], MemoryUpdated]:
     """The context window for the next model call, and the event that shows it."""
     window = deps.memory.window(
@@ -207,10 +222,17 @@ async def model_step(
         else:
             yield TextDelta(message_id=message_id, delta=valid_text(part.text), channel="reasoning")
     final = ModelResponse() if final is None else valid_response(final)
-    if final.tool_calls:  # asked for no tools: calls nobody would answer go
-        final = distinct_calls(final) if use_tools else final.model_copy(update={"tool_calls": ()})
+    ignored: list[str] = []
+    if final.tool_calls:
+        if use_tools:
+            final = distinct_calls(final)
+        else:  # asked for no tools: calls nobody would answer go, and the reply says so
+            final, ignored = without_calls(final, agent)
     if deps.hooked:
         await call_hook(deps.hooks.on_llm_end(session, final))
+    metadata = reply_metadata(final, deps)
+    if ignored:
+        metadata["ignored_tool_calls"] = ignored
     reply = Message(
         id=message_id,
         role=Role.ASSISTANT,
@@ -218,7 +240,7 @@ async def model_step(
         reasoning=final.reasoning,
         tool_calls=final.tool_calls,
         agent=agent,
-        metadata=reply_metadata(final, deps),
+        metadata=metadata,
     )
     session.add(reply)
     yield MessageCompleted(message=reply)

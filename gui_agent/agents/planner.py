@@ -14,6 +14,7 @@ after the request has slid out of the memory window.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import AsyncIterator
 
@@ -33,7 +34,10 @@ __all__ = ["PlannerAgent", "parse_plan"]
 
 DEFAULT_MAX_STEPS = 6
 
-_NUMBERED = re.compile(r"^\s*(?:step\s*)?\d{1,3}\s*[.):]\s*(.+?)\s*$", re.IGNORECASE)
+_NUMBERED = re.compile(
+    r"^\s*(?:#{1,6}\s*)?(?:\*\*)?(?:step\s*)?\d{1,3}\s*[.):]\s*(.+?)\s*$", re.IGNORECASE
+)
+_STEP_KEYS = frozenset({"step", "task", "action", "description", "title", "text", "name"})
 _BULLET = re.compile(r"^\s*[-*•]\s+(.+?)\s*$")
 
 
@@ -46,13 +50,43 @@ def planning_instruction(max_steps: int) -> str:
     )
 
 
+def _json_steps(text: str) -> list[str]:
+    """The steps of a plan a model wrote as JSON (models asked for a list often do): a list
+    of texts or of objects with a text field, bare or under a key such as "steps", possibly
+    inside a code fence. An empty list when the text is not such JSON."""
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.partition("\n")[2].rpartition("```")[0].strip()
+    if not body.startswith(("[", "{")):
+        return []
+    try:
+        plan = json.loads(body)
+    except ValueError:
+        return []
+    if isinstance(plan, dict):
+        plan = next((value for value in plan.values() if isinstance(value, list)), [])
+    if not isinstance(plan, list):
+        return []
+    steps = []
+    for item in plan:
+        if isinstance(item, str):
+            steps.append(item)
+        elif isinstance(item, dict):
+            texts = [v for k, v in item.items() if k in _STEP_KEYS and isinstance(v, str)]
+            steps.extend(texts[:1])
+    return steps
+
+
 def parse_plan(text: str, max_steps: int) -> list[str]:
-    """The steps of a plan: its numbered lines, else its bullet lines; at most `max_steps`
+    """The steps of a plan: its numbered lines (a markdown heading such as "## Step 1: ..."
+    counts as one), else its bullet lines, else a JSON list of steps; at most `max_steps`
     (the rest folded into the last one, so nothing planned is dropped)."""
     lines = text.splitlines()
     steps = [m.group(1) for line in lines if (m := _NUMBERED.match(line))]
     if not steps:
         steps = [m.group(1) for line in lines if (m := _BULLET.match(line))]
+    if not steps:
+        steps = _json_steps(text)
     steps = [step.strip("*_` ") for step in steps if step.strip("*_` ")]
     if len(steps) > max_steps:
         steps = [*steps[: max_steps - 1], "; then ".join(steps[max_steps - 1 :])]

@@ -16,10 +16,11 @@ the worker's tool permissions ("allow for this session") are the session's.
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import AsyncIterator, Mapping
 
 from gui_agent.agents.base import AgentDeps, Architecture
-from gui_agent.agents.executor import ExecutorAgent, Turn, model_step, safe_args
+from gui_agent.agents.executor import ExecutorAgent, Turn, model_step
 from gui_agent.agents.thought import ThoughtAgent
 from gui_agent.session import Session
 from gui_agent.tools import ToolRegistry, task_complete, tool
@@ -90,6 +91,23 @@ def budget_spent(session: Session) -> RunFinished | None:
         outcome=RunOutcome.BUDGET,
         detail=f"token budget reached ({session.usage.total_tokens} tokens)",
     )
+
+
+def delegation(call: ToolCall) -> tuple[str, str] | str:
+    """The (worker, task) a delegate call asks for, stripped; or what is wrong with its
+    arguments, in words the model can act on."""
+    try:
+        args = json.loads(call.arguments or "{}")
+    except ValueError as error:
+        return f"the arguments are not valid JSON ({error})"
+    if not isinstance(args, dict):
+        return f"the arguments must be a JSON object, not {type(args).__name__}"
+    worker, task = args.get("worker"), args.get("task", "")
+    if not isinstance(worker, str) or not worker.strip():
+        return "say which worker, by name, in `worker`"
+    if not isinstance(task, str):
+        return f"`task` must be text, not {type(task).__name__}"
+    return worker.strip(), task.strip()
 
 
 class SupervisorAgent:
@@ -170,12 +188,16 @@ class SupervisorAgent:
         turn: Turn,
     ) -> AsyncIterator[Event]:
         yield ToolCallStarted(call=call, parent_message_id=parent, agent=self._name)
-        args = safe_args(call)
-        name, task = str(args.get("worker", "")).strip(), str(args.get("task", "")).strip()
-        worker = self._worker(name)
+        request = delegation(call)
+        worker, task = None, ""
+        if isinstance(request, str):
+            problem = request
+        else:
+            name, task = request
+            worker = self._worker(name)
+            problem = f"unknown worker {name!r}" if worker is None else "the task is empty"
         if worker is None or not task:
             known = ", ".join(n.value for n in self._workers)
-            problem = f"unknown worker {name!r}" if worker is None else "the task is empty"
             answer, is_error = f"Not delegated: {problem}. Workers: {known}.", True
         else:
             answer, is_error = "", False

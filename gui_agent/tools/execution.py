@@ -69,11 +69,35 @@ def _to_text(value: Any) -> str:
         return value
     if type(value) is int:  # what json.dumps writes, without its machinery
         return str(value)
-    if isinstance(value, BaseModel):
-        return value.model_dump_json()
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = dataclasses.asdict(value)
-    return json.dumps(value, ensure_ascii=False, default=str)
+    try:
+        if isinstance(value, BaseModel):
+            return value.model_dump_json()
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            value = dataclasses.asdict(value)
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError) as error:
+        # Not JSON (tuple keys, a value that contains itself, a field that cannot be
+        # copied): the tool did its work, so its result is shown as Python writes it.
+        logger.debug("tool result of type %s is not JSON (%s)", type(value).__name__, error)
+        return repr(value)
+
+
+class _Unshowable(Exception):
+    """A tool's return value could not be turned into text; the message says which."""
+
+
+def _result_text(tool: Tool, value: Any) -> str:
+    """`value` as text, or `_Unshowable` (never a failure the tool would be blamed for)."""
+    try:
+        return _to_text(value)
+    except (asyncio.CancelledError, GeneratorExit):
+        raise
+    except Exception as error:
+        raise _Unshowable(
+            f"{tool.name} ran, but its result (a {type(value).__name__}) could not be "
+            f"turned into text: {type(error).__name__}: {error}. Do not run it again only to "
+            "see the result."
+        ) from error
 
 
 async def _in_daemon_thread(function: Callable[[], Any]) -> Any:
@@ -162,7 +186,7 @@ async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext)
                 value = await begun.rest()
         output = value if isinstance(value, ToolOutput) else None
         content, truncated = _truncate(
-            valid_text(_to_text(value) if output is None else output.content),
+            valid_text(_result_text(tool, value) if output is None else output.content),
             tool.max_output_chars,
         )
     except TimeoutError as error:
@@ -177,6 +201,8 @@ async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext)
         )
     except PathEscape as error:
         return _error(call, f"path escapes the session folder: {error}", started)
+    except _Unshowable as error:
+        return _error(call, str(error), started)
     except (asyncio.CancelledError, GeneratorExit):
         raise  # a Stop, or the coroutine being closed: not the tool's failure
     except BaseException as error:  # anything a tool raises, KeyboardInterrupt included, is data

@@ -4,7 +4,9 @@ Every path is resolved (following symlinks) before use and must land inside the 
 folder; anything else raises `PathEscape`, which the executor reports to the model. Only
 regular files are read or written: a named pipe, socket or device is refused after a
 `stat`, and files are opened with O_NONBLOCK and O_NOFOLLOW and checked again with `fstat`,
-so no open can block a worker thread, even when a file is swapped in between. Listings do
+so no open can block a worker thread, even when a file is swapped in between. A file with
+more than one hard link is refused too: its other name may be outside the folder, and
+writing it would change the file there. Listings do
 not follow symlinks that lead outside the folder. All file I/O runs in a worker thread so
 the event loop never blocks, and every name shown is valid UTF-8 (`display_path`).
 """
@@ -85,7 +87,8 @@ def _not_regular(label: str, mode: int) -> OSError:
 
 
 def open_regular(path: Path, *, write: bool = False, label: str | None = None) -> BinaryIO:
-    """Open a regular file without ever blocking, or raise `OSError`.
+    """Open a regular file without ever blocking, or raise `OSError` (`PathEscape` for a
+    file with other hard links).
 
     O_NONBLOCK makes opening a named pipe return at once, O_NOFOLLOW refuses a symlink in
     the last place, and `fstat` on the open file refuses anything that is not a regular
@@ -95,9 +98,15 @@ def open_regular(path: Path, *, write: bool = False, label: str | None = None) -
     flags = _OPEN_FLAGS | (os.O_WRONLY | os.O_CREAT if write else os.O_RDONLY)
     fd = os.open(path, flags, 0o666)
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise _not_regular(display_path(label or path.name), mode)
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _not_regular(display_path(label or path.name), info.st_mode)
+        if info.st_nlink > 1:
+            raise PathEscape(
+                f"{display_path(label or path.name)!r} has {info.st_nlink} hard links: the "
+                "same file is also elsewhere, maybe outside the session folder, so it is "
+                "neither read nor written here"
+            )
         if write:
             os.ftruncate(fd, 0)
         return os.fdopen(fd, "wb" if write else "rb")
