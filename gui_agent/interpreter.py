@@ -282,11 +282,16 @@ class Interpreter:
             self.session.autochat = autochat
             fields["autochat"] = autochat.model_dump(mode="json")
             start_auto = autochat.enabled and not was_enabled
-            if self._auto.active and autochat.token_budget:
-                self.session.token_limit = self._auto.start_tokens + autochat.token_budget
+            if self._auto.active:
+                budget = autochat.token_budget  # a budget removed mid-run limits no more
+                self.session.token_limit = self._auto.start_tokens + budget if budget else None
         if fields:
             self._publish(SessionUpdated(fields=fields))
             await self._save_record()
+        if autochat is not None and not autochat.enabled and self._auto.active:
+            # Switched off: no automatic turn after this, and a delay waiting for one ends.
+            self._end_autochat(AutoChatStopReason.DISABLED, "AutoChat was switched off")
+            self._wake.set()
         idle_after_a_turn = not self.busy and self.state is InterpreterState.STOP
         if start_auto and idle_after_a_turn and not self._closed:
             goal = self.session.goal or self._last_user_text()

@@ -8,6 +8,7 @@ from pathlib import Path
 from connectors.function import FunctionInfo, FunctionModel
 from connectors.scripted import ScriptedModel, call
 from gui_agent.exceptions import ModelServerError
+from gui_agent.tools import tool
 from schema import (
     AutoChatSettings,
     AutoChatStopped,
@@ -178,3 +179,53 @@ async def test_max_turns_setting_is_validated() -> None:
 
     with pytest.raises(ValidationError):
         AutoChatSettings(max_turns=0)
+
+
+async def test_switching_autochat_off_during_its_delay_runs_no_more_turns(
+    tmp_path: Path,
+) -> None:
+    def model(messages: list[Message], info: FunctionInfo) -> str:
+        return f"reply {info.call_number}"
+
+    functions = FunctionModel(model)
+    interpreter, _ = make(tmp_path, functions, autochat=auto(max_turns=5, delay_s=30.0))
+    async with asyncio.timeout(20), interpreter.subscribe() as sub:
+        await interpreter.send("Write a poem.")
+        await next_event(sub, lambda e: isinstance(e, AutoChatTurn))  # the delay runs now
+        off = interpreter.session.autochat.model_copy(update={"enabled": False})
+        await interpreter.update(autochat=off)
+        events = [e async for e in sub.until_idle()]  # at once, not after 30 s
+    end = stopped(events)
+    assert (end.reason, end.turns) == (AutoChatStopReason.DISABLED, 0)
+    assert functions.calls == 1  # the person's turn only
+    assert interpreter.session.history[-1].content == "reply 1"
+
+
+async def test_a_token_budget_removed_mid_run_limits_no_more(tmp_path: Path) -> None:
+    @tool
+    def note(text: str) -> str:
+        """Take a note."""
+        return "noted"
+
+    spent = Usage(input_tokens=60, output_tokens=40, requests=1)
+    step = call("note", text="x").model_copy(update={"usage": spent})
+    answer = ModelResponse(text="done for now", usage=spent)
+    interpreter, _ = make(
+        tmp_path,
+        [step, answer] * 3,
+        tools=[note],
+        autochat=auto(max_turns=1, delay_s=30.0, token_budget=250),
+    )
+    async with asyncio.timeout(20), interpreter.subscribe() as sub:
+        await interpreter.send("go")
+        await next_event(sub, lambda e: isinstance(e, AutoChatTurn))  # 200 tokens so far
+        unlimited = interpreter.session.autochat.model_copy(
+            update={"token_budget": None, "delay_s": 0.0}
+        )
+        await interpreter.update(autochat=unlimited)
+        interpreter._wake.set()  # the delay the turn waits in is not the point here
+        events = [e async for e in sub.until_idle()]
+    # The second turn spends 300 in all, over the old budget, and still runs to its answer.
+    assert [e.outcome.value for e in of_type(events, "run_finished")] == ["completed"]
+    assert stopped(events).reason is AutoChatStopReason.MAX_TURNS
+    assert interpreter.session.history[-1].content == "done for now"
