@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import codecs
+import enum
 import getpass
 import logging
 import os
@@ -17,7 +19,7 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from gui_agent.config import LOG_LEVELS, AppConfig, load_config
+from gui_agent.config import LOG_LEVELS, AppConfig, load_config_with_sources
 from gui_agent.exceptions import ConfigError, GuiAgentError, InvalidRequest
 
 logger = logging.getLogger("gui_agent")
@@ -95,12 +97,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     users = sub.add_parser("users", help="manage login users")
     users_sub = users.add_subparsers(dest="users_command", required=True)
-    add = users_sub.add_parser("add", help="add a user or set a password")
+    add = users_sub.add_parser("add", help="add a user (with --replace: set a new password)")
     add.add_argument("name")
     add.add_argument("--auth-file", type=Path, help="users file (default: DATA_DIR/users.json)")
     add.add_argument("--data-dir", type=Path)
     add.add_argument(
         "--password-stdin", action="store_true", help="read the password from standard input"
+    )
+    add.add_argument(
+        "--replace",
+        action="store_true",
+        help="set a new password for an existing user (ends their current logins)",
     )
     rm = users_sub.add_parser("remove", help="remove a user")
     rm.add_argument("name")
@@ -137,7 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     try:
-        config = load_config(args.config, os.environ)
+        config, sources = load_config_with_sources(args.config, os.environ)
         logging.basicConfig(
             level=(args.log_level or config.log_level).upper(),
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
@@ -170,26 +177,46 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             protect_process()
 
-            models = tuple(args.model) if args.model else config.models
+            models, source = _explicit_models(args, config, sources)
             return asyncio.run(
-                run_repl(models, probe=not args.no_probe, workdir=args.workdir, auto=args.auto)
+                run_repl(
+                    models,
+                    source=source,
+                    probe=not args.no_probe,
+                    workdir=args.workdir,
+                    auto=args.auto,
+                )
             )
         if command == "models":
-            return asyncio.run(_show_models(args, config))
+            return asyncio.run(_show_models(args, config, sources))
         if command == "users":
             return _users(args, config)
     except GuiAgentError as exc:
         logger.debug("command failed", exc_info=True)
         sys.stderr.write(f"gui-agent: {exc}\n")
         return 2
+    except KeyboardInterrupt:  # Ctrl-C before the chat's own handler, or at a password
+        sys.stderr.write("\n")
+        return 130
     return 0
 
 
-async def _show_models(args: argparse.Namespace, config: AppConfig) -> int:
+def _explicit_models(
+    args: argparse.Namespace, config: AppConfig, sources: dict[str, str]
+) -> tuple[tuple[str, ...], str]:
+    """The models named on purpose and where: `--model`, else the config file or variable."""
+    if args.model:
+        return tuple(args.model), "--model flag"
+    return config.models, sources.get("models", "--model flag")
+
+
+async def _show_models(args: argparse.Namespace, config: AppConfig, sources: dict[str, str]) -> int:
     from connectors.registry import resolve_models
 
-    models = tuple(args.model) if args.model else config.models
-    registry = await resolve_models(explicit=models, probe_local=not args.no_probe)
+    models, source = _explicit_models(args, config, sources)
+    registry = await resolve_models(
+        explicit=models, explicit_source=source, probe_local=not args.no_probe
+    )
     for info in registry.describe():
         mark = "*" if info.is_default else " "
         sys.stdout.write(f"{mark} {info.name:40s} from {info.spec.source}\n")
@@ -213,7 +240,7 @@ def _users(args: argparse.Namespace, config: AppConfig) -> int:
             sys.stdout.write(f"removed {args.name} from {path}\n")
             return 0
         password = _new_password(args)
-        db.add(args.name, password)
+        db.add(args.name, password, replace=args.replace)
     except OSError as exc:
         raise ConfigError(f"cannot use the users file {path}: {exc.strerror or exc}") from exc
     sys.stdout.write(f"saved {args.name} in {path}; serve with --auth-file {path}\n")
@@ -224,43 +251,96 @@ def _new_password(args: argparse.Namespace) -> str:
     """The password from standard input, or asked twice on a terminal."""
     if args.password_stdin or not sys.stdin.isatty():
         return sys.stdin.readline().rstrip("\n")
-    password = getpass.getpass(f"password for {args.name}: ")
-    if getpass.getpass("again: ") != password:
+    try:
+        password = getpass.getpass(f"password for {args.name}: ")
+        again = getpass.getpass("again: ")
+    except EOFError:  # Ctrl-D at the question
+        raise InvalidRequest("no password given; nothing was saved") from None
+    if again != password:
         raise InvalidRequest("the passwords differ")
     return password
+
+
+class ReadEnd(enum.Enum):
+    """Why `LineReader.readline` returned no line."""
+
+    EOF = "end of input"
+    INTERRUPT = "Ctrl-C"
 
 
 class LineReader:
     """Reads stdin lines on a daemon thread so Ctrl-C and exit never wait for Enter.
 
-    End of input is final: once a `readline` has returned None, every later one does too,
-    so a question that consumed the end (an approval) does not leave the next one waiting.
+    Lines are decoded with the terminal's encoding; bytes that do not decode become U+FFFD
+    instead of ending the reader. From a pipe or file, end of input is final: once a
+    `readline` has returned EOF, every later one does too, so a question that consumed the
+    end (an approval) does not leave the next one waiting. On a terminal, Ctrl-D ends only
+    the read it answers; the next prompt reads the terminal again.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._queue: asyncio.Queue[str | None] = asyncio.Queue()
+        self._queue: asyncio.Queue[str | ReadEnd] = asyncio.Queue()
         self._loop = loop
         self._ended = False
+        try:
+            self._fd: int | None = sys.stdin.fileno()
+        except (AttributeError, ValueError, OSError):  # no stdin at all (started with <&-)
+            self._fd = None
+        self._terminal = self._fd is not None and os.isatty(self._fd)
+        self._encoding = getattr(sys.stdin, "encoding", None) or "utf-8"
         threading.Thread(target=self._pump, daemon=True, name="stdin").start()
 
     def _pump(self) -> None:
-        for line in sys.stdin:
-            self._loop.call_soon_threadsafe(self._queue.put_nowait, line.rstrip("\n"))
-        self._loop.call_soon_threadsafe(self._queue.put_nowait, None)
+        # os.read on the descriptor, not sys.stdin: a thread blocked inside sys.stdin holds its
+        # buffer's lock, and Python aborts at exit when it cannot take that lock
+        decoder = codecs.getincrementaldecoder(self._encoding)(errors="replace")
+        pending = ""
+        while True:
+            try:
+                chunk = os.read(self._fd, 65536) if self._fd is not None else b""
+            except OSError as exc:  # the terminal went away
+                logger.debug("standard input failed: %s", exc)
+                chunk = b""
+                self._terminal = False
+            pending += decoder.decode(chunk, final=not chunk)
+            *lines, pending = pending.split("\n")
+            if not chunk and pending:  # a last line without a newline
+                lines.append(pending)
+                pending = ""
+            for line in lines:
+                if not self._put(line.removesuffix("\r")):
+                    return
+            if not chunk and (not self._put(ReadEnd.EOF) or not self._terminal):
+                return
+
+    def _put(self, item: str | ReadEnd) -> bool:
+        """Hand `item` to the loop; False once the loop is closed (the chat is over)."""
+        try:
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, item)
+        except RuntimeError:
+            return False
+        return True
 
     def interrupt(self) -> None:
-        """End a pending `readline` as if standard input had closed."""
-        self._queue.put_nowait(None)
+        """Answer the pending (or next) `readline` with ReadEnd.INTERRUPT."""
+        self._queue.put_nowait(ReadEnd.INTERRUPT)
 
-    async def readline(self, prompt: str) -> str | None:
-        """The next line without its newline, or None at the end of input (for good)."""
-        sys.stdout.write(prompt)
-        sys.stdout.flush()
+    async def readline(self, prompt: str) -> str | ReadEnd:
+        """The next line without its newline, or why there is none."""
+        write_out(prompt)
         if self._ended:
-            return None
+            return ReadEnd.EOF
         line = await self._queue.get()
-        self._ended = line is None
+        self._ended = line is ReadEnd.EOF and not self._terminal
         return line
+
+
+def write_out(text: str) -> None:
+    """Show `text` on standard output now. Characters its encoding cannot show (an ASCII or
+    Latin-1 terminal) become `?` instead of ending the program."""
+    encoding = sys.stdout.encoding or "utf-8"
+    sys.stdout.write(text.encode(encoding, errors="replace").decode(encoding))
+    sys.stdout.flush()
 
 
 def install_interrupt(loop: asyncio.AbstractEventLoop, on_interrupt: Callable[[], object]) -> None:

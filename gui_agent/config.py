@@ -25,7 +25,7 @@ from typing import Any, Final
 
 from gui_agent.exceptions import ConfigError
 
-__all__ = ["ENV_PREFIX", "LOG_LEVELS", "AppConfig", "load_config"]
+__all__ = ["ENV_PREFIX", "LOG_LEVELS", "AppConfig", "load_config", "load_config_with_sources"]
 
 ENV_PREFIX: Final = "GUI_AGENT_"
 CONFIG_ENV: Final = "GUI_AGENT_CONFIG"
@@ -243,6 +243,10 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"config file not found: {path}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"config file {path} is not valid TOML: not UTF-8 text (byte {exc.start})"
+        ) from None
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc}") from None
     if "model" in data and "models" not in data:  # a single model reads naturally too
@@ -262,6 +266,14 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
     `env` defaults to `os.environ`. Empty variables count as unset. ConfigError names the
     key and where its bad value came from.
     """
+    return load_config_with_sources(path, env)[0]
+
+
+def load_config_with_sources(
+    path: Path | None = None, env: Mapping[str, str] | None = None
+) -> tuple[AppConfig, dict[str, str]]:
+    """`load_config`, plus where each value that is not a default came from: the key mapped
+    to `config file PATH` or `NAME in environment` (for `gui-agent models` to say why)."""
     env = os.environ if env is None else env
     if path is None and env.get(CONFIG_ENV):
         path = Path(env[CONFIG_ENV]).expanduser()
@@ -277,4 +289,9 @@ def load_config(path: Path | None = None, env: Mapping[str, str] | None = None) 
             continue
         values[key] = _ENV_PARSERS[key](text)
         source[key] = variable
-    return _build(lambda: AppConfig(**values), source)
+    config = _build(lambda: AppConfig(**values), source)
+    where = {
+        key: f"{origin} in environment" if origin in env else f"config file {origin}"
+        for key, origin in source.items()
+    }
+    return config, where

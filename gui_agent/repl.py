@@ -1,7 +1,10 @@
 """The terminal chat: the event stream printed readably, approvals asked inline.
 
-Ctrl-C stops the running turn (not the program), also while an approval is asked; at the
-prompt it exits. A mistyped command prints one line saying what is accepted; the chat goes on.
+Ctrl-C stops the running turn (not the program), also while an approval is asked. At the
+prompt, Ctrl-C only says how to leave; a second one in a row leaves, so pressing it twice to
+stop a reply never ends the chat. Ctrl-D (end of input) leaves at the prompt and denies at an
+approval question; on a terminal the chat then goes on, from a pipe it is the end.
+A mistyped command prints one line saying what is accepted; the chat goes on.
 Commands: /stop, /auto on|off, /role NAME, /model NAME, /window, /help, /quit.
 """
 
@@ -9,12 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Final
 
-from gui_agent.cli import LineReader, install_interrupt
+from gui_agent.cli import LineReader, ReadEnd, install_interrupt, write_out
 from gui_agent.exceptions import InvalidRequest, UserError
 from gui_agent.interpreter import Interpreter
 from gui_agent.manager import SessionManager
@@ -41,6 +43,8 @@ from schema import (
 )
 
 HELP = "commands: /stop /auto on|off /role NAME /model NAME /window /help /quit"
+KEYS = "keys: Ctrl-C stops the reply (at the prompt: press twice to leave), Ctrl-D leaves"
+LEAVE_HINT = "  (Ctrl-C again, Ctrl-D or /quit leaves the chat)"
 APPROVAL_PROMPT = "  allow? [y]es once / [s]ession / [N]o: "
 
 ROLE_NAMES: Final[Mapping[str, AgentName]] = {
@@ -118,20 +122,23 @@ def parse_decision(answer: str | None) -> ApprovalDecision:
     return ApprovalDecision.DENY
 
 
-def _out(text: str) -> None:
-    sys.stdout.write(text)
-    sys.stdout.flush()
+_out = write_out
 
 
 async def run_repl(
-    models: tuple[str, ...], *, probe: bool, workdir: Path | None, auto: bool
+    models: tuple[str, ...],
+    *,
+    probe: bool,
+    workdir: Path | None,
+    auto: bool,
+    source: str = "--model flag",
 ) -> int:
     """Chat in the terminal until /quit. The tools work in `workdir` itself when given, else
-    in a new folder under the data folder."""
+    in a new folder under the data folder. `source` says where `models` were named."""
     from connectors.registry import resolve_models
     from gui_agent.store import MemoryStore, default_data_dir
 
-    registry = await resolve_models(explicit=models, probe_local=probe)
+    registry = await resolve_models(explicit=models, explicit_source=source, probe_local=probe)
     manager = SessionManager(
         models=registry,
         store=MemoryStore(),
@@ -157,10 +164,9 @@ async def run_repl(
 
 
 async def _converse(interpreter: Interpreter, manager: SessionManager) -> None:
-    """Read lines until /quit, end of input or Ctrl-C at the prompt."""
+    """Read lines until /quit, end of input or Ctrl-C twice in a row at the prompt."""
     loop = asyncio.get_running_loop()
     reader = LineReader(loop)
-    quit_requested = asyncio.Event()
     stopping: set[asyncio.Task[bool]] = set()
 
     def on_interrupt() -> None:
@@ -170,14 +176,21 @@ async def _converse(interpreter: Interpreter, manager: SessionManager) -> None:
             stopping.add(task)
             task.add_done_callback(stopping.discard)
         else:
-            quit_requested.set()
             reader.interrupt()
 
     install_interrupt(loop, on_interrupt)
+    previous: str | ReadEnd = ""
     try:
-        while not quit_requested.is_set():
+        while True:
             line = await reader.readline("\nyou> ")
-            if line is None or line.strip() == "/quit":
+            if line is ReadEnd.INTERRUPT:
+                if previous is ReadEnd.INTERRUPT:
+                    break
+                _out("\n" + LEAVE_HINT)
+                previous = line
+                continue
+            previous = line
+            if line is ReadEnd.EOF or line.strip() == "/quit":
                 break
             try:
                 await _handle(line, interpreter, manager, reader)
@@ -194,9 +207,10 @@ async def _handle(
     if not parts:
         return
     if parts[0].startswith("/"):
-        await _command(parts[0], parts[1:], interpreter, manager)
+        # a command may start a turn (/auto on after a reply): it is shown like any other
+        await _follow(interpreter, reader, _command(parts[0], parts[1:], interpreter, manager))
     else:
-        await _turn(interpreter, reader, line)
+        await _follow(interpreter, reader, interpreter.send(line))
 
 
 Command = Callable[[list[str], Interpreter, SessionManager], Awaitable[None]]
@@ -252,7 +266,7 @@ async def _window(args: list[str], interpreter: Interpreter, manager: SessionMan
 
 
 async def _help(args: list[str], interpreter: Interpreter, manager: SessionManager) -> None:
-    _out(HELP + "\n")
+    _out(f"{HELP}\n{KEYS}\n")
 
 
 COMMANDS: Final[Mapping[str, Command]] = {
@@ -265,12 +279,15 @@ COMMANDS: Final[Mapping[str, Command]] = {
 }
 
 
-async def _turn(interpreter: Interpreter, reader: LineReader, line: str) -> None:
-    """Send `line` and print the turn's events until the session is idle. Approval questions
-    are asked beside the stream, so a stop or a timeout ends the question too."""
+async def _follow(interpreter: Interpreter, reader: LineReader, action: Awaitable[object]) -> None:
+    """Do `action`; if a turn is running after it, print its events until the session is
+    idle. Approval questions are asked beside the stream, so a stop or a timeout ends the
+    question too."""
     questions = _ApprovalQuestions(interpreter, reader)
     async with interpreter.subscribe() as events:
-        await interpreter.send(line)
+        await action
+        if not interpreter.busy:
+            return
         try:
             async for event in events.until_idle():
                 text = format_event(event)
@@ -311,9 +328,10 @@ class _ApprovalQuestions:
         async with self._one_at_a_time:
             _out(f"\n  ? {request.summary}\n{request.detail}\n")
             answer = await self._reader.readline(APPROVAL_PROMPT)
-            if answer is None:
-                _out("\n  (end of input: denied)")
-            self._interpreter.approve(request.approval_id, parse_decision(answer))
+            if isinstance(answer, ReadEnd):
+                _out(f"\n  ({answer.value}: denied)")
+            decision = parse_decision(answer if isinstance(answer, str) else None)
+            self._interpreter.approve(request.approval_id, decision)
 
 
 async def _cancel(task: asyncio.Task[None]) -> None:

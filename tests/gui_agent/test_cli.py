@@ -212,3 +212,17 @@ def test_a_cli_error_is_printed_once(tmp_path: Path) -> None:
     assert again.stderr.count("already exists") == 1, again.stderr
     removed = run_cli(tmp_path, "users", "remove", "bob", "--data-dir", data)
     assert removed.returncode == 0 and "removed bob" in removed.stdout
+
+
+def test_users_add_replace_sets_a_new_password_for_an_existing_user(tmp_path: Path) -> None:
+    from gui_agent.auth import UserDB
+
+    users = tmp_path / "users.json"
+    add = ("users", "add", "bob", "--auth-file", str(users), "--password-stdin")
+    assert run_cli(tmp_path, *add, typed="the first password\n").returncode == 0
+    kept = run_cli(tmp_path, *add, typed="a second password\n")
+    assert kept.returncode == 2 and "already exists" in kept.stderr
+    replaced = run_cli(tmp_path, *add, "--replace", typed="a second password\n")
+    assert replaced.returncode == 0, replaced.stderr
+    assert UserDB(users).verify("bob", "a second password")
+    assert not UserDB(users).verify("bob", "the first password")

@@ -1,0 +1,91 @@
+"""`gui-agent chat` and `gui-agent models` fed through pipes: odd bytes, narrow encodings,
+commands that start turns, and where the configured models came from."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.gui_agent.test_repl_errors import chat_argv, env, workspace
+
+CLI = str(Path(sys.executable).parent / "gui-agent")
+READ_A_FILE = {"tool": "read_file", "args": {"path": "notes.txt"}}
+
+
+def run(
+    tmp_path: Path, argv: list[str], typed: bytes, extra_env: dict[str, str]
+) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        argv,
+        input=typed,
+        capture_output=True,
+        env={**env(tmp_path), **extra_env},
+        cwd=tmp_path,
+        timeout=30,
+        check=False,
+    )
+
+
+def test_bytes_that_are_not_utf8_are_replaced_and_every_line_is_answered(tmp_path: Path) -> None:
+    typed = b"first line\n\xff\xfe caf\xe9\nthird line\n"
+    argv = chat_argv(["one", "two", "three"], workspace(tmp_path))
+    result = run(tmp_path, argv, typed, {"PYTHONIOENCODING": "utf-8"})  # strict decoding
+    assert result.returncode == 0, result.stderr.decode()
+    assert b"Traceback" not in result.stderr
+    out = result.stdout.decode()
+    assert "[AGENT_EXECUTOR] one" in out and "[AGENT_EXECUTOR] three" in out
+    assert "] two" in out  # the undecodable line was sent as a message too
+
+
+def test_a_terminal_that_cannot_show_unicode_gets_question_marks_not_a_crash(
+    tmp_path: Path,
+) -> None:
+    folder = workspace(tmp_path)
+    (folder / "notes.txt").write_text("café → ok\n")
+    argv = chat_argv([READ_A_FILE, "read it"], folder)
+    result = run(tmp_path, argv, b"read my notes\n", {"PYTHONIOENCODING": "ascii"})
+    assert result.returncode == 0, result.stderr.decode()
+    assert b"Traceback" not in result.stderr
+    out = result.stdout.decode("ascii")
+    assert "? read_file(" in out  # the arrow the terminal cannot show
+    assert "caf? ? ok" in out
+    assert "[AGENT_EXECUTOR] read it" in out
+
+
+def test_auto_on_after_a_reply_shows_the_automatic_turns(tmp_path: Path) -> None:
+    replies = ["first reply", "automatic one", "automatic two"]
+    argv = chat_argv(replies, workspace(tmp_path))
+    result = run(tmp_path, argv, b"hello\n/auto on\n/quit\n", {})
+    assert result.returncode == 0, result.stderr.decode()
+    out = result.stdout.decode()
+    assert "AutoChat on" in out
+    assert "AutoChat turn 1/" in out
+    assert out.index("AutoChat on") < out.index("automatic one") < out.index("automatic two")
+    assert "AutoChat stopped" in out  # followed to its end before the next prompt
+
+
+def test_models_says_when_the_models_came_from_the_config_file_or_the_variable(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "gui-agent.toml"
+    config.write_text('models = ["scripted:echo"]\n')
+    from_file = run(tmp_path, [CLI, "--config", str(config), "models", "--no-probe"], b"", {})
+    from_variable = run(
+        tmp_path, [CLI, "models", "--no-probe"], b"", {"GUI_AGENT_MODEL": "scripted:echo"}
+    )
+    for result in (from_file, from_variable):
+        assert result.returncode == 0, result.stderr.decode()
+        assert b"--model flag" not in result.stdout
+    assert f"default: config file {config}".encode() in from_file.stdout
+    assert b"default: GUI_AGENT_MODEL in environment" in from_variable.stdout
+
+
+def test_a_config_file_that_is_not_text_is_a_clear_error(tmp_path: Path) -> None:
+    config = tmp_path / "gui-agent.toml"
+    config.write_bytes(b"\xff\xfeport = 1\n")
+    result = run(tmp_path, [CLI, "--config", str(config), "models", "--no-probe"], b"", {})
+    assert result.returncode == 2
+    assert result.stderr.decode() == (
+        f"gui-agent: config file {config} is not valid TOML: not UTF-8 text (byte 0)\n"
+    )
