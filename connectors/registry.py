@@ -73,6 +73,8 @@ MODEL_FORMS: Final = (
     "local:smollm2 (the embedded offline model), "
     "scripted:echo (echoes your messages; for demos and tests)"
 )
+ECHO_FALLBACK_SOURCE: Final = "built-in fallback: nothing configured"
+ECHO_CHOSEN_NOTE: Final = "It echoes your messages: for demos and tests."
 ECHO_NOTICE: Final = (
     "No model is configured, so this one only echoes your messages. Set OPENAI_API_KEY or "
     "ANTHROPIC_API_KEY, start a local OpenAI-compatible server (e.g. Ollama), run "
@@ -260,8 +262,9 @@ class ModelRegistry:
             notes = [f"default: {spec.source}" if is_default else f"from {spec.source}"]
             if spec.kind == "local":
                 notes.append(LOCAL_MODEL_NOTICE)
-            elif spec.kind == "scripted":
-                notes.append(ECHO_NOTICE)
+            elif spec.kind == "scripted":  # asked for, or the fallback for nothing at all
+                fallback = spec.source == ECHO_FALLBACK_SOURCE
+                notes.append(ECHO_NOTICE if fallback else ECHO_CHOSEN_NOTE)
             infos.append(ModelInfo(name, spec, is_default, " ".join(notes)))
         return infos
 
@@ -364,7 +367,7 @@ async def resolve_models(
     for spec in candidates:
         registry.add(spec)
     if not registry.names():
-        registry.add(ModelSpec("scripted", "echo", None, "built-in fallback: nothing configured"))
+        registry.add(ModelSpec("scripted", "echo", None, ECHO_FALLBACK_SOURCE))
         logger.warning("no model configured; using the echo model. %s", ECHO_NOTICE)
     for info in registry.describe():
         logger.info(
