@@ -59,12 +59,12 @@ from schema import (
     SessionUpdated,
     StateChanged,
     TextDelta,
-    ToolCall,
     ToolCallFinished,
     ToolCallStarted,
     ToolResult,
     valid_text,
 )
+from schema.messages import utcnow
 from schema.requests import MAX_TITLE_CHARS
 
 logger = logging.getLogger(__name__)
@@ -140,7 +140,8 @@ class Interpreter:
         self._auto = AutoRun()
         self._open: dict[str, _Partial] = {}
         self._open_approvals: dict[str, ApprovalRequested] = {}
-        self._open_calls: dict[str, ToolCall] = {}  # started, not finished (for front ends)
+        # started, not finished (for front ends): their `tool_call_started` events
+        self._open_calls: dict[str, ToolCallStarted] = {}
         self._speaker: AgentName | None = None
         self._run_id = ""
         self._stop_reason = "stopped by the user"
@@ -505,15 +506,16 @@ class Interpreter:
             session.add(message)
             if (saving := self._track(MessageCompleted(message=message))) is not None:
                 saves.append(saving)
-        for call in self._open_calls.values():  # e.g. a supervisor's worker's call: no answer
-            # is owed to any model, but the step a front end shows must not stay "running"
+        for started in self._open_calls.values():  # e.g. a supervisor's worker's call: no
+            # answer is owed to any model, but the step a front end shows must not stay running
             self._publish(
                 ToolCallFinished(
                     result=ToolResult(
-                        call_id=call.id,
-                        name=call.name,
+                        call_id=started.call.id,
+                        name=started.call.name,
                         content=f"Not finished: the turn ended ({reason}).",
                         is_error=True,
+                        duration_ms=_ran_ms(started),
                     )
                 )
             )
@@ -648,7 +650,7 @@ class Interpreter:
         self._hub.publish(event, self._run_id)
 
     def _track_call_started(self, event: ToolCallStarted) -> None:
-        self._open_calls[event.call.id] = event.call
+        self._open_calls[event.call.id] = event
         self._hub.publish(event, self._run_id)
 
     def _track_call_finished(self, event: ToolCallFinished) -> None:
@@ -800,11 +802,11 @@ def _error_event(exc: GuiAgentError) -> ErrorEvent:
 
 
 def _answer_dangling_calls(
-    session: Session, reason: str, started: Mapping[str, ToolCall]
+    session: Session, reason: str, started: Mapping[str, ToolCallStarted]
 ) -> list[Message]:
     """TOOL messages for calls of the last assistant message that got no result. A call in
-    `started` was running when the turn ended (it may have done part of its work); the
-    others never ran.
+    `started` was running when the turn ended (it may have done part of its work, for as
+    long as its `duration_ms` says); the others never ran.
 
     Only the newest assistant message can have unanswered calls: every turn ends here, so
     older ones were answered when their turn ended.
@@ -830,6 +832,7 @@ def _answer_dangling_calls(
                 else f"Not run: the turn ended ({reason}).",
                 agent=message.agent,
                 was_running=call.id in started,
+                duration_ms=_ran_ms(started[call.id]) if call.id in started else None,
             )
             for call in message.tool_calls
             if call.id not in answered
@@ -838,9 +841,16 @@ def _answer_dangling_calls(
 
 
 def _tool_result(message: Message) -> ToolResult:
+    duration = message.metadata.get("duration_ms")
     return ToolResult(
         call_id=message.tool_call_id or "",
         name=message.name or "",
         content=message.content,
         is_error=True,
+        duration_ms=duration if isinstance(duration, float) else 0.0,
     )
+
+
+def _ran_ms(started: ToolCallStarted) -> float:
+    """How long the call has been running, from its `tool_call_started` event."""
+    return round(max((utcnow() - started.at).total_seconds() * 1000, 0.0), 3)

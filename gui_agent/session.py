@@ -135,10 +135,19 @@ def unanswered_call_result(
     agent: AgentName | None,
     was_running: bool,
     created_at: datetime | None = None,
+    duration_ms: float | None = None,
 ) -> Message:
     """The error TOOL message that answers `call` when it got no result of its own (a turn
     that ended under it, an import that held none): marked interrupted and `is_error`, with
-    its arguments and whether it may have run (`was_running`)."""
+    its arguments, whether it may have run (`was_running`) and for how long (`duration_ms`,
+    when known)."""
+    metadata: dict[str, object] = {
+        "is_error": True,
+        "arguments": call.arguments,
+        "was_running": was_running,
+    }
+    if duration_ms is not None:
+        metadata["duration_ms"] = duration_ms
     return Message(
         role=Role.TOOL,
         type=MessageType.FUNCTION,
@@ -148,5 +157,5 @@ def unanswered_call_result(
         agent=agent,
         created_at=created_at or utcnow(),
         status=MessageStatus.INTERRUPTED,
-        metadata={"is_error": True, "arguments": call.arguments, "was_running": was_running},
+        metadata=metadata,
     )

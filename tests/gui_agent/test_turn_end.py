@@ -4,6 +4,7 @@ way, text that is not valid Unicode, a store that fails. The session stays usabl
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -360,3 +361,29 @@ async def test_a_stop_before_the_turn_took_up_its_message_keeps_the_message(
         "and this one",
     ]
     assert interpreter.state is not InterpreterState.RUNNING and not interpreter.busy
+
+
+async def test_a_call_stopped_while_running_says_how_long_it_ran(tmp_path: Path) -> None:
+    started = asyncio.Event()
+
+    @tool
+    async def wait_forever() -> str:
+        """Never returns."""
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    interpreter, _ = make(tmp_path, [call("wait_forever"), "unused"], tools=[wait_forever])
+    async with interpreter.subscribe() as sub:
+        await interpreter.send("wait")
+        await asyncio.wait_for(started.wait(), 10)
+        before = time.monotonic()
+        await asyncio.sleep(0.2)
+        await interpreter.stop()
+        waited_ms = (time.monotonic() - before) * 1000
+        events = [e async for e in sub.until_idle()]
+    [finished] = of_type(events, "tool_call_finished")
+    [answer] = [m for m in interpreter.session.history if m.role is Role.TOOL]
+    assert answer.metadata["was_running"] is True
+    assert answer.metadata["duration_ms"] >= waited_ms - 1  # it ran at least that long
+    assert finished.result.duration_ms == answer.metadata["duration_ms"]  # type: ignore[attr-defined]
