@@ -10,7 +10,9 @@
 5. the API under /api, then the Gradio page at / (same login, assets folder only);
 6. with a users file, watch it (`UsersWatcher`): when `gui-agent users remove` takes someone
    out, their page logins end, and their running turns and AutoChat are stopped and their
-   sessions closed, which ends their event streams (`_Removals`).
+   sessions closed, which ends their event streams (`_Removals`); when a new password is
+   set (`UserDB.add(..., replace=True)`), that person's page logins end (their API tokens
+   are refused already: each carries the old password's fingerprint).
 
 `serve(config)` binds the port, runs uvicorn until SIGINT/SIGTERM and shuts down in order:
 stop accepting, stop watching the users file, stop running turns and end event streams
@@ -180,7 +182,8 @@ class _Removals:
     (the partial replies are saved, marked interrupted), closes their sessions, which ends
     their API event streams and page streams, and refuses them from then on. Their API
     tokens are refused already: every API request reads the users file. Someone added back
-    is served again (after signing in anew)."""
+    is served again (after signing in anew). Someone given a new password has their page
+    logins ended (their work goes on; they sign in again with the new password)."""
 
     def __init__(self, manager: SessionManager, page: Any | None) -> None:
         self.manager = manager
@@ -191,6 +194,9 @@ class _Removals:
         for name in sorted(change.added):
             self.manager.readmit(name)
             logger.info("%s is in the users file again: served after signing in", name)
+        for name in sorted(change.password_changed):
+            signed_out = _sign_out(self.page, name)
+            logger.info("%s has a new password: %d page login(s) ended", name, signed_out)
         for name in sorted(change.removed):
             signed_out = _sign_out(self.page, name)
             stopped = await self.manager.revoke(name, reason=REMOVED_REASON)

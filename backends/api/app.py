@@ -62,7 +62,7 @@ from starlette.routing import Match
 from backends.api.auth import Authenticator, LoginBody, LoginThrottles
 from backends.api.bodies import check_images, read_body, read_object, validate
 from backends.api.errors import ApiError, describe_validation, install_error_handlers, not_found
-from backends.api.openapi import RequestBodies
+from backends.api.openapi import JSON, RequestBodies, errors
 from backends.api.sse import DEFAULT_RECHECK_S, EventStreamResponse, event_stream
 from gui_agent.auth import ProxyHeaderAuth, TokenService, UserDB
 from gui_agent.exceptions import ConfigError
@@ -96,12 +96,38 @@ MAX_SESSION_ID_CHARS = 128
 MAX_QUERY_CHARS = 200
 PAGE_SIZE = 200
 MAX_PAGE_SIZE = 1000
+MAX_OFFSET = 1_000_000_000
+"""Far past any real list, and well inside SQLite's 64-bit integers."""
 SETTLE_TIMEOUT_S = 5.0
 MAX_SEQ_DIGITS = 30
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE")
 _SAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 _EVENT_ID = re.compile(rf"(?:(?P<epoch>[0-9a-f]{{16}})-)?(?P<seq>[0-9]{{1,{MAX_SEQ_DIGITS}}})")
 _S = TypeVar("_S", SessionSettings, AutoChatSettings)
+_SEQ = {"type": "string", "pattern": "^([0-9a-f]{16}-)?[0-9]{1,30}$"}
+RESUME_PARAMETERS: list[dict[str, Any]] = [
+    {
+        "name": "Last-Event-ID",
+        "in": "header",
+        "required": False,
+        "schema": _SEQ,
+        "description": "The id of the last event seen (<epoch>-<seq>); wins over `since`.",
+    },
+    {
+        "name": "since",
+        "in": "query",
+        "required": False,
+        "schema": _SEQ,
+        "description": "Replay the buffered events after this seq (or event id).",
+    },
+    {
+        "name": "epoch",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "string"},
+        "description": "The epoch `since` belongs to; another one means: reload.",
+    },
+]
 
 
 class CreateSession(BaseModel):
@@ -185,6 +211,7 @@ def create_api(
 
     @app.post(
         "/api/login",
+        responses=errors(400, 401, 413, 415, 429),
         openapi_extra=bodies.body(
             LoginBody,
             required=False,
@@ -198,7 +225,7 @@ def create_api(
     async def health() -> dict[str, str]:
         return {"status": "ok", "protocol_version": PROTOCOL_VERSION, "auth": auth.mode}
 
-    @app.get("/api/models")
+    @app.get("/api/models", responses=errors(401, 503))
     async def models(request: Request) -> dict[str, Any]:
         await auth.owner(request)
         default = manager.models.default
@@ -208,7 +235,7 @@ def create_api(
             "notice": notice,
         }
 
-    @app.get("/api/agents")
+    @app.get("/api/agents", responses=errors(401, 503))
     async def agents(request: Request) -> dict[str, Any]:
         await auth.owner(request)
         roles = manager.architectures_factory()
@@ -222,14 +249,16 @@ def create_api(
 
     # -- sessions ---------------------------------------------------------------------------
 
-    @app.get("/api/sessions")
+    @app.get("/api/sessions", responses=errors(400, 401, 503))
     async def list_sessions(
         request: Request, q: str | None = None, limit: int = PAGE_SIZE, offset: int = 0
     ) -> dict[str, Any]:
         owner = await auth.owner(request)
-        if not 1 <= limit <= MAX_PAGE_SIZE or offset < 0:
+        if not 1 <= limit <= MAX_PAGE_SIZE or not 0 <= offset <= MAX_OFFSET:
             raise ApiError(
-                400, "invalid_request", f"limit must be 1-{MAX_PAGE_SIZE} and offset >= 0"
+                400,
+                "invalid_request",
+                f"limit must be 1-{MAX_PAGE_SIZE} and offset 0-{MAX_OFFSET:,}",
             )
         query = q.strip()[:MAX_QUERY_CHARS] if q and q.strip() else None
         records = await manager.store.list_sessions(owner, query=query, limit=limit, offset=offset)
@@ -240,7 +269,10 @@ def create_api(
         }
 
     @app.post(
-        "/api/sessions", status_code=201, openapi_extra=bodies.body(CreateSession, required=False)
+        "/api/sessions",
+        status_code=201,
+        responses=errors(400, 401, 413, 415, 503),
+        openapi_extra=bodies.body(CreateSession, required=False),
     )
     async def create_session(request: Request) -> dict[str, Any]:
         owner = await auth.owner(request)
@@ -259,6 +291,7 @@ def create_api(
     @app.post(
         "/api/sessions/import",
         status_code=201,
+        responses=errors(400, 401, 413, 415, 503),
         openapi_extra=bodies.body(ExportDocument, description="A session export document."),
     )
     async def import_(request: Request) -> dict[str, Any]:
@@ -277,7 +310,7 @@ def create_api(
             "repairs": imported.repairs.as_dict(),
         }
 
-    @app.get("/api/sessions/{session_id}")
+    @app.get("/api/sessions/{session_id}", responses=errors(400, 401, 404, 503))
     async def get_session(
         request: Request, session_id: str, limit: int | None = None
     ) -> dict[str, Any]:
@@ -299,7 +332,11 @@ def create_api(
             "protocol_version": PROTOCOL_VERSION,
         }
 
-    @app.patch("/api/sessions/{session_id}", openapi_extra=bodies.body(PatchSession))
+    @app.patch(
+        "/api/sessions/{session_id}",
+        responses=errors(400, 401, 404, 413, 415, 503),
+        openapi_extra=bodies.body(PatchSession),
+    )
     async def patch_session(request: Request, session_id: str) -> dict[str, Any]:
         interpreter = await session_of(request, session_id)
         body = validate(PatchSession, await read_object(request, max_body_bytes))
@@ -332,7 +369,7 @@ def create_api(
             await manager.set_model(interpreter, model)
         return {"session": (await record_of(interpreter)).model_dump(mode="json")}
 
-    @app.delete("/api/sessions/{session_id}", status_code=204)
+    @app.delete("/api/sessions/{session_id}", status_code=204, responses=errors(401, 404, 503))
     async def delete_session(request: Request, session_id: str) -> Response:
         interpreter = await session_of(request, session_id)
         await manager.delete(interpreter.id, interpreter.session.owner)
@@ -343,6 +380,7 @@ def create_api(
     @app.post(
         "/api/sessions/{session_id}/messages",
         status_code=202,
+        responses=errors(400, 401, 404, 413, 415, 503),
         openapi_extra=bodies.body(ChatRequest, from_path=["session_id"]),
     )
     async def send_message(request: Request, session_id: str) -> dict[str, Any]:
@@ -355,13 +393,14 @@ def create_api(
         message = await interpreter.send(chat.text, images=chat.images, agent=chat.agent)
         return {"message_id": message.id, "queued": queued}
 
-    @app.post("/api/sessions/{session_id}/stop")
+    @app.post("/api/sessions/{session_id}/stop", responses=errors(401, 404, 503))
     async def stop(request: Request, session_id: str) -> dict[str, bool]:
         interpreter = await session_of(request, session_id)
         return {"stopped": await interpreter.stop()}
 
     @app.post(
         "/api/sessions/{session_id}/approvals/{approval_id}",
+        responses=errors(400, 401, 404, 413, 415, 503),
         openapi_extra=bodies.body(ApprovalResponse, from_path=["session_id", "approval_id"]),
     )
     async def approve(request: Request, session_id: str, approval_id: str) -> dict[str, Any]:
@@ -378,6 +417,14 @@ def create_api(
 
     @app.post(
         "/api/sessions/{session_id}/control",
+        responses={
+            200: {"description": "clear: the conversation was cleared"},
+            202: {
+                "description": "retry or edit_last: the new turn started",
+                "content": {JSON: {"schema": {}}},
+            },
+            **errors(400, 401, 404, 413, 415, 503),
+        },
         openapi_extra=bodies.body(ControlRequest, from_path=["session_id"]),
     )
     async def control(request: Request, session_id: str) -> JSONResponse:
@@ -405,7 +452,16 @@ def create_api(
             message = await interpreter.edit_last(command.text or "", images=command.images)
         return JSONResponse({"action": command.action, "message_id": message.id}, 202)
 
-    @app.get("/api/sessions/{session_id}/events")
+    @app.get(
+        "/api/sessions/{session_id}/events",
+        status_code=200,
+        response_class=EventStreamResponse,
+        responses={
+            200: {"description": "The session's events as Server-Sent Events (see `sse`)"},
+            **errors(400, 401, 404, 503),
+        },
+        openapi_extra={"parameters": RESUME_PARAMETERS},
+    )
     async def events(request: Request, session_id: str) -> EventStreamResponse:
         interpreter = await session_of(request, session_id)
         since, id_epoch = _since(request)
@@ -443,7 +499,13 @@ def create_api(
 
     # -- files ------------------------------------------------------------------------------
 
-    @app.get("/api/sessions/{session_id}/export")
+    @app.get(
+        "/api/sessions/{session_id}/export",
+        responses={
+            200: {"description": "The export document, as an attachment"},
+            **errors(401, 404, 503),
+        },
+    )
     async def export(request: Request, session_id: str) -> Response:
         interpreter = await session_of(request, session_id)
         record = await record_of(interpreter)
@@ -481,7 +543,7 @@ def create_api(
 
     for path in ("/api", "/api/{rest:path}"):
         app.add_route(path, unknown, methods=list(HTTP_METHODS), include_in_schema=False)
-    bodies.install(app)
+    bodies.install(app, public=("/api/login", "/api/health"))
 
     return app
 

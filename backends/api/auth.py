@@ -12,8 +12,10 @@ Failed password logins are throttled per user name and per client address
 password is not even checked until then.
 
 Tokens are HS256 JWTs from `gui_agent.auth.TokenService`; anything else (no token, a bad
-signature, `alg: none`, an expired token, a removed user) is 401 with `WWW-Authenticate`.
-The users file is read on every check, so `gui-agent users remove` (another process) takes
+signature, `alg: none`, an expired token, a removed user, a password changed since the
+token was issued) is 401 with `WWW-Authenticate`. A password login's token carries the
+fingerprint of the password hash it was checked against, and the users file is read on
+every check, so removing a user or setting a new password (from another process) takes
 effect at the next request; an event stream already open runs the same check again at a
 bounded interval and ends when it fails (see `sse`). The server also watches the file
 (`gui_agent.auth.UsersWatcher`, wired in `backends.server`): a removed user's running work
@@ -84,6 +86,7 @@ class Authenticator:
     async def login(self, request: Request) -> dict[str, str]:
         """The body of a successful `POST /api/login`; ApiError 401 otherwise."""
         user = self._proxy_user(request)
+        fingerprint: str | None = None
         if user is None and self.users is not None:
             body = validate(LoginBody, await read_object(request, MAX_LOGIN_BYTES))
             address = request.client.host if request.client else "unknown"
@@ -92,10 +95,10 @@ class Authenticator:
             if wait > 0:
                 raise too_many_attempts(wait)
             try:
-                ok = await self.users.verify_async(body.username, body.password)
+                fingerprint = await self.users.check_async(body.username, body.password)
             except AuthError as exc:  # an unreadable users file: say so, but refuse
                 raise unauthorized(f"login is unavailable: {exc}") from None
-            if not ok:
+            if fingerprint is None:
                 by_user.failed(body.username)
                 by_address.failed(address)
                 raise unauthorized("wrong user name or password")
@@ -107,7 +110,7 @@ class Authenticator:
             raise unauthorized(f"the request has no {header} header from the proxy")
         elif user is None:
             user = LOCAL_USER
-        token = self.tokens.issue(user)
+        token = self.tokens.issue(user, password_fingerprint=fingerprint)
         claims = self.tokens.verify(token)
         return {
             "token": token,
@@ -135,11 +138,17 @@ class Authenticator:
             if self._proxy_user(request) != subject:
                 raise unauthorized("the token does not match the proxy's user", invalid_token=True)
         elif self.users is not None:
-            # The users file is read afresh, so removing a user revokes their tokens.
+            # The users file is read afresh, so removing a user or setting a new password
+            # revokes their tokens.
             try:
-                names = await asyncio.to_thread(self.users.names)
+                current = await asyncio.to_thread(self.users.fingerprints)
             except AuthError as exc:
                 raise ApiError(503, "login_unavailable", str(exc)) from None
-            if subject not in names:
+            if subject not in current:
                 raise unauthorized("the token's user no longer exists", invalid_token=True)
+            if claims.password_fingerprint != current[subject]:
+                raise unauthorized(
+                    "the password was changed after this token was issued; log in again",
+                    invalid_token=True,
+                )
         return subject

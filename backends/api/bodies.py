@@ -31,8 +31,9 @@ def _too_large(size: int, limit: int) -> ApiError:
 
 async def read_body(request: Request, limit: int) -> bytes:
     """The raw body, refused with 413 as soon as it is known to exceed `limit` bytes: from
-    `Content-Length` before reading anything, else while streaming it in. A client that
-    hangs up before sending it all ends the request quietly (nobody is left to answer)."""
+    `Content-Length` before reading anything, else while streaming it in; then 415 if it is
+    not empty and its Content-Type names anything but JSON. A client that hangs up before
+    sending it all ends the request quietly (nobody is left to answer)."""
     declared = request.headers.get("content-length")
     if declared is not None:
         if not declared.strip().isdigit():
@@ -57,7 +58,26 @@ async def read_body(request: Request, limit: int) -> bytes:
         raise ApiError(
             400, "client_disconnected", "the connection closed before the whole body arrived"
         ) from None
-    return b"".join(chunks)
+    body = b"".join(chunks)
+    if body.strip():
+        _require_json(request.headers.get("content-type"))
+    return body
+
+
+def _require_json(content_type: str | None) -> None:
+    """415 for a body declared as something other than JSON (`text/plain`, a form); a body
+    sent without a Content-Type is read as JSON."""
+    if content_type is None or not content_type.strip():
+        return
+    media_type = content_type.split(";", 1)[0].strip().lower()
+    if media_type == "application/json" or media_type.endswith("+json"):
+        return
+    raise ApiError(
+        415,
+        "unsupported_media_type",
+        f"the request body must be JSON sent with 'Content-Type: application/json', not "
+        f"{media_type!r}",
+    )
 
 
 def parse_object(raw: bytes) -> dict[str, Any]:

@@ -8,6 +8,11 @@ each route names its model through `RequestBodies.body(...)` (its `openapi_extra
 
 Fields a route takes from its path (`session_id`, `approval_id`) are not required in the
 body: the path's value wins over one sent there.
+
+Errors: each route lists the statuses it really answers with (`errors(...)`), each with the
+one error body (`ErrorResponse`); FastAPI's 422 is dropped, since the API never sends it (a
+request that does not validate is 400). Every route but the public ones names the bearer
+token as its security scheme.
 """
 
 from __future__ import annotations
@@ -23,6 +28,37 @@ from gui_agent.exceptions import ConfigError
 
 REF_TEMPLATE = "#/components/schemas/{model}"
 JSON = "application/json"
+BEARER = "bearer"
+ERROR_DESCRIPTIONS = {
+    400: "The request breaks the contract: bad JSON, a field, a parameter, a state",
+    401: "No valid bearer token (missing, forged, expired, its user removed, or the "
+    "password changed since); for login, a wrong user name or password",
+    404: "No such session (another user's reads the same), approval or endpoint",
+    413: "The body is larger than the server takes",
+    415: "The body is not declared as JSON (send Content-Type: application/json)",
+    429: "Too many failed logins: wait Retry-After seconds",
+    503: "The users file or the session store failed; the server log says why",
+}
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    """Every error the API answers with."""
+
+    error: ErrorDetail
+
+
+def errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """The `responses` of a route for the error statuses it answers with."""
+    ref = {"$ref": REF_TEMPLATE.format(model=ErrorResponse.__name__)}
+    return {
+        status: {"description": ERROR_DESCRIPTIONS[status], "content": {JSON: {"schema": ref}}}
+        for status in statuses
+    }
 
 
 class RequestBodies:
@@ -65,19 +101,47 @@ class RequestBodies:
             schemas[name] = _path_fields_optional(schemas[name], path_fields)
         return schemas
 
-    def install(self, app: FastAPI) -> None:
-        """Make `app.openapi()` (what /api/openapi.json serves) describe the bodies too."""
+    def install(self, app: FastAPI, *, public: Sequence[str] = ()) -> None:
+        """Make `app.openapi()` (what /api/openapi.json serves) describe the bodies and the
+        error body too, without the 422 FastAPI adds, and with the bearer token on every
+        path but `public` ones."""
         generate = app.openapi
 
         def openapi() -> dict[str, Any]:
             if app.openapi_schema is None:
                 document = generate()
+                _drop_validation_errors(document)
                 components = document.setdefault("components", {})
-                components.setdefault("schemas", {}).update(self.schemas())
+                schemas = components.setdefault("schemas", {})
+                schemas.update(self.schemas())
+                schemas.update(_error_schemas())
+                components["securitySchemes"] = {
+                    BEARER: {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+                }
+                for path, operations in document.get("paths", {}).items():
+                    if path not in public:
+                        for operation in operations.values():
+                            operation["security"] = [{BEARER: []}]
                 app.openapi_schema = document
             return app.openapi_schema
 
         app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented hook
+
+
+def _error_schemas() -> dict[str, Any]:
+    _, top = models_json_schema([(ErrorResponse, "serialization")], ref_template=REF_TEMPLATE)
+    schemas: dict[str, Any] = top.get("$defs", {})
+    return schemas
+
+
+def _drop_validation_errors(document: dict[str, Any]) -> None:
+    """Remove FastAPI's 422 answers and their schemas: the API answers 400 instead."""
+    for operations in document.get("paths", {}).values():
+        for operation in operations.values():
+            operation.get("responses", {}).pop("422", None)
+    schemas = document.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
 
 
 def _path_fields_optional(schema: dict[str, Any], path_fields: frozenset[str]) -> dict[str, Any]:

@@ -1,4 +1,6 @@
-"""Session tokens: HS256 JWTs with a subject, an expiry and an optional session id."""
+"""Session tokens: HS256 JWTs with a subject, an expiry, an optional session id and an
+optional password fingerprint (`pwf`: which password the login was checked against, so a
+new password can end the tokens issued under the old one; see `gui_agent.auth.users`)."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ class Claims:
     expires_at: datetime
     issued_at: datetime
     token_id: str
+    password_fingerprint: str | None = None
 
 
 class TokenService:
@@ -63,8 +66,15 @@ class TokenService:
     def ttl_s(self) -> int:
         return self._ttl_s
 
-    def issue(self, subject: str, *, session_id: str | None = None) -> str:
-        """A signed token for `subject`, valid for `ttl_s` seconds."""
+    def issue(
+        self,
+        subject: str,
+        *,
+        session_id: str | None = None,
+        password_fingerprint: str | None = None,
+    ) -> str:
+        """A signed token for `subject`, valid for `ttl_s` seconds; `password_fingerprint`
+        ties it to the password it was issued for."""
         if not subject:
             raise AuthError("a token needs a subject")
         now = int(self._clock())
@@ -77,6 +87,8 @@ class TokenService:
         }
         if session_id is not None:
             claims["sid"] = session_id
+        if password_fingerprint is not None:
+            claims["pwf"] = password_fingerprint
         return jwt.encode(claims, self._secret, algorithm=ALGORITHM)
 
     def verify(self, token: str) -> Claims:
@@ -121,6 +133,9 @@ class TokenService:
         issued, issued_at = _time(claims, "iat")
         if session_id is not None and not isinstance(session_id, str):
             raise AuthError("token has an invalid session id")
+        fingerprint = claims.get("pwf")
+        if fingerprint is not None and not isinstance(fingerprint, str):
+            raise AuthError("token has an invalid password fingerprint")
         now = self._clock()
         if now >= expires:
             raise AuthError("token expired")
@@ -134,6 +149,7 @@ class TokenService:
             expires_at=expires_at,
             issued_at=issued_at,
             token_id=token_id if isinstance(token_id, str) else "",
+            password_fingerprint=fingerprint,
         )
 
 

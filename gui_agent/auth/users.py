@@ -3,6 +3,11 @@
 The users file is JSON, mode 0600: `{name: {"password_hash": ..., "created_at": ...}}`. A hash
 reads `scrypt$n=16384,r=8,p=1$<salt>$<key>` (base64), so its cost can rise later without
 breaking old entries. Passwords are never stored or logged.
+
+A password's *fingerprint* (`password_fingerprint`) names the hash a login was checked
+against without revealing anything about the password: API tokens carry it, so setting a
+new password (`UserDB.add(name, password, replace=True)`) ends every token issued under the old
+one, and the users watcher reports the change so page logins end too.
 """
 
 from __future__ import annotations
@@ -76,6 +81,19 @@ def check_password(password: str, password_hash: str) -> bool:
     except ValueError:
         return False
     return hmac.compare_digest(_scrypt(password, salt, n, r, p), expected)
+
+
+FINGERPRINT_CHARS = 32
+_FINGERPRINT_CONTEXT = b"gui-agent password fingerprint\0"
+
+
+def password_fingerprint(password_hash: object) -> str:
+    """A short digest naming one stored password hash (a new password, or the same one set
+    again with a new salt, gives another). One-way: the hash holds a 128-bit salt, so the
+    fingerprint cannot be used to test guesses of the password."""
+    material = password_hash if isinstance(password_hash, str) else repr(password_hash)
+    digest = hashlib.sha256(_FINGERPRINT_CONTEXT + material.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()[:FINGERPRINT_CHARS]
 
 
 _DUMMY_HASH = "scrypt$n=16384,r=8,p=1$AAAAAAAAAAAAAAAAAAAAAA==$" + "A" * 43 + "="
@@ -182,22 +200,38 @@ class UserDB:
         AuthError instead (for readers that must tell "nobody" from "no file")."""
         return sorted(self._load(missing_ok=missing_ok))
 
-    def verify(self, name: str, password: str) -> bool:
-        """True when `name` exists and `password` is theirs. Takes about as long for an
-        unknown name, so timing does not reveal which names exist. Blocks for tens of
-        milliseconds: from async code use `verify_async`."""
+    def fingerprints(self, *, missing_ok: bool = True) -> dict[str, str]:
+        """Each user's name with the fingerprint of their current password hash (one read
+        of the file; `missing_ok` as for `names`)."""
+        return {
+            name: password_fingerprint(entry.get("password_hash"))
+            for name, entry in self._load(missing_ok=missing_ok).items()
+        }
+
+    def check(self, name: str, password: str) -> str | None:
+        """The fingerprint of `name`'s password hash when `password` is theirs, else None.
+        Takes about as long for an unknown name, so timing does not reveal which names
+        exist. Blocks for tens of milliseconds: from async code use `check_async`."""
         entry = self._load().get(name) if isinstance(name, str) else None
         stored = entry.get("password_hash") if entry else None
         if not isinstance(password, str) or len(password) > MAX_PASSWORD_CHARS:
-            return False
+            return None
         if not isinstance(stored, str):
             check_password(password, _DUMMY_HASH)
-            return False
-        return check_password(password, stored)
+            return None
+        return password_fingerprint(stored) if check_password(password, stored) else None
+
+    async def check_async(self, name: str, password: str) -> str | None:
+        """`check` in a worker thread, leaving the event loop free."""
+        return await asyncio.to_thread(self.check, name, password)
+
+    def verify(self, name: str, password: str) -> bool:
+        """True when `name` exists and `password` is theirs (see `check`)."""
+        return self.check(name, password) is not None
 
     async def verify_async(self, name: str, password: str) -> bool:
         """`verify` in a worker thread, leaving the event loop free."""
-        return await asyncio.to_thread(self.verify, name, password)
+        return await self.check_async(name, password) is not None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,10 +1,13 @@
-"""Watching the users file, so a running server learns who was removed (or added back).
+"""Watching the users file, so a running server learns who was removed (or added back), and
+whose password was set anew.
 
 `gui-agent users remove NAME` is another process: it rewrites the users file and exits. A
 server that should stop that person's work has to notice. `UsersWatcher` does, cheaply:
 one task per server looks at the file's identity (device, inode, size, modification and
 change times) every `interval_s` seconds, and reads the file only when that changed. It
-then calls `on_change` with the names that left and the names that came back.
+then calls `on_change` with the names that left, the names that came back, and the names
+whose password hash changed (`UserDB.add(..., replace=True)`), by comparing password
+fingerprints (`gui_agent.auth.users.password_fingerprint`).
 
 A users file that is missing, unreadable, or not valid JSON (a hand edit half saved) does
 not count as "everyone left": the watcher logs a warning, keeps the last names it read
@@ -36,10 +39,12 @@ _FileKey = tuple[int, int, int, int, int]
 
 @dataclass(frozen=True, slots=True)
 class UsersChange:
-    """Who left the users file, and who came back, since the last good read."""
+    """Who left the users file, who came back, and who stayed with a new password, since
+    the last good read."""
 
     removed: frozenset[str]
     added: frozenset[str]
+    password_changed: frozenset[str] = frozenset()
 
 
 OnChange = Callable[[UsersChange], Awaitable[None]]
@@ -69,7 +74,7 @@ class UsersWatcher:
         self.users = users
         self.interval_s = interval_s
         self._on_change = on_change
-        self._names: frozenset[str] = frozenset()
+        self._users: dict[str, str] = {}  # name -> password fingerprint, last good read
         self._key: _FileKey | None = None
         self._trouble: str | None = None  # what was wrong with the file at the last look
         self._task: asyncio.Task[None] | None = None
@@ -77,7 +82,7 @@ class UsersWatcher:
     @property
     def names(self) -> frozenset[str]:
         """The names of the last good read."""
-        return self._names
+        return frozenset(self._users)
 
     @property
     def running(self) -> bool:
@@ -87,7 +92,7 @@ class UsersWatcher:
         if self._task is not None:
             raise RuntimeError("the users watcher was started already")
         self._key = await asyncio.to_thread(_file_key, self.users.path)
-        self._names = await self._read()
+        self._users = await self._read()
         self._task = asyncio.create_task(self._watch(), name="users-file-watch")
 
     async def close(self) -> None:
@@ -110,32 +115,41 @@ class UsersWatcher:
             self._warn(f"the users file {self.users.path} is missing")
             return None
         try:
-            names = await self._read()
+            users = await self._read()
         except AuthError as exc:
             self._warn(str(exc))
             return None
         if self._trouble is not None:
             logger.info("the users file %s reads well again", self.users.path)
             self._trouble = None
-        change = UsersChange(removed=self._names - names, added=names - self._names)
-        if not (change.removed or change.added):
+        before, after = self.names, frozenset(users)
+        change = UsersChange(
+            removed=before - after,
+            added=after - before,
+            password_changed=frozenset(
+                name for name in before & after if users[name] != self._users[name]
+            ),
+        )
+        if not (change.removed or change.added or change.password_changed):
+            self._users = users
             return None
         logger.info(
-            "users file %s: %d removed, %d added",
+            "users file %s: %d removed, %d added, %d with a new password",
             self.users.path,
             len(change.removed),
             len(change.added),
+            len(change.password_changed),
         )
         try:
             await self._on_change(change)
         except BaseException:
             self._key = None  # report it again on the next look
             raise
-        self._names = names
+        self._users = users
         return change
 
-    async def _read(self) -> frozenset[str]:
-        return frozenset(await asyncio.to_thread(self.users.names, missing_ok=False))
+    async def _read(self) -> dict[str, str]:
+        return await asyncio.to_thread(self.users.fingerprints, missing_ok=False)
 
     def _warn(self, problem: str) -> None:
         """Warn when the file goes wrong, not on every look while it stays wrong the same
@@ -144,7 +158,7 @@ class UsersWatcher:
             logger.warning(
                 "%s; keeping the %d users last read well, until the file changes",
                 problem,
-                len(self._names),
+                len(self._users),
             )
         self._trouble = problem
 

@@ -241,6 +241,9 @@ def test_a_removed_users_token_is_refused_by_every_endpoint(two_users: TwoUsers)
         assert answer["error"]["code"] == "unauthorized", (method, path)
         assert "no longer exists" in answer["error"]["message"], (method, path)
     users.add(*BOB)  # back again: nothing was changed or deleted meanwhile
+    refused = bob.get("/api/sessions")  # the old token was for the removed account
+    assert refused.status_code == 401 and "password" in refused.json()["error"]["message"]
+    bob.login(*BOB)
     assert bob.session(own)["session"]["title"] == "Bob's notes"
     assert [s["id"] for s in bob.get("/api/sessions").json()["sessions"]] == [own]
 

@@ -84,3 +84,96 @@ def test_without_docs_there_is_no_openapi_document(tmp_path: Path) -> None:
     with running_backend(tmp_path) as backend:
         response = backend.client().http.get("/api/openapi.json")
     assert response.status_code == 404
+
+
+def test_every_status_an_endpoint_answers_with_is_documented(tmp_path: Path) -> None:
+    """Real requests, good and bad, to every operation: each status seen is in that
+    operation's `responses`, every error body is the documented error shape, and the
+    document lists nothing FastAPI would say but the API never does (422)."""
+    with running_backend(tmp_path, docs=True) as backend:
+        api = backend.client().login()
+        document = api.get("/api/openapi.json").json()
+        sid = api.create_session()
+        exported = api.get(f"/api/sessions/{sid}/export").content
+        bad_type = {"Content-Type": "text/plain"}
+        s = f"/api/sessions/{sid}"
+        probes: list[tuple[str, str, str, dict[str, Any]]] = [
+            ("post", "/api/login", "/api/login", {}),
+            ("get", "/api/health", "/api/health", {}),
+            ("get", "/api/models", "/api/models", {}),
+            ("get", "/api/agents", "/api/agents", {}),
+            ("get", "/api/sessions", "/api/sessions", {}),
+            ("get", "/api/sessions", "/api/sessions?limit=0", {}),
+            ("post", "/api/sessions", "/api/sessions", {"json": {"nope": 1}}),
+            ("post", "/api/sessions", "/api/sessions", {"content": b"{}", "headers": bad_type}),
+            ("post", "/api/sessions/import", "/api/sessions/import", {"content": exported}),
+            ("post", "/api/sessions/import", "/api/sessions/import", {"content": b"x"}),
+            ("get", "/api/sessions/{session_id}", s, {}),
+            ("get", "/api/sessions/{session_id}", s + "?limit=-1", {}),
+            ("get", "/api/sessions/{session_id}", "/api/sessions/nope", {}),
+            ("patch", "/api/sessions/{session_id}", s, {"json": {"title": "t"}}),
+            ("patch", "/api/sessions/{session_id}", s, {"content": b"{", "headers": bad_type}),
+            ("post", "/api/sessions/{session_id}/messages", s + "/messages", {"json": {}}),
+            ("post", "/api/sessions/{session_id}/stop", s + "/stop", {}),
+            (
+                "post",
+                "/api/sessions/{session_id}/approvals/{approval_id}",
+                s + "/approvals/a",
+                {"json": {"decision": "deny"}},
+            ),
+            (
+                "post",
+                "/api/sessions/{session_id}/control",
+                s + "/control",
+                {"json": {"action": "clear"}},
+            ),
+            (
+                "post",
+                "/api/sessions/{session_id}/control",
+                s + "/control",
+                {"json": {"action": "retry"}},
+            ),
+            ("get", "/api/sessions/{session_id}/events", s + "/events?since=x", {}),
+            ("get", "/api/sessions/{session_id}/export", s + "/export", {}),
+            ("delete", "/api/sessions/{session_id}", s, {}),
+        ]
+        seen: dict[tuple[str, str], set[str]] = {}
+        for method, template, url, options in probes:
+            response = api.request(method.upper(), url, **options)
+            assert response.status_code < 500, (url, response.text)
+            seen.setdefault((method, template), set()).add(str(response.status_code))
+            documented = document["paths"][template][method]["responses"]
+            assert str(response.status_code) in documented, (method, url, response.text)
+            if response.status_code >= 400:
+                assert set(response.json()) == {"error"}
+                assert set(response.json()["error"]) == {"code", "message"}
+        for template in ("/api/models", s):
+            anonymous = backend.client().request("GET", template)
+            assert anonymous.status_code == 401
+        # every operation was probed, and saw at least one error it documents
+        operations = {
+            (method, path): operation
+            for path, by_method in document["paths"].items()
+            for method, operation in by_method.items()
+        }
+        assert set(seen) == set(operations)
+        assert seen[("post", "/api/sessions/{session_id}/control")] == {"200", "400"}
+    schemas = document["components"]["schemas"]
+    assert "HTTPValidationError" not in schemas
+    error_ref = {"$ref": "#/components/schemas/ErrorResponse"}
+    for (method, path), operation in operations.items():
+        assert "422" not in operation["responses"], (method, path)
+        for status, answer in operation["responses"].items():
+            if int(status) >= 400:
+                assert answer["content"]["application/json"]["schema"] == error_ref
+        public = path in ("/api/login", "/api/health")
+        assert ("security" in operation) is not public, (method, path)
+        if not public:
+            assert "401" in operation["responses"], (method, path)
+            assert operation["security"] == [{"bearer": []}]
+    assert set(schemas["ErrorResponse"]["properties"]) == {"error"}
+    events = operations[("get", "/api/sessions/{session_id}/events")]
+    assert set(events["responses"]["200"]["content"]) == {"text/event-stream"}
+    assert {p["name"] for p in events["parameters"]} >= {"Last-Event-ID", "since", "epoch"}
+    assert "202" in operations[("post", "/api/sessions/{session_id}/control")]["responses"]
+    assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"

@@ -70,7 +70,11 @@ def test_removing_a_user_ends_their_open_event_streams(backend: Backend) -> None
 def test_a_token_expiring_ends_the_open_event_stream(backend: Backend) -> None:
     # Issued "an hour ago" with an hour to live: it expires in about three seconds.
     clock = time.time() - 3597
-    token = TokenService(SECRET, ttl_s=3600, clock=lambda: clock).issue("alice")
+    assert backend.users is not None
+    fingerprint = backend.users.fingerprints()["alice"]  # what a login would put in it
+    token = TokenService(SECRET, ttl_s=3600, clock=lambda: clock).issue(
+        "alice", password_fingerprint=fingerprint
+    )
     alice = backend.client(token)
     session_id = alice.create_session()
     with alice.events(session_id) as stream:

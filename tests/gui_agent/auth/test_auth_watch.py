@@ -26,9 +26,9 @@ class CountingUserDB(UserDB):
 
     reads = 0
 
-    def names(self, *, missing_ok: bool = True) -> list[str]:
+    def fingerprints(self, *, missing_ok: bool = True) -> dict[str, str]:
         self.reads += 1
-        return super().names(missing_ok=missing_ok)
+        return super().fingerprints(missing_ok=missing_ok)
 
 
 @pytest.fixture
@@ -85,6 +85,24 @@ async def test_the_cli_removing_and_adding_back_a_user_is_reported(users: UserDB
         add = ("add", "bob", "--password-stdin", "--auth-file", str(users.path))
         await asyncio.to_thread(cli, *add, stdin=PASSWORD + "\n")
         assert await changes.next() == UsersChange(removed=frozenset(), added=frozenset({"bob"}))
+    finally:
+        await watcher.close()
+    assert len(changes.seen) == 2
+
+
+async def test_a_new_password_is_reported(users: UserDB) -> None:
+    changes = Changes()
+    watcher = UsersWatcher(users, on_change=changes, interval_s=0.05)
+    await watcher.start()
+    try:
+        await asyncio.to_thread(users.add, "alice", "a brand new one", replace=True)
+        assert await changes.next() == UsersChange(
+            removed=frozenset(), added=frozenset(), password_changed=frozenset({"alice"})
+        )
+        assert watcher.names == {"alice", "bob"}
+        # The same password set again is a new hash (new salt): old logins end all the same.
+        await asyncio.to_thread(users.add, "alice", "a brand new one", replace=True)
+        assert (await changes.next()).password_changed == {"alice"}
     finally:
         await watcher.close()
     assert len(changes.seen) == 2
