@@ -38,7 +38,7 @@ from backends.gradio.assets import load_assets
 from backends.gradio.coalesce import DEFAULT_INTERVAL_S
 from backends.gradio.handlers import Handlers, ModelInfoLike
 from backends.gradio.layout import Page, build_page
-from backends.gradio.presence import Presence
+from backends.gradio.presence import Presence, followed_components
 from backends.gradio.sidebar import Sidebar
 from backends.gradio.sidepanel import SidePanel
 from backends.gradio.transfer import Transfer
@@ -196,25 +196,6 @@ def _stream_outputs(page: Page) -> list[Any]:
     ]
 
 
-def _followed(page: Page) -> list[Any]:
-    """What `Presence.follow` may change: the chats list and the shown chat's settings."""
-    return [
-        page.session_list,
-        page.rename_box,
-        page.autochat_toggle,
-        page.max_turns,
-        page.delay,
-        page.token_budget,
-        page.time_budget,
-        page.limits_note,
-        page.autochat_status,
-        page.model_picker,
-        page.model_note,
-        page.system_prompt,
-        page.temperature,
-    ]
-
-
 def _form(page: Page) -> set[Any]:
     """The inputs of handlers that read the chat form (passed as one dict)."""
     return {
@@ -265,7 +246,7 @@ def _wire(
     page.chats_wake.change(
         presence.follow,
         [page.session_id, page.search],
-        _followed(page),
+        followed_components(page),
         trigger_mode="always_last",
         **_EVENT,
     )

@@ -35,6 +35,7 @@ from typing import Any
 import gradio as gr
 
 from backends.gradio.handlers import Handlers, owner_of, tab_of
+from backends.gradio.layout import Page
 from backends.gradio.stream import Updates, no_change
 from gui_agent.events import Subscription
 from gui_agent.interpreter import Interpreter
@@ -159,18 +160,7 @@ class Presence:
 
     def _changed_fields(self, tab: str, interpreter: Interpreter, fields: set[str]) -> Updates:
         page = self.handlers.page
-        shows: dict[str, list[Any]] = {
-            "title": [page.rename_box],
-            "autochat": [
-                page.autochat_toggle,
-                page.max_turns,
-                page.delay,
-                page.token_budget,
-                page.time_budget,
-                page.limits_note,
-            ],
-            "settings": [page.model_picker, page.model_note, page.system_prompt, page.temperature],
-        }
+        shows = field_components(page)
         values = self.handlers.settings_values(interpreter)
         updates = {c: values[c] for name in fields for c in shows.get(name, ())}
         if "autochat" in fields and not self.handlers.streams.showing(tab, interpreter.id):
@@ -261,3 +251,27 @@ async def _cancel(tasks: list[asyncio.Future[Any]]) -> None:
     for task in tasks:
         task.cancel()
     await asyncio.wait(tasks)
+
+
+def field_components(page: Page) -> dict[str, list[Any]]:
+    """The components that show each followed field of a chat (as `session_updated` names
+    it), which `Presence.follow` sets when it changed elsewhere."""
+    return {
+        "title": [page.rename_box],
+        "autochat": [
+            page.autochat_toggle,
+            page.max_turns,
+            page.delay,
+            page.token_budget,
+            page.time_budget,
+            page.limits_note,
+        ],
+        "settings": [page.model_picker, page.model_note, page.system_prompt, page.temperature],
+    }
+
+
+def followed_components(page: Page) -> list[Any]:
+    """Everything `Presence.follow` may change: the chats list, the shown chat's followed
+    fields and its AutoChat status line."""
+    fields = [c for shown in field_components(page).values() for c in shown]
+    return [page.session_list, *fields, page.autochat_status]
