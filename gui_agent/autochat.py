@@ -11,7 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gui_agent.session import Session
-from schema import AutoChatStopReason, Message, Role, RunOutcome
+from schema import (
+    DEFAULT_CONTINUATION_PROMPT,
+    AutoChatStopReason,
+    Message,
+    Role,
+    RunOutcome,
+)
 
 
 @dataclass(slots=True)
@@ -81,10 +87,15 @@ class AutoRun:
                 f"used {self.tokens_used(session)} of {settings.token_budget} tokens",
             )
         elapsed = self.clock() - self.started_at
-        if settings.time_budget_s is not None and elapsed >= settings.time_budget_s:
+        budget_s = settings.time_budget_s
+        if budget_s is not None and elapsed >= budget_s:
+            return AutoChatStopReason.TIME_BUDGET, f"ran {elapsed:.1f}s of {budget_s:.1f}s"
+        if budget_s is not None and elapsed + settings.delay_s >= budget_s:
+            # The next turn would start only after its delay, past the budget: none starts.
             return (
                 AutoChatStopReason.TIME_BUDGET,
-                f"ran {elapsed:.1f}s of {settings.time_budget_s:.1f}s",
+                f"ran {elapsed:.1f}s of {budget_s:.1f}s; the next turn would start after "
+                f"its {settings.delay_s:g}s delay, past the budget",
             )
         if self.turns >= settings.max_turns:
             turns = settings.max_turns
@@ -95,8 +106,13 @@ class AutoRun:
         return None
 
     def continuation(self, session: Session) -> Message:
+        """The next automatic turn's prompt, as the settings say it now (edits made during
+        the run count). A blank prompt would give the model nothing to act on (some vendors
+        drop an empty message, leaving a conversation that ends with the agent's own
+        reply), so the default one is sent instead."""
+        prompt = session.autochat.continuation_prompt
         return Message(
             role=Role.USER,
-            content=session.autochat.continuation_prompt,
+            content=prompt if prompt.strip() else DEFAULT_CONTINUATION_PROMPT,
             metadata={"autochat": True, "autochat_turn": self.turns},
         )

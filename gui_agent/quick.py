@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from gui_agent.agents import AgentDeps, Architecture, default_architectures
-from gui_agent.exceptions import UserError
+from gui_agent.exceptions import InvalidRequest, UserError
 from gui_agent.hooks import AgentHooks
 from gui_agent.interpreter import Interpreter
 from gui_agent.llm import LLMProvider
@@ -32,7 +32,7 @@ def create_interpreter(
     *,
     tools: Iterable[Tool] = (),
     builtin_tools: bool = True,
-    agent: AgentName = AgentName.AGENT_EXECUTOR,
+    agent: AgentName | None = None,
     system_prompt: str | None = None,
     workdir: Path | None = None,
     permissions: Mapping[str, PermissionMode] | None = None,
@@ -41,7 +41,17 @@ def create_interpreter(
     hooks: AgentHooks | None = None,
     store: Store | None = None,
 ) -> Interpreter:
-    """One session with your model and tools. Tools that change things ask first by default."""
+    """One session with your model and tools. Tools that change things ask first by default.
+
+    `agent` is the role the session starts in: one of `architectures` (by default the
+    built-in roles), or, when not given, the first of them (the executor by default).
+    """
+    roles = architectures or default_architectures()
+    if agent is None:
+        agent = next(iter(roles))
+    elif agent not in roles:
+        names = ", ".join(name.value for name in roles)
+        raise InvalidRequest(f"no agent role {agent.value!r} to start in; available: {names}")
     registry = default_tools() if builtin_tools else ToolRegistry()
     for extra in tools:
         registry.add(extra)
@@ -57,9 +67,7 @@ def create_interpreter(
         memory=SlidingWindowMemory(),
         hooks=hooks or AgentHooks(),
     )
-    return Interpreter(
-        session, deps, architectures=architectures or default_architectures(), store=store
-    )
+    return Interpreter(session, deps, architectures=roles, store=store)
 
 
 def chat_sync(

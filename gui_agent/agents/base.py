@@ -33,6 +33,18 @@ class AgentDeps:
         self.hooked = has_hooks(self.hooks)
 
 
+def turn_request(session: Session, prompt: Message) -> str:
+    """The request a turn works on, in words for the messages one role hands another (a plan
+    step, a crew member's brief): the person's message; for an AutoChat continuation, the
+    goal it continues (the continuation prompt is an instruction to go on, not the request,
+    and it asks for `task_complete`, which a member without tools cannot call). A request
+    of images only reads "(the attached images)"."""
+    text = prompt.content
+    if prompt.metadata.get("autochat") and session.goal is not None:
+        text = session.goal
+    return text.strip() or "(the attached images)"
+
+
 class Architecture(Protocol):
     """An agent role. `run` streams the events of one turn and appends to `session.history`.
 

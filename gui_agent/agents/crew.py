@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
-from gui_agent.agents.base import AgentDeps
+from gui_agent.agents.base import AgentDeps, turn_request
 from gui_agent.agents.executor import ExecutorAgent, Turn, model_step
 from gui_agent.session import Session
 from schema import (
@@ -87,7 +87,7 @@ class CrewAgent:
         return f"A small team working in turn: {names}."
 
     async def run(self, session: Session, deps: AgentDeps, prompt: Message) -> AsyncIterator[Event]:
-        request = prompt.content.strip() or "(the attached images)"
+        request = turn_request(session, prompt)
         turn = Turn()
         for index, member in enumerate(self.members):
             if index > 0:

@@ -4,7 +4,11 @@ A turn: one model call without tools writes a numbered plan (shown as the planne
 message); then, for each step, a USER message marked ``plan_step`` (shown as "Plan step i/n")
 hands the step to the executor's loop, with tools, approvals and limits as usual. The last
 step also asks for the answer to the person's request. The plan stops early when a step
-hits a limit (the outcome says which), when the agent calls `task_complete`, or on Stop.
+hits a limit (the outcome says which, and names the step and the steps not run), when the
+agent calls `task_complete`, on Stop, or when the person writes meanwhile: their message
+may change the plan, so the steps left are not run (a message the executor took in during
+a step was answered there; one still waiting becomes the next turn, planned anew). In an
+AutoChat turn the steps carry the AutoChat goal as the request.
 
 Why steps are USER messages: every vendor's chat format lets the model act on a user turn;
 a trailing system note after the planner's own message would read as the start of its
@@ -18,9 +22,9 @@ import json
 import re
 from collections.abc import AsyncIterator
 
-from gui_agent.agents.base import AgentDeps
+from gui_agent.agents.base import AgentDeps, turn_request
 from gui_agent.agents.executor import ExecutorAgent, Turn, model_step
-from gui_agent.session import Session
+from gui_agent.session import Session, written_by_person
 from schema import (
     AgentName,
     Event,
@@ -144,15 +148,50 @@ class PlannerAgent:
             instruction=planning_instruction(self.max_steps),
         ):
             yield event
-        request = prompt.content.strip() or "(the attached images)"
+        request = turn_request(session, prompt)
         steps = parse_plan(turn.last_response().text, self.max_steps) or [request]
         for index in range(len(steps)):
+            if session.inbox:
+                return  # the person wrote meanwhile: their message is the next turn, planned anew
             message = step_message(request, steps, index)
             session.add(message)
             yield MessageCompleted(message=message)
-            finished = False
+            finished: RunFinished | None = None
             async for event in self._executor.loop(session, deps, turn=turn):
-                finished = finished or isinstance(event, RunFinished)
-                yield event
-            if finished or session.task_complete is not None:
-                return  # a limit ended the step (its outcome says which), or the task is done
+                if isinstance(event, RunFinished):
+                    finished = event
+                else:
+                    yield event
+            if finished is not None:  # a limit ended the step: say which step, and what is left
+                yield unfinished(finished, steps, index)
+                return
+            if session.task_complete is not None or _person_wrote_since(session, message):
+                return
+
+
+def unfinished(finished: RunFinished, steps: list[str], index: int) -> RunFinished:
+    """`finished` (a limit that ended step `index`) with its detail naming the step and the
+    steps that were not run."""
+    count = len(steps)
+    step = steps[index] if len(steps[index]) <= 80 else steps[index][:79] + "…"
+    detail = (
+        f"plan step {index + 1} of {count} ({step}) did not finish: "
+        f"{finished.detail or finished.outcome.value}"
+    )
+    left = count - index - 1
+    if left:
+        detail += f"; {'step' if left == 1 else 'steps'} {index + 2}"
+        detail += f"–{count} were not run" if left > 1 else " was not run"
+    return finished.model_copy(update={"detail": detail})
+
+
+def _person_wrote_since(session: Session, step: Message) -> bool:
+    """Whether the person's own message came into the history after `step` (the executor
+    takes messages sent during a turn in between model calls): the plan then stops, since
+    the rest of it may be what they asked to change."""
+    for message in reversed(session.history):
+        if message is step:
+            return False
+        if written_by_person(message):
+            return True
+    return False

@@ -10,7 +10,10 @@ Everything the worker does is shown and kept, but as display-only messages (mark
 ``delegated_by`` = the delegate call's id) placed between the supervisor's call and its
 result: people see every step, models never do, so the conversation each model is sent stays
 in its vendor's shape. Approvals, Stop, limits and usage work inside a worker as in any turn;
-the worker's tool permissions ("allow for this session") are the session's.
+the worker's tool permissions ("allow for this session") are the session's. A message the
+person sends meanwhile is read before the supervisor's next step (as in the executor's loop),
+so it can call off work not yet handed out. A worker that ends by calling `task_complete`
+answers with what it wrote and the summary it gave.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import json
 from collections.abc import AsyncIterator, Mapping
 
 from gui_agent.agents.base import AgentDeps, Architecture
-from gui_agent.agents.executor import ExecutorAgent, Turn, model_step
+from gui_agent.agents.executor import ExecutorAgent, Turn, drain_inbox, model_step
 from gui_agent.agents.thought import ThoughtAgent
 from gui_agent.session import Session
 from gui_agent.tools import ToolRegistry, task_complete, tool
@@ -110,6 +113,20 @@ def delegation(call: ToolCall) -> tuple[str, str] | str:
     return worker.strip(), task.strip()
 
 
+def worker_answer(context: Session) -> str:
+    """What a worker's turn answers: its last reply with text; or, when it ended by calling
+    `task_complete`, the text of that last message and the summary it gave (a worker often
+    puts its whole answer in the summary and writes no reply after the call)."""
+    replies = [m for m in context.history if m.role is Role.ASSISTANT and m.content.strip()]
+    summary = context.task_complete
+    if summary is None:
+        return replies[-1].content if replies else "(the worker gave no answer)"
+    last = next((m for m in reversed(context.history) if m.role is Role.ASSISTANT), None)
+    said = last.content.strip() if last is not None else ""
+    parts = [said] if summary.strip() in said else [said, f"Summary: {summary}"]
+    return "\n\n".join(part for part in parts if part) or "(the worker gave no answer)"
+
+
 class SupervisorAgent:
     """Delegates tasks to worker roles (by default the executor and the thinker)."""
 
@@ -147,6 +164,10 @@ class SupervisorAgent:
         )
         turn = Turn()
         for _ in range(session.settings.max_iterations):
+            # What the person wrote meanwhile is read before the next delegation, as the
+            # executor does: it may call off work still to be handed out.
+            for queued in drain_inbox(session):
+                yield MessageCompleted(message=queued)
             async for event in model_step(
                 session, own, agent=self._name, turn=turn, instruction=instruction
             ):
@@ -270,8 +291,7 @@ class SupervisorAgent:
                     yield event
         finally:
             session.usage = context.usage
-        replies = [m for m in context.history if m.role is Role.ASSISTANT and m.content.strip()]
-        answer = replies[-1].content if replies else "(the worker gave no answer)"
+        answer = worker_answer(context)
         if finished is not None:
             answer += (
                 f"\n\n[The worker stopped early: {finished.detail or finished.outcome.value}.]"

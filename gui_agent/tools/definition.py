@@ -2,8 +2,9 @@
 
 `@tool` reads the function's signature, type hints and docstring, builds a pydantic model of
 its parameters (used both to derive the JSON schema and to validate a model's arguments) and
-returns a frozen `Tool`. A parameter annotated `ToolContext` is filled in by the executor and
-is never shown to the model.
+returns a frozen `Tool`. A parameter annotated `ToolContext` (or `ToolContext | None`) is
+filled in by the executor and is never shown to the model; ToolContext anywhere else in an
+annotation is refused.
 """
 
 from __future__ import annotations
@@ -17,8 +18,17 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any, NamedTuple, get_type_hints, overload
+from types import SimpleNamespace, UnionType
+from typing import (
+    Annotated,
+    Any,
+    NamedTuple,
+    Union,
+    get_args,
+    get_origin,
+    get_type_hints,
+    overload,
+)
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -138,8 +148,37 @@ class Tool:
         return args, kwargs
 
 
-def _is_context(annotation: Any) -> bool:
-    return annotation is ToolContext
+def _without_extras(annotation: Any) -> Any:
+    """`annotation` without `Annotated[...]` metadata."""
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    return annotation
+
+
+def _mentions_context(annotation: Any) -> bool:
+    annotation = _without_extras(annotation)
+    return annotation is ToolContext or any(_mentions_context(a) for a in get_args(annotation))
+
+
+def _is_context(tool_name: str, name: str, annotation: Any) -> bool:
+    """Whether parameter `name` is the one the executor fills in: annotated `ToolContext`,
+    also as `ToolContext | None` (a default lets the function be called without one) or
+    inside `Annotated`. Anywhere else in an annotation ToolContext is refused: the model
+    would be shown it as a parameter and could fill in its own working folder."""
+    annotation = _without_extras(annotation)
+    if annotation is ToolContext:
+        return True
+    if not _mentions_context(annotation):
+        return False
+    if get_origin(annotation) in (Union, UnionType):
+        others = [a for a in get_args(annotation) if _without_extras(a) is not ToolContext]
+        if others == [type(None)]:
+            return True
+    raise ToolDefinitionError(
+        f"{tool_name}: parameter {name!r} mixes ToolContext into another type; annotate it "
+        "`ToolContext` (or `ToolContext | None`): it is filled in by the executor, never by "
+        "the model"
+    )
 
 
 def _underlying(fn: Callable[..., Any]) -> Any:
@@ -204,11 +243,13 @@ def _build(
             )
         annotation = hints.get(param.name, _EMPTY)
         if annotation is _EMPTY:
+            method = " (a method? decorate the bound method: tool(instance.method))"
             raise ToolDefinitionError(
                 f"{tool_name}: parameter {param.name!r} needs a type annotation"
+                + (method if index == 0 and param.name in ("self", "cls") else "")
             )
         positional_only = param.kind is param.POSITIONAL_ONLY
-        if _is_context(annotation):
+        if _is_context(tool_name, param.name, annotation):
             if context_param is not None:
                 raise ToolDefinitionError(f"{tool_name}: more than one ToolContext parameter")
             context_param = param.name
@@ -295,7 +336,8 @@ def tool(
 
     Args:
         fn: The function, sync or async. Every parameter needs a type annotation; a parameter
-            annotated `ToolContext` is injected by the executor and hidden from the model.
+            annotated `ToolContext` (or `ToolContext | None`) is injected by the executor and
+            hidden from the model.
         name: The name the model calls; defaults to the function's name.
         description: What the model is told; defaults to the docstring's description.
         destructive: The tool changes things (runs code, writes files); it needs approval

@@ -10,6 +10,7 @@ from connectors.scripted import ScriptedModel, call
 from gui_agent.exceptions import ModelServerError
 from gui_agent.tools import tool
 from schema import (
+    DEFAULT_CONTINUATION_PROMPT,
     AutoChatSettings,
     AutoChatStopped,
     AutoChatStopReason,
@@ -229,3 +230,40 @@ async def test_a_token_budget_removed_mid_run_limits_no_more(tmp_path: Path) -> 
     assert [e.outcome.value for e in of_type(events, "run_finished")] == ["completed"]
     assert stopped(events).reason is AutoChatStopReason.MAX_TURNS
     assert interpreter.session.history[-1].content == "done for now"
+
+
+async def test_no_turn_starts_after_a_delay_that_would_end_past_the_time_budget(
+    tmp_path: Path,
+) -> None:
+    ticks = iter(range(0, 1000, 6))  # every reading of the clock is 6 s later
+    interpreter, model = make(
+        tmp_path, ["a", "b"], autochat=auto(time_budget_s=100.0, delay_s=3600.0)
+    )
+    interpreter._auto.clock = lambda: float(next(ticks))
+    async with asyncio.timeout(20):  # not after the hour's delay
+        events = [e async for e in interpreter.chat("go")]
+    end = stopped(events)
+    assert end.reason is AutoChatStopReason.TIME_BUDGET and end.turns == 0
+    assert "past the budget" in end.detail
+    assert of_type(events, "autochat_turn") == []  # no turn announced that will never run
+    assert isinstance(model, ScriptedModel) and model.remaining == 1
+
+
+async def test_a_continuation_prompt_edited_mid_run_is_used_and_a_blank_one_is_not_sent(
+    tmp_path: Path,
+) -> None:
+    def model(messages: list[Message], info: FunctionInfo) -> str:
+        return f"reply {info.call_number}"
+
+    functions = FunctionModel(model)
+    interpreter, _ = make(tmp_path, functions, autochat=auto(max_turns=2, delay_s=30.0))
+    async with asyncio.timeout(20), interpreter.subscribe() as sub:
+        await interpreter.send("Write a poem.")
+        for prompt in ("Now make it rhyme.", "   "):
+            await next_event(sub, lambda e: isinstance(e, AutoChatTurn))  # its delay runs
+            edited = interpreter.session.autochat.model_copy(update={"continuation_prompt": prompt})
+            await interpreter.update(autochat=edited)
+            interpreter._wake.set()  # end the delay: it is not the point here
+        await interpreter.wait_idle()
+    prompts = [m.content for m in interpreter.session.history if m.metadata.get("autochat")]
+    assert prompts == ["Now make it rhyme.", DEFAULT_CONTINUATION_PROMPT]

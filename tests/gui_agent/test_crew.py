@@ -9,7 +9,7 @@ import pytest
 from connectors.scripted import ScriptedModel, call
 from gui_agent.agents import CrewAgent, CrewMember
 from gui_agent.quick import create_interpreter
-from schema import AgentName, Role, RunFinished, RunOutcome, UsageReported
+from schema import AgentName, AutoChatSettings, Role, RunFinished, RunOutcome, UsageReported
 from tests.gui_agent.helpers import make
 
 
@@ -95,3 +95,22 @@ async def test_a_brief_may_show_json_braces(tmp_path: Path) -> None:
     assert [e.outcome for e in events if isinstance(e, RunFinished)] == [RunOutcome.COMPLETED]
     handoff = interpreter.session.history[2]
     assert handoff.content == 'Answer the answer as JSON, like {"answer": "...", "sure": true}.'
+
+
+async def test_in_an_autochat_turn_the_reviewer_checks_the_work_against_the_goal(
+    tmp_path: Path,
+) -> None:
+    interpreter, model = make(
+        tmp_path,
+        ["hello written", "looks right", "hello improved", "still right"],
+        autochat=AutoChatSettings(enabled=True, max_turns=1),
+    )
+    assert isinstance(model, ScriptedModel)
+    await interpreter.set_agent(AgentName.CREW)
+    _ = [e async for e in interpreter.chat("write hello.txt")]
+    briefs = [m.content for m in interpreter.session.history if m.metadata.get("crew_member")]
+    assert len(briefs) == 2
+    assert "The request was: write hello.txt\n" in briefs[1]
+    # The continuation prompt asks for task_complete; the reviewer has no tools to call it.
+    assert "task_complete" not in briefs[1]
+    assert model.requests[-1].tools == ()

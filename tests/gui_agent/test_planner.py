@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
 
+from connectors.function import FunctionInfo, FunctionModel
 from connectors.scripted import ScriptedModel, call
 from gui_agent.agents import PlannerAgent
 from gui_agent.agents.planner import parse_plan
@@ -14,7 +16,9 @@ from schema import (
     AgentName,
     AutoChatSettings,
     InterpreterState,
+    Message,
     MessageCompleted,
+    ModelResponse,
     Role,
     RunFinished,
     RunOutcome,
@@ -161,3 +165,88 @@ async def test_a_long_plan_runs_as_at_most_max_steps_and_the_history_stays_senda
     assert [m.metadata["plan_step"] for m in steps] == [1, 2, 3]
     assert "step 100" in steps[-1].content
     assert model.remaining == 0
+
+
+async def test_a_step_that_hits_a_limit_is_named_with_the_steps_left_undone(
+    tmp_path: Path,
+) -> None:
+    plan = "1. look around\n2. count the files\n3. report"
+    interpreter, _ = make(tmp_path, [plan, "looked", call("list_files"), call("list_files")])
+    session = interpreter.session
+    session.settings = session.settings.model_copy(update={"max_iterations": 1})
+    await interpreter.set_agent(AgentName.LLM_PLANNER)
+    events = [e async for e in interpreter.chat("tidy up")]
+    (finished,) = [e for e in events if isinstance(e, RunFinished)]
+    assert finished.outcome is RunOutcome.MAX_ITERATIONS
+    assert finished.detail == (
+        "plan step 2 of 3 (count the files) did not finish: stopped after 1 model calls; "
+        "step 3 was not run"
+    )
+
+
+async def _plan_with_a_message_meanwhile(
+    tmp_path: Path, *, answer_in_step: bool
+) -> tuple[list[str], list[str]]:
+    """A three-step plan during which the person writes "do not publish": while step 1's
+    model call runs (answer_in_step=False: it waits until step 1 is done) or while step 1
+    is still calling tools (True: the executor takes it in during the step). Returns the
+    plan steps that started and what each model call was last told by the person."""
+    gate, reached = asyncio.Event(), asyncio.Event()
+    seen: list[str] = []
+
+    async def model(messages: list[Message], info: FunctionInfo) -> str | ModelResponse:
+        seen.append(next(m.content for m in reversed(messages) if m.role is Role.USER))
+        if info.call_number == 1:
+            return "1. write a poem\n2. translate it\n3. publish it"
+        if info.call_number == 2:
+            reached.set()
+            await gate.wait()
+            return call("list_files") if answer_in_step else "poem written"
+        return f"reply {info.call_number}"
+
+    interpreter, _ = make(tmp_path, FunctionModel(model))
+    await interpreter.set_agent(AgentName.LLM_PLANNER)
+    async with asyncio.timeout(20):
+        await interpreter.send("a poem, translated and published")
+        await reached.wait()
+        await interpreter.send("Change of plan: do not publish it.")
+        gate.set()
+        await interpreter.wait_idle()
+    history = interpreter.session.history
+    return [str(m.metadata["step"]) for m in history if m.metadata.get("plan_step")], seen
+
+
+async def test_a_message_waiting_when_a_step_ends_stops_the_plan_and_is_planned_anew(
+    tmp_path: Path,
+) -> None:
+    steps, seen = await _plan_with_a_message_meanwhile(tmp_path, answer_in_step=False)
+    assert "publish it" not in steps and "translate it" not in steps
+    assert steps[0] == "write a poem"
+    assert seen[2] == "Change of plan: do not publish it."  # the next turn's planning call
+    assert not any("Do this step now: publish it" in told for told in seen)
+
+
+async def test_a_message_taken_in_during_a_step_stops_the_plan_after_that_step(
+    tmp_path: Path,
+) -> None:
+    steps, seen = await _plan_with_a_message_meanwhile(tmp_path, answer_in_step=True)
+    assert steps == ["write a poem"]
+    assert seen[-1] == "Change of plan: do not publish it."  # answered within step 1
+    assert len(seen) == 3  # plan, step 1's tool call, step 1's answer: nothing more
+
+
+async def test_an_autochat_turns_steps_carry_the_goal_not_the_continuation_prompt(
+    tmp_path: Path,
+) -> None:
+    interpreter, _ = make(
+        tmp_path,
+        ["1. look around", "looked", "1. finish up", "finished"],
+        autochat=AutoChatSettings(enabled=True, max_turns=1),
+    )
+    await interpreter.set_agent(AgentName.LLM_PLANNER)
+    _ = [e async for e in interpreter.chat("tidy up the folder")]
+    steps = [m for m in interpreter.session.history if m.metadata.get("plan_step")]
+    assert len(steps) == 2
+    continued = steps[1].content
+    assert continued.startswith("Step 1 of 1 of the plan for: tidy up the folder\n")
+    assert interpreter.session.autochat.continuation_prompt not in continued

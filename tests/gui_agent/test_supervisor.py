@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from connectors.function import FunctionInfo, FunctionModel
 from connectors.scripted import ScriptedModel, call
 from gui_agent.agents import SupervisorAgent
 from gui_agent.agents.supervisor import DELEGATE
@@ -19,6 +20,7 @@ from schema import (
     ApprovalRequested,
     AutoChatSettings,
     InterpreterState,
+    Message,
     MessageCompleted,
     MessageStarted,
     ModelResponse,
@@ -228,3 +230,61 @@ async def test_a_worker_named_in_lower_case_is_found(tmp_path: Path) -> None:
     _ = [e async for e in interpreter.chat("do it")]
     result = next(m for m in interpreter.session.history if m.role is Role.TOOL)
     assert result.content == "thought about it" and not result.metadata["is_error"]
+
+
+async def test_a_worker_that_answers_through_task_complete_gives_its_summary_back(
+    tmp_path: Path,
+) -> None:
+    interpreter, model = make(
+        tmp_path,
+        [
+            call(DELEGATE, worker="AGENT_EXECUTOR", task="Work out 6*7."),
+            call("task_complete", summary="6*7 is 42"),  # the worker's only reply
+            "The answer is 42.",
+        ],
+    )
+    assert isinstance(model, ScriptedModel)
+    await interpreter.set_agent(AgentName.SUPERVISOR)
+    _ = [e async for e in interpreter.chat("what is 6*7?")]
+    history = interpreter.session.history
+    answer = next(m for m in history if m.role is Role.TOOL and m.name == DELEGATE)
+    assert "6*7 is 42" in answer.content and not answer.metadata["is_error"]
+    supervisor_again = model.requests[-1].messages
+    assert any(m.role is Role.TOOL and "6*7 is 42" in m.content for m in supervisor_again)
+    assert interpreter.session.task_complete is None  # the worker's, not the supervisor's
+    assert history[-1].content == "The answer is 42."
+
+
+async def test_a_message_sent_while_a_worker_runs_is_read_before_the_next_delegation(
+    tmp_path: Path,
+) -> None:
+    gate, reached = asyncio.Event(), asyncio.Event()
+    told: list[list[str]] = []
+
+    async def model(messages: list[Message], info: FunctionInfo) -> str | ModelResponse:
+        if info.tools:  # the supervisor's calls: it has the delegate tool
+            told.append([m.content for m in messages if m.role is Role.USER])
+        if info.call_number == 1:
+            return call(DELEGATE, worker="THOUGHT", task="Draft a poem.")
+        if info.call_number == 2:  # the worker
+            reached.set()
+            await gate.wait()
+            return "a poem"
+        return "Understood: I will not publish it."
+
+    interpreter, _ = make(tmp_path, FunctionModel(model))
+    await interpreter.set_agent(AgentName.SUPERVISOR)
+    async with asyncio.timeout(20):
+        await interpreter.send("Draft a poem, then publish it.")
+        await reached.wait()
+        await interpreter.send("Do not publish it.")
+        gate.set()
+        await interpreter.wait_idle()
+    assert told[1] == ["Draft a poem, then publish it.", "Do not publish it."]
+    assert len(told) == 2  # one turn: the message was read in it, not queued after it
+    history = interpreter.session.history
+    assert [m.content for m in history if m.role is Role.USER and not m.display_only] == [
+        "Draft a poem, then publish it.",
+        "Do not publish it.",
+    ]
+    assert history[-1].content == "Understood: I will not publish it."

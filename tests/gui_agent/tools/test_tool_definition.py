@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Optional
 
 import pytest
 from pydantic import BaseModel, Field
 
 import gui_agent.tools as tools_package
 from gui_agent.exceptions import ToolDefinitionError
-from gui_agent.tools import ApprovalView, Tool, ToolContext, approval_view, run_python, tool
+from gui_agent.tools import (
+    ApprovalView,
+    Tool,
+    ToolContext,
+    ToolRegistry,
+    approval_view,
+    execute_tool,
+    run_python,
+    tool,
+)
 from schema import ToolCall, ToolSchema
 
 
@@ -210,3 +219,59 @@ def test_approval_view_uses_the_tools_view_and_falls_back_safely() -> None:
     fallback = approval_view(fragile, ToolCall(id="4", name="plain", arguments='{"city": "Rome"}'))
     assert fallback.summary == "Call plain"
     assert "Rome" in fallback.detail
+
+
+async def test_an_optional_tool_context_is_filled_in_and_never_shown_to_the_model(
+    tmp_path: Path,
+) -> None:
+    @tool
+    def save(name: str, ctx: ToolContext | None = None) -> str:
+        """Save a note in the session folder."""
+        assert ctx is not None
+        (ctx.workdir / name).write_text("note")
+        return str(ctx.workdir)
+
+    @tool
+    def mark(ctx: Annotated[Optional[ToolContext], "injected"], name: str) -> str:  # noqa: UP045
+        """Mark a note."""
+        return "no context" if ctx is None else ctx.call_id
+
+    for each in (save, mark):
+        assert list(each.parameters["properties"]) == ["name"]
+        assert "$defs" not in each.parameters and "workdir" not in json.dumps(each.parameters)
+        assert each.context_param == "ctx"
+    ctx = ToolContext("s", "r", "call-1", tmp_path)
+    registry = ToolRegistry([save, mark])
+    outside = {"session_id": "x", "run_id": "x", "call_id": "x", "workdir": "/"}
+    sneaked = json.dumps({"name": "n.txt", "ctx": outside})
+    refused = await execute_tool(registry, ToolCall(id="1", name="save", arguments=sneaked), ctx)
+    assert refused.is_error and "ctx: unexpected argument" in refused.content
+    saved = await execute_tool(
+        registry, ToolCall(id="2", name="save", arguments='{"name": "n.txt"}'), ctx
+    )
+    assert saved.content == str(tmp_path) and (tmp_path / "n.txt").read_text() == "note"
+    marked = await execute_tool(
+        registry, ToolCall(id="3", name="mark", arguments='{"name": "a"}'), ctx
+    )
+    assert marked.content == "call-1"
+
+
+def test_tool_context_inside_another_type_or_an_unannotated_self_is_refused_clearly() -> None:
+    def listed(contexts: list[ToolContext]) -> str:
+        return ""
+
+    def either(ctx: ToolContext | int) -> str:
+        return ""
+
+    class Notes:
+        def add(self, text: str) -> str:
+            return text
+
+    with pytest.raises(ToolDefinitionError, match="'contexts' mixes ToolContext"):
+        tool(listed)
+    with pytest.raises(ToolDefinitionError, match="'ctx' mixes ToolContext"):
+        tool(either)
+    with pytest.raises(ToolDefinitionError, match=r"a method\? decorate the bound method"):
+        tool(Notes.add)
+    bound = tool(Notes().add)
+    assert list(bound.parameters["properties"]) == ["text"]
