@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gui_agent.session import Session
+from gui_agent.session import Session, written_by_person
 from schema import (
     DEFAULT_CONTINUATION_PROMPT,
     AutoChatStopReason,
@@ -116,3 +116,18 @@ class AutoRun:
             content=prompt if prompt.strip() else DEFAULT_CONTINUATION_PROMPT,
             metadata={"autochat": True, "autochat_turn": self.turns},
         )
+
+
+def goal_to_pin(session: Session) -> str | Message | None:
+    """What the memory keeps in view as the AutoChat goal: its text; or, when the person's
+    message that set it carries images, that message (pinned with its images, so a goal
+    shown rather than written is not lost once it slides out of the window). None when
+    AutoChat is off or there is no goal."""
+    goal = session.goal
+    if goal is None or not session.autochat.enabled:
+        return None
+    text = goal.strip()
+    for message in reversed(session.history):
+        if written_by_person(message) and message.content.strip() == text:
+            return message if message.images else goal
+    return goal

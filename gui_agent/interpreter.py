@@ -18,7 +18,7 @@ from typing import Any, Final, Literal
 
 from gui_agent.agents.base import AgentDeps, Architecture
 from gui_agent.approvals import ApprovalBroker
-from gui_agent.autochat import AutoRun
+from gui_agent.autochat import AutoRun, goal_to_pin
 from gui_agent.events import EventHub, Subscription
 from gui_agent.exceptions import (
     GuiAgentError,
@@ -192,7 +192,7 @@ class Interpreter:
         return self.deps.memory.window(
             self.session.history,
             system_prompt=self.session.settings.system_prompt,
-            goal=self.session.goal if self.session.autochat.enabled else None,
+            goal=goal_to_pin(self.session),
             exchanges=self.session.settings.memory_exchanges,
             token_budget=self.session.settings.memory_token_budget,
         )
@@ -295,7 +295,9 @@ class Interpreter:
             self._wake.set()
         idle_after_a_turn = not self.busy and self.state is InterpreterState.STOP
         if start_auto and idle_after_a_turn and not self._closed:
-            goal = self.session.goal or self._last_user_text()
+            # The person's latest message is the goal, not one an earlier AutoChat kept.
+            index = self.session.last_user_index()
+            goal = self.session.goal if index is None else self.session.history[index].content
             self._auto.begin(self.session, goal)
             self._auto.announce()
             self._publish_auto_turn()
@@ -364,7 +366,9 @@ class Interpreter:
 
     def _start(self, prompt: Message) -> None:
         self._unfiled = prompt if prompt.role is Role.USER else None
-        self._wake.clear()
+        # A new Event, not the last one cleared: that one may be bound to the event loop of
+        # an earlier `asyncio.run` (two `chat_sync` calls), and waiting on it would fail.
+        self._wake = asyncio.Event()
         self._task = asyncio.create_task(self._drive(prompt), name=f"session-{self.id}")
         self._task.add_done_callback(self._on_task_done)
 
@@ -381,7 +385,12 @@ class Interpreter:
         next_prompt: Message | None = prompt
         try:
             while next_prompt is not None:
-                outcome = await self._turn(next_prompt)
+                deadline = self._time_budget_deadline(next_prompt)
+                try:
+                    outcome = await self._turn(next_prompt)
+                finally:
+                    if deadline is not None:
+                        deadline.cancel()
                 next_prompt = await self._next_prompt(outcome)
         except asyncio.CancelledError:
             # Filed before the task ends, so readers see them before the idle mark.
@@ -580,6 +589,27 @@ class Interpreter:
             return None
         return self._auto.continuation(self.session)
 
+    def _time_budget_deadline(self, prompt: Message) -> asyncio.TimerHandle | None:
+        """For an automatic turn under a time budget: a timer that stops the turn where the
+        budget ends, so a long tool or an approval nobody answers cannot run past it."""
+        budget = self.session.autochat.time_budget_s
+        if budget is None or not self._auto.active or not prompt.metadata.get("autochat"):
+            return None
+        left = budget - (self._auto.clock() - self._auto.started_at)
+        return asyncio.get_running_loop().call_later(max(left, 0.0), self._time_up, prompt.id)
+
+    def _time_up(self, run_id: str) -> None:
+        task = self._task
+        if run_id != self._run_id or not self._auto.active or task is None or task.done():
+            return
+        budget = self.session.autochat.time_budget_s or 0.0
+        self._end_autochat(
+            AutoChatStopReason.TIME_BUDGET,
+            f"the time budget of {budget:g}s ran out during an automatic turn, which was stopped",
+        )
+        self._stop_reason = "AutoChat's time budget ran out"
+        task.cancel()
+
     def _publish_auto_turn(self) -> None:
         max_turns = self.session.autochat.max_turns
         self._publish(
@@ -707,10 +737,6 @@ class Interpreter:
             await self._store_call(self._store.update_session(self.session.to_record(self.state)))
 
     # -- history edits ----------------------------------------------------------------------
-
-    def _last_user_text(self) -> str | None:
-        index = self.session.last_user_index()
-        return None if index is None else self.session.history[index].content
 
     async def _settle(self) -> None:
         """Let a run task that already announced STOP finish saving, unless more is coming

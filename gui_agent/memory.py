@@ -23,7 +23,9 @@ Rules, in the words the UI uses:
   the history are sent where they stand and slide out with their exchange: standing
   instructions belong in the system prompt, notes in history are as old as their exchange.
 - The goal pin: when `goal` is given and no message in the window says it, a USER message with
-  the goal (metadata `{"pinned_goal": True}`) goes right after the system prompt.
+  the goal (metadata `{"pinned_goal": True}`) goes right after the system prompt. A goal
+  given as the person's message itself (one with images: AutoChat's `goal_to_pin`) is in
+  the window when that message is, and is pinned with its images.
 - `max_messages` counts history messages only; the system prompt and the pinned goal are extra.
 - The newest user message is always kept, even alone over the token budget (with no user
   message at all, the newest unit is): a truncated context beats an empty one. So is the
@@ -116,10 +118,22 @@ class Memory(Protocol):
         history: Sequence[Message],
         *,
         system_prompt: str | None = None,
-        goal: str | None = None,
+        goal: str | Message | None = None,
         exchanges: int | None = None,
         token_budget: int | None = None,
     ) -> ContextWindow: ...
+
+
+def _goal_text(message: Message) -> str:
+    """What the memory panel calls a goal given as a message."""
+    return message.content.strip() or "(the attached images)"
+
+
+def _says_goal(message: Message, goal: str, goal_message: Message | None) -> bool:
+    """True when `message` in the window makes the pin needless."""
+    if goal_message is None:
+        return message.content.strip() == goal
+    return message.id == goal_message.id
 
 
 def _positive(name: str, value: int | None, *, optional: bool) -> None:
@@ -196,12 +210,13 @@ class SlidingWindowMemory:
         history: Sequence[Message],
         *,
         system_prompt: str | None = None,
-        goal: str | None = None,
+        goal: str | Message | None = None,
         exchanges: int | None = None,
         token_budget: int | None = None,
     ) -> ContextWindow:
         """The context for the next model call. `exchanges` and `token_budget` override this
-        memory's defaults for one call (per-session settings); None keeps the default."""
+        memory's defaults for one call (per-session settings); None keeps the default.
+        `goal`: text, or the person's message that set it (see the module doc)."""
         if exchanges is None:
             k = self.exchanges
         else:
@@ -213,10 +228,14 @@ class SlidingWindowMemory:
         else:
             _positive("token_budget", token_budget, optional=False)
             budget = token_budget
-        if goal is not None:
+        goal_message: Message | None = None
+        if isinstance(goal, Message):
+            goal_message, goal = goal, _goal_text(goal)
+        elif goal is not None:
             goal = goal.strip() or None
         count = self._count_one or self._counting()
-        params = (k, budget, system_prompt, goal, self.max_messages)
+        goal_key = goal if goal_message is None else goal_message.id
+        params = (k, budget, system_prompt, goal_key, self.max_messages)
         if history:
             last = self._last.get(history[0].id)
             if last is not None and last.params == params:
@@ -239,11 +258,20 @@ class SlidingWindowMemory:
         )
         pinned = False
         if goal is not None and not any(
-            m.content.strip() == goal for i in chosen for m in units[i]
+            _says_goal(m, goal, goal_message) for i in chosen for m in units[i]
         ):
-            pin = Message(role=Role.USER, content=goal, metadata={"pinned_goal": True})
+            if goal_message is None:
+                pin = Message(role=Role.USER, content=goal, metadata={"pinned_goal": True})
+                fixed_tokens += self._tokens(_GOAL_KEY, pin, count)
+            else:
+                pin = Message(
+                    role=Role.USER,
+                    content=goal_message.content,
+                    images=goal_message.images,
+                    metadata={"pinned_goal": True},
+                )
+                fixed_tokens += self._tokens(_GOAL_KEY + goal_message.id, pin, count)
             fixed.append(pin)
-            fixed_tokens += self._tokens(_GOAL_KEY, pin, count)
             pinned = True
             if budget is not None:  # a tighter budget can only shrink the choice
                 chosen, used = self._select(units, costs, mandatory, budget - fixed_tokens)
@@ -307,7 +335,7 @@ class SlidingWindowMemory:
         window = last.window
         if end == start:  # nothing new (a front end showing the window again)
             return window
-        goal = window.goal
+        goal_key = last.params[3]  # the goal's text, or the id of the message that set it
         cache = self._cache
         added: list[Message] = []
         calls: frozenset[str] = frozenset()  # calls of the newest assistant message added
@@ -322,7 +350,9 @@ class SlidingWindowMemory:
                     return None
             else:
                 calls = frozenset([c.id for c in message.tool_calls])
-            if goal is not None and message.content.strip() == goal:
+            if goal_key is not None and (
+                message.id == goal_key or message.content.strip() == goal_key
+            ):
                 return None
             known = cache.get(message.id)
             if known is None or known[0] != message.content:
@@ -337,7 +367,7 @@ class SlidingWindowMemory:
             (*window.messages, *added),
             window.token_count + cost,
             window.token_estimated,
-            goal,
+            window.goal,
             window.goal_pinned,
             window.dropped,
             (*window.message_ids, *[m.id for m in added]),

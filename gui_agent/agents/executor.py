@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from gui_agent.agents.base import AgentDeps
 from gui_agent.approvals import Verdict
+from gui_agent.autochat import goal_to_pin
 from gui_agent.hooks import call_hook
 from gui_agent.session import Session
 from gui_agent.tools import (
@@ -135,7 +136,7 @@ def memory_event(session: Session, deps: AgentDeps) -> tuple[list[Message], Memo
     window = deps.memory.window(
         session.history,
         system_prompt=session.settings.system_prompt,
-        goal=session.goal if session.autochat.enabled else None,
+        goal=goal_to_pin(session) if session.autochat.enabled else None,
         exchanges=session.settings.memory_exchanges,
         token_budget=session.settings.memory_token_budget,
     )
