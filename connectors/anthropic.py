@@ -26,6 +26,7 @@ from connectors.anthropic_mapping import (
     RequestOptions,
     body_error,
     build_request,
+    error_words,
     stream_error,
 )
 from connectors.base import StreamingProvider, map_transport_errors, next_item
@@ -41,6 +42,7 @@ from connectors.stream_bodies import (
     json_content,
     not_a_stream,
     read_non_stream_body,
+    wrong_endpoint,
 )
 from gui_agent.exceptions import (
     ConfigError,
@@ -69,6 +71,10 @@ def _server_detail(error: anthropic.APIStatusError) -> str:
     body = error.body
     if isinstance(body, str):
         return html_page(body, error.response.headers) or body
+    if isinstance(body, dict):  # LM Studio's bare error words; FastAPI's "detail"
+        for name in ("error", "detail"):
+            if isinstance(body.get(name), str):
+                return str(body[name])
     return json.dumps(body)[:500] if body is not None else error.message
 
 
@@ -82,14 +88,25 @@ def map_errors(provider: str, *, model: str = "", hint: str = "") -> Iterator[No
     except ModelError:
         raise
     except anthropic.APIStatusError as error:
+        detail = _server_detail(error)
+        body = error.body
+        page = isinstance(body, str) and html_page(body, error.response.headers) is not None
+        status = error.status_code if error.status_code >= 400 else None
+        if wrong := wrong_endpoint(
+            detail,
+            error.request.url,
+            provider=provider,
+            hint=BASE_URL_HINT,
+            status=status,
+            page=page,
+        ):
+            raise wrong from error
         if error.status_code < 400:
             # An `error` event inside a stream that had started with 200.
-            raise stream_error(
-                str(error.type or ""), _server_detail(error), provider=provider
-            ) from error
+            raise stream_error(str(error.type or ""), detail, provider=provider) from error
         raise error_for_status(
             error.status_code,
-            _server_detail(error),
+            detail,
             provider=provider,
             model=model,
             key_env=KEY_ENV,
@@ -194,7 +211,10 @@ class AnthropicProvider(StreamingProvider):
         if not isinstance(body, str):
             return body
         if json_content(response.headers):
-            raise body_error(body, provider=self._name)
+            said = error_words(body)
+            raise wrong_endpoint(
+                said, response.request.url, provider=self._name, hint=BASE_URL_HINT
+            ) or body_error(body, provider=self._name)
         raise not_a_stream(body, response, provider=self._name, hint=BASE_URL_HINT)
 
     async def _attempt(

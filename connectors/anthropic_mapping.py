@@ -285,6 +285,20 @@ def stream_error(
     return kind(text, provider=provider)
 
 
+def error_words(text: str) -> str:
+    """What the error object of a JSON document says: its ``message``, or the error itself
+    when it is a bare string (LM Studio's ``{"error": "Unexpected endpoint ..."}``); ""
+    when the document holds no error."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return ""
+    error = value.get("error") if isinstance(value, Mapping) else None
+    if isinstance(error, Mapping):
+        return str(error.get("message") or "")
+    return error if isinstance(error, str) else ""
+
+
 def body_error(text: str, *, provider: str) -> ModelError:
     """The error a JSON document sent instead of the event stream stands for: Anthropic's
     ``{"type": "error", "error": {"type": ..., "message": ...}}`` or any ``{"error": ...}``

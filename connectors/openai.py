@@ -13,7 +13,10 @@ A server that answers with a JSON document instead of the stream is understood: 
 object is raised as the error its ``code`` or ``type`` stands for, with the server's message
 (`body_error`); a whole chat completion is taken as the reply. An event stream under another
 label is read all the same, and an HTML page or other text is reported as such, with the
-URL it came from and the advice to check the base URL (`connectors.stream_bodies`).
+URL it came from and the advice to check the base URL (`connectors.stream_bodies`). So is
+an answer whose words say the path is not served, whatever its status (LM Studio's 200
+``{"error": "Unexpected endpoint or method. ..."}``, Ollama's 404 ``404 page not found``):
+at once, not retried (`stream_bodies.wrong_endpoint`).
 
 Which server the requests go to decides their dialect, by one check of the host of the base
 URL the client uses (`openai_mapping.is_openai_service`; so ``OPENAI_BASE_URL`` counts as
@@ -63,6 +66,7 @@ from connectors.stream_bodies import (
     json_content,
     not_a_stream,
     read_non_stream_body,
+    wrong_endpoint,
 )
 from gui_agent.exceptions import (
     ConfigError,
@@ -91,6 +95,8 @@ def _server_detail(error: openai.APIError) -> str:
         inner = body.get("error", body)
         if isinstance(inner, dict) and isinstance(inner.get("message"), str):
             return str(inner["message"])
+        if isinstance(body.get("detail"), str):  # FastAPI's own answers (vLLM: "Not Found")
+            return str(body["detail"])
         return json.dumps(body)[:500]
     if isinstance(body, str):
         response = getattr(error, "response", None)
@@ -100,20 +106,34 @@ def _server_detail(error: openai.APIError) -> str:
 
 
 @contextmanager
-def map_errors(provider: str, *, model: str = "", hint: str = "") -> Iterator[None]:
-    """Translate `openai` SDK (and transport) exceptions into our `ModelError` tree."""
+def map_errors(
+    provider: str, *, model: str = "", hint: str = "", key_env: str = KEY_ENV
+) -> Iterator[None]:
+    """Translate `openai` SDK (and transport) exceptions into our `ModelError` tree;
+    `key_env` is the variable a refused key is set in."""
     try:
         with map_transport_errors(provider):
             yield
     except ModelError:
         raise
     except openai.APIStatusError as error:
+        detail = _server_detail(error)
+        if wrong := wrong_endpoint(
+            detail,
+            error.request.url,
+            provider=provider,
+            hint=BASE_URL_HINT,
+            status=error.status_code,
+            page=isinstance(error.body, str)
+            and html_page(error.body, error.response.headers) is not None,
+        ):
+            raise wrong from error
         raise error_for_status(
             error.status_code,
-            _server_detail(error),
+            detail,
             provider=provider,
             model=model,
-            key_env=KEY_ENV,
+            key_env=key_env,
             retry_after=parse_retry_after(error.response.headers),
             hint=hint,
         ) from error
@@ -134,6 +154,10 @@ def map_errors(provider: str, *, model: str = "", hint: str = "") -> Iterator[No
     except openai.APIError as error:
         # An error object inside an otherwise successful stream.
         detail = _server_detail(error)
+        if wrong := wrong_endpoint(
+            detail, error.request.url, provider=provider, hint=BASE_URL_HINT
+        ):
+            raise wrong from error
         kind = f"{getattr(error, 'type', '')} {getattr(error, 'code', '')}".lower()
         if "rate" in kind:
             raise ModelRateLimited(
@@ -154,6 +178,7 @@ def body_error(
     model: str,
     retry_after: float | None = None,
     hint: str = "",
+    key_env: str = KEY_ENV,
 ) -> ModelError:
     """The ModelError for an error object a server sent, status 200, instead of a stream:
     the error of the HTTP status it stands for (`error_status`), else a server error."""
@@ -170,7 +195,7 @@ def body_error(
         detail,
         provider=provider,
         model=model,
-        key_env=KEY_ENV,
+        key_env=key_env,
         retry_after=retry_after,
         hint=hint,
     )
@@ -188,7 +213,8 @@ class OpenAIProvider(StreamingProvider):
     ``max_retries`` sets the default retry policy (``max_retries + 1`` attempts); pass
     ``retry`` to control backoff fully. ``timeout_s`` is how long the server may stay silent
     (before the first byte and between chunks). The OpenAI service needs a key (argument or
-    ``OPENAI_API_KEY``); a compatible server gets a placeholder when none is set.
+    the variable ``key_env``, ``OPENAI_API_KEY`` unless told); a compatible server gets a
+    placeholder when none is set. A refused key names ``key_env`` as the one to set.
 
     `system_anywhere` and `consecutive_user_turns` are true only for api.openai.com: other
     servers get a system message that follows the history (the planner's and supervisor's
@@ -211,17 +237,18 @@ class OpenAIProvider(StreamingProvider):
         retry: RetryPolicy | None = None,
         breaker: CircuitBreaker | None = None,
         max_response_chars: int = 2_000_000,
+        key_env: str = KEY_ENV,
     ) -> None:
         if not model:
             raise ConfigError("OpenAIProvider needs a model name, e.g. 'gpt-4o-mini'")
-        key = api_key or os.environ.get(KEY_ENV)
+        key = api_key or os.environ.get(key_env)
         self._client = openai.AsyncOpenAI(
             api_key=key or NO_KEY, base_url=base_url, timeout=timeout_s, max_retries=0
         )
         openai_service = is_openai_service(str(self._client.base_url))
         if not key and openai_service:
             raise ConfigError(
-                f"no OpenAI API key: set {KEY_ENV}, or pass base_url for a local "
+                f"no OpenAI API key: set {key_env}, or pass base_url for a local "
                 "OpenAI-compatible server"
             )
         self.system_anywhere = openai_service
@@ -244,6 +271,7 @@ class OpenAIProvider(StreamingProvider):
             "max_completion_tokens" if openai_service else "max_tokens"
         )
         self._stream_usage = True
+        self.key_env = key_env
 
     def _options(self) -> RequestOptions:
         return RequestOptions(
@@ -257,7 +285,7 @@ class OpenAIProvider(StreamingProvider):
         )
 
     def _map_errors(self) -> AbstractContextManager[None]:
-        return map_errors(self._name, model=self.model, hint=self._hint)
+        return map_errors(self._name, model=self.model, hint=self._hint, key_env=self.key_env)
 
     async def _chunks(self, sdk_stream: AsyncStream[ChatCompletionChunk]) -> AsyncIterator[Any]:
         """The stream's chunks: the SDK's for an event stream; else what the server sent
@@ -282,12 +310,18 @@ class OpenAIProvider(StreamingProvider):
         raises those of an event stream it reads itself)."""
         if not isinstance(chunk, Mapping) or not chunk.get("error"):
             return None
+        detail = error_message(chunk["error"])
+        if wrong := wrong_endpoint(
+            detail, response.request.url, provider=self._name, hint=BASE_URL_HINT
+        ):
+            return wrong
         return body_error(
             chunk["error"],
             provider=self._name,
             model=self.model,
             retry_after=parse_retry_after(response.headers),
             hint=self._hint,
+            key_env=self.key_env,
         )
 
     async def _create(
@@ -357,4 +391,6 @@ class OpenAIProvider(StreamingProvider):
             raise ModelConnectionError(
                 f"{self._name}: the stream ended before the model finished", provider=self._name
             )
+        for delta in accumulator.finish():
+            yield delta
         yield accumulator.response(model=self.model)

@@ -4,8 +4,9 @@ No SDK, no I/O: `messages_to_openai` and `tools_to_openai` build request dicts, 
 `StreamAccumulator` turns streamed chunk dicts (or SDK chunks' ``model_dump()``) into our
 deltas and one final `ModelResponse`. Works for OpenAI and OpenAI-compatible servers
 (llama.cpp, vLLM, Ollama, LM Studio, DeepSeek, Mistral): reasoning arrives there as
-``reasoning_content`` or ``reasoning`` delta fields, or as ``thinking`` parts of a content
-sent as a list of parts. `body_as_chunk` reads the JSON document
+``reasoning_content`` or ``reasoning`` delta fields, as ``thinking`` parts of a content
+sent as a list of parts, or inside a ``<think>`` that opens the content
+(`connectors.think_tags`). `body_as_chunk` reads the JSON document
 a server sent instead of a stream; `error_status` says which HTTP status an error object in
 a 200 answer stands for.
 
@@ -29,6 +30,7 @@ from urllib.parse import urlsplit
 
 from connectors.chat_templates import system_first_only, user_turns_merged
 from connectors.resilience import shorten
+from connectors.think_tags import ThinkTags
 from connectors.wire_names import wire_id, wire_name
 from gui_agent.exceptions import ModelResponseError
 from schema import (
@@ -312,6 +314,9 @@ class StreamAccumulator:
     it back until the next piece of its channel, so the pair is rejoined into one character
     instead of becoming two U+FFFD. Checking costs one comparison per piece. Tool-call
     arguments, never shown while streaming, have their pairs joined once, at the end.
+
+    Reasoning inside a ``<think>`` that opens the content becomes reasoning deltas
+    (`connectors.think_tags`); the last of it may be held back until `finish`.
     """
 
     def __init__(
@@ -332,6 +337,7 @@ class StreamAccumulator:
         self._at_index: dict[int, tuple[int, int]] = {}
         """The call each wire index stands for now."""
         self._saw_tool_calls = False
+        self._think = ThinkTags()
         self._chars = 0
         self.chunks = 0
         self.usage: Usage | None = None
@@ -395,9 +401,25 @@ class StreamAccumulator:
     def _text_piece(self, piece: str) -> list[StreamDelta]:
         if not (piece := self._whole("text", piece)):
             return []
-        self._grow(len(piece))
-        self._text.append(piece)
-        return [ModelTextDelta(text=piece)]
+        return self._content(self._think.feed(piece))
+
+    def _content(self, pieces: list[tuple[bool, str]]) -> list[StreamDelta]:
+        """Text pieces, and the reasoning a ``<think>`` opening the content holds."""
+        out: list[StreamDelta] = []
+        for reasoning, piece in pieces:
+            self._grow(len(piece))
+            if reasoning:
+                self._reasoning.append(piece)
+                out.append(ModelReasoningDelta(text=piece))
+            else:
+                self._text.append(piece)
+                out.append(ModelTextDelta(text=piece))
+        return out
+
+    def finish(self) -> list[StreamDelta]:
+        """The deltas held back at the end of the stream (the start of what could have been
+        a ``<think>`` tag); `response` includes them either way."""
+        return self._content(self._think.finish())
 
     def _reasoning_piece(self, piece: str) -> list[StreamDelta]:
         if not (piece := self._whole("reasoning", piece)):
@@ -509,6 +531,7 @@ class StreamAccumulator:
 
     def response(self, *, model: str | None = None) -> ModelResponse:
         """The whole reply so far as the final stream item."""
+        self.finish()
         usage = self.usage if self.usage is not None else Usage(requests=1)
         reasoning = "".join(self._reasoning) + self._held.get("reasoning", "")
         return ModelResponse(

@@ -21,10 +21,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Literal, cast, get_args
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -63,6 +65,9 @@ ModelKind = Literal["openai", "anthropic", "openai-compatible", "local", "script
 
 DEFAULT_OPENAI_MODEL: Final = "gpt-4o-mini"
 DEFAULT_ANTHROPIC_MODEL: Final = "claude-sonnet-4-5"
+COMPATIBLE_KEY_ENV: Final = "OPENAI_COMPATIBLE_API_KEY"
+"""The key sent to OpenAI-compatible servers (OpenRouter, Groq, Together, a local server
+behind a key); without it they get `LOCAL_SERVER_KEY`."""
 LOCAL_SERVER_KEY: Final = "no-key-needed"
 """Sent to OpenAI-compatible servers: never the OpenAI key (that would leak it to them)."""
 
@@ -127,24 +132,64 @@ DEFAULT_LOCAL_SERVERS: Final = (
 
 
 def parse_model(text: str, *, source: str) -> ModelSpec:
-    """A `--model` string as a spec; ConfigError listing the accepted forms when it is none."""
+    """A `--model` string as a spec; ConfigError listing the accepted forms when it is none.
+
+    Spaces around the parts and the case of the kind do not matter (``OpenAI: gpt-4o``).
+    The URL of ``openai-compatible:URL#MODEL`` must be an http(s) URL with a host (and a
+    valid port); one that ends in the endpoint (``/chat/completions``) instead of the base
+    URL is refused, saying which base URL to give.
+    """
     kind, sep, rest = text.strip().partition(":")
-    rest = rest.strip()
+    kind, rest = kind.strip().lower(), rest.strip()
     if not sep or kind not in get_args(ModelKind) or not rest:
         raise ConfigError(f"unknown model {text!r} (from {source}); use one of: {MODEL_FORMS}")
     if kind == "openai-compatible":
         url, hash_sign, model = rest.rpartition("#")
-        if not hash_sign or not model.strip() or not url.startswith(("http://", "https://")):
+        url = url.strip().rstrip("/")
+        if not hash_sign or not model.strip() or not url.lower().startswith(_URL_SCHEMES):
             raise ConfigError(
                 f"model {text!r} (from {source}) needs a URL and a model name: "
                 "openai-compatible:http://HOST:PORT/v1#MODEL"
             )
-        return ModelSpec("openai-compatible", model.strip(), url.rstrip("/"), source)
+        _check_base_url(url, text=text, source=source)
+        return ModelSpec("openai-compatible", model.strip(), url, source)
     if kind == "local" and rest != "smollm2":
         raise ConfigError(f"unknown local model {text!r} (from {source}); use local:smollm2")
     if kind == "scripted" and rest != "echo":
         raise ConfigError(f"unknown scripted model {text!r} (from {source}); use scripted:echo")
     return ModelSpec(cast(ModelKind, kind), rest, None, source)
+
+
+_URL_SCHEMES: Final = ("http://", "https://")
+_ENDPOINT_SUFFIXES: Final = ("/chat/completions", "/completions")
+"""Paths the client adds to a base URL: a URL ending in one is an endpoint, not a base."""
+
+
+def _check_base_url(url: str, *, text: str, source: str) -> None:
+    """ConfigError when `url` cannot be an OpenAI-compatible server's base URL."""
+    problem = ""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError as error:
+        problem = f"it is not a valid URL ({error})"
+    else:
+        if not parts.hostname:
+            problem = "it names no host"
+        elif any(c.isspace() for c in url):
+            problem = "it contains a space"
+        elif parts.path.lower().endswith(_ENDPOINT_SUFFIXES):
+            suffix = next(s for s in _ENDPOINT_SUFFIXES if parts.path.lower().endswith(s))
+            base = url[: len(url) - len(suffix)]
+            problem = (
+                f"it ends in the endpoint {suffix}, which the client adds itself; "
+                f"give the base URL {base}"
+            )
+    if problem:
+        raise ConfigError(
+            f"model {text!r} (from {source}): the URL {url!r} cannot be a server's base URL: "
+            f"{problem} (e.g. openai-compatible:http://127.0.0.1:8080/v1#MODEL)"
+        )
 
 
 def read_environment(
@@ -173,17 +218,24 @@ async def _probe_one(client: httpx.AsyncClient, server: LocalServer) -> ModelSpe
             models = [str(item["name"]) for item in response.json().get("models", [])]
     except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    if not models:
-        logger.info("%s answers on %s but lists no model", server.label, base)
+    chat_models = [m for m in models if not _NOT_CHAT.search(m)]
+    if not chat_models:
+        logger.info("%s answers on %s but lists no chat model (%s)", server.label, base, models)
         return None
     source = f"{server.label} answering on {server.host}:{server.port}"
-    return ModelSpec("openai-compatible", models[0], f"{base}/v1", source)
+    return ModelSpec("openai-compatible", chat_models[0], f"{base}/v1", source)
+
+
+_NOT_CHAT: Final = re.compile(r"embed|rerank", re.IGNORECASE)
+"""Model ids that name no chat model: LM Studio ships an embedding model and lists it with
+the others; Ollama lists the one a person pulled for retrieval, newest first."""
 
 
 async def probe_local_servers(
     servers: Sequence[LocalServer] = DEFAULT_LOCAL_SERVERS, *, timeout_s: float = 0.3
 ) -> list[ModelSpec]:
-    """The servers that answer, in the order given, each with the first model it lists.
+    """The servers that answer, in the order given, each with the first chat model it lists
+    (embedding and reranking models are passed over).
 
     Loopback only; the environment's proxy settings are ignored (`trust_env=False`).
     """
@@ -300,9 +352,13 @@ class ModelRegistry:
         if spec.kind == "openai-compatible":
             from connectors.openai import OpenAIProvider
 
-            key = self._secrets.get("OPENAI_COMPATIBLE_API_KEY") or LOCAL_SERVER_KEY
+            key = self._secrets.get(COMPATIBLE_KEY_ENV) or LOCAL_SERVER_KEY
             return OpenAIProvider(
-                spec.model, api_key=key, base_url=spec.base_url, name_prefix="openai-compatible"
+                spec.model,
+                api_key=key,
+                base_url=spec.base_url,
+                name_prefix="openai-compatible",
+                key_env=COMPATIBLE_KEY_ENV,  # a refused key says which variable to set
             )
         if spec.kind == "anthropic":
             from connectors.anthropic import AnthropicProvider
@@ -316,7 +372,7 @@ class ModelRegistry:
         return EchoModel(name=spec.name)
 
 
-_SECRET_NAMES: Final = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENAI_COMPATIBLE_API_KEY")
+_SECRET_NAMES: Final = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", COMPATIBLE_KEY_ENV)
 
 
 def _from_env(variables: Mapping[str, str], from_file: set[str]) -> list[ModelSpec]:

@@ -27,7 +27,7 @@ from typing import Generic, TypeVar
 import httpx2
 
 from connectors.resilience import shorten
-from gui_agent.exceptions import ModelError, ModelResponseError
+from gui_agent.exceptions import ModelError, ModelNotFound, ModelResponseError
 
 logger = logging.getLogger(__name__)
 
@@ -155,6 +155,52 @@ def not_a_stream(text: str, response: httpx2.Response, *, provider: str, hint: s
         what, said = f"text ({kind})", f": {shorten(text, QUOTED_CHARS)!r}"
     return ModelResponseError(
         f"{provider}: {url} answered with {what} instead of an event stream{said}; {hint}",
+        provider=provider,
+    )
+
+
+_WRONG_ENDPOINT = re.compile(
+    r"\b(?:unexpected|unknown|invalid|unsupported|no such) (?:endpoint|route|path|url)\b"
+    r"|\b(?:endpoint|route|path|url|page|file) not found\b"
+    r"|\bno route\b|\bcannot (?:post|get|put)\b|\bmethod not allowed\b"
+    r"|^\W*(?:404\W*)?not found\W*$",
+    re.IGNORECASE,
+)
+"""What servers say when a request went to a path they do not serve: LM Studio's
+``Unexpected endpoint or method``, Go's ``404 page not found`` (Ollama), llama.cpp's
+``File Not Found``, Express's ``Cannot POST /...``, FastAPI's bare ``Not Found``. Words
+about a model (``model 'x' not found``) do not match."""
+
+
+def says_wrong_endpoint(detail: str) -> bool:
+    """Whether a server's error words say the request went to a path it does not serve."""
+    return bool(_WRONG_ENDPOINT.search(detail.strip()))
+
+
+def wrong_endpoint(
+    detail: str,
+    url: httpx2.URL,
+    *,
+    provider: str,
+    hint: str,
+    status: int | None = None,
+    page: bool = False,
+) -> ModelError | None:
+    """The error for an answer that says the request went to the wrong path, else None.
+
+    `detail` is what the server said (a page by its title, when `page`). It says so when
+    its words do (`says_wrong_endpoint`), whatever the status (LM Studio answers 200), and
+    for a web page with status 404 or 405: the API itself answers an unknown model in JSON.
+    Not retried (asking the same path again does not help); names the URL and `hint`.
+    """
+    if not (says_wrong_endpoint(detail) or (page and status in (404, 405))):
+        return None
+    where = url.copy_with(query=None, fragment=None, userinfo=b"")
+    code = f" (HTTP {status})" if status is not None and status != 200 else ""
+    said = f" (server said: {shorten(detail, QUOTED_CHARS)})" if detail else ""
+    return ModelNotFound(
+        f"{provider}: {where} is not an endpoint of the API{code}{said}; {hint}",
+        status=status,
         provider=provider,
     )
 
