@@ -46,6 +46,7 @@ HELP = "commands: /stop /auto on|off /role NAME /model NAME /window /help /quit"
 KEYS = "keys: Ctrl-C stops the reply (at the prompt: press twice to leave), Ctrl-D leaves"
 LEAVE_HINT = "  (Ctrl-C again, Ctrl-D or /quit leaves the chat)"
 APPROVAL_PROMPT = "  allow? [y]es once / [s]ession / [N]o: "
+CUT_OFF_NOTE = "cut off at the model's output limit: raise max_tokens or say 'continue'"
 
 ROLE_NAMES: Final[Mapping[str, AgentName]] = {
     "executor": AgentName.AGENT_EXECUTOR,
@@ -72,6 +73,8 @@ def format_event(event: Event) -> str | None:
             return f"\n  ┆ {label}:\n" + "\n".join("  ┆ " + line for line in body.splitlines())
         if message.role is Role.ASSISTANT and message.status.value != "complete":
             return f"  [{message.status.value}]"
+        if message.role is Role.ASSISTANT and message.metadata.get("cut_off"):
+            return f"\n  [{CUT_OFF_NOTE}]"
         return None
     if isinstance(event, ToolCallStarted):
         return f"\n  → {event.call.name}({event.call.arguments})"

@@ -59,6 +59,8 @@ logger = logging.getLogger(__name__)
 def reply_metadata(final: ModelResponse, deps: AgentDeps) -> dict[str, object]:
     """What a reply message records about its model call."""
     metadata: dict[str, object] = {"model": final.model or deps.provider.name}
+    if final.finish_reason == "length":  # the model hit its output limit mid-reply
+        metadata["cut_off"] = True
     if final.provider_data:
         metadata["provider_data"] = final.provider_data
     return metadata
