@@ -27,6 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from gui_agent.exceptions import ModelError
 from schema import AgentName, ChatRequest, ImagePart, Message, MessageStatus, MessageType, Role
 from schema.messages import new_id
 
@@ -51,6 +52,7 @@ STREAMED_TYPES: Final[Mapping[str, MessageType]] = {
 }
 LMC_TYPES: Final = frozenset({*STREAMED_TYPES, "image", "confirmation"})
 RUN_CODE_TOOL: Final = "run_code"
+MAX_ERROR_CHARS: Final = 2000  # of an interpreter's error chunk, in the error shown
 DEFAULT_IMAGE_MEDIA_TYPE: Final = "image/png"
 
 _FENCE_OPEN = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
@@ -188,6 +190,11 @@ class ChunkAssembler:
             return steps
         if lmc_type == "image":
             return self._image(chunk, lmc_role, agent)
+        if lmc_type == "error":  # Open Interpreter's server says so: {"role": "server", ...}
+            detail = " ".join(str(chunk.get("content") or "").split()) or "no detail given"
+            if len(detail) > MAX_ERROR_CHARS:
+                detail = detail[: MAX_ERROR_CHARS - 1] + "…"
+            raise ModelError(f"the interpreter reported an error: {detail}", provider="external")
         if lmc_type not in STREAMED_TYPES:
             logger.debug("ignoring LMC chunk of unknown type %r", lmc_type)
             return []
