@@ -1,6 +1,6 @@
 () => {
   // Installs the page's CSS, the keyboard shortcuts (Esc stops the running turn or
-  // AutoChat; Enter sends and Shift+Enter adds a line, which Gradio's textbox does itself;
+  // AutoChat, except in an open drop-down list, which it closes; Enter sends and Shift+Enter adds a line, which Gradio's textbox does itself;
   // Enter in the approval note denies with it)
   // and the input guard: a blank message without images is not sent at all, and one over
   // the limit is not uploaded but answered with a notice under the input box (the server
@@ -168,8 +168,11 @@
     observer.observe(node, {subtree: true, childList: true, characterData: true, attributes: true});
   }
   sync();
+  // Esc in an open list (the role or model picker) only closes the list.
   document.addEventListener("keydown", (event) => {
     if (event.key !== "Escape" || event.isComposing) return;
+    const target = event.target instanceof Element ? event.target : null;
+    if (target?.closest('[aria-expanded="true"], [role="listbox"]')) return;
     const button = document.querySelector("#stop-btn");
     if (button && !button.disabled) {
       event.preventDefault();

@@ -20,6 +20,17 @@ def _number(value: object, default: float) -> float:
     return float(value) if isinstance(value, int | float) else default
 
 
+def _limit(data: Mapping[Any, Any], component: Any, default: float) -> float | None:
+    """An AutoChat limit: its number, the default when the form does not have the field
+    (API callers, tests), None when the field is there but empty (the person cleared it)."""
+    if component not in data:
+        return default
+    value = data[component]
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    return _number(value, default)
+
+
 LIMIT_LABELS = {
     "max_turns": "Max automatic turns",
     "delay_s": "Delay between turns",
@@ -62,10 +73,11 @@ class Form:
     system_prompt: str = ""
     temperature: float = 1.0
     autochat: bool = False
-    max_turns: float = 5
-    delay: float = 0.0
-    token_budget: float = 0
-    time_budget: float = 0
+    max_turns: float | None = 5
+    delay: float | None = 0.0
+    token_budget: float | None = 0
+    time_budget: float | None = 0
+    """The AutoChat limits as typed (None: the field is empty)."""
 
     @classmethod
     def read(cls, page: Page, data: Mapping[Any, Any]) -> Form:
@@ -84,29 +96,34 @@ class Form:
             system_prompt=str(get(page.system_prompt, SessionSettings().system_prompt)),
             temperature=_number(get(page.temperature, 1.0), 1.0),
             autochat=bool(get(page.autochat_toggle, False)),
-            max_turns=_number(get(page.max_turns, 5), 5),
-            delay=_number(get(page.delay, 0.0), 0.0),
-            token_budget=_number(get(page.token_budget, 0), 0),
-            time_budget=_number(get(page.time_budget, 0), 0),
+            max_turns=_limit(data, page.max_turns, 5),
+            delay=_limit(data, page.delay, 0.0),
+            token_budget=_limit(data, page.token_budget, 0),
+            time_budget=_limit(data, page.time_budget, 0),
         )
 
     def autochat_settings(self, *, enabled: bool | None = None) -> AutoChatSettings:
         """AutoChat settings from the form; 0 means "no budget". Raises InvalidRequest
         naming the field as the page labels it ("Max automatic turns must be at least 1")."""
-        for name, value in (
-            ("token_budget", self.token_budget),
-            ("time_budget_s", self.time_budget),
-        ):
+        max_turns, delay = self.max_turns, self.delay
+        token_budget, time_budget = self.token_budget, self.time_budget
+        if max_turns is None or delay is None:
+            name = "max_turns" if max_turns is None else "delay_s"
+            raise InvalidRequest(f"{LIMIT_LABELS[name]} is empty: type a number")
+        if token_budget is None or time_budget is None:
+            name = "token_budget" if token_budget is None else "time_budget_s"
+            raise InvalidRequest(f"{LIMIT_LABELS[name]} is empty: type a number (0 for none)")
+        for name, value in (("token_budget", token_budget), ("time_budget_s", time_budget)):
             if value < 0:
                 raise InvalidRequest(f"{LIMIT_LABELS[name]} must be 0 (none) or more")
-        tokens = int(self.token_budget)
+        tokens = int(token_budget)
         try:
             return AutoChatSettings(
                 enabled=self.autochat if enabled is None else enabled,
-                max_turns=int(self.max_turns),
-                delay_s=self.delay,
+                max_turns=int(max_turns),
+                delay_s=delay,
                 token_budget=tokens if tokens > 0 else None,
-                time_budget_s=self.time_budget if self.time_budget > 0 else None,
+                time_budget_s=time_budget if time_budget > 0 else None,
             )
         except ValidationError as exc:
             raise InvalidRequest(_limit_error(exc)) from None

@@ -138,7 +138,8 @@ class Handlers:
         return PageView(self.page, ChatView(icons=self.icons), PanelState())
 
     async def session_choices(self, owner: str, query: str | None = None) -> list[tuple[str, str]]:
-        records = await self.manager.list(owner, query=query or None)
+        """The owner's chats whose title holds `query` (spaces around it do not count)."""
+        records = await self.manager.list(owner, query=(query or "").strip() or None)
         return [(_label(record), record.id) for record in records]
 
     async def session_list_update(self, owner: str, current: str, query: str = "") -> Updates:
@@ -252,6 +253,7 @@ class Handlers:
         such a late update may have changed too: it counts only if the server knows
         nothing of the tab (API clients)."""
         tab, order = tab_of(request), ticket_of(ticket)
+        await self.streams.opened(tab)  # a first message sent meanwhile shows its new chat
         shown = self.streams.shown(tab)
         target = session_id if shown is None else shown
         interpreter = await self.lookup(target, request, quiet=True)
@@ -360,6 +362,29 @@ class Handlers:
         if interpreter is None and form.as_edit:
             yield refuse(NOTHING_TO_EDIT)  # (and no empty chat is made for it)
             return
+        # A first message makes its chat: until the chat's stream starts, the tab's `settle`
+        # waits for it (tabs.Opening), so it does not show the empty new chat over it.
+        opening = self.streams.opening(tab) if interpreter is None else None
+        try:
+            async for update in self._send_to(interpreter, form, images, request, ticket):
+                if opening is not None:
+                    opening.close()
+                yield update
+        finally:
+            if opening is not None:
+                opening.close()
+
+    async def _send_to(
+        self,
+        interpreter: Interpreter | None,
+        form: Form,
+        images: Sequence[ImagePart],
+        request: gr.Request,
+        ticket: int,
+    ) -> AsyncIterator[Updates]:
+        """`send`, once the message is known to be sendable (`interpreter` None: to a new
+        chat, created here)."""
+        tab, text = tab_of(request), form.text
         # The form's AutoChat limits go with a new chat (a session has its own, saved as they
         # are typed); either way a field that shows a value out of range is named.
         previous = interpreter.session.autochat if interpreter else AutoChatSettings()
@@ -371,7 +396,9 @@ class Handlers:
             try:
                 interpreter = await self._create(form, auto, request)
             except InvalidRequest as exc:
-                yield refuse(str(exc))
+                gr.Warning(str(exc))
+                self.unsent.keep(tab, text, as_edit=False, images=images)
+                yield no_change()
                 return
             first[self.page.session_id] = interpreter.id
         elif interpreter.busy and not form.as_edit:

@@ -2,7 +2,11 @@
 
 Pure functions. The chatbot renders Markdown and sanitizes HTML; on top of that, every piece
 of text a person or a model wrote goes through `escape_html`, so `<script>` or
-`<img onerror=…>` appears literally instead of being parsed as a tag. Code (fenced blocks,
+`<img onerror=…>` appears literally instead of being parsed as a tag, and a Markdown image
+(`![alt](https://…)`) shows as a link: the browser fetches nothing a reply names by itself
+(a reply steered by a web page or a file could otherwise send data to any server in an
+image's address, with nobody clicking anything). Images attached to a message are shown
+(`image_markdown`). Code (fenced blocks,
 indented blocks, inline code spans) is left alone: Markdown already shows it verbatim.
 """
 
@@ -21,13 +25,15 @@ _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _BACKTICKS = re.compile(r"`+")
 _SAFE_MEDIA = re.compile(r"^image/[a-z0-9.+-]+$")
 _BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]*$")
+_IMAGE_OPEN = re.compile(r"(?<!\\)((?:\\\\)*)!\[")
+"""The `![` that opens a Markdown image (an unescaped `!`: after an even run of backslashes)."""
 
 OUTPUT_LANGUAGE = "output"
 """The fence label of console output (not highlighted as any programming language)."""
 
 
 def _escape_prose(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;")
+    return _IMAGE_OPEN.sub(r"\1&#33;[", text.replace("&", "&amp;").replace("<", "&lt;"))
 
 
 def _escape_inline(paragraph: str) -> str:
@@ -70,7 +76,7 @@ def escape_html(text: str) -> str:
     Safe to call on a prefix of a streaming reply: an unclosed fence counts as code to the
     end, as Markdown renders it.
     """
-    if "<" not in text and "&" not in text:
+    if "<" not in text and "&" not in text and "![" not in text:
         return text
     lines = text.split("\n")
     out: list[str] = []

@@ -16,6 +16,11 @@ the older event, `overtaken`, does not reply over it. Which session the tab's la
 shows is remembered (`shown`), for replies that would otherwise go by what the browser said
 before the view changed (the chats list after a turn).
 
+A first message makes the chat it is sent to, and until that chat exists the tab's latest
+view is still the empty new chat: a `settle` running meanwhile (the page load's follow-up,
+which a message sent at once can overtake) would show that over the new chat. So such a send
+holds an `Opening` until its stream starts, and `settle` waits for the tab's openings first.
+
 `wake` asks the streams showing a session to render again for something that is not one of
 its events (a message queued behind the running turn); `moved` waits for the tab's next view
 change (the keep-alive event listens to the chat the tab shows: presence.py). A tab's entry
@@ -29,7 +34,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 
-__all__ = ["END_TIMEOUT_S", "TabStreams", "Watch", "ticket_of"]
+__all__ = ["END_TIMEOUT_S", "Opening", "TabStreams", "Watch", "ticket_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +80,26 @@ class Watch:
         self._poke.set()
 
 
+class Opening:
+    """An event of a tab making the chat the tab will show (a first message); `close` it
+    once its stream has started (or it failed). Closing twice is harmless."""
+
+    __slots__ = ("_done", "_owner", "tab")
+
+    def __init__(self, owner: TabStreams, tab: str) -> None:
+        self._owner = owner
+        self.tab = tab
+        self._done = asyncio.Event()
+
+    def close(self) -> None:
+        if not self._done.is_set():
+            self._done.set()
+            self._owner._opened(self)
+
+    async def wait(self) -> None:
+        await self._done.wait()
+
+
 class TabStreams:
     """The running streams of every tab, by tab key (user and Gradio session)."""
 
@@ -85,6 +110,8 @@ class TabStreams:
         the session it shows."""
         self._moves: dict[str, asyncio.Event] = {}
         """Per tab waiting in `moved`, the signal of its next view change."""
+        self._openings: dict[str, list[Opening]] = {}
+        """Per tab, its events making the chat it will show (`opening`)."""
 
     @contextlib.contextmanager
     def watch(self, tab: str, session_id: str, ticket: int = 0) -> Iterator[Watch]:
@@ -103,6 +130,26 @@ class TabStreams:
             if not watches:
                 self._running.pop(tab, None)
             watch._finished.set()
+
+    def opening(self, tab: str) -> Opening:
+        """An event of the tab starts making the chat it will show: until the `Opening` is
+        closed, `opened` waits for it."""
+        opening = Opening(self, tab)
+        self._openings.setdefault(tab, []).append(opening)
+        return opening
+
+    def _opened(self, opening: Opening) -> None:
+        openings = self._openings.get(opening.tab, [])
+        if opening in openings:
+            openings.remove(opening)
+        if not openings:
+            self._openings.pop(opening.tab, None)
+
+    async def opened(self, tab: str) -> None:
+        """Until every chat the tab's events are making exists and is shown (at once if
+        there is none)."""
+        while openings := self._openings.get(tab):
+            await openings[0].wait()
 
     def showing(self, tab: str, session_id: str) -> bool:
         """The tab has a live stream of this session."""

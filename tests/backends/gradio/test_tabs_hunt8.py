@@ -1,0 +1,89 @@
+"""A tab's events racing each other on a loaded server (no browser: the handlers are driven
+in the order a slow server runs them)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import gradio as gr
+
+from backends.gradio.handlers import Handlers
+from backends.gradio.layout import Page, build_page
+from connectors.scripted import ScriptedModel
+from gui_agent.llm import StaticCatalog
+from gui_agent.manager import SessionManager
+from gui_agent.store import MemoryStore
+from schema import AgentName, SessionRecord
+
+
+class SlowStore(MemoryStore):
+    """A store whose writes of new sessions wait until the test lets them through (a
+    database under load)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writing = asyncio.Event()
+        self.let_through = asyncio.Event()
+
+    async def create_session(self, record: SessionRecord) -> None:
+        self.writing.set()
+        await self.let_through.wait()
+        await super().create_session(record)
+
+
+def make_page() -> Page:
+    with gr.Blocks():
+        return build_page(
+            title="t",
+            notice=None,
+            agents=list(AgentName)[:2],
+            models=["scripted"],
+            default_model="scripted",
+            model_note="",
+        )
+
+
+async def _collect(updates: AsyncIterator[dict[Any, Any]]) -> list[dict[Any, Any]]:
+    return [update async for update in updates]
+
+
+def _texts(update: dict[Any, Any], page: Page) -> list[str]:
+    return [str(m["content"][0]["text"]) for m in update.get(page.chatbot, [])]
+
+
+async def test_the_page_load_follow_up_does_not_blank_a_first_message_sent_at_once(
+    tmp_path: Path,
+) -> None:
+    """A fresh tab sends its first message before the page-load event's follow-up (settle)
+    has run; the server is slow to save the new chat. The follow-up must not show the empty
+    new chat over the chat that message creates (the reply would vanish from view, and the
+    tab's next message would start yet another chat)."""
+    page = make_page()
+    store = SlowStore()
+    manager = SessionManager(
+        models=StaticCatalog(ScriptedModel(default="the reply")),
+        store=store,
+        workspace_root=tmp_path,
+    )
+    await manager.start()
+    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    try:
+        await handlers.on_load("", "1", None)  # type: ignore[arg-type]
+        form = {page.chat_input: "hello", page.session_id: "", page.ticket: "2"}
+        sending = asyncio.ensure_future(_collect(handlers.send(form, None)))  # type: ignore[arg-type]
+        await store.writing.wait()  # the send is saving its new chat
+        settling = asyncio.ensure_future(_collect(handlers.settle("", "3", None)))  # type: ignore[arg-type]
+        for _ in range(20):
+            await asyncio.sleep(0)
+        store.let_through.set()
+        sent, settled = await asyncio.wait_for(asyncio.gather(sending, settling), 10)
+        (chat,) = await manager.list("local")
+        shown = [u[page.session_id] for u in sent + settled if page.session_id in u]
+        assert shown and set(shown) == {chat.id}, "no update shows the empty new chat"
+        last = [u for u in sent + settled if page.chatbot in u][-1]
+        assert any("the reply" in text for text in _texts(last, page))
+    finally:
+        await manager.close()
