@@ -149,6 +149,7 @@ class Interpreter:
         self._closed = False
         self._unsaved = False  # a store write failed: write the history again at the turn's end
         self._unfiled: Message | None = None  # the person's message a new task has not filed
+        self._switch: dict[str, str] | None = None  # a role switch the next turn's prompt keeps
 
     # -- what front ends read ---------------------------------------------------------------
 
@@ -260,6 +261,15 @@ class Interpreter:
         self.session.agent = agent
         self._speaker = agent
         self._publish(AgentSwitched(from_agent=previous, to_agent=agent, reason=reason))
+        # Kept with the next message that starts a turn (metadata "switched"), so the switch
+        # and its reason outlive the event buffer: a rebuilt view, a restart, an export.
+        pending = self._switch
+        origin = previous.value if pending is None else pending["from_agent"]
+        self._switch = (
+            None
+            if origin == agent.value
+            else {"from_agent": origin, "to_agent": agent.value, "reason": reason}
+        )
         await self._save_record()
 
     async def update(
@@ -420,6 +430,10 @@ class Interpreter:
                 self._publish(AgentSwitched(from_agent=self._speaker, to_agent=architecture.name))
             self._speaker = architecture.name
             title = session.title
+            if self._switch is not None:
+                metadata = {**prompt.metadata, "switched": self._switch}
+                prompt = prompt.model_copy(update={"metadata": metadata})
+                self._switch = None
             session.add(prompt)
             self._unfiled = None
             await self._emit(MessageCompleted(message=prompt))
