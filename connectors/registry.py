@@ -317,7 +317,7 @@ class ModelRegistry:
             elif spec.kind == "scripted":  # asked for, or the fallback for nothing at all
                 fallback = spec.source == ECHO_FALLBACK_SOURCE
                 notes.append(ECHO_NOTICE if fallback else ECHO_CHOSEN_NOTE)
-            infos.append(ModelInfo(name, spec, is_default, " ".join(notes)))
+            infos.append(ModelInfo(name, spec, is_default, ". ".join(notes)))
         return infos
 
     def get(self, name: str | None = None) -> LLMProvider:

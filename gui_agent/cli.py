@@ -219,9 +219,7 @@ async def _show_models(args: argparse.Namespace, config: AppConfig, sources: dic
     )
     for info in registry.describe():
         mark = "*" if info.is_default else " "
-        sys.stdout.write(f"{mark} {info.name:40s} from {info.spec.source}\n")
-        if info.note:
-            sys.stdout.write(f"    {info.note}\n")
+        sys.stdout.write(f"{mark} {info.name}\n    {info.note}\n")  # the note says where from
     sys.stdout.write(f"\ndefault: {registry.default}\n")
     return 0
 
