@@ -13,7 +13,10 @@ and of the types the page and the API accept (base64 data must be an image of it
 type: the bytes are sniffed, as there), no negative usage counts. Images must be base64
 data or http(s) URLs: a path, a `file:` URL or any other scheme is refused, so nothing in an
 import can make the server read its own files. Script or HTML in message text is kept as
-text: front ends escape what they render, the importer does not.
+text: front ends escape what they render, the importer does not. Text that cannot be encoded
+as UTF-8 (a lone surrogate from a broken `\\ud83d` escape) is repaired to U+FFFD, as at every
+other entry, and a document nested more than `MAX_IMPORT_DEPTH` levels deep is refused: a
+value nested that deep could be neither saved nor exported again.
 
 An import never grants anything: its tool permissions are dropped (every tool asks again, as
 in a new session) and AutoChat is switched off, so a crafted file cannot make code run
@@ -44,6 +47,7 @@ import base64
 import binascii
 import json
 import logging
+import re
 import types
 import typing
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -72,6 +76,7 @@ from schema import (
     ToolCall,
     ToolCallFinished,
     new_id,
+    valid_text,
 )
 from schema.requests import (
     IMAGE_MEDIA_TYPES,
@@ -89,9 +94,14 @@ VERSION = 1
 MAX_IMPORT_BYTES = 20_000_000
 MAX_IMPORT_MESSAGES = 50_000
 MAX_IMPORT_EVENTS = 500_000
+MAX_IMPORT_DEPTH = 100
+"""How deeply objects and lists may nest in an import, the document itself counted."""
 _TOP_LEVEL_KEYS = frozenset(
     {"format", "version", "exported_at", "protocol_version", "session", "messages", "events"}
 )
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+"""A JSON escape of a UTF-16 surrogate: only where one is can parsed text hold a lone one."""
+_SURROGATE_ESCAPE_BYTES = re.compile(_SURROGATE_ESCAPE.pattern.encode("ascii"))
 _PATH_KEYS = frozenset({"path", "file", "file_path", "filepath", "local_path"})
 _M = TypeVar("_M", bound=BaseModel)
 
@@ -158,9 +168,11 @@ def export_session(
 def parse_export(data: bytes | str, *, max_bytes: int = MAX_IMPORT_BYTES) -> dict[str, Any]:
     """Check the size, the JSON and the format/version header of an export; returns the
     document (its contents are validated by `import_document` and `replay_events`)."""
-    size = len(data.encode("utf-8")) if isinstance(data, str) else len(data)
+    size = len(data.encode("utf-8", "surrogatepass")) if isinstance(data, str) else len(data)
     if size > max_bytes:
         raise InvalidRequest(f"the import is {size} bytes; the limit is {max_bytes}")
+    if isinstance(data, str):
+        data = valid_text(data)  # escapes of lone surrogates are repaired once parsed
     try:
         doc = json.loads(data)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError
@@ -175,7 +187,42 @@ def parse_export(data: bytes | str, *, max_bytes: int = MAX_IMPORT_BYTES) -> dic
     unknown = sorted(set(doc) - _TOP_LEVEL_KEYS)
     if unknown:
         raise InvalidRequest(f"unknown fields in the export: {', '.join(unknown)}")
+    _check_depth(doc)
+    if isinstance(data, str):
+        escaped = _SURROGATE_ESCAPE.search(data) is not None
+    else:
+        escaped = _SURROGATE_ESCAPE_BYTES.search(data) is not None
+    if escaped:
+        repaired: dict[str, Any] = _valid_texts(doc)
+        return repaired
     return doc
+
+
+def _check_depth(doc: dict[str, Any]) -> None:
+    """InvalidRequest when objects and lists nest beyond `MAX_IMPORT_DEPTH` levels."""
+    level: list[dict[str, Any] | list[Any]] = [doc]
+    for _ in range(MAX_IMPORT_DEPTH):
+        below: list[dict[str, Any] | list[Any]] = []
+        for container in level:
+            items = container.values() if isinstance(container, dict) else container
+            below.extend(item for item in items if isinstance(item, dict | list))
+        if not below:
+            return
+        level = below
+    raise InvalidRequest(
+        f"the import nests objects or lists more than {MAX_IMPORT_DEPTH} levels deep"
+    )
+
+
+def _valid_texts(value: Any) -> Any:
+    """Parsed JSON with every lone surrogate in its text, keys included, made U+FFFD."""
+    if isinstance(value, str):
+        return valid_text(value)
+    if isinstance(value, list):
+        return [_valid_texts(item) for item in value]
+    if isinstance(value, dict):
+        return {valid_text(key): _valid_texts(item) for key, item in value.items()}
+    return value
 
 
 def import_session(

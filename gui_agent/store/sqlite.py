@@ -5,6 +5,11 @@ process being killed (not necessarily a power cut). Each message is committed on
 a message is durable once `append_message` returns. One process at a time: `<db>.lock` is
 held with `flock` while the store is open, and a second opener gets StoreLocked naming the
 holder's pid. Times are stored as integer microseconds since the epoch (UTC).
+
+Text that cannot be encoded as UTF-8 (a lone surrogate: a client that cut a string in the
+middle of an emoji, a broken JSON escape) is stored with U+FFFD in its place, in titles,
+goals, settings, message ids and messages alike, rather than failing every later save of the
+session. A value nested deeper than can be serialized is refused with a StoreError.
 """
 
 from __future__ import annotations
@@ -23,8 +28,7 @@ from types import TracebackType
 from typing import Any, Self
 
 import aiosqlite
-from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError
+from pydantic import BaseModel
 
 from gui_agent.exceptions import StoreError, StoreLocked, StoreVersionError
 from gui_agent.store.base import LIVE_STATES, Clock, as_partial, check_page
@@ -232,7 +236,9 @@ class SQLiteStore:
             yield
         except sqlite3.Error as exc:
             raise self._translate(exc, action) from exc
-        except ValidationError as exc:
+        except UnicodeEncodeError as exc:  # a key or id that no stored row can hold
+            raise StoreError(f"store {self.path}: {action}: text is not valid Unicode") from exc
+        except ValueError as exc:  # a field that does not validate, an unknown enum value
             raise StoreError(f"store {self.path}: {action}: unreadable row: {exc}") from exc
 
     @asynccontextmanager
@@ -277,16 +283,18 @@ class SQLiteStore:
 
     @staticmethod
     def _session_values(record: SessionRecord) -> tuple[Any, ...]:
+        where = f"session {record.id!r}"
+        model = record.settings.model
         return (
             record.owner,
-            record.title,
+            valid_text(record.title),
             record.agent.value,
-            record.settings.model,
-            record.settings.model_dump_json(),
-            record.autochat.model_dump_json(),
+            None if model is None else valid_text(model),
+            _model_json(record.settings, where),
+            _model_json(record.autochat, where),
             record.state.value,
-            record.usage.model_dump_json(),
-            record.goal,
+            _model_json(record.usage, where),
+            None if record.goal is None else valid_text(record.goal),
             to_micros(record.created_at),
             to_micros(record.updated_at),
         )
@@ -353,7 +361,7 @@ class SQLiteStore:
         params: list[Any] = [owner]
         if query:
             sql += " AND instr(gui_casefold(title), ?) > 0"
-            params.append(query.casefold())
+            params.append(valid_text(query).casefold())
         sql += " ORDER BY updated_at DESC, created_at DESC, id DESC LIMIT ? OFFSET ?"
         params += [limit, offset]
         return self._sessions_from_rows(await self._rows(sql, params, action="list sessions"))
@@ -369,7 +377,7 @@ class SQLiteStore:
         async with self._write("rename session") as db:
             cursor = await db.execute(
                 "UPDATE sessions SET title = ? WHERE id = ? AND owner = ?",
-                (title, session_id, owner),
+                (valid_text(title), session_id, owner),
             )
             if cursor.rowcount != 1:
                 return False
@@ -381,11 +389,11 @@ class SQLiteStore:
     @staticmethod
     def _message_values(message: Message) -> tuple[str, str, str, str, str]:
         return (
-            message.id,
+            valid_text(message.id),
             message.role.value,
             message.type.value,
             message.status.value,
-            _message_json(message),
+            _model_json(message, f"message {message.id!r}"),
         )
 
     async def append_message(self, session_id: str, message: Message) -> None:
@@ -469,12 +477,17 @@ class SQLiteStore:
             return cursor.rowcount
 
 
-def _message_json(message: Message) -> str:
-    """The message as JSON. Text that cannot be encoded as UTF-8 (a lone surrogate that got
-    past the entry points, e.g. in a tool's metadata) is stored with U+FFFD in its place
-    rather than losing the message."""
+def _model_json(model: BaseModel, where: str) -> str:
+    """`model` as JSON. Text that cannot be encoded as UTF-8 (a lone surrogate that got past
+    the entry points) is stored with U+FFFD in its place rather than losing what holds it;
+    a value nested too deeply to serialize is a StoreError naming `where`."""
     try:
-        return message.model_dump_json()
-    except PydanticSerializationError:
-        logger.warning("message %s holds text that is not valid Unicode; repaired", message.id)
-        return valid_text(json.dumps(message.model_dump(mode="json"), ensure_ascii=False))
+        return model.model_dump_json()
+    except ValueError:  # PydanticSerializationError: a lone surrogate, or nesting too deep
+        pass
+    try:
+        data = model.model_dump(mode="json")
+    except ValueError as exc:
+        raise StoreError(f"{where} cannot be saved: {exc}") from None
+    logger.warning("%s holds text that is not valid Unicode; repaired", where)
+    return valid_text(json.dumps(data, ensure_ascii=False))
