@@ -30,7 +30,7 @@ from gui_agent.exceptions import (
 from gui_agent.hooks import call_hook
 from gui_agent.llm import LLMProvider
 from gui_agent.memory import ContextWindow
-from gui_agent.session import Session, unanswered_call_result
+from gui_agent.session import Session, unanswered_call_result, unanswered_calls
 from gui_agent.state import StateMachine, Trigger
 from gui_agent.store.base import SessionStore as Store
 from schema import (
@@ -851,33 +851,23 @@ def _answer_dangling_calls(
     Only the newest assistant message can have unanswered calls: every turn ends here, so
     older ones were answered when their turn ended.
     """
-    history = session.history
-    for index in range(len(history) - 1, -1, -1):
-        message = history[index]
-        if message.display_only:  # shown to people only: confirmations, a worker's steps
-            continue
-        if message.role is Role.USER:
-            return []
-        if message.role is not Role.ASSISTANT:
-            continue
-        if not message.tool_calls:
-            return []
-        answered = {m.tool_call_id for m in history[index + 1 :] if m.role is Role.TOOL}
-        return [
-            unanswered_call_result(
-                call,
-                f"Interrupted while running: the turn ended ({reason}). It may have done "
-                "part of its work; check before running it again."
-                if call.id in started
-                else f"Not run: the turn ended ({reason}).",
-                agent=message.agent,
-                was_running=call.id in started,
-                duration_ms=_ran_ms(started[call.id]) if call.id in started else None,
-            )
-            for call in message.tool_calls
-            if call.id not in answered
-        ]
-    return []
+    found = unanswered_calls(session.history)
+    if found is None:
+        return []
+    message, calls = found
+    return [
+        unanswered_call_result(
+            call,
+            f"Interrupted while running: the turn ended ({reason}). It may have done "
+            "part of its work; check before running it again."
+            if call.id in started
+            else f"Not run: the turn ended ({reason}).",
+            agent=message.agent,
+            was_running=call.id in started,
+            duration_ms=_ran_ms(started[call.id]) if call.id in started else None,
+        )
+        for call in calls
+    ]
 
 
 def _tool_result(message: Message) -> ToolResult:

@@ -23,7 +23,7 @@ from gui_agent.hooks import AgentHooks
 from gui_agent.interpreter import Interpreter
 from gui_agent.llm import ModelCatalog
 from gui_agent.memory import SlidingWindowMemory
-from gui_agent.session import Session
+from gui_agent.session import Session, unanswered_call_result, unanswered_calls
 from gui_agent.store.base import SessionStore as Store
 from gui_agent.tokens import TokenCounter, counter_for_model
 from gui_agent.tools import PermissionPolicy, ToolRegistry, default_tools
@@ -52,6 +52,10 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 INTERRUPTED_NOTE = "The previous turn was interrupted when the server stopped."
+UNANSWERED_AT_START = (
+    "No result: the server stopped while this call waited for approval or ran. It may have "
+    "run, in part or in full; check before running it again."
+)
 
 
 @dataclass(eq=False)
@@ -80,6 +84,16 @@ class SessionManager:
         await self.store.open()
         self.interrupted_at_start = tuple(await self.store.mark_interrupted_runs())
         for session_id in self.interrupted_at_start:
+            # Calls the stop left without a result are answered first: a conversation with
+            # an unanswered call is refused by every vendor, at every later message.
+            found = unanswered_calls(await self.store.load_messages(session_id))
+            if found is not None:
+                asked, calls = found
+                for call in calls:
+                    answer = unanswered_call_result(
+                        call, UNANSWERED_AT_START, agent=asked.agent, was_running=True
+                    )
+                    await self.store.append_message(session_id, answer)
             note = Message(
                 role=Role.ASSISTANT,
                 type=MessageType.CONSOLE,

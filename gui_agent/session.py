@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -126,6 +127,27 @@ def title_from(text: str) -> str:
     """A one-line title from the start of a message."""
     line = " ".join(text.split())
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
+
+
+def unanswered_calls(history: Sequence[Message]) -> tuple[Message, list[ToolCall]] | None:
+    """The newest assistant message with tool calls that have no result yet, and those
+    calls; None when there are none. Only the newest assistant message can have them (every
+    turn answers its calls as it ends); one followed by the person's message was answered
+    or never will be, so it is not looked at. Display-only messages are passed over."""
+    for index in range(len(history) - 1, -1, -1):
+        message = history[index]
+        if message.display_only:  # shown to people only: confirmations, a worker's steps
+            continue
+        if message.role is Role.USER:
+            return None
+        if message.role is not Role.ASSISTANT:
+            continue
+        if not message.tool_calls:
+            return None
+        answered = {m.tool_call_id for m in history[index + 1 :] if m.role is Role.TOOL}
+        calls = [call for call in message.tool_calls if call.id not in answered]
+        return (message, calls) if calls else None
+    return None
 
 
 def unanswered_call_result(
