@@ -11,6 +11,7 @@ whichever front end asked, and the owner's removal (`revoke`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -178,7 +179,12 @@ class SessionManager:
             record = record.model_copy(update={"settings": settings})
         await self.store.create_session(record)
         if messages:
-            await self.store.replace_messages(record.id, messages)
+            try:
+                await self.store.replace_messages(record.id, messages)
+            except BaseException:  # no half-made chat (a title and no messages) is left
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(self.store.delete_session(record.id, owner=record.owner))
+                raise
         interpreter = await self.get(record.id, record.owner)
         self._announce(ChatChangeKind.IMPORTED, interpreter, origin)
         return interpreter

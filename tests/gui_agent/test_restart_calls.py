@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from connectors.openai_mapping import messages_to_openai
 from connectors.scripted import ScriptedModel
 from gui_agent import SessionManager, StaticCatalog
+from gui_agent.exceptions import StoreError
 from gui_agent.manager import INTERRUPTED_NOTE, UNANSWERED_AT_START
 from gui_agent.store import SQLiteStore
 from schema import InterpreterState, Message, MessageStatus, Role, SessionRecord, ToolCall
@@ -73,4 +76,25 @@ async def test_a_stop_after_every_call_was_answered_adds_only_the_note(tmp_path:
     history = (await m.get(record.id, "alice")).session.history
     assert [msg.role for msg in history] == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT]
     assert history[-1].content == INTERRUPTED_NOTE
+    await m.close()
+
+
+class _FailingWrites(SQLiteStore):
+    async def replace_messages(self, session_id: str, messages: list[Message]) -> None:  # type: ignore[override]
+        raise StoreError("disk full")
+
+
+async def test_an_import_whose_messages_cannot_be_saved_leaves_no_half_made_chat(
+    tmp_path: Path,
+) -> None:
+    m = SessionManager(
+        models=StaticCatalog(ScriptedModel(name="scripted")),
+        store=_FailingWrites(tmp_path / "sessions.db"),
+        workspace_root=tmp_path / "work",
+    )
+    await m.start()
+    record = SessionRecord(owner="alice", title="imported chat")
+    with pytest.raises(StoreError, match="disk full"):
+        await m.import_session(record, [Message(role=Role.USER, content="hello")])
+    assert await m.list("alice") == []
     await m.close()
