@@ -19,6 +19,7 @@ from backends.gradio.markdown import (
 from schema import AgentName, ImagePart, Message, MessageType
 
 __all__ = [
+    "CUT_OFF_MARK",
     "ERROR_MARK",
     "INTERRUPTED_MARK",
     "agent_header",
@@ -33,6 +34,12 @@ __all__ = [
 
 INTERRUPTED_MARK = "_[interrupted]_"
 ERROR_MARK = "_[error]_"
+CUT_OFF_MARK = (
+    '<span class="ga-cut-off">Cut off at the model\'s output limit (its max tokens): '
+    'say "continue" for the rest.</span>'
+)
+"""Under a reply the model stopped at its output limit (`metadata["cut_off"]`). The page
+has no max tokens setting, so going on is what a person can do from here."""
 
 _DECISIONS = {
     "allow_once": ("✓", "Allowed once"),

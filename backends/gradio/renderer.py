@@ -16,7 +16,10 @@ What each thing looks like:
   `duration` in seconds) placed after the message that asked for it, showing what runs;
   its result is a child step (`metadata.parent_id` = the step's id);
 - approval: a pending step while the person decides, then the CONFIRMATION message;
-- agent switch (picked or a hand-off): a visible "switched to …" line.
+- agent switch (picked or a hand-off): a visible "switched to …" line; a role the person
+  picked is also kept with the message that next started a turn, so a view of the history
+  alone shows it too (once);
+- a reply the model cut off at its output limit ends with a note that says so.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from typing import Any, Literal
 
 from backends.gradio.autoturns import TurnTally, turns_phrase
 from backends.gradio.looks import (
+    CUT_OFF_MARK,
     ERROR_MARK,
     INTERRUPTED_MARK,
     agent_header,
@@ -38,6 +42,7 @@ from backends.gradio.looks import (
     tool_step_id,
 )
 from backends.gradio.markdown import escape_html, fence, images_markdown
+from backends.gradio.switches import kept_switch
 from gui_agent.session import is_handover
 from schema import (
     AgentName,
@@ -143,6 +148,9 @@ class ChatView:
         self._committed: set[str] = set()
         self._previews: dict[str, tuple[str, str]] = {}
         self._speaker: AgentName | None = None
+        self._announced: AgentName | None = None
+        """The role the last agent_switched event this view saw switched to: a message that
+        keeps that switch (`kept_switch`) does not show it again."""
         self._serial = 0
         self._errors_shown: set[tuple[str, str]] = set()  # (code, message) of error notes
         self.autochat = TurnTally()
@@ -190,6 +198,7 @@ class ChatView:
             return
         index = len(self._history)
         self._history.append(message.id)
+        self._kept_switch(message)
         self._committed.add(message.id)
         self._previews[message.id] = (message.role.value, preview(message))
         self._live.pop(message.id, None)
@@ -251,6 +260,7 @@ class ChatView:
         elif isinstance(event, ApprovalResolved):
             self._remove(f"approval:{event.approval_id}")
         elif isinstance(event, AgentSwitched):
+            self._announced = event.to_agent
             self._switch(event.to_agent, event.from_agent, event.reason)
         elif isinstance(event, ErrorEvent):
             self._errors_shown.add(_key(event))
@@ -337,11 +347,28 @@ class ChatView:
             self._switch_marker(agent, self._speaker, "", before=before)
         self._speaker = agent
 
-    def _switch(self, to_agent: AgentName, from_agent: AgentName | None, reason: str) -> None:
+    def _switch(
+        self,
+        to_agent: AgentName,
+        from_agent: AgentName | None,
+        reason: str,
+        *,
+        before: str | None = None,
+    ) -> None:
         if to_agent is self._speaker:
             return
-        self._switch_marker(to_agent, from_agent, reason)
+        self._switch_marker(to_agent, from_agent, reason, before=before)
         self._speaker = to_agent
+
+    def _kept_switch(self, message: Message) -> None:
+        """Show the role switch `message` keeps before it, unless this view saw the event
+        that announced it (a tab that watched it, or a rebuild while it is still buffered)."""
+        kept = kept_switch(message)
+        if kept is None:
+            return
+        if kept.to_agent is not self._announced:
+            self._switch(kept.to_agent, kept.from_agent, kept.reason, before=message.id)
+        self._announced = None
 
     def _switch_marker(
         self,
@@ -458,6 +485,8 @@ class ChatView:
             text = text.rstrip("\n") + "\n\n" + INTERRUPTED_MARK
         elif message.status is MessageStatus.ERROR:
             text = text.rstrip("\n") + "\n\n" + self._error_mark(message)
+        if message.role is Role.ASSISTANT and message.metadata.get("cut_off") is True:
+            text = text.rstrip("\n") + "\n\n" + CUT_OFF_MARK
         return text.rstrip("\n")
 
     def _error_mark(self, message: Message) -> str:

@@ -14,8 +14,11 @@ it: before the first history message that came after it, or after the last one.
 Where this differs from a live view: a switch followed by a retry or an edit that cut the
 history back to before it stays, before the re-run (a live tab drops it); a clear drops the
 notes before it, as live. A note no longer in the buffer (an older one, or one from before
-a restart) is not known: the rebuilt view marks that change of speaker without a reason,
-and a failed reply only as failed.
+a restart) is not known, with one exception: a role the person picked is kept with the
+message that next started a turn (its metadata "switched", `kept_switch`), so the view shows
+that switch, with its reason, before that message, however old it is (once: not again when
+the buffered event said it already). Any other change of speaker is marked without a
+reason, and a failed reply only as failed.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from schema import (
+    AgentName,
     AgentSwitched,
     AutoChatStopped,
     ErrorEvent,
@@ -30,12 +34,13 @@ from schema import (
     Message,
     MessageCompleted,
     MessageStarted,
+    Role,
     RunFinished,
     RunOutcome,
     SessionUpdated,
 )
 
-__all__ = ["is_note", "placed_notes"]
+__all__ = ["is_note", "kept_switch", "placed_notes"]
 
 
 def is_note(event: Event) -> bool:
@@ -71,3 +76,32 @@ def placed_notes(events: Sequence[Event], history: Sequence[Message]) -> dict[in
 
 def _message_id(event: MessageStarted | MessageCompleted) -> str:
     return event.message_id if isinstance(event, MessageStarted) else event.message.id
+
+
+def kept_switch(message: Message) -> AgentSwitched | None:
+    """The role switch a message that started a turn keeps (`metadata["switched"]`: the
+    person picked another role since the turn before), as the event that announced it; None
+    when it keeps none, or what it keeps is not a switch between known roles (an imported
+    chat may hold anything)."""
+    kept = message.metadata.get("switched")
+    if message.role is not Role.USER or not isinstance(kept, dict):
+        return None
+    to_agent, from_agent = _agent(kept.get("to_agent")), _agent(kept.get("from_agent"))
+    if to_agent is None:
+        return None
+    reason = kept.get("reason")
+    return AgentSwitched(
+        from_agent=from_agent,
+        to_agent=to_agent,
+        reason=reason if isinstance(reason, str) else "",
+        at=message.created_at,
+    )
+
+
+def _agent(value: object) -> AgentName | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return AgentName(value)
+    except ValueError:
+        return None

@@ -63,7 +63,8 @@ async def test_a_picked_role_keeps_its_reason_and_place_when_the_view_is_rebuilt
 
     history = interpreter.session.history
     from_history_alone = texts(ChatView.from_history(history))
-    assert from_history_alone != shown  # the defect: no reason, after the person's message
+    # the message after the switch keeps it (metadata "switched"): the history alone says it
+    assert from_history_alone == shown
     reopened = PageView.of(make_page(), interpreter, icons={})  # a reload, another tab
     assert texts(reopened.chat) == shown
     switch = next(i for i, text in enumerate(shown) if PICKED in text)
