@@ -323,6 +323,7 @@ class Interpreter:
             index = await self._require_last_user("retry")
             last = self.session.history[index]
             await self._truncate(index)
+            self._carry_switch(last)
             return await self.send(last.content, images=last.images)
 
     async def edit_last(self, text: str, *, images: Sequence[ImagePart] = ()) -> Message:
@@ -331,8 +332,24 @@ class Interpreter:
             index = await self._require_last_user("edit")
             if not text.strip() and not images:
                 raise InvalidRequest("the message is empty")
+            last = self.session.history[index]
             await self._truncate(index)
+            self._carry_switch(last)
             return await self.send(text, images=images)
+
+    def _carry_switch(self, replaced: Message) -> None:
+        """A message run again (retry, edit) keeps the role switch it carried, merged with
+        one made since (from where the kept one started to the role now)."""
+        kept = replaced.metadata.get("switched")
+        if not isinstance(kept, dict) or not isinstance(kept.get("from_agent"), str):
+            return
+        pending = self._switch
+        if pending is None:
+            self._switch = {str(key): str(value) for key, value in kept.items()}
+        elif kept["from_agent"] == pending["to_agent"]:
+            self._switch = None  # switched back to where it started
+        else:
+            self._switch = {**pending, "from_agent": kept["from_agent"]}
 
     async def clear(self) -> None:
         with self._one_edit():

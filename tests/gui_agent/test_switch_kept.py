@@ -53,3 +53,35 @@ async def test_a_message_sent_with_a_role_keeps_the_switch(tmp_path: Path) -> No
         _ = [e async for e in sub.until_idle()]
     kept = interpreter.session.history[0]
     assert kept.id == sent.id and kept.metadata["switched"]["to_agent"] == "THOUGHT"
+
+
+async def test_retry_and_edit_keep_the_switch_of_the_message_they_replace(
+    tmp_path: Path,
+) -> None:
+    interpreter, _ = make(tmp_path, ["a", "b", "c", "d"])
+    await interpreter.set_agent(AgentName.THOUGHT, reason="picked by the person")
+    _ = [e async for e in interpreter.chat("think")]
+    async with interpreter.subscribe() as sub:
+        await interpreter.retry()
+        _ = [e async for e in sub.until_idle()]
+    assert interpreter.session.history[0].metadata["switched"]["to_agent"] == "THOUGHT"
+    async with interpreter.subscribe() as sub:
+        await interpreter.edit_last("think harder")
+        _ = [e async for e in sub.until_idle()]
+    first = interpreter.session.history[0]
+    assert first.content == "think harder"
+    assert first.metadata["switched"] == {
+        "from_agent": "AGENT_EXECUTOR",
+        "to_agent": "THOUGHT",
+        "reason": "picked by the person",
+    }
+    # a switch made since is merged: from where the kept one started, to the role now
+    await interpreter.set_agent(AgentName.CREW, reason="the crew reviews")
+    async with interpreter.subscribe() as sub:
+        await interpreter.retry()
+        _ = [e async for e in sub.until_idle()]
+    assert interpreter.session.history[0].metadata["switched"] == {
+        "from_agent": "AGENT_EXECUTOR",
+        "to_agent": "CREW",
+        "reason": "the crew reviews",
+    }
