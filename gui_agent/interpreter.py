@@ -393,9 +393,6 @@ class Interpreter:
 
     def _start(self, prompt: Message) -> None:
         self._unfiled = prompt if prompt.role is Role.USER else None
-        # A new Event, not the last one cleared: that one may be bound to the event loop of
-        # an earlier `asyncio.run` (two `chat_sync` calls), and waiting on it would fail.
-        self._wake = asyncio.Event()
         self._task = asyncio.create_task(self._drive(prompt), name=f"session-{self.id}")
         self._task.add_done_callback(self._on_task_done)
 
@@ -608,7 +605,9 @@ class Interpreter:
         self._publish_auto_turn()
         delay = self.session.autochat.delay_s
         if delay > 0:
-            self._wake.clear()
+            # A new Event, not the last one cleared: that one may be bound to the event loop
+            # of an earlier `asyncio.run` (two `chat_sync` calls), and waiting on it would fail.
+            self._wake = asyncio.Event()
             try:
                 async with asyncio.timeout(delay):
                     await self._wake.wait()
