@@ -186,6 +186,12 @@ def _list(workdir: Path, path: str) -> str:
     return "\n".join(lines)
 
 
+NOT_UTF8_NOTE = (
+    "\n[note: this file is not valid UTF-8 text; bytes that could not be read are shown as "
+    "\ufffd. Writing this text back with write_file would replace them.]"
+)
+
+
 def _read(workdir: Path, path: str, max_chars: int) -> str:
     target = resolve_in_workdir(workdir, path)
     try:
@@ -202,15 +208,21 @@ def _read(workdir: Path, path: str, max_chars: int) -> str:
             shown = display_path(path)
             return f"{shown} is a binary file ({size} bytes); it cannot be shown as text."
         handle.seek(0)
-        reader = io.TextIOWrapper(handle, encoding="utf-8", errors="replace")
-        text = reader.read(max_chars + 1)
+        reader = io.TextIOWrapper(handle, encoding="utf-8", errors="strict")
+        try:
+            text, note = reader.read(max_chars + 1), ""
+        except UnicodeDecodeError:
+            reader.detach()  # a wrapper dropped without it would close the file
+            handle.seek(0)
+            reader = io.TextIOWrapper(handle, encoding="utf-8", errors="replace")
+            text, note = reader.read(max_chars + 1), NOT_UTF8_NOTE
         reader.detach()
     if len(text) > max_chars:
         return (
             f"{text[:max_chars]}\n…[truncated: showing the first {max_chars} characters "
-            f"of a {size}-byte file]"
+            f"of a {size}-byte file]{note}"
         )
-    return text
+    return text + note
 
 
 def _write(workdir: Path, path: str, content: str) -> str:

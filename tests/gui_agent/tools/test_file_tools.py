@@ -234,3 +234,14 @@ async def test_file_names_that_are_not_utf8_are_shown_escaped(workdir: Path) -> 
     assert display_path("caf\udce9.txt") == "caf\\xe9.txt"
     assert display_path("lone \ud800") == "lone \\ud800"
     assert display_path("café") == "café"
+
+
+async def test_a_file_that_is_not_utf8_is_read_with_a_note_saying_so(workdir: Path) -> None:
+    workdir.mkdir()
+    (workdir / "latin1.txt").write_bytes("café crème\n".encode("latin-1"))
+    (workdir / "utf8.txt").write_text("café crème\n", encoding="utf-8")
+    odd = await run(workdir, "read_file", path="latin1.txt")
+    assert not odd.is_error and odd.content.startswith("caf\ufffd cr\ufffdme")
+    assert "not valid UTF-8" in odd.content and "write_file" in odd.content
+    fine = await run(workdir, "read_file", path="utf8.txt")
+    assert fine.content == "café crème\n"
