@@ -206,6 +206,7 @@ def _form(page: Page) -> set[Any]:
         page.model_picker,
         page.system_prompt,
         page.temperature,
+        *page.advanced_settings().values(),
         page.autochat_toggle,
         page.max_turns,
         page.delay,
@@ -389,8 +390,29 @@ def _wire(
     # Events that only save skip the queue: queued next to another event of the same tab,
     # Gradio 6.31 sometimes leaves the other event's outputs "pending" in the browser. A
     # queue-less event cannot show a toast, so the limits say what is wrong in a note.
-    page.system_prompt.blur(side_panel.change_settings, form, None, queue=False, **_EVENT)
-    page.temperature.release(side_panel.change_settings, form, None, queue=False, **_EVENT)
+    note = [page.settings_note]
+    page.system_prompt.blur(side_panel.change_settings, form, note, queue=False, **_EVENT)
+    page.temperature.release(side_panel.change_settings, form, note, queue=False, **_EVENT)
+    # An Advanced setting is checked as it is typed (the note says what is wrong at once)
+    # and saved when the person leaves the box or presses Enter: "201" typed is refused,
+    # not saved as "2", then "20" on the way.
+    for setting in page.advanced_settings().values():
+        setting.input(
+            side_panel.check_settings,
+            form,
+            note,
+            trigger_mode="always_last",
+            queue=False,
+            **_EVENT,
+        )
+        gr.on(
+            [setting.blur, setting.submit],
+            side_panel.change_settings,
+            form,
+            note,
+            queue=False,
+            **_EVENT,
+        )
     for limit in (page.max_turns, page.delay, page.token_budget, page.time_budget):
         limit.input(
             side_panel.change_autochat_limits,

@@ -2,11 +2,11 @@
 settings of the chat it shows.
 
 A tab's chats list and its settings widgets (Title box, AutoChat switch and limits, model,
-system prompt, temperature) are not part of the chat's streamed view, so a change made in
-another tab or through the HTTP API would leave them as they were. `TabNews` keeps, per open
-tab, what it has to catch up on, and a signal the tab's keep-alive event waits on
-(presence.py); the keep-alive then changes the tab's hidden `chats_wake` box, whose change
-event shows the news (`Presence.follow`).
+system prompt, temperature, the Advanced settings) are not part of the chat's streamed
+view, so a change made in another tab or through the HTTP API would leave them as they
+were. `TabNews` keeps, per open tab, what it has to catch up on, and a signal the tab's
+keep-alive event waits on (presence.py); the keep-alive then changes the tab's hidden
+`chats_wake` box, whose change event shows the news (`Presence.follow`).
 
 Three kinds of news:
 

@@ -3,17 +3,21 @@ limits), checked into the schema's settings objects."""
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
-from backends.gradio.layout import Page
+from backends.gradio.layout import SETTING_LABELS, Page
 from gui_agent.exceptions import InvalidRequest
 from schema import AutoChatSettings, SessionSettings
 
-__all__ = ["Form"]
+__all__ = ["SETTINGS_NOT_SAVED", "Form"]
+
+SETTINGS_NOT_SAVED = "{problem}. Not saved: the chat keeps its previous settings until you fix it."
 
 
 def _number(value: object, default: float) -> float:
@@ -42,17 +46,38 @@ LIMIT_LABELS = {
 _RULES = {"ge": "at least", "gt": "more than", "le": "at most", "lt": "less than"}
 
 
-def _first_error(exc: ValidationError) -> str:
-    error = exc.errors(include_url=False)[0]
-    where = ".".join(str(part) for part in error["loc"])
-    return f"{where}: {error['msg']}" if where else str(error["msg"])
+_WHOLE = frozenset({"max_tokens", "max_iterations", "memory_exchanges", "memory_token_budget"})
+"""The Advanced settings that are counts (a fraction is refused, not rounded)."""
+_OPTIONAL = frozenset({"max_tokens", "memory_token_budget", "approval_timeout_s"})
+"""The Advanced settings an empty field sets to None (no limit, the model's default)."""
 
 
-def _limit_error(exc: ValidationError) -> str:
+def _setting(name: str, raw: object) -> float | int | None:
+    """An Advanced setting as typed, checked for its kind (the range is the schema's).
+    Raises InvalidRequest naming the field."""
+    label = SETTING_LABELS[name]
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        if name in _OPTIONAL:
+            return None
+        raise InvalidRequest(f"{label} is empty: type a number")
+    try:
+        number = float(raw) if isinstance(raw, int | float | str) else math.nan
+    except ValueError:
+        number = math.nan
+    if isinstance(raw, bool) or not math.isfinite(number):
+        raise InvalidRequest(f"{label} must be a number")
+    if name in _WHOLE:
+        if not number.is_integer():
+            raise InvalidRequest(f"{label} must be a whole number")
+        return int(number)
+    return number
+
+
+def _limit_error(exc: ValidationError, labels: Mapping[str, str] = LIMIT_LABELS) -> str:
     """ "Max automatic turns must be at least 1": the field's label and the rule it broke."""
     error = exc.errors(include_url=False)[0]
     name = str(error["loc"][0]) if error["loc"] else ""
-    label = LIMIT_LABELS.get(name, name or "AutoChat")
+    label = labels.get(name, name or "AutoChat")
     context = error.get("ctx") or {}
     for key, words in _RULES.items():
         bound = context.get(key)
@@ -78,6 +103,9 @@ class Form:
     token_budget: float | None = 0
     time_budget: float | None = 0
     """The AutoChat limits as typed (None: the field is empty)."""
+    advanced: tuple[tuple[str, object], ...] = ()
+    """The Advanced settings the form has, by `SessionSettings` field, as typed (a form
+    without them, from an API caller or a test, keeps the session's)."""
 
     @classmethod
     def read(cls, page: Page, data: Mapping[Any, Any]) -> Form:
@@ -100,6 +128,11 @@ class Form:
             delay=_limit(data, page.delay, 0.0),
             token_budget=_limit(data, page.token_budget, 0),
             time_budget=_limit(data, page.time_budget, 0),
+            advanced=tuple(
+                (name, data[component])
+                for name, component in page.advanced_settings().items()
+                if component in data
+            ),
         )
 
     def autochat_settings(self, *, enabled: bool | None = None) -> AutoChatSettings:
@@ -140,14 +173,31 @@ class Form:
             return fallback.model_copy(update={"enabled": on}), str(exc)
 
     def session_settings(self, base: SessionSettings) -> SessionSettings:
-        """`base` with the form's system prompt and temperature. Raises InvalidRequest."""
+        """`base` with the form's system prompt, temperature and Advanced settings. Raises
+        InvalidRequest naming the field as the page labels it ("Max tokens must be at
+        least 1")."""
+        advanced = {name: _setting(name, raw) for name, raw in self.advanced}
+        labels = {**SETTING_LABELS, "system_prompt": "System prompt", "temperature": "Temperature"}
         try:
             return SessionSettings.model_validate(
                 {
                     **base.model_dump(),
                     "system_prompt": self.system_prompt,
                     "temperature": self.temperature,
+                    **advanced,
                 }
             )
         except ValidationError as exc:
-            raise InvalidRequest(_first_error(exc)) from None
+            raise InvalidRequest(_limit_error(exc, labels)) from None
+
+    def settings_or(self, base: SessionSettings) -> tuple[SessionSettings, str | None]:
+        """The form's settings, or (when one is out of range) `base` with only the form's
+        system prompt and temperature, and what is wrong."""
+        try:
+            return self.session_settings(base), None
+        except InvalidRequest as exc:
+            plain = dataclasses.replace(self, advanced=())
+            try:
+                return plain.session_settings(base), str(exc)
+            except InvalidRequest:
+                return base, str(exc)

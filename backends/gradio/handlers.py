@@ -25,7 +25,7 @@ from backends.gradio.attach import Trays, attachments_note
 from backends.gradio.coalesce import DEFAULT_INTERVAL_S
 from backends.gradio.follow import TabNews, as_published
 from backends.gradio.form import Form
-from backends.gradio.layout import Page
+from backends.gradio.layout import Page, setting_text
 from backends.gradio.markdown import escape_html
 from backends.gradio.panels import PanelState, badge_html
 from backends.gradio.renderer import ChatView
@@ -52,6 +52,9 @@ logger = logging.getLogger(__name__)
 
 LOCAL_OWNER = "local"
 QUEUED_NOTE = "Queued: the agent reads it when the current step ends."
+SENT_WITH_DEFAULTS = (
+    "{problem}. Your message was sent; the new chat keeps the default settings until you fix it."
+)
 NOT_SAVED = "{problem}. Not saved: AutoChat keeps its previous limits until you fix it."
 NOTE_FIRST = "Enter denies with your note: write why first, or use the buttons."
 NOTHING_TO_EDIT = (
@@ -174,6 +177,11 @@ class Handlers:
             page.model_note: escape_html(self.notes.get(model, "")),
             page.system_prompt: settings.system_prompt,
             page.temperature: settings.temperature if settings.temperature is not None else 1.0,
+            **{
+                box: setting_text(getattr(settings, name))
+                for name, box in page.advanced_settings().items()
+            },
+            page.settings_note: "",
             page.autochat_toggle: auto.enabled,
             page.max_turns: auto.max_turns,
             page.delay: auto.delay_s,
@@ -538,7 +546,10 @@ class Handlers:
         await interpreter.update(autochat=auto)
 
     async def _create(self, form: Form, auto: AutoChatSettings, request: gr.Request) -> Interpreter:
-        settings = form.session_settings(SessionSettings())
+        # A setting out of range is named and keeps its default: the message still goes.
+        settings, problem = form.settings_or(SessionSettings())
+        if problem:
+            gr.Warning(SENT_WITH_DEFAULTS.format(problem=problem))
         agent = AgentName(form.role) if form.role in AgentName.__members__ else None
         interpreter = await self.manager.create(
             owner_of(request),

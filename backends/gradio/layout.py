@@ -16,7 +16,16 @@ from backends.gradio.markdown import escape_html
 from backends.gradio.panels import AutoChatStatus, badge_html, memory_markdown, usage_markdown
 from schema import AgentName, AutoChatSettings, InterpreterState, SessionSettings, Usage
 
-__all__ = ["ELEM_IDS", "Page", "build_page"]
+__all__ = ["ELEM_IDS", "SETTING_LABELS", "Page", "build_page", "setting_text"]
+
+SETTING_LABELS = {
+    "max_tokens": "Max tokens",
+    "max_iterations": "Max steps per turn",
+    "memory_exchanges": "Exchanges remembered",
+    "memory_token_budget": "Memory token budget",
+    "approval_timeout_s": "Approval timeout",
+}
+"""The Advanced settings as the page labels them (problems name the field the person sees)."""
 
 ELEM_IDS = (
     "chat-input",
@@ -38,6 +47,12 @@ ELEM_IDS = (
     "session-id",
     "clear-btn",
     "confirm-clear-btn",
+    "max-tokens",
+    "max-iterations",
+    "memory-exchanges",
+    "memory-token-budget",
+    "approval-timeout",
+    "settings-note",
 )
 
 PLACEHOLDER = "Message the agent. Enter sends, Shift+Enter adds a line, Esc stops."
@@ -98,6 +113,13 @@ class Page:
     model_note: gr.Markdown
     system_prompt: gr.Textbox
     temperature: gr.Slider
+    max_tokens: gr.Textbox
+    max_iterations: gr.Textbox
+    memory_exchanges: gr.Textbox
+    memory_token_budget: gr.Textbox
+    approval_timeout: gr.Textbox
+    settings_note: gr.Markdown
+    """What is wrong with a setting just typed (empty when they are all valid)."""
     autochat_toggle: gr.Checkbox
     max_turns: gr.Number
     delay: gr.Number
@@ -119,6 +141,16 @@ class Page:
     def components(self) -> list[Any]:
         """Every component, in declaration order (outputs of handlers that may touch any)."""
         return [getattr(self, item.name) for item in fields(self)]
+
+    def advanced_settings(self) -> dict[str, gr.Textbox]:
+        """The Advanced settings' fields, by the `SessionSettings` field each one shows."""
+        return {
+            "max_tokens": self.max_tokens,
+            "max_iterations": self.max_iterations,
+            "memory_exchanges": self.memory_exchanges,
+            "memory_token_budget": self.memory_token_budget,
+            "approval_timeout_s": self.approval_timeout,
+        }
 
 
 def build_page(
@@ -355,6 +387,10 @@ def build_page(
                     value=1.0,
                     elem_id="temperature",
                 )
+                with gr.Accordion("Advanced", open=False, elem_id="advanced-settings"):
+                    advanced = _advanced_fields(settings)
+                # What is wrong with a setting just typed (empty when they are all valid).
+                settings_note = gr.Markdown("", elem_id="settings-note")
 
     # Created last on purpose: Gradio passes a form's inputs (a set) sorted by creation, so
     # the ticket is the last one, where the browser's event code puts it (see app.py).
@@ -409,6 +445,8 @@ def build_page(
         model_note=model_note_box,
         system_prompt=system_prompt,
         temperature=temperature,
+        **advanced,
+        settings_note=settings_note,
         autochat_toggle=autochat_toggle,
         max_turns=max_turns,
         delay=delay,
@@ -422,3 +460,61 @@ def build_page(
         chats_wake=chats_wake,
         ticket=ticket,
     )
+
+
+def _advanced_fields(settings: SessionSettings) -> dict[str, gr.Textbox]:
+    """The Advanced settings, showing `settings`. Text boxes, not `gr.Number`: that one
+    shows an empty value as 0 (which these refuse), and would refuse or round a value before
+    a handler could name the field. The handlers check them (form.py); empty means None."""
+
+    def box(name: str, label: str, info: str, elem_id: str) -> gr.Textbox:
+        return gr.Textbox(
+            label=label,
+            info=info,
+            value=setting_text(getattr(settings, name)),
+            elem_id=elem_id,
+            lines=1,
+            max_lines=1,
+            max_length=20,
+            min_width=100,
+        )
+
+    return {
+        "max_tokens": box(
+            "max_tokens",
+            f"{SETTING_LABELS['max_tokens']} per reply",
+            "The model's output limit for one reply; empty = the model's default.",
+            "max-tokens",
+        ),
+        "max_iterations": box(
+            "max_iterations",
+            SETTING_LABELS["max_iterations"],
+            "Model calls the agent may make for one message (1 to 200).",
+            "max-iterations",
+        ),
+        "memory_exchanges": box(
+            "memory_exchanges",
+            SETTING_LABELS["memory_exchanges"],
+            "Your last messages (with their answers) the model sees (1 to 100).",
+            "memory-exchanges",
+        ),
+        "memory_token_budget": box(
+            "memory_token_budget",
+            SETTING_LABELS["memory_token_budget"],
+            "Most tokens of the conversation the model sees; empty = no budget.",
+            "memory-token-budget",
+        ),
+        "approval_timeout": box(
+            "approval_timeout_s",
+            f"{SETTING_LABELS['approval_timeout_s']} (s)",
+            "How long a tool call waits for your approval; empty = for ever.",
+            "approval-timeout",
+        ),
+    }
+
+
+def setting_text(value: float | None) -> str:
+    """An Advanced setting as its box shows it: "" for None, 300.0 as "300"."""
+    if value is None:
+        return ""
+    return str(int(value)) if float(value).is_integer() else str(value)

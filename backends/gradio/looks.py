@@ -35,11 +35,11 @@ __all__ = [
 INTERRUPTED_MARK = "_[interrupted]_"
 ERROR_MARK = "_[error]_"
 CUT_OFF_MARK = (
-    '<span class="ga-cut-off">Cut off at the model\'s output limit (its max tokens): '
-    'say "continue" for the rest.</span>'
+    '<span class="ga-cut-off">Cut off at the model\'s output limit: raise Max tokens in '
+    'Settings › Advanced, or say "continue" for the rest.</span>'
 )
-"""Under a reply the model stopped at its output limit (`metadata["cut_off"]`). The page
-has no max tokens setting, so going on is what a person can do from here."""
+"""Under a reply the model stopped at its output limit (`metadata["cut_off"]`): it names
+the field that raises the limit (layout.SETTING_LABELS["max_tokens"]), and the way on."""
 
 _DECISIONS = {
     "allow_once": ("✓", "Allowed once"),

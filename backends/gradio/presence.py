@@ -266,7 +266,14 @@ def field_components(page: Page) -> dict[str, list[Any]]:
             page.time_budget,
             page.limits_note,
         ],
-        "settings": [page.model_picker, page.model_note, page.system_prompt, page.temperature],
+        "settings": [
+            page.model_picker,
+            page.model_note,
+            page.system_prompt,
+            page.temperature,
+            *page.advanced_settings().values(),
+            page.settings_note,
+        ],
     }
 
 

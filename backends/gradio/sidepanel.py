@@ -1,5 +1,5 @@
 """The side panel's controls that save the chat's settings as they are changed: the agent
-role, the model, the system prompt and temperature, the AutoChat limits.
+role, the model, the system prompt, temperature and Advanced settings, the AutoChat limits.
 
 Each says what it saves to the tab's `TabNews` right before saving it (no await between),
 so the tab does not take its own change for one made elsewhere (follow.py).
@@ -12,12 +12,12 @@ from typing import Any
 import gradio as gr
 
 from backends.gradio.follow import as_published
-from backends.gradio.form import Form
+from backends.gradio.form import SETTINGS_NOT_SAVED, Form
 from backends.gradio.handlers import NOT_SAVED, Handlers, tab_of
 from backends.gradio.markdown import escape_html
 from backends.gradio.stream import Updates, no_change
 from gui_agent.exceptions import InvalidRequest
-from schema import AgentName
+from schema import AgentName, SessionSettings
 
 __all__ = ["SidePanel"]
 
@@ -68,22 +68,36 @@ class SidePanel:
             return {handlers.page.model_picker: interpreter.session.settings.model}
         return note
 
-    async def change_settings(self, data: dict[Any, Any], request: gr.Request) -> None:
-        handlers = self.handlers
-        form = Form.read(handlers.page, data)
-        interpreter = await handlers.lookup(form.session_id, request)
-        if interpreter is None:
-            return  # a new chat takes the form's values when it is created
+    async def check_settings(self, data: dict[Any, Any]) -> Updates:
+        """Say under the settings what is wrong with them as they are typed (nothing saved)."""
+        note = self.handlers.page.settings_note
         try:
-            settings = form.session_settings(interpreter.session.settings)
+            Form.read(self.handlers.page, data).session_settings(SessionSettings())
         except InvalidRequest as exc:
-            gr.Warning(f"Settings not saved: {exc}")
-            return
+            return {note: SETTINGS_NOT_SAVED.format(problem=exc)}
+        return {note: ""}
+
+    async def change_settings(self, data: dict[Any, Any], request: gr.Request) -> Updates:
+        """Save the system prompt, temperature and Advanced settings as they are changed, or
+        say under them what is wrong, saving nothing (this event skips the queue, which has
+        no toasts: the note is its only way to say it)."""
+        handlers = self.handlers
+        note = handlers.page.settings_note
+        form = Form.read(handlers.page, data)
+        try:
+            form.session_settings(SessionSettings())
+        except InvalidRequest as exc:
+            return {note: SETTINGS_NOT_SAVED.format(problem=exc)}
+        interpreter = await handlers.lookup(form.session_id, request, quiet=True)
+        if interpreter is None:
+            return {note: ""}  # a new chat takes the form's values when it is created
+        settings = form.session_settings(interpreter.session.settings)
         if settings != interpreter.session.settings:
             handlers.news.saving(
                 tab_of(request), interpreter.id, {"settings": as_published(settings)}
             )
             await interpreter.update(settings=settings)
+        return {note: ""}
 
     async def change_autochat_limits(self, data: dict[Any, Any], request: gr.Request) -> Updates:
         """Save the AutoChat limits as they are typed, or say under them what is wrong (this

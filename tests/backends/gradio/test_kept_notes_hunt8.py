@@ -12,7 +12,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from backends.gradio.layout import Page, build_page
+from backends.gradio.layout import SETTING_LABELS, Page, build_page
 from backends.gradio.looks import CUT_OFF_MARK
 from backends.gradio.renderer import ChatView
 from backends.gradio.stream import PageView
@@ -192,4 +192,7 @@ async def test_a_reply_cut_off_at_the_output_limit_says_so_live_and_rebuilt(
     cut, whole = shown[1], shown[3]
     assert "one, two, th" in cut and cut.endswith(CUT_OFF_MARK)
     assert "three." in whole and CUT_OFF_MARK not in whole
-    assert "max tokens" in CUT_OFF_MARK and '"continue"' in CUT_OFF_MARK
+    # the note names the field that raises the limit, as the settings panel labels it
+    field = make_page().max_tokens
+    assert SETTING_LABELS["max_tokens"] in CUT_OFF_MARK and '"continue"' in CUT_OFF_MARK
+    assert field.label is not None and field.label.startswith(SETTING_LABELS["max_tokens"])

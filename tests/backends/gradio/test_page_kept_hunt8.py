@@ -37,7 +37,10 @@ from tests.backends.gradio.kit import (
 pytestmark = pytest.mark.browser
 
 PICKED = "Switched to THOUGHT from AGENT_EXECUTOR (picked by the person)"
-CUT_OFF = 'Cut off at the model\'s output limit (its max tokens): say "continue" for the rest.'
+CUT_OFF = (
+    "Cut off at the model's output limit: raise Max tokens in Settings › Advanced, "
+    'or say "continue" for the rest.'
+)
 
 
 async def build_on(database: Path, workspace: Path) -> tuple[FastAPI, Served]:
