@@ -2,12 +2,16 @@
 
 `build_server(config)` composes everything and returns the FastAPI app with its cleanup:
 
-1. refuse a non-loopback bind without login (`check_bind_safety`);
-2. resolve the models (explicit, environment, local servers, embedded, echo);
+1. refuse `--share` (a public tunnel; `SHARE_REFUSED` says what to do instead) and a
+   non-loopback bind without login (`check_bind_safety`);
+2. resolve the models (explicit, environment, local servers, embedded, echo), each logged
+   with where it came from (`--model`, the config file, `GUI_AGENT_MODEL`, ...);
 3. open the data folder (0700) and the SQLite store in it (one process at a time), mark
    turns a crash left running as interrupted, apply retention;
 4. load or create the token signing key; set up login (users file or proxy header);
-5. the API under /api, then the Gradio page at / (same login, assets folder only);
+5. the API under /api, then the Gradio page at / (same login, assets folder only); no
+   other web site may read an answer from either (`NoCrossOrigin`: no CORS, whatever
+   Gradio would allow), and without login only loopback host names are served;
 6. with a users file, watch it (`UsersWatcher`): when `gui-agent users remove` takes someone
    out, their page logins end, and their running turns and AutoChat are stopped and their
    sessions closed, which ends their event streams (`_Removals`); when a new password is
@@ -33,18 +37,16 @@ import os
 import signal
 import socket
 import stat
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
-from starlette.datastructures import Headers
-from starlette.responses import PlainTextResponse
 from starlette.routing import Mount
-from starlette.types import ASGIApp, Receive, Scope, Send
 
 from backends.api import LoginThrottles, create_api
+from backends.api.guards import LoopbackHostOnly, NoCrossOrigin
 from connectors.llama_local import LOCAL_MODEL_NOTICE
 from connectors.registry import ModelRegistry, resolve_models
 from gui_agent.auth import (
@@ -55,10 +57,9 @@ from gui_agent.auth import (
     UsersChange,
     UsersWatcher,
     check_bind_safety,
-    is_loopback,
     load_or_create_signing_key,
 )
-from gui_agent.config import AppConfig
+from gui_agent.config import AppConfig, load_config_with_sources
 from gui_agent.exceptions import AuthError, ConfigError, GuiAgentError
 from gui_agent.manager import SessionManager
 from gui_agent.store import DB_FILE_NAME, SQLiteStore, apply_retention, default_data_dir
@@ -78,6 +79,21 @@ _OFFLINE_ENV = {
     "HF_HUB_DISABLE_TELEMETRY": "1",
 }
 
+SHARE_REFUSED = (
+    "--share is refused: a Gradio share link sends the page through a public tunnel on "
+    "Gradio's servers, which contacts them at startup and lets anyone with the link use the "
+    "agent and its tools. To let other people in, configure login and listen on an address "
+    "they can reach:\n"
+    "  gui-agent users add NAME\n"
+    "  gui-agent serve --host 0.0.0.0 --auth-file FILE\n"
+    "or put GuiAgent behind your own reverse proxy (--trusted-proxy-header). Remove --share "
+    "(or `share` from the config file, GUI_AGENT_SHARE from the environment) to start."
+)
+"""Why `share` (flag, config file or environment) stops the server from starting."""
+EXPLICIT_MODELS = "--model flag"
+"""Where explicit models come from when neither the config file nor the environment named
+them (the name `gui-agent models` uses)."""
+
 REMOVED_REASON = "the user was removed"
 """Why a removed user's running turns and AutoChat stopped (in their events and history)."""
 
@@ -85,24 +101,35 @@ Cleanup = Callable[[], Awaitable[None]]
 
 
 async def build_server(
-    config: AppConfig, *, probe_local: bool = True, with_api: bool = True
+    config: AppConfig,
+    *,
+    probe_local: bool = True,
+    with_api: bool = True,
+    models_source: str | None = None,
 ) -> tuple[FastAPI, Cleanup]:
     """The app for `config` and the coroutine function that closes what it opened.
 
     Raises ConfigError (unsafe bind, bad users file, unknown model), StoreLocked (another
     server uses the data folder), StoreVersionError (a newer or damaged database) or
-    AuthError (an unsafe signing key file) before anything is served. `with_api` only
-    decides whether the OpenAPI docs are served: the API itself is always there.
+    AuthError (an unsafe signing key file) before anything is served; ConfigError too for
+    `share`, which is refused (`SHARE_REFUSED`). `with_api` only decides whether the OpenAPI
+    docs are served: the API itself is always there. `models_source` says where
+    `config.models` came from (as `gui-agent models` says it); by default it is worked out
+    from the environment (`_models_source`).
     """
+    if config.share:
+        raise ConfigError(SHARE_REFUSED)
     users, proxy = await _login(config)
     check_bind_safety(
         config.host,
         login_configured=users is not None or proxy is not None,
         insecure_no_auth=config.insecure_no_auth,
     )
-    if config.share:
-        logger.warning("--share is not supported: GuiAgent never opens a public tunnel")
-    registry = await resolve_models(explicit=config.models, probe_local=probe_local)
+    registry = await resolve_models(
+        explicit=config.models,
+        explicit_source=models_source or _models_source(config, os.environ),
+        probe_local=probe_local,
+    )
     data_dir = await asyncio.to_thread(_private_dir, config.data_dir or default_data_dir())
     workspace_root = config.workspace_root or data_dir / "workspaces"
     await asyncio.to_thread(_private_dir, workspace_root)
@@ -138,6 +165,7 @@ async def build_server(
         )
         if users is None and proxy is None and not config.insecure_no_auth:
             app.add_middleware(LoopbackHostOnly)
+        app.add_middleware(NoCrossOrigin)  # outermost: no other web site reads an answer
         page = _mount_page(
             app,
             manager,
@@ -229,12 +257,21 @@ async def _watch_users(users: UserDB, removals: _Removals) -> UsersWatcher:
     return watcher
 
 
-def serve(config: AppConfig, *, probe_local: bool = True, with_api: bool = True) -> int:
-    """Run the server until SIGINT or SIGTERM; the process exit code (0 clean, 2 refused)."""
+def serve(
+    config: AppConfig,
+    *,
+    probe_local: bool = True,
+    with_api: bool = True,
+    models_source: str | None = None,
+) -> int:
+    """Run the server until SIGINT or SIGTERM; the process exit code (0 clean, 2 refused).
+    `models_source` as for `build_server`."""
     for name, value in _OFFLINE_ENV.items():
         os.environ.setdefault(name, value)
     try:
-        asyncio.run(_serve(config, probe_local=probe_local, with_api=with_api))
+        asyncio.run(
+            _serve(config, probe_local=probe_local, with_api=with_api, models_source=models_source)
+        )
     except GuiAgentError as exc:
         logger.error("%s", exc)
         return 2
@@ -244,8 +281,12 @@ def serve(config: AppConfig, *, probe_local: bool = True, with_api: bool = True)
     return 0
 
 
-async def _serve(config: AppConfig, *, probe_local: bool, with_api: bool) -> None:
-    app, cleanup = await build_server(config, probe_local=probe_local, with_api=with_api)
+async def _serve(
+    config: AppConfig, *, probe_local: bool, with_api: bool, models_source: str | None
+) -> None:
+    app, cleanup = await build_server(
+        config, probe_local=probe_local, with_api=with_api, models_source=models_source
+    )
     # Everything built so far lives as long as the server: keep the collector off it, which
     # removes most garbage-collection pauses from streaming (p99 gap 165 -> 62 ms, 50 tabs).
     gc.collect()
@@ -321,39 +362,6 @@ def _handle_signals(server: uvicorn.Server) -> list[signal.Signals]:
     return handled
 
 
-class LoopbackHostOnly:
-    """Without login, answer only requests addressed to a loopback name (Host header).
-
-    Otherwise a web page on another site could reach the local app through DNS rebinding
-    and drive the agent. Serving under another name needs login configured.
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] in ("http", "websocket"):
-            host = Headers(scope=scope).get("host", "")
-            if not is_loopback(_host_name(host)):
-                response = PlainTextResponse(
-                    "GuiAgent runs without login, so it only answers requests addressed to "
-                    "localhost or 127.0.0.1. Configure login (--auth-file) to serve it under "
-                    "another name.",
-                    status_code=421,
-                )
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
-
-
-def _host_name(host: str) -> str:
-    """The name part of a Host header: `[::1]:7860` -> `::1`, `localhost:80` -> `localhost`."""
-    host = host.strip()
-    if host.startswith("["):
-        return host[1 : host.find("]")] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
-
-
 async def _login(config: AppConfig) -> tuple[UserDB | None, ProxyHeaderAuth | None]:
     proxy = None
     if config.trusted_proxy_header:
@@ -371,6 +379,19 @@ async def _login(config: AppConfig) -> tuple[UserDB | None, ProxyHeaderAuth | No
             f"  gui-agent users add NAME --auth-file {config.auth_file}"
         )
     return users, proxy
+
+
+def _models_source(config: AppConfig, env: Mapping[str, str]) -> str:
+    """Where `config.models` came from when the caller did not say: the config file named by
+    `GUI_AGENT_CONFIG` or the `GUI_AGENT_MODEL` variable when they name exactly these models
+    (as `load_config_with_sources` reports it), else the `--model` flag."""
+    try:
+        configured, sources = load_config_with_sources(None, env)
+    except ConfigError:  # the caller read its configuration another way (`--config FILE`)
+        return EXPLICIT_MODELS
+    if config.models and configured.models == config.models and "models" in sources:
+        return sources["models"]
+    return EXPLICIT_MODELS
 
 
 def _login_mode(users: UserDB | None, proxy: ProxyHeaderAuth | None) -> str:
@@ -446,8 +467,9 @@ def _login_note(throttle: LoginThrottle) -> str:
 def _password_check(
     users: UserDB, throttle: LoginThrottle
 ) -> Callable[[str, str], Awaitable[bool]]:
-    """Gradio's login check. Gradio passes no request, so only the user name is throttled
-    here, and a throttled login reads as "Incorrect credentials" on the page."""
+    """Gradio's login check (awaited on the event loop). Gradio passes no request, so only
+    the user name is throttled here, and a throttled login reads as "Incorrect credentials"
+    on the page."""
 
     async def check(username: str, password: str) -> bool:
         wait = throttle.retry_after(username)
@@ -456,6 +478,9 @@ def _password_check(
                 "page login for %r refused for %.0f s more: too many failures", username, wait
             )
             return False
+        # Counted as failed before the check (no await in between): guesses sent at once
+        # are throttled like guesses in a row. A success clears the count.
+        throttle.failed(username)
         try:
             ok = await users.verify_async(username, password)
         except AuthError as exc:  # an unreadable users file refuses everyone, loudly
@@ -463,8 +488,6 @@ def _password_check(
             return False
         if ok:
             throttle.succeeded(username)
-        else:
-            throttle.failed(username)
         return ok
 
     return check

@@ -7,9 +7,12 @@ over one in the body. The OpenAPI document (with `docs`) describes each body fro
 models (see `openapi`); reading and validating them stays here. Every endpoint but login
 and health needs a bearer token, and every session lookup is scoped to the token's user:
 someone else's session is 404, like an unknown one. Bodies with fields an endpoint does
-not define are refused (400), never silently trimmed. Errors read `{"error": {"code": ...,
+not define are refused (400), never silently trimmed. Each success body is a model from
+`responses`, named in the OpenAPI document. Errors read `{"error": {"code": ...,
 "message": ...}}` (see `errors`); a method an endpoint does not take is 405 with `Allow`,
-an unknown path under /api 404.
+an unknown path under /api 404; a well-formed request that clashes with what the session
+is doing (a retry, edit or clear while a turn runs, a second answer to an approval) is 409
+(see `conflicts`).
 
     POST   /api/login                                  -> {token, expires_at, user}
     GET    /api/health                                 -> {status, protocol_version, auth}
@@ -54,15 +57,35 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from fastapi import FastAPI, Request, Response
-from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.routing import Match
 
 from backends.api.auth import Authenticator, LoginBody, LoginThrottles
 from backends.api.bodies import check_images, read_body, read_object, validate
+from backends.api.conflicts import approval_closed, edit_in_progress, turn_running
 from backends.api.errors import ApiError, describe_validation, install_error_handlers, not_found
-from backends.api.openapi import JSON, RequestBodies, errors
+from backends.api.openapi import RequestBodies, errors
+from backends.api.responses import (
+    AgentEntry,
+    AgentsAnswer,
+    ApprovalAnswer,
+    Cleared,
+    HealthAnswer,
+    ImportAnswer,
+    LoginAnswer,
+    MessageAccepted,
+    ModelEntry,
+    ModelsAnswer,
+    SessionAnswer,
+    SessionDetail,
+    SessionList,
+    StopAnswer,
+    TurnStarted,
+    send,
+    success,
+)
+from backends.api.resume import RESUME_PARAMETERS, resume_point
 from backends.api.sse import DEFAULT_RECHECK_S, EventStreamResponse, event_stream
 from gui_agent.auth import ProxyHeaderAuth, TokenService, UserDB
 from gui_agent.exceptions import ConfigError
@@ -99,35 +122,9 @@ MAX_PAGE_SIZE = 1000
 MAX_OFFSET = 1_000_000_000
 """Far past any real list, and well inside SQLite's 64-bit integers."""
 SETTLE_TIMEOUT_S = 5.0
-MAX_SEQ_DIGITS = 30
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE")
 _SAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
-_EVENT_ID = re.compile(rf"(?:(?P<epoch>[0-9a-f]{{16}})-)?(?P<seq>[0-9]{{1,{MAX_SEQ_DIGITS}}})")
 _S = TypeVar("_S", SessionSettings, AutoChatSettings)
-_SEQ = {"type": "string", "pattern": "^([0-9a-f]{16}-)?[0-9]{1,30}$"}
-RESUME_PARAMETERS: list[dict[str, Any]] = [
-    {
-        "name": "Last-Event-ID",
-        "in": "header",
-        "required": False,
-        "schema": _SEQ,
-        "description": "The id of the last event seen (<epoch>-<seq>); wins over `since`.",
-    },
-    {
-        "name": "since",
-        "in": "query",
-        "required": False,
-        "schema": _SEQ,
-        "description": "Replay the buffered events after this seq (or event id).",
-    },
-    {
-        "name": "epoch",
-        "in": "query",
-        "required": False,
-        "schema": {"type": "string"},
-        "description": "The epoch `since` belongs to; another one means: reload.",
-    },
-]
 
 
 class CreateSession(BaseModel):
@@ -188,6 +185,8 @@ def create_api(
     # Sequence numbers restart when a session's interpreter is rebuilt (a server restart,
     # or an idle session released from memory); an epoch names one run of numbers.
     epochs: weakref.WeakKeyDictionary[Interpreter, str] = weakref.WeakKeyDictionary()
+    # One retry, edit or clear at a time per session: a second one (a double click) is 409.
+    edit_locks: weakref.WeakKeyDictionary[Interpreter, asyncio.Lock] = weakref.WeakKeyDictionary()
 
     def epoch_of(interpreter: Interpreter) -> str:
         return epochs.setdefault(interpreter, secrets.token_hex(8))
@@ -211,48 +210,57 @@ def create_api(
 
     @app.post(
         "/api/login",
-        responses=errors(400, 401, 413, 415, 429),
+        responses={
+            **success(LoginAnswer, "A bearer token for the other endpoints"),
+            **errors(400, 401, 413, 415, 429),
+        },
         openapi_extra=bodies.body(
             LoginBody,
             required=False,
             description="Needed when login is by password (GET /api/health says `auth`).",
         ),
     )
-    async def login(request: Request) -> dict[str, str]:
-        return await auth.login(request)
+    async def login(request: Request) -> Response:
+        return send(await auth.login(request))
 
-    @app.get("/api/health")
-    async def health() -> dict[str, str]:
-        return {"status": "ok", "protocol_version": PROTOCOL_VERSION, "auth": auth.mode}
+    @app.get("/api/health", responses=success(HealthAnswer, "The server is up; how to log in"))
+    async def health() -> Response:
+        return send(HealthAnswer(protocol_version=PROTOCOL_VERSION, auth=auth.mode))
 
-    @app.get("/api/models", responses=errors(401, 503))
-    async def models(request: Request) -> dict[str, Any]:
+    @app.get(
+        "/api/models",
+        responses={**success(ModelsAnswer, "The configured models"), **errors(401, 503)},
+    )
+    async def models(request: Request) -> Response:
         await auth.owner(request)
         default = manager.models.default
-        return {
-            "default": default,
-            "models": [{"name": n, "default": n == default} for n in manager.models.names()],
-            "notice": notice,
-        }
+        entries = [ModelEntry(name=n, default=n == default) for n in manager.models.names()]
+        return send(ModelsAnswer(default=default, models=entries, notice=notice))
 
-    @app.get("/api/agents", responses=errors(401, 503))
-    async def agents(request: Request) -> dict[str, Any]:
+    @app.get(
+        "/api/agents",
+        responses={**success(AgentsAnswer, "The agent roles on offer"), **errors(401, 503)},
+    )
+    async def agents(request: Request) -> Response:
         await auth.owner(request)
         roles = manager.architectures_factory()
-        return {
-            "default": next(iter(roles)).value if roles else None,
-            "agents": [
-                {"name": name.value, "description": role.description}
-                for name, role in roles.items()
-            ],
-        }
+        entries = [
+            AgentEntry(name=name, description=role.description) for name, role in roles.items()
+        ]
+        return send(AgentsAnswer(default=next(iter(roles), None), agents=entries))
 
     # -- sessions ---------------------------------------------------------------------------
 
-    @app.get("/api/sessions", responses=errors(400, 401, 503))
+    @app.get(
+        "/api/sessions",
+        responses={
+            **success(SessionList, "The caller's sessions, most recently used first"),
+            **errors(400, 401, 503),
+        },
+    )
     async def list_sessions(
         request: Request, q: str | None = None, limit: int = PAGE_SIZE, offset: int = 0
-    ) -> dict[str, Any]:
+    ) -> Response:
         owner = await auth.owner(request)
         if not 1 <= limit <= MAX_PAGE_SIZE or not 0 <= offset <= MAX_OFFSET:
             raise ApiError(
@@ -262,19 +270,18 @@ def create_api(
             )
         query = q.strip()[:MAX_QUERY_CHARS] if q and q.strip() else None
         records = await manager.store.list_sessions(owner, query=query, limit=limit, offset=offset)
-        return {
-            "sessions": [record.model_dump(mode="json") for record in records],
-            "limit": limit,
-            "offset": offset,
-        }
+        return send(SessionList(sessions=list(records), limit=limit, offset=offset))
 
     @app.post(
         "/api/sessions",
         status_code=201,
-        responses=errors(400, 401, 413, 415, 503),
+        responses={
+            **success(SessionAnswer, "The new session", 201),
+            **errors(400, 401, 413, 415, 503),
+        },
         openapi_extra=bodies.body(CreateSession, required=False),
     )
-    async def create_session(request: Request) -> dict[str, Any]:
+    async def create_session(request: Request) -> Response:
         owner = await auth.owner(request)
         body = validate(CreateSession, await read_object(request, max_body_bytes, optional=True))
         settings = None
@@ -286,15 +293,18 @@ def create_api(
         interpreter = await manager.create(
             owner, agent=body.agent, model=body.model, settings=settings, title=title
         )
-        return {"session": (await record_of(interpreter)).model_dump(mode="json")}
+        return send(SessionAnswer(session=await record_of(interpreter)), 201)
 
     @app.post(
         "/api/sessions/import",
         status_code=201,
-        responses=errors(400, 401, 413, 415, 503),
+        responses={
+            **success(ImportAnswer, "The new session made from the document", 201),
+            **errors(400, 401, 413, 415, 503),
+        },
         openapi_extra=bodies.body(ExportDocument, description="A session export document."),
     )
-    async def import_(request: Request) -> dict[str, Any]:
+    async def import_(request: Request) -> Response:
         owner = await auth.owner(request)
         raw = await read_body(request, max_import_bytes)
         imported = await asyncio.to_thread(
@@ -303,41 +313,50 @@ def create_api(
         record, messages = imported.record, imported.messages
         interpreter = await manager.import_session(record, messages)
         logger.info("imported session %s for %s (%d messages)", record.id, owner, len(messages))
-        return {
-            "session": (await record_of(interpreter)).model_dump(mode="json"),
-            "message_count": len(messages),
-            "reset": list(imported.reset),
-            "repairs": imported.repairs.as_dict(),
-        }
+        answer = ImportAnswer(
+            session=await record_of(interpreter),
+            message_count=len(messages),
+            reset=list(imported.reset),
+            repairs=imported.repairs.as_dict(),
+        )
+        return send(answer, 201)
 
-    @app.get("/api/sessions/{session_id}", responses=errors(400, 401, 404, 503))
-    async def get_session(
-        request: Request, session_id: str, limit: int | None = None
-    ) -> dict[str, Any]:
+    @app.get(
+        "/api/sessions/{session_id}",
+        responses={
+            **success(SessionDetail, "The session, its messages and what it is doing"),
+            **errors(400, 401, 404, 503),
+        },
+    )
+    async def get_session(request: Request, session_id: str, limit: int | None = None) -> Response:
         interpreter = await session_of(request, session_id)
         history: Sequence[Message] = interpreter.session.history
         if limit is not None:
             if limit < 0:
                 raise ApiError(400, "invalid_request", "limit must be zero or more")
             history = history[len(history) - limit :] if limit else []
-        return {
-            "session": (await record_of(interpreter)).model_dump(mode="json"),
-            "messages": [message.model_dump(mode="json") for message in history],
-            "message_count": len(interpreter.session.history),
-            "state": interpreter.state.value,
-            "busy": interpreter.busy,
-            "pending_approvals": [a.model_dump(mode="json") for a in interpreter.pending_approvals],
-            "last_seq": interpreter.last_seq,
-            "epoch": epoch_of(interpreter),
-            "protocol_version": PROTOCOL_VERSION,
-        }
+        detail = SessionDetail(
+            session=await record_of(interpreter),
+            messages=list(history),
+            message_count=len(interpreter.session.history),
+            state=interpreter.state,
+            busy=interpreter.busy,
+            pending_approvals=list(interpreter.pending_approvals),
+            last_seq=interpreter.last_seq,
+            epoch=epoch_of(interpreter),
+            protocol_version=PROTOCOL_VERSION,
+        )
+        return send(detail)
 
     @app.patch(
         "/api/sessions/{session_id}",
-        responses=errors(400, 401, 404, 413, 415, 503),
+        responses={
+            **success(SessionAnswer, "The session as it is now"),
+            **errors(400, 401, 404, 413, 415, 503),
+        },
         openapi_extra=bodies.body(PatchSession),
     )
-    async def patch_session(request: Request, session_id: str) -> dict[str, Any]:
+    async def patch_session(request: Request, session_id: str) -> Response:
         interpreter = await session_of(request, session_id)
         body = validate(PatchSession, await read_object(request, max_body_bytes))
         session = interpreter.session
@@ -367,7 +386,7 @@ def create_api(
             await interpreter.set_agent(body.agent)
         if model is not None and model != interpreter.session.settings.model:
             await manager.set_model(interpreter, model)
-        return {"session": (await record_of(interpreter)).model_dump(mode="json")}
+        return send(SessionAnswer(session=await record_of(interpreter)))
 
     @app.delete("/api/sessions/{session_id}", status_code=204, responses=errors(401, 404, 503))
     async def delete_session(request: Request, session_id: str) -> Response:
@@ -380,10 +399,13 @@ def create_api(
     @app.post(
         "/api/sessions/{session_id}/messages",
         status_code=202,
-        responses=errors(400, 401, 404, 413, 415, 503),
+        responses={
+            **success(MessageAccepted, "The message was taken: it starts a turn, or waits", 202),
+            **errors(400, 401, 404, 413, 415, 503),
+        },
         openapi_extra=bodies.body(ChatRequest, from_path=["session_id"]),
     )
-    async def send_message(request: Request, session_id: str) -> dict[str, Any]:
+    async def send_message(request: Request, session_id: str) -> Response:
         interpreter = await session_of(request, session_id)
         chat = validate(
             ChatRequest, await read_object(request, max_body_bytes), session_id=session_id
@@ -391,19 +413,28 @@ def create_api(
         check_images(chat.images)
         queued = interpreter.busy
         message = await interpreter.send(chat.text, images=chat.images, agent=chat.agent)
-        return {"message_id": message.id, "queued": queued}
+        return send(MessageAccepted(message_id=message.id, queued=queued), 202)
 
-    @app.post("/api/sessions/{session_id}/stop", responses=errors(401, 404, 503))
-    async def stop(request: Request, session_id: str) -> dict[str, bool]:
+    @app.post(
+        "/api/sessions/{session_id}/stop",
+        responses={
+            **success(StopAnswer, "The running turn (if any) ended, its reply kept"),
+            **errors(401, 404, 503),
+        },
+    )
+    async def stop(request: Request, session_id: str) -> Response:
         interpreter = await session_of(request, session_id)
-        return {"stopped": await interpreter.stop()}
+        return send(StopAnswer(stopped=await interpreter.stop()))
 
     @app.post(
         "/api/sessions/{session_id}/approvals/{approval_id}",
-        responses=errors(400, 401, 404, 413, 415, 503),
+        responses={
+            **success(ApprovalAnswer, "The answer was taken; the turn goes on"),
+            **errors(400, 401, 404, 409, 413, 415, 503),
+        },
         openapi_extra=bodies.body(ApprovalResponse, from_path=["session_id", "approval_id"]),
     )
-    async def approve(request: Request, session_id: str, approval_id: str) -> dict[str, Any]:
+    async def approve(request: Request, session_id: str, approval_id: str) -> Response:
         interpreter = await session_of(request, session_id)
         answer = validate(
             ApprovalResponse,
@@ -412,22 +443,19 @@ def create_api(
             approval_id=approval_id,
         )
         if not interpreter.approve(answer.approval_id, answer.decision, answer.note):
-            raise not_found(f"no open approval {approval_id!r} in this session")
-        return {"approval_id": answer.approval_id, "decision": answer.decision.value}
+            raise approval_closed(interpreter, answer.approval_id)
+        return send(ApprovalAnswer(approval_id=answer.approval_id, decision=answer.decision))
 
     @app.post(
         "/api/sessions/{session_id}/control",
         responses={
-            200: {"description": "clear: the conversation was cleared"},
-            202: {
-                "description": "retry or edit_last: the new turn started",
-                "content": {JSON: {"schema": {}}},
-            },
-            **errors(400, 401, 404, 413, 415, 503),
+            **success(Cleared, "clear: the conversation was cleared"),
+            **success(TurnStarted, "retry or edit_last: the new turn started", 202),
+            **errors(400, 401, 404, 409, 413, 415, 503),
         },
         openapi_extra=bodies.body(ControlRequest, from_path=["session_id"]),
     )
-    async def control(request: Request, session_id: str) -> JSONResponse:
+    async def control(request: Request, session_id: str) -> Response:
         interpreter = await session_of(request, session_id)
         command = validate(
             ControlRequest, await read_object(request, max_body_bytes), session_id=session_id
@@ -442,15 +470,21 @@ def create_api(
             if command.text is None and not command.images:
                 raise ApiError(400, "invalid_request", "edit_last needs the new text in 'text'")
             check_images(command.images)
-        await _settle(interpreter)
-        if command.action == "clear":
-            await interpreter.clear()
-            return JSONResponse({"action": "clear"})
-        if command.action == "retry":
-            message = await interpreter.retry()
-        else:
-            message = await interpreter.edit_last(command.text or "", images=command.images)
-        return JSONResponse({"action": command.action, "message_id": message.id}, 202)
+        lock = edit_locks.setdefault(interpreter, asyncio.Lock())
+        if lock.locked():
+            raise edit_in_progress()
+        async with lock:
+            await _settle(interpreter)
+            if interpreter.busy:
+                raise turn_running(request.url.path.removesuffix("/control"))
+            if command.action == "clear":
+                await interpreter.clear()
+                return send(Cleared())
+            if command.action == "retry":
+                message = await interpreter.retry()
+            else:
+                message = await interpreter.edit_last(command.text or "", images=command.images)
+        return send(TurnStarted(action=command.action, message_id=message.id), 202)
 
     @app.get(
         "/api/sessions/{session_id}/events",
@@ -464,7 +498,7 @@ def create_api(
     )
     async def events(request: Request, session_id: str) -> EventStreamResponse:
         interpreter = await session_of(request, session_id)
-        since, id_epoch = _since(request)
+        since, id_epoch = resume_point(request)
         epoch = epoch_of(interpreter)
         client_epoch = id_epoch or request.query_params.get("epoch")
         stale = since is not None and client_epoch is not None and client_epoch != epoch
@@ -502,7 +536,7 @@ def create_api(
     @app.get(
         "/api/sessions/{session_id}/export",
         responses={
-            200: {"description": "The export document, as an attachment"},
+            **success(ExportDocument, "The export document, as an attachment"),
             **errors(401, 404, 503),
         },
     )
@@ -559,25 +593,6 @@ async def _settle(interpreter: Interpreter) -> None:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(SETTLE_TIMEOUT_S):
                 await interpreter.wait_idle()
-
-
-def _since(request: Request) -> tuple[int | None, str | None]:
-    """The last event the client saw, and the epoch it came from when the client says:
-    `Last-Event-ID` (sent by EventSource on reconnect; our ids are `<epoch>-<seq>`) wins
-    over `?since=`; (None, None) when neither is given (live events only). A seq is ASCII
-    digits only (`str.isdigit` would take "²" and Arabic-Indic digits), at most 30."""
-    raw = request.headers.get("last-event-id") or request.query_params.get("since")
-    if raw is None or not raw.strip():
-        return None, None
-    found = _EVENT_ID.fullmatch(raw.strip())
-    if found is None:
-        raise ApiError(
-            400,
-            "invalid_request",
-            f"Last-Event-ID / since must be an event id (<epoch>-<seq>) or a seq number (up "
-            f"to {MAX_SEQ_DIGITS} digits 0-9)",
-        )
-    return int(found["seq"]), found["epoch"]
 
 
 def merged(current: _S, changes: Mapping[str, Any], where: str) -> _S:

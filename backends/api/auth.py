@@ -9,7 +9,9 @@ Three modes, chosen by the server's configuration:
 
 Failed password logins are throttled per user name and per client address
 (`gui_agent.auth.LoginThrottle`): past a few free attempts, 429 with `Retry-After`, and the
-password is not even checked until then.
+password is not even checked until then. An attempt counts as failed from the moment it is
+let through until its password proves right, so a burst of guesses sent at once is
+throttled exactly like the same guesses sent one after another.
 
 Tokens are HS256 JWTs from `gui_agent.auth.TokenService`; anything else (no token, a bad
 signature, `alg: none`, an expired token, a removed user, a password changed since the
@@ -26,13 +28,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from typing import Literal
 
 from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from backends.api.bodies import read_object, validate
 from backends.api.errors import ApiError, too_many_attempts, unauthorized
+from backends.api.responses import AuthMode, LoginAnswer
 from gui_agent.auth import LoginThrottle, ProxyHeaderAuth, TokenService, UserDB
 from gui_agent.exceptions import AuthError
 
@@ -40,8 +42,6 @@ LOCAL_USER = "local"
 """The identity everyone shares when no login is configured (as on the Gradio page)."""
 
 MAX_LOGIN_BYTES = 16_384
-
-AuthMode = Literal["password", "proxy", "none"]
 
 
 class LoginBody(BaseModel):
@@ -83,7 +83,7 @@ class Authenticator:
         except AuthError as exc:
             raise unauthorized(str(exc)) from None
 
-    async def login(self, request: Request) -> dict[str, str]:
+    async def login(self, request: Request) -> LoginAnswer:
         """The body of a successful `POST /api/login`; ApiError 401 otherwise."""
         user = self._proxy_user(request)
         fingerprint: str | None = None
@@ -94,13 +94,16 @@ class Authenticator:
             wait = max(by_user.retry_after(body.username), by_address.retry_after(address))
             if wait > 0:
                 raise too_many_attempts(wait)
+            # Counted as failed before the password is checked (no await in between), so
+            # guesses sent all at once meet the throttle as guesses in a row do; a success
+            # clears the count again.
+            by_user.failed(body.username)
+            by_address.failed(address)
             try:
                 fingerprint = await self.users.check_async(body.username, body.password)
             except AuthError as exc:  # an unreadable users file: say so, but refuse
                 raise unauthorized(f"login is unavailable: {exc}") from None
             if fingerprint is None:
-                by_user.failed(body.username)
-                by_address.failed(address)
                 raise unauthorized("wrong user name or password")
             by_user.succeeded(body.username)
             by_address.succeeded(address)
@@ -112,12 +115,7 @@ class Authenticator:
             user = LOCAL_USER
         token = self.tokens.issue(user, password_fingerprint=fingerprint)
         claims = self.tokens.verify(token)
-        return {
-            "token": token,
-            "token_type": "bearer",
-            "expires_at": claims.expires_at.isoformat(),
-            "user": user,
-        }
+        return LoginAnswer(token=token, expires_at=claims.expires_at.isoformat(), user=user)
 
     async def owner(self, request: Request) -> str:
         """The user a request's bearer token names. FastAPI dependency for every endpoint

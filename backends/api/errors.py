@@ -2,7 +2,9 @@
 
 Core exceptions map to HTTP statuses here and nowhere else: another user's session and an
 unknown id are both 404 (never 403, so ids cannot be probed), a request that breaks the
-contract is 400, a refused token is 401 with `WWW-Authenticate: Bearer`.
+contract is 400, one that clashes with what the session is doing now (a turn running, an
+approval already answered; see `conflicts`) is 409, a refused token is 401 with
+`WWW-Authenticate: Bearer`.
 """
 
 from __future__ import annotations
@@ -75,6 +77,11 @@ def too_many_attempts(wait_s: float) -> ApiError:
 
 def not_found(message: str = "no such session") -> ApiError:
     return ApiError(404, "not_found", message)
+
+
+def conflict(message: str) -> ApiError:
+    """409: the request is well formed but clashes with what the session is doing now."""
+    return ApiError(409, "conflict", message)
 
 
 def error_response(

@@ -34,6 +34,8 @@ ERROR_DESCRIPTIONS = {
     401: "No valid bearer token (missing, forged, expired, its user removed, or the "
     "password changed since); for login, a wrong user name or password",
     404: "No such session (another user's reads the same), approval or endpoint",
+    409: "The request clashes with what the session is doing: a turn is running, another "
+    "retry or edit is in progress, or the approval was already answered",
     413: "The body is larger than the server takes",
     415: "The body is not declared as JSON (send Content-Type: application/json)",
     429: "Too many failed logins: wait Retry-After seconds",

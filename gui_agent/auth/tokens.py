@@ -1,6 +1,12 @@
-"""Session tokens: HS256 JWTs with a subject, an expiry, an optional session id and an
-optional password fingerprint (`pwf`: which password the login was checked against, so a
-new password can end the tokens issued under the old one; see `gui_agent.auth.users`)."""
+"""Session tokens: HS256 JWTs with a subject, an expiry and an optional password fingerprint
+(`pwf`: which password the login was checked against, so a new password can end the tokens
+issued under the old one; see `gui_agent.auth.users`).
+
+A token grants everything its subject may do. Nothing here issues a narrower token, so a
+claim that would narrow it (`sid`, a session scope) is refused rather than ignored: a
+client holding such a token would believe it limited when it is not, and a claim nobody
+issues is only something to forge.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +28,9 @@ DEFAULT_TTL_S = 12 * 3600
 MAX_TOKEN_CHARS = 8192
 CLOCK_SKEW_S = 60
 """How far in the future an `iat` (or `nbf`) may be before the token is refused."""
+UNISSUED_CLAIMS = frozenset({"sid"})
+"""Claims that would narrow a token to less than its subject's rights; never issued, so a
+token carrying one is refused (it cannot be honoured as the scope it claims)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +38,6 @@ class Claims:
     """What a verified token says."""
 
     subject: str
-    session_id: str | None
     expires_at: datetime
     issued_at: datetime
     token_id: str
@@ -70,7 +78,6 @@ class TokenService:
         self,
         subject: str,
         *,
-        session_id: str | None = None,
         password_fingerprint: str | None = None,
     ) -> str:
         """A signed token for `subject`, valid for `ttl_s` seconds; `password_fingerprint`
@@ -85,8 +92,6 @@ class TokenService:
             "iss": self._issuer,
             "jti": secrets.token_hex(16),
         }
-        if session_id is not None:
-            claims["sid"] = session_id
         if password_fingerprint is not None:
             claims["pwf"] = password_fingerprint
         return jwt.encode(claims, self._secret, algorithm=ALGORITHM)
@@ -126,13 +131,14 @@ class TokenService:
         return self._check_claims(claims)
 
     def _check_claims(self, claims: dict[str, Any]) -> Claims:
-        subject, session_id, token_id = claims.get("sub"), claims.get("sid"), claims.get("jti")
+        subject, token_id = claims.get("sub"), claims.get("jti")
         if not isinstance(subject, str) or not subject:
             raise AuthError("token has no subject")
+        if UNISSUED_CLAIMS & claims.keys():
+            names = ", ".join(sorted(UNISSUED_CLAIMS & claims.keys()))
+            raise AuthError(f"token carries a claim this server never issues ({names})")
         expires, expires_at = _time(claims, "exp")
         issued, issued_at = _time(claims, "iat")
-        if session_id is not None and not isinstance(session_id, str):
-            raise AuthError("token has an invalid session id")
         fingerprint = claims.get("pwf")
         if fingerprint is not None and not isinstance(fingerprint, str):
             raise AuthError("token has an invalid password fingerprint")
@@ -145,7 +151,6 @@ class TokenService:
             raise AuthError("token not valid yet")
         return Claims(
             subject=subject,
-            session_id=session_id,
             expires_at=expires_at,
             issued_at=issued_at,
             token_id=token_id if isinstance(token_id, str) else "",

@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from backends.server import build_server
+from gui_agent.auth import UserDB
 from gui_agent.config import AppConfig
 from gui_agent.manager import INTERRUPTED_NOTE
 from schema import MessageStatus, MessageType, Role, TextDelta
@@ -47,7 +48,11 @@ def _env() -> dict[str, str]:
     return env
 
 
-def serve_args(data_dir: Path, port: int, *extra: str, host: str = "127.0.0.1") -> list[str]:
+def serve_args(
+    data_dir: Path, port: int, *extra: str, host: str = "127.0.0.1", model_flag: bool = True
+) -> list[str]:
+    """`gui-agent serve` on host:port; with `--model scripted:echo` unless not `model_flag`
+    (the model then comes from the environment or a config file)."""
     return [
         str(GUI_AGENT),
         "serve",
@@ -57,8 +62,7 @@ def serve_args(data_dir: Path, port: int, *extra: str, host: str = "127.0.0.1") 
         str(port),
         "--data-dir",
         str(data_dir),
-        "--model",
-        "scripted:echo",
+        *(("--model", "scripted:echo") if model_flag else ()),
         "--no-probe",
         *extra,
     ]
@@ -115,17 +119,23 @@ class Servers:
         self.started: list[ServerProcess] = []
 
     def start(
-        self, data_dir: Path, *extra: str, host: str = "127.0.0.1", ready: bool = True
+        self,
+        data_dir: Path,
+        *extra: str,
+        host: str = "127.0.0.1",
+        ready: bool = True,
+        model_flag: bool = True,
+        env: dict[str, str] | None = None,
     ) -> ServerProcess:
         port = free_port()
         log_path = self.tmp_path / f"server-{len(self.started)}.log"
         with log_path.open("wb") as log:
             process = subprocess.Popen(
-                serve_args(data_dir, port, *extra, host=host),
+                serve_args(data_dir, port, *extra, host=host, model_flag=model_flag),
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 cwd=self.tmp_path,
-                env=_env(),
+                env={**_env(), **(env or {})},
             )
         server = ServerProcess(process, port, log_path)
         self.started.append(server)
@@ -134,7 +144,11 @@ class Servers:
         return server
 
     def run(
-        self, data_dir: Path, *extra: str, host: str = "127.0.0.1"
+        self,
+        data_dir: Path,
+        *extra: str,
+        host: str = "127.0.0.1",
+        env: dict[str, str] | None = None,
     ) -> subprocess.CompletedProcess[str]:
         """Run a server that is expected to refuse to start."""
         return subprocess.run(
@@ -143,7 +157,7 @@ class Servers:
             text=True,
             timeout=120,
             cwd=self.tmp_path,
-            env=_env(),
+            env={**_env(), **(env or {})},
             check=False,
         )
 
@@ -184,6 +198,43 @@ def test_a_public_bind_without_login_is_refused_with_how_to(
     assert "--auth-file" in refused.stderr
     assert "Traceback" not in refused.stderr
     assert not (tmp_path / "data").exists()  # refused before touching anything
+
+
+def test_share_is_refused_with_why_and_what_to_do_instead(servers: Servers, tmp_path: Path) -> None:
+    """A Gradio share link would phone home and put the page on the internet: asking for
+    one (flag, config file or environment) stops the server before it touches anything."""
+    config = tmp_path / "share.toml"
+    config.write_text("share = true\n")
+    for extra, env in (
+        (("--share",), {}),
+        ((), {"GUI_AGENT_SHARE": "true"}),
+        ((), {"GUI_AGENT_CONFIG": str(config)}),
+    ):
+        refused = servers.run(tmp_path / "data", *extra, env=env)
+        assert refused.returncode == 2, (extra, env, refused.stderr)
+        assert "--share is refused" in refused.stderr
+        assert "public tunnel" in refused.stderr and "--auth-file" in refused.stderr
+        assert "Traceback" not in refused.stderr
+        assert not (tmp_path / "data").exists()  # refused before touching anything
+
+
+def test_the_log_says_where_each_model_really_came_from(servers: Servers, tmp_path: Path) -> None:
+    """`serve` names the true source of its models, as `gui-agent models` does: the
+    environment variable or the config file, never "--model flag" for either."""
+    config = tmp_path / "models.toml"
+    config.write_text('models = ["scripted:echo"]\n')
+    for env, source in (
+        ({"GUI_AGENT_MODEL": "scripted:echo"}, "GUI_AGENT_MODEL in environment"),
+        ({"GUI_AGENT_CONFIG": str(config)}, f"config file {config}"),
+    ):
+        server = servers.start(tmp_path / "data", model_flag=False, env=env)
+        assert server.stop() == 0
+        log = server.log()
+        assert f"model scripted:echo [default] ({source})" in log, log
+        assert "--model flag" not in log
+    flagged = servers.start(tmp_path / "data")
+    assert flagged.stop() == 0
+    assert "model scripted:echo [default] (--model flag)" in flagged.log()
 
 
 def test_insecure_no_auth_serves_a_public_bind_with_a_warning(
@@ -451,4 +502,46 @@ def test_build_server_composes_the_api_and_the_page(tmp_path: Path) -> None:
         assert stat.S_IMODE((tmp_path / "data").stat().st_mode) == 0o700
     finally:
         api.close()
+        server.stop()
+
+
+@pytest.mark.parametrize("team", [False, True], ids=["no-login", "users-file"])
+def test_no_other_web_site_may_read_an_answer(tmp_path: Path, team: bool) -> None:
+    """No CORS, whatever the page's library would allow: under a real host name (team mode)
+    Gradio grants any origin, with credentials, and locally any localhost origin; a page on
+    such a site could then read a signed-in person's chats and approve tool calls."""
+    extra: dict[str, object] = {}
+    host = "127.0.0.1:7860"
+    if team:
+        users = UserDB(tmp_path / "users.json")
+        users.add("alice", "alice-password-1")
+        extra = {"auth_file": users.path, "host": "0.0.0.0"}
+        host = "chat.example.com"
+    config = AppConfig(models=("scripted:echo",), data_dir=tmp_path / "data", port=0, **extra)
+    server = ServerThread(lambda: build_server(config, probe_local=False)).start()
+    http = httpx.Client(base_url=server.base_url, timeout=20, headers={"Host": host})
+    try:
+        assert "access-control-allow-origin" not in http.get("/").headers  # no Origin: as ever
+        for origin in ("https://evil.example", "http://localhost:3000", "null"):
+            for path in ("/", "/gradio_api/info", "/api/health", "/api/sessions"):
+                answer = http.get(path, headers={"Origin": origin})
+                assert answer.status_code < 500, (path, answer.text)
+                granted = {k for k in answer.headers if k.startswith("access-control-")}
+                assert not granted, (origin, path, answer.headers)
+                preflight = http.options(
+                    path,
+                    headers={
+                        "Origin": origin,
+                        "Access-Control-Request-Method": "POST",
+                        "Access-Control-Request-Headers": "content-type, authorization",
+                    },
+                )
+                assert preflight.status_code == 403, (origin, path, preflight.text)
+                assert "access-control-allow-origin" not in preflight.headers
+                assert "other web sites" in preflight.text
+        body = {"username": "alice", "password": "alice-password-1"} if team else None
+        login = http.post("/api/login", json=body, headers={"Origin": f"http://{host}"})
+        assert login.status_code == 200, login.text  # the app's own pages and programs: fine
+    finally:
+        http.close()
         server.stop()

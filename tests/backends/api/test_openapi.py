@@ -7,12 +7,17 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+from pydantic.json_schema import models_json_schema
 
+from backends.api import responses
 from backends.api.app import CreateSession, PatchSession
 from backends.api.auth import LoginBody
+from connectors.scripted import call
 from gui_agent.export import ExportDocument
-from schema import ApprovalResponse, ChatRequest, ControlRequest
-from tests.backends.api.live import running_backend
+from schema import ApprovalRequested, ApprovalResponse, ChatRequest, ControlRequest, TextDelta
+from tests.backends.api.live import is_idle, running_backend
+
+REF = "#/components/schemas/{model}"
 
 # (method, path) -> (schema name, required, the model that validates the body)
 BODIES: dict[tuple[str, str], tuple[str, bool, type[BaseModel]]] = {
@@ -86,13 +91,53 @@ def test_without_docs_there_is_no_openapi_document(tmp_path: Path) -> None:
     assert response.status_code == 404
 
 
+def answer_models() -> dict[str, type[BaseModel]]:
+    """The models the document may name for a success body, by schema name."""
+    found = {
+        name: value
+        for name, value in vars(responses).items()
+        if isinstance(value, type)
+        and issubclass(value, BaseModel)
+        and value.__module__ == responses.__name__
+    }
+    return {**found, ExportDocument.__name__: ExportDocument}
+
+
+def check_success(document: dict[str, Any], operation: dict[str, Any], response: Any) -> str:
+    """The success body of `response` is the one `operation` documents for its status: the
+    document names a model (by $ref), describes it exactly as the model's own JSON schema
+    does, and the real body validates against that model with no field it does not list.
+    Returns the model's name."""
+    status = str(response.status_code)
+    content = operation["responses"][status]["content"]
+    assert set(content) == {"application/json"}, status
+    ref = content["application/json"]["schema"]["$ref"]
+    name = ref.removeprefix("#/components/schemas/")
+    model = answer_models()[name]
+    schemas = document["components"]["schemas"]
+    _, own = models_json_schema([(model, "serialization")], ref_template=REF)
+    for def_name, definition in own["$defs"].items():
+        assert schemas[def_name] == definition, (name, def_name)
+    body = response.json()
+    model.model_validate(body)
+    assert set(body) == set(schemas[name]["properties"]), (name, set(body))
+    assert set(schemas[name].get("required", [])) <= set(body), name
+    return name
+
+
 def test_every_status_an_endpoint_answers_with_is_documented(tmp_path: Path) -> None:
     """Real requests, good and bad, to every operation: each status seen is in that
-    operation's `responses`, every error body is the documented error shape, and the
-    document lists nothing FastAPI would say but the API never does (422)."""
+    operation's `responses`, every success body is the model the document names for that
+    status, every error body is the documented error shape, and the document lists
+    nothing FastAPI would say but the API never does (422)."""
     with running_backend(tmp_path, docs=True) as backend:
         api = backend.client().login()
         document = api.get("/api/openapi.json").json()
+        operations = {
+            (method, path): operation
+            for path, by_method in document["paths"].items()
+            for method, operation in by_method.items()
+        }
         sid = api.create_session()
         exported = api.get(f"/api/sessions/{sid}/export").content
         bad_type = {"Content-Type": "text/plain"}
@@ -135,29 +180,75 @@ def test_every_status_an_endpoint_answers_with_is_documented(tmp_path: Path) -> 
             ),
             ("get", "/api/sessions/{session_id}/events", s + "/events?since=x", {}),
             ("get", "/api/sessions/{session_id}/export", s + "/export", {}),
-            ("delete", "/api/sessions/{session_id}", s, {}),
         ]
         seen: dict[tuple[str, str], set[str]] = {}
-        for method, template, url, options in probes:
+        checked: set[tuple[str, str, str]] = set()
+
+        def probe(method: str, template: str, url: str, **options: Any) -> Any:
             response = api.request(method.upper(), url, **options)
             assert response.status_code < 500, (url, response.text)
-            seen.setdefault((method, template), set()).add(str(response.status_code))
-            documented = document["paths"][template][method]["responses"]
-            assert str(response.status_code) in documented, (method, url, response.text)
+            status = str(response.status_code)
+            seen.setdefault((method, template), set()).add(status)
+            operation = operations[(method, template)]
+            assert status in operation["responses"], (method, url, response.text)
             if response.status_code >= 400:
                 assert set(response.json()) == {"error"}
                 assert set(response.json()["error"]) == {"code", "message"}
+            elif response.headers.get("content-type", "").startswith("application/json"):
+                check_success(document, operation, response)
+                checked.add((method, template, status))
+            return response
+
+        for method, template, url, options in probes:
+            probe(method, template, url, **options)
+
+        # A turn that asks for approval: answered once (200), then again (409).
+        backend.scripted.push(call("run_python", code="print(1)"), "done")
+        with api.events(sid) as stream:
+            probe(
+                "post", "/api/sessions/{session_id}/messages", s + "/messages", json={"text": "go"}
+            )
+            asked = stream.until(lambda e: isinstance(e, ApprovalRequested))[-1]
+            assert isinstance(asked, ApprovalRequested)
+            approval = (
+                "post",
+                "/api/sessions/{session_id}/approvals/{approval_id}",
+                f"{s}/approvals/{asked.approval_id}",
+            )
+            probe(*approval, json={"decision": "allow_once"})
+            assert probe(*approval, json={"decision": "deny"}).status_code == 409
+            stream.until(is_idle)
+        # A turn still running: retry is 409, stop ends it, then retry starts a new one (202).
+        created = probe("post", "/api/sessions", "/api/sessions", json={"model": "slow"})
+        slow = created.json()["session"]["id"]
+        slow_path = f"/api/sessions/{slow}"
+        control = ("post", "/api/sessions/{session_id}/control", slow_path + "/control")
+        stop = ("post", "/api/sessions/{session_id}/stop", slow_path + "/stop")
+        with api.events(slow) as stream:
+            api.send(slow, "tick")
+            stream.until(lambda e: isinstance(e, TextDelta))
+            assert probe(*control, json={"action": "retry"}).status_code == 409
+            assert probe(*stop).json() == {"stopped": True}
+            stream.until(is_idle)
+            assert probe(*control, json={"action": "retry"}).status_code == 202
+            stream.until(lambda e: isinstance(e, TextDelta))
+            assert probe(*stop).json() == {"stopped": True}
+        probe("delete", "/api/sessions/{session_id}", s)
         for template in ("/api/models", s):
             anonymous = backend.client().request("GET", template)
             assert anonymous.status_code == 401
-        # every operation was probed, and saw at least one error it documents
-        operations = {
-            (method, path): operation
-            for path, by_method in document["paths"].items()
-            for method, operation in by_method.items()
-        }
-        assert set(seen) == set(operations)
-        assert seen[("post", "/api/sessions/{session_id}/control")] == {"200", "400"}
+    # every operation was probed, and saw at least one error it documents
+    assert set(seen) == set(operations)
+    assert seen[("post", "/api/sessions/{session_id}/control")] == {"200", "202", "400", "409"}
+    assert "409" in seen[approval[:2]]
+    # every documented JSON success answer was seen and checked against its model
+    documented = {
+        (method, path, status)
+        for (method, path), operation in operations.items()
+        for status, answer in operation["responses"].items()
+        if int(status) < 400 and "application/json" in answer.get("content", {})
+    }
+    assert documented == checked
     schemas = document["components"]["schemas"]
     assert "HTTPValidationError" not in schemas
     error_ref = {"$ref": "#/components/schemas/ErrorResponse"}
@@ -175,5 +266,4 @@ def test_every_status_an_endpoint_answers_with_is_documented(tmp_path: Path) -> 
     events = operations[("get", "/api/sessions/{session_id}/events")]
     assert set(events["responses"]["200"]["content"]) == {"text/event-stream"}
     assert {p["name"] for p in events["parameters"]} >= {"Last-Event-ID", "since", "epoch"}
-    assert "202" in operations[("post", "/api/sessions/{session_id}/control")]["responses"]
     assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"

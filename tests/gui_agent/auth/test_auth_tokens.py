@@ -57,19 +57,33 @@ def good_claims(**changes: Any) -> dict[str, Any]:
 
 
 def test_an_issued_token_verifies_with_its_claims(tokens: TokenService) -> None:
-    token = tokens.issue("alice", session_id="s-1")
+    token = tokens.issue("alice", password_fingerprint="f" * 32)
     claims = tokens.verify(token)
 
     assert claims == Claims(
         subject="alice",
-        session_id="s-1",
         expires_at=datetime.fromtimestamp(T0 + 3600, UTC),
         issued_at=datetime.fromtimestamp(T0, UTC),
         token_id=claims.token_id,
+        password_fingerprint="f" * 32,
     )
     assert len(claims.token_id) == 32
-    assert tokens.verify(tokens.issue("bob")).session_id is None
+    assert tokens.verify(tokens.issue("bob")).password_fingerprint is None
     assert tokens.issue("alice") != tokens.issue("alice")  # every token has its own jti
+
+
+@pytest.mark.parametrize("sid", ["s-1", "", None, 42])
+def test_a_session_scope_claim_is_refused_not_silently_widened(
+    tokens: TokenService, sid: Any
+) -> None:
+    """No token is ever issued with `sid`; one that carries it (even signed with our key)
+    would claim a narrower scope than the full access it would really get, so it is refused
+    whatever its value."""
+    claims = {**good_claims(), "sid": sid}
+    scoped = hand_made({"alg": "HS256", "typ": "JWT"}, claims)
+    with pytest.raises(AuthError, match="never issues"):
+        tokens.verify(scoped)
+    assert "sid" not in jwt.get_unverified_claims(tokens.issue("alice"))
 
 
 def test_hand_made_hs256_token_with_our_key_is_accepted(tokens: TokenService) -> None:

@@ -1,0 +1,142 @@
+"""The success bodies of the API: one pydantic model per answer.
+
+Endpoints build these and send them as they are (`send`), so the shape a client reads is
+the one the OpenAPI document describes (each route names its model through `success`),
+and a field added to an answer without its model fails the type checker. Nested values are
+the `schema` models the rest of GuiAgent uses: a `SessionRecord`, `Message`s, the open
+`ApprovalRequested` events.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import Response
+from pydantic import BaseModel, ConfigDict
+
+from backends.api.openapi import JSON
+from schema import (
+    AgentName,
+    ApprovalDecision,
+    ApprovalRequested,
+    InterpreterState,
+    Message,
+    SessionRecord,
+)
+
+AuthMode = Literal["password", "proxy", "none"]
+
+
+class _Answer(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class LoginAnswer(_Answer):
+    """A bearer token for `Authorization: Bearer <token>` and whom it names."""
+
+    token: str
+    token_type: Literal["bearer"] = "bearer"
+    expires_at: str
+    """ISO 8601, UTC."""
+    user: str
+
+
+class HealthAnswer(_Answer):
+    status: Literal["ok"] = "ok"
+    protocol_version: str
+    auth: AuthMode
+    """How to log in: with a password, through the proxy, or not at all ("none")."""
+
+
+class ModelEntry(_Answer):
+    name: str
+    default: bool
+
+
+class ModelsAnswer(_Answer):
+    default: str | None
+    models: list[ModelEntry]
+    notice: str | None
+    """What the page says up front (e.g. that the default is the tiny offline model)."""
+
+
+class AgentEntry(_Answer):
+    name: AgentName
+    description: str
+
+
+class AgentsAnswer(_Answer):
+    default: AgentName | None
+    agents: list[AgentEntry]
+
+
+class SessionList(_Answer):
+    sessions: list[SessionRecord]
+    limit: int
+    offset: int
+
+
+class SessionAnswer(_Answer):
+    """A session created or changed."""
+
+    session: SessionRecord
+
+
+class ImportAnswer(_Answer):
+    session: SessionRecord
+    message_count: int
+    reset: list[str]
+    """What the document held that the new session does not (e.g. `settings.permissions`)."""
+    repairs: dict[str, int]
+    """How many of each change made so any model can continue the history."""
+
+
+class SessionDetail(_Answer):
+    session: SessionRecord
+    messages: list[Message]
+    """The last `limit` messages (all without `limit`)."""
+    message_count: int
+    state: InterpreterState
+    busy: bool
+    pending_approvals: list[ApprovalRequested]
+    last_seq: int
+    epoch: str
+    """Names this run of `seq` numbers; pass it back with `since` to resume the events."""
+    protocol_version: str
+
+
+class MessageAccepted(_Answer):
+    message_id: str
+    queued: bool
+    """True when a turn was running: the message waits for it to end."""
+
+
+class StopAnswer(_Answer):
+    stopped: bool
+    """False when nothing was running."""
+
+
+class ApprovalAnswer(_Answer):
+    approval_id: str
+    decision: ApprovalDecision
+
+
+class Cleared(_Answer):
+    action: Literal["clear"] = "clear"
+
+
+class TurnStarted(_Answer):
+    action: Literal["retry", "edit_last"]
+    message_id: str
+
+
+def send(answer: BaseModel, status: int = 200) -> Response:
+    """`answer` as the JSON body of a response."""
+    return Response(answer.model_dump_json(), status_code=status, media_type=JSON)
+
+
+def success(
+    model: type[BaseModel], description: str, status: int = 200
+) -> dict[int | str, dict[str, Any]]:
+    """The `responses` entry of a route that answers `status` with a `model` body."""
+    return {status: {"description": description, "model": model}}
