@@ -51,6 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--log-level", type=log_level, default=None, help="DEBUG, INFO, WARNING (default INFO)"
     )
+    # The same two after the command (`gui-agent serve --config FILE`), where people type
+    # them; SUPPRESS leaves the value given before the command when not given again.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--config", type=Path, default=argparse.SUPPRESS, help="as above")
+    common.add_argument("--log-level", type=log_level, default=argparse.SUPPRESS, help="as above")
     sub = parser.add_subparsers(dest="command")
 
     def model_args(p: argparse.ArgumentParser) -> None:
@@ -64,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
             "--no-probe", action="store_true", help="do not look for a local model server"
         )
 
-    serve = sub.add_parser("serve", help="serve the chat page (the default)")
+    serve = sub.add_parser("serve", help="serve the chat page (the default)", parents=[common])
     model_args(serve)
     serve.add_argument("--host", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="port (default 7860)")
@@ -78,12 +83,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--trusted-proxy-header", help="take the user from this header")
     serve.add_argument("--retention-days", type=int, help="delete sessions untouched this long")
-    serve.add_argument("--share", action="store_true", help="Gradio share link (off by default)")
+    serve.add_argument(
+        "--share",
+        action="store_true",
+        help="refused: a Gradio share link is a public tunnel; use --host with --auth-file",
+    )
     serve.add_argument(
         "--api", action="store_true", help="also serve the API's OpenAPI docs at /api/docs"
     )
 
-    chat = sub.add_parser("chat", help="chat in the terminal")
+    chat = sub.add_parser("chat", help="chat in the terminal", parents=[common])
     model_args(chat)
     chat.add_argument(
         "--workdir",
@@ -92,7 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     chat.add_argument("--auto", action="store_true", help="switch AutoChat on")
 
-    models = sub.add_parser("models", help="show the configured models and the default")
+    models = sub.add_parser(
+        "models", help="show the configured models and the default", parents=[common]
+    )
     model_args(models)
 
     users = sub.add_parser("users", help="manage login users")
@@ -170,7 +181,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gui_agent.tools._sandbox import protect_process
 
             protect_process()  # code that run_python runs cannot read this process's /proc
-            return serve(config, probe_local=not args.no_probe, with_api=args.api)
+            return serve(
+                config,
+                probe_local=not args.no_probe,
+                with_api=args.api,
+                models_source=_explicit_models(args, config, sources)[1],
+            )
         if command == "chat":
             from gui_agent.repl import run_repl
             from gui_agent.tools._sandbox import protect_process

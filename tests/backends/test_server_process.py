@@ -223,11 +223,12 @@ def test_the_log_says_where_each_model_really_came_from(servers: Servers, tmp_pa
     environment variable or the config file, never "--model flag" for either."""
     config = tmp_path / "models.toml"
     config.write_text('models = ["scripted:echo"]\n')
-    for env, source in (
-        ({"GUI_AGENT_MODEL": "scripted:echo"}, "GUI_AGENT_MODEL in environment"),
-        ({"GUI_AGENT_CONFIG": str(config)}, f"config file {config}"),
+    for env, extra, source in (
+        ({"GUI_AGENT_MODEL": "scripted:echo"}, (), "GUI_AGENT_MODEL in environment"),
+        ({"GUI_AGENT_CONFIG": str(config)}, (), f"config file {config}"),
+        ({}, ("--config", str(config)), f"config file {config}"),
     ):
-        server = servers.start(tmp_path / "data", model_flag=False, env=env)
+        server = servers.start(tmp_path / "data", *extra, model_flag=False, env=env)
         assert server.stop() == 0
         log = server.log()
         assert f"model scripted:echo [default] ({source})" in log, log
