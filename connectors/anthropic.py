@@ -43,6 +43,7 @@ from connectors.stream_bodies import (
     not_a_stream,
     read_non_stream_body,
     wrong_endpoint,
+    wrong_endpoint_status,
 )
 from gui_agent.exceptions import (
     ConfigError,
@@ -89,17 +90,10 @@ def map_errors(provider: str, *, model: str = "", hint: str = "") -> Iterator[No
         raise
     except anthropic.APIStatusError as error:
         detail = _server_detail(error)
-        body = error.body
-        page = isinstance(body, str) and html_page(body, error.response.headers) is not None
-        status = error.status_code if error.status_code >= 400 else None
-        if wrong := wrong_endpoint(
-            detail,
-            error.request.url,
-            provider=provider,
-            hint=BASE_URL_HINT,
-            status=status,
-            page=page,
-        ):
+        wrong = wrong_endpoint_status(
+            detail, error.body, error.response, provider=provider, hint=BASE_URL_HINT
+        )
+        if wrong is not None:
             raise wrong from error
         if error.status_code < 400:
             # An `error` event inside a stream that had started with 200.

@@ -67,6 +67,7 @@ from connectors.stream_bodies import (
     not_a_stream,
     read_non_stream_body,
     wrong_endpoint,
+    wrong_endpoint_status,
 )
 from gui_agent.exceptions import (
     ConfigError,
@@ -118,15 +119,10 @@ def map_errors(
         raise
     except openai.APIStatusError as error:
         detail = _server_detail(error)
-        if wrong := wrong_endpoint(
-            detail,
-            error.request.url,
-            provider=provider,
-            hint=BASE_URL_HINT,
-            status=error.status_code,
-            page=isinstance(error.body, str)
-            and html_page(error.body, error.response.headers) is not None,
-        ):
+        wrong = wrong_endpoint_status(
+            detail, error.body, error.response, provider=provider, hint=BASE_URL_HINT
+        )
+        if wrong is not None:
             raise wrong from error
         raise error_for_status(
             error.status_code,

@@ -205,6 +205,18 @@ def wrong_endpoint(
     )
 
 
+def wrong_endpoint_status(
+    detail: str, body: object, response: httpx2.Response, *, provider: str, hint: str
+) -> ModelError | None:
+    """`wrong_endpoint` for an SDK's error status: what the server said (`detail`), its
+    body (a web page or not) and the answer it came in."""
+    status = response.status_code if response.status_code >= 400 else None
+    page = isinstance(body, str) and html_page(body, response.headers) is not None
+    return wrong_endpoint(
+        detail, response.request.url, provider=provider, hint=hint, status=status, page=page
+    )
+
+
 def html_page(text: str, headers: Mapping[str, str]) -> str | None:
     """``an HTML page titled '...'`` when `text` is a web page (it starts like one, or is
     labelled as one and starts with a tag), else None: what to say instead of quoting its
