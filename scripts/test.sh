@@ -16,4 +16,5 @@ echo "== ruff"
 echo "== mypy"
 .venv/bin/mypy
 echo "== pytest"
-.venv/bin/python -m pytest "$@"
+# Two workers: the browser tests spend much of their time waiting on a page.
+.venv/bin/python -m pytest -n 2 --dist loadfile "$@"

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 import pytest
 import uvicorn
 from fastapi import FastAPI
-from playwright.sync_api import Browser, sync_playwright
+from playwright.sync_api import Browser, expect, sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
@@ -51,6 +51,9 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     """pytest-playwright launches the system Chromium (`playwright install` cannot run here)."""
     if not Path(CHROMIUM).exists():
         pytest.skip("browser tests need Debian's chromium: apt-get install -y chromium")
+    # The suite runs on two workers sharing the machine's cores; a page assertion waits up
+    # to 10 s (Playwright's default is 5 s) so a busy moment is not taken for a failure.
+    expect.set_options(timeout=10_000)
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_FLAGS}
 
 
@@ -59,6 +62,9 @@ def chromium() -> Iterator[Browser]:
     """A headless Chromium for the tests of one module."""
     if not Path(CHROMIUM).exists():
         pytest.skip("browser tests need Debian's chromium: apt-get install -y chromium")
+    # The suite runs on two workers sharing the machine's cores; a page assertion waits up
+    # to 10 s (Playwright's default is 5 s) so a busy moment is not taken for a failure.
+    expect.set_options(timeout=10_000)
     playwright = sync_playwright().start()
     try:
         browser = playwright.chromium.launch(

@@ -379,11 +379,11 @@ async def test_a_call_stopped_while_running_says_how_long_it_ran(tmp_path: Path)
         await asyncio.wait_for(started.wait(), 10)
         before = time.monotonic()
         await asyncio.sleep(0.2)
+        waited_ms = (time.monotonic() - before) * 1000  # the call was already running before
         await interpreter.stop()
-        waited_ms = (time.monotonic() - before) * 1000
         events = [e async for e in sub.until_idle()]
     [finished] = of_type(events, "tool_call_finished")
     [answer] = [m for m in interpreter.session.history if m.role is Role.TOOL]
     assert answer.metadata["was_running"] is True
-    assert answer.metadata["duration_ms"] >= waited_ms - 1  # it ran at least that long
+    assert answer.metadata["duration_ms"] >= waited_ms - 1  # wall clock vs monotonic
     assert finished.result.duration_ms == answer.metadata["duration_ms"]  # type: ignore[attr-defined]
