@@ -8,7 +8,9 @@ AutoChat goal skip these messages. Why a user turn and not a system note: the la
 before the reviewer's call is the doer's answer, and some APIs read a conversation that ends
 with an assistant message as the start of that message, to be continued.
 
-A member that hits a limit ends the crew's turn with that outcome; so does `task_complete`.
+A member that hits a limit ends the crew's turn with that outcome. A member that calls
+`task_complete` ends only its own part: the members after it still check the work and write
+the final answer (the task stays marked complete, so AutoChat stops after this turn).
 """
 
 from __future__ import annotations
@@ -102,7 +104,7 @@ class CrewAgent:
             async for event in self._member_turn(session, deps, member, turn):
                 stopped = stopped or isinstance(event, RunFinished)
                 yield event
-            if stopped or session.task_complete is not None:
+            if stopped:
                 return
 
     async def _member_turn(

@@ -9,7 +9,16 @@ import pytest
 from connectors.scripted import ScriptedModel, call
 from gui_agent.agents import CrewAgent, CrewMember
 from gui_agent.quick import create_interpreter
-from schema import AgentName, AutoChatSettings, Role, RunFinished, RunOutcome, UsageReported
+from schema import (
+    AgentName,
+    AutoChatSettings,
+    AutoChatStopped,
+    AutoChatStopReason,
+    Role,
+    RunFinished,
+    RunOutcome,
+    UsageReported,
+)
 from tests.gui_agent.helpers import make
 
 
@@ -114,3 +123,26 @@ async def test_in_an_autochat_turn_the_reviewer_checks_the_work_against_the_goal
     # The continuation prompt asks for task_complete; the reviewer has no tools to call it.
     assert "task_complete" not in briefs[1]
     assert model.requests[-1].tools == ()
+
+
+async def test_a_doer_that_declares_the_task_complete_still_has_its_work_reviewed(
+    tmp_path: Path,
+) -> None:
+    interpreter, model = make(
+        tmp_path,
+        [call("task_complete", summary="wrote hello.txt"), "Checked: hello.txt is missing."],
+        autochat=AutoChatSettings(enabled=True, max_turns=5),
+    )
+    assert isinstance(model, ScriptedModel)
+    await interpreter.set_agent(AgentName.CREW)
+    events = [e async for e in interpreter.chat("write hello.txt")]
+    history = interpreter.session.history
+    assert [m.metadata.get("crew_member") for m in history if m.role is Role.USER] == [
+        None,
+        "reviewer",
+    ]
+    assert history[-1].agent is AgentName.THOUGHT
+    assert history[-1].content == "Checked: hello.txt is missing."
+    assert len(model.requests) == 2 and model.requests[-1].tools == ()
+    [stop] = [e for e in events if isinstance(e, AutoChatStopped)]
+    assert stop.reason is AutoChatStopReason.TASK_COMPLETE  # one turn: the task was declared done
