@@ -2,8 +2,10 @@
 
 `build_server(config)` composes everything and returns the FastAPI app with its cleanup:
 
-1. refuse `--share` (a public tunnel; `SHARE_REFUSED` says what to do instead) and a
-   non-loopback bind without login (`check_bind_safety`);
+1. refuse `--share` (a public tunnel; `SHARE_REFUSED` says what to do instead), a
+   non-loopback bind without login, and one whose user comes from a proxy's header (anyone
+   reaching the port directly could send it) unless `--insecure-no-auth` says only the
+   proxy can reach it (`check_bind_safety`);
 2. resolve the models (explicit, environment, local servers, embedded, echo), each logged
    with where it came from (`--model`, the config file, `GUI_AGENT_MODEL`, ...);
 3. open the data folder (0700) and the SQLite store in it (one process at a time), mark
@@ -11,7 +13,9 @@
 4. load or create the token signing key; set up login (users file or proxy header);
 5. the API under /api, then the Gradio page at / (same login, assets folder only); no
    other web site may read an answer from either (`NoCrossOrigin`: no CORS, whatever
-   Gradio would allow), and without login only loopback host names are served;
+   Gradio would allow) or have either do anything (`SameOriginWrites`: a POST, PUT,
+   PATCH or DELETE that a browser sends from another origin is refused) or show either
+   in a frame (`NotFramed`), and without login only loopback host names are served;
 6. with a users file, watch it (`UsersWatcher`): when `gui-agent users remove` takes someone
    out, their page logins end, and their running turns and AutoChat are stopped and their
    sessions closed, which ends their event streams (`_Removals`); when a new password is
@@ -46,7 +50,7 @@ from fastapi import FastAPI
 from starlette.routing import Mount
 
 from backends.api import LoginThrottles, create_api
-from backends.api.guards import LoopbackHostOnly, NoCrossOrigin
+from backends.api.guards import LoopbackHostOnly, NoCrossOrigin, NotFramed, SameOriginWrites
 from connectors.llama_local import LOCAL_MODEL_NOTICE
 from connectors.registry import ModelRegistry, resolve_models
 from gui_agent.auth import (
@@ -61,6 +65,7 @@ from gui_agent.auth import (
 )
 from gui_agent.config import AppConfig, load_config_with_sources
 from gui_agent.exceptions import AuthError, ConfigError, GuiAgentError
+from gui_agent.export import MAX_IMPORT_BYTES
 from gui_agent.manager import SessionManager
 from gui_agent.store import DB_FILE_NAME, SQLiteStore, apply_retention, default_data_dir
 from gui_agent.telemetry import tracing_from_env
@@ -71,8 +76,8 @@ logger = logging.getLogger(__name__)
 
 GRACEFUL_SHUTDOWN_S = 5
 """How long open connections get to finish after a stop signal before they are cut."""
-MAX_UPLOAD = "25mb"
-"""The largest file the Gradio page accepts as an upload."""
+MAX_UPLOAD = MAX_IMPORT_BYTES
+"""The largest file the Gradio page accepts as an upload: every file an import takes."""
 _OFFLINE_ENV = {
     "GRADIO_ANALYTICS_ENABLED": "False",
     "HF_HUB_OFFLINE": "1",
@@ -124,6 +129,7 @@ async def build_server(
         config.host,
         login_configured=users is not None or proxy is not None,
         insecure_no_auth=config.insecure_no_auth,
+        proxy_header=proxy.header if proxy is not None else None,
     )
     registry = await resolve_models(
         explicit=config.models,
@@ -165,7 +171,9 @@ async def build_server(
         )
         if users is None and proxy is None and not config.insecure_no_auth:
             app.add_middleware(LoopbackHostOnly)
-        app.add_middleware(NoCrossOrigin)  # outermost: no other web site reads an answer
+        app.add_middleware(SameOriginWrites)  # no other web site makes it do anything
+        app.add_middleware(NoCrossOrigin)  # no other web site reads an answer
+        app.add_middleware(NotFramed)  # outermost: nor shows one in a frame (refusals too)
         page = _mount_page(
             app,
             manager,

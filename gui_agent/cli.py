@@ -79,9 +79,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--insecure-no-auth",
         action="store_true",
-        help="allow a non-loopback bind without login (everyone shares one identity)",
+        help=(
+            "allow a non-loopback bind without login (everyone shares one identity), or with "
+            "--trusted-proxy-header when only the proxy can reach the port"
+        ),
     )
-    serve.add_argument("--trusted-proxy-header", help="take the user from this header")
+    serve.add_argument(
+        "--trusted-proxy-header",
+        help=(
+            "take the user from this header (on a non-loopback host this also needs "
+            "--insecure-no-auth: anyone reaching the port could send it)"
+        ),
+    )
     serve.add_argument("--retention-days", type=int, help="delete sessions untouched this long")
     serve.add_argument(
         "--share",

@@ -274,13 +274,27 @@ def is_loopback(host: str) -> bool:
     return address.is_loopback
 
 
-def check_bind_safety(host: str, *, login_configured: bool, insecure_no_auth: bool) -> None:
-    """Refuse (ConfigError) to serve a non-loopback address without login.
+def check_bind_safety(
+    host: str,
+    *,
+    login_configured: bool,
+    insecure_no_auth: bool,
+    proxy_header: str | None = None,
+) -> None:
+    """Refuse (ConfigError) to serve a non-loopback address without login, or with the user
+    taken from a proxy's header (`proxy_header`): anyone who reaches such an address
+    directly can send that header and be whoever they name (a users file does not help,
+    the header is believed first).
 
     With `insecure_no_auth` it only logs a warning: the operator says something in front
     (a proxy, a firewall) already decides who gets in.
     """
-    if is_loopback(host) or login_configured:
+    if is_loopback(host):
+        return
+    if proxy_header is not None:
+        _check_public_proxy_header(host, proxy_header, insecure_no_auth=insecure_no_auth)
+        return
+    if login_configured:
         return
     if insecure_no_auth:
         logger.warning(
@@ -296,4 +310,27 @@ def check_bind_safety(host: str, *, login_configured: bool, insecure_no_auth: bo
         f"  gui-agent serve --host {host} --auth-file FILE\n"
         "or listen on 127.0.0.1, or pass --insecure-no-auth if a proxy in front of GuiAgent "
         "already authenticates people."
+    )
+
+
+def _check_public_proxy_header(host: str, header: str, *, insecure_no_auth: bool) -> None:
+    if insecure_no_auth:
+        logger.warning(
+            "serving %r with the user taken from the %s header (--insecure-no-auth): anyone "
+            "who reaches this address without going through your proxy can send '%s: NAME' "
+            "and be NAME. Make sure only the proxy can reach it (a firewall, a private "
+            "network), or listen on 127.0.0.1 with the proxy on this machine",
+            host,
+            header,
+            header,
+        )
+        return
+    raise ConfigError(
+        f"refusing to listen on {host!r} with --trusted-proxy-header {header}: anyone who "
+        f"reaches that address directly, not through your proxy, could send '{header}: NAME' "
+        "and be NAME (a users file does not prevent it: the header is believed first). "
+        "Either listen on loopback, with the proxy on this machine:\n"
+        f"  gui-agent serve --host 127.0.0.1 --trusted-proxy-header {header}\n"
+        "or, when the proxy runs elsewhere (another container or machine), firewall the port "
+        "so that only the proxy can reach it and say so with --insecure-no-auth."
     )
