@@ -39,6 +39,13 @@ The imported history is made sendable to any model API (`sendable_history`), and
 
 A reply whose tool calls share an id, or have none, is refused rather than repaired: which
 result answers which call cannot be told (the executor never keeps such a reply).
+
+Every export can be imported back, or says at once why not (`encode_export`): one document
+holds up to `MAX_IMPORT_BYTES` and `MAX_IMPORT_MESSAGES`, enough for the largest message the
+app keeps, and the page and the API tell the person when a chat has grown past that. Its
+recorded events are optional (a replay re-creates them from the messages), so they are left
+out rather than make a document too large. An import over the limit is refused in the same
+words everywhere (`too_large_to_import`).
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ import logging
 import re
 import types
 import typing
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -91,7 +99,12 @@ logger = logging.getLogger(__name__)
 
 FORMAT = "gui-agent-session"
 VERSION = 1
-MAX_IMPORT_BYTES = 20_000_000
+MAX_IMPORT_BYTES = 64 * 2**20
+"""The largest export document an import reads (the page's upload limit is the same number).
+It holds the largest message the app keeps, `MAX_IMAGES` images of `MAX_IMAGE_BYTES` (base64
+makes them 53.3 MiB) and its text, with room for a long history. Importing a document of
+this size peaks at about 2.5 times its size in memory on top of the document itself
+(measured: 176 MB for a 70 MB document, parsed, validated and saved to SQLite)."""
 MAX_IMPORT_MESSAGES = 50_000
 MAX_IMPORT_EVENTS = 500_000
 MAX_IMPORT_DEPTH = 100
@@ -103,6 +116,8 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 """A JSON escape of a UTF-16 surrogate: only where one is can parsed text hold a lone one."""
 _SURROGATE_ESCAPE_BYTES = re.compile(_SURROGATE_ESCAPE.pattern.encode("ascii"))
 _PATH_KEYS = frozenset({"path", "file", "file_path", "filepath", "local_path"})
+_FILE_URL = re.compile(r"\s*file:\S", re.IGNORECASE)
+"""A `file:` URL (`file:///etc/passwd`), not prose that begins with "File: notes.txt"."""
 _M = TypeVar("_M", bound=BaseModel)
 
 
@@ -165,12 +180,110 @@ def export_session(
     }
 
 
+@dataclass(frozen=True, slots=True)
+class Encoded:
+    """An export as the bytes of its file, and why an import would refuse it (`problem`,
+    None when it would not; `too_large` when the reason is its size or length)."""
+
+    data: bytes
+    problem: str | None = None
+    too_large: bool = False
+    events_left_out: int = 0
+
+
+def encode_export(
+    record: SessionRecord,
+    messages: Sequence[Message],
+    events: Sequence[Event] = (),
+    *,
+    max_bytes: int = MAX_IMPORT_BYTES,
+    indent: int | None = None,
+) -> Encoded:
+    """`export_session` as UTF-8 JSON (`indent` as the file will be written), checked against
+    what an import of it would refuse: more than `max_bytes` or `MAX_IMPORT_MESSAGES`, or a
+    part the import checks refuse. Recorded events that would take it over a limit are left
+    out (a replay re-creates the steps from the messages)."""
+    kept = events if len(events) <= MAX_IMPORT_EVENTS else ()
+    data = _encode(export_session(record, messages, kept), indent)
+    if kept and len(data) > max_bytes:
+        kept = ()
+        data = _encode(export_session(record, messages), indent)
+    left_out = len(events) - len(kept)
+    if len(data) > max_bytes:
+        size, limit = _sizes(len(data), max_bytes)
+        problem = f"the export is {size}; an import takes at most {limit}"
+        return Encoded(data, problem, too_large=True, events_left_out=left_out)
+    if len(messages) > MAX_IMPORT_MESSAGES:
+        problem = (
+            f"the export has {len(messages):,} messages; an import takes at most "
+            f"{MAX_IMPORT_MESSAGES:,}"
+        )
+        return Encoded(data, problem, too_large=True, events_left_out=left_out)
+    return Encoded(data, _content_problem(record, messages), events_left_out=left_out)
+
+
+def export_file_name(title: str, at: datetime) -> str:
+    """The name an export of a chat called `title` is saved under, made at `at`: letters,
+    marks and digits of any script are kept (a Russian title names the file in Russian), the
+    rest become dashes."""
+    kept = [
+        char if unicodedata.category(char)[0] in "LMN" else "-"
+        for char in unicodedata.normalize("NFC", title).lower()
+    ]
+    slug = re.sub("-+", "-", "".join(kept)).strip("-")[:40].strip("-") or "chat"
+    return f"gui-agent-{slug}-{at.astimezone(UTC):%Y%m%d-%H%M%S}.json"
+
+
+def too_large_to_import(size: int | None, max_bytes: int = MAX_IMPORT_BYTES) -> str:
+    """Why an import of `size` bytes (None: more than `max_bytes`, how much more unknown) is
+    refused, in the words the page and the API both use."""
+    if size is None:
+        return f"the file is larger than the limit of {size_text(max_bytes)}"
+    shown, limit = _sizes(size, max_bytes)
+    return f"the file is {shown}; the limit is {limit}"
+
+
+def size_text(size: int) -> str:
+    """A size in bytes for people: "64 MiB", "70.2 MiB", or "880 bytes" below 1 MiB."""
+    if size < 2**20:
+        return f"{size} bytes"
+    if size % 2**20 == 0:
+        return f"{size // 2**20} MiB"
+    return f"{size / 2**20:.1f} MiB"
+
+
+def _sizes(size: int, limit: int) -> tuple[str, str]:
+    """`size` and `limit` for people, exact when rounding would make them read the same."""
+    if size >= 2**20 and round(size / 2**20, 1) == round(limit / 2**20, 1):
+        return f"{size:,} bytes", f"{limit:,} bytes"
+    return size_text(size), size_text(limit)
+
+
+def _encode(document: dict[str, Any], indent: int | None) -> bytes:
+    return json.dumps(document, ensure_ascii=False, indent=indent).encode("utf-8")
+
+
+def _content_problem(record: SessionRecord, messages: Sequence[Message]) -> str | None:
+    """What of `record` and `messages` the import checks would refuse, or None."""
+    try:
+        _check_record(record)
+        seen: set[str] = set()
+        for index, message in enumerate(messages):
+            if message.id in seen:
+                raise InvalidRequest(f"message {index}: duplicate id {message.id!r}")
+            seen.add(message.id)
+            _check_message(message, f"message {index}")
+    except InvalidRequest as exc:
+        return str(exc)
+    return None
+
+
 def parse_export(data: bytes | str, *, max_bytes: int = MAX_IMPORT_BYTES) -> dict[str, Any]:
     """Check the size, the JSON and the format/version header of an export; returns the
     document (its contents are validated by `import_document` and `replay_events`)."""
     size = len(data.encode("utf-8", "surrogatepass")) if isinstance(data, str) else len(data)
     if size > max_bytes:
-        raise InvalidRequest(f"the import is {size} bytes; the limit is {max_bytes}")
+        raise InvalidRequest(too_large_to_import(size, max_bytes))
     if isinstance(data, str):
         data = valid_text(data)  # escapes of lone surrogates are repaired once parsed
     try:
@@ -578,7 +691,8 @@ def _check_images(images: Sequence[ImagePart], where: str, *, person: bool) -> N
 
 
 def _check_metadata(value: Any, where: str, key: str = "") -> None:
-    """Refuse `file:` URLs anywhere in metadata, and any value under a path-like key."""
+    """Refuse `file:` URLs anywhere in metadata, and any value under a path-like key. Text
+    such as a plan step "File: notes.txt - ..." (the planner keeps steps in metadata) is kept."""
     if isinstance(value, dict):
         for child_key, child in value.items():
             _check_metadata(child, where, str(child_key))
@@ -588,5 +702,5 @@ def _check_metadata(value: Any, where: str, key: str = "") -> None:
     elif isinstance(value, str):
         if key.lower() in _PATH_KEYS:
             raise InvalidRequest(f"{where}: metadata field {key!r} holds a file path")
-        if value.strip().lower().startswith("file:"):
+        if _FILE_URL.match(value):
             raise InvalidRequest(f"{where}: metadata holds a file: URL")

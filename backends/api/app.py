@@ -28,7 +28,9 @@ is doing (a retry, edit or clear while a turn runs, a second answer to an approv
     POST   /api/sessions/{id}/control   {action: retry|edit_last|clear, text?, images?}
     GET    /api/sessions/{id}/events    (SSE, ids <epoch>-<seq>; Last-Event-ID or ?since=&epoch=;
                                         ends with `event: closed` when access ends, see `sse`)
-    GET    /api/sessions/{id}/export    -> the export document, as an attachment
+    GET    /api/sessions/{id}/export    ?allow_unimportable=  -> the export document, as an
+                                        attachment; 413 when it could not be imported back
+                                        (over `max_import_bytes`)
     POST   /api/sessions/import         (body: an export document)
                                         -> 201 {session, message_count, reset, repairs}
 
@@ -48,9 +50,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
-import re
 import secrets
 import weakref
 from collections.abc import Mapping, Sequence
@@ -89,7 +89,13 @@ from backends.api.resume import RESUME_PARAMETERS, resume_point
 from backends.api.sse import DEFAULT_RECHECK_S, EventStreamResponse, event_stream
 from gui_agent.auth import ProxyHeaderAuth, TokenService, UserDB
 from gui_agent.exceptions import ConfigError
-from gui_agent.export import MAX_IMPORT_BYTES, ExportDocument, export_session, read_import
+from gui_agent.export import (
+    MAX_IMPORT_BYTES,
+    ExportDocument,
+    encode_export,
+    read_import,
+    too_large_to_import,
+)
 from gui_agent.interpreter import Interpreter
 from gui_agent.manager import SessionManager
 from schema import (
@@ -123,7 +129,6 @@ MAX_OFFSET = 1_000_000_000
 """Far past any real list, and well inside SQLite's 64-bit integers."""
 SETTLE_TIMEOUT_S = 5.0
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE")
-_SAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 _S = TypeVar("_S", SessionSettings, AutoChatSettings)
 
 
@@ -306,7 +311,7 @@ def create_api(
     )
     async def import_(request: Request) -> Response:
         owner = await auth.owner(request)
-        raw = await read_body(request, max_import_bytes)
+        raw = await _read_import_body(request, max_import_bytes)
         imported = await asyncio.to_thread(
             read_import, raw, owner=owner, max_bytes=max_import_bytes
         )
@@ -537,21 +542,34 @@ def create_api(
         "/api/sessions/{session_id}/export",
         responses={
             **success(ExportDocument, "The export document, as an attachment"),
-            **errors(401, 404, 503),
+            **errors(400, 401, 404, 413, 503),
         },
     )
-    async def export(request: Request, session_id: str) -> Response:
+    async def export(
+        request: Request, session_id: str, allow_unimportable: bool = False
+    ) -> Response:
+        """413 when the document could not be imported back (its size, or its number of
+        messages, is over what an import takes), naming both; `allow_unimportable=true`
+        sends it anyway."""
         interpreter = await session_of(request, session_id)
         record = await record_of(interpreter)
         messages = list(interpreter.session.history)
-        document = await asyncio.to_thread(_export_json, record, messages)
-        name = _SAFE_FILE_CHARS.sub("_", interpreter.id)
+        encoded = await asyncio.to_thread(
+            encode_export, record, messages, max_bytes=max_import_bytes
+        )
+        if encoded.problem is not None:
+            logger.warning("export of session %s: %s", record.id, encoded.problem)
+            if not allow_unimportable:
+                raise ApiError(
+                    413 if encoded.too_large else 400,
+                    "too_large" if encoded.too_large else "not_importable",
+                    f"this chat could not be imported back: {encoded.problem}; add "
+                    "?allow_unimportable=true to download it anyway",
+                )
         return Response(
-            document,
+            encoded.data,
             media_type="application/json",
-            headers={
-                "Content-Disposition": f'attachment; filename="gui-agent-session-{name}.json"'
-            },
+            headers={"Content-Disposition": _attachment(interpreter.id)},
         )
 
     async def unknown(request: Request) -> Response:
@@ -608,5 +626,20 @@ def merged(current: _S, changes: Mapping[str, Any], where: str) -> _S:
         raise ApiError(400, "invalid_request", f"{where}.{describe_validation(exc)}") from None
 
 
-def _export_json(record: SessionRecord, messages: Sequence[Message]) -> bytes:
-    return json.dumps(export_session(record, messages), ensure_ascii=False).encode("utf-8")
+async def _read_import_body(request: Request, limit: int) -> bytes:
+    """An import's body, refused with 413 over `limit` in the words the page uses too."""
+    declared = request.headers.get("content-length", "").strip()
+    if declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, "too_large", too_large_to_import(int(declared), limit))
+    try:
+        return await read_body(request, limit)
+    except ApiError as exc:
+        if exc.status != 413:
+            raise
+        raise ApiError(413, "too_large", too_large_to_import(None, limit)) from None
+
+
+def _attachment(session_id: str) -> str:
+    """The export's Content-Disposition: a file named after the session id."""
+    name = "".join(c if c.isascii() and (c.isalnum() or c in "_.-") else "_" for c in session_id)
+    return f'attachment; filename="gui-agent-session-{name}.json"'

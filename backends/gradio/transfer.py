@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 
@@ -22,9 +22,11 @@ from backends.gradio.stream import Updates, no_change
 from backends.gradio.tabs import ticket_of
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.export import (
+    MAX_IMPORT_BYTES,
     HistoryRepairs,
     Imported,
-    export_session,
+    encode_export,
+    export_file_name,
     parse_export,
     read_import,
     replay_events,
@@ -32,6 +34,8 @@ from gui_agent.export import (
 from schema import Event, Message, MessageCompleted
 
 __all__ = ["REPLAY_STEP_S", "Transfer", "complete_events", "import_notice"]
+
+logger = logging.getLogger(__name__)
 
 REPLAY_STEP_S = 0.25
 """The longest pause between two steps of a replay (recorded gaps are shortened to this)."""
@@ -52,25 +56,43 @@ class Transfer:
         *,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         step_s: float = REPLAY_STEP_S,
+        max_import_bytes: int = MAX_IMPORT_BYTES,
     ) -> None:
         self.handlers = handlers
         self.sleep = sleep
         self.step_s = step_s
+        self.max_import_bytes = max_import_bytes
+        """The largest file an import or a replay reads; an export over it says so."""
 
     async def export(self, session_id: str, request: gr.Request) -> str:
-        """The session and its recent events as JSON, for the browser to save as a file."""
+        """The session and its recent events as JSON, for the browser to save as a file.
+        One that could not be imported back is saved all the same, and the person is told
+        why at once, in a notice that stays until closed."""
         interpreter = await self.handlers.lookup(session_id, request)
         if interpreter is None:
             gr.Warning("There is nothing to export yet.")
             return ""
         session = interpreter.session
-        document = export_session(
+        history = list(session.history)
+        # Indented as the browser writes the file (download.js), so its size is the file's.
+        encoded = await asyncio.to_thread(
+            encode_export,
             session.to_record(interpreter.state),
-            session.history,
-            complete_events(interpreter.events_since(0), session.history),
+            history,
+            complete_events(interpreter.events_since(0), history),
+            max_bytes=self.max_import_bytes,
+            indent=2,
         )
-        payload = {"filename": _export_name(session.title), "document": document}
-        return json.dumps(payload, ensure_ascii=False)
+        if encoded.problem is not None:
+            logger.warning("export of session %s: %s", session.id, encoded.problem)
+            gr.Warning(
+                f"Exported, but this file cannot be imported back: {encoded.problem}. "
+                "It holds the whole chat: keep it as a record.",
+                duration=None,
+                title="Export too large to import",
+            )
+        name = json.dumps(export_file_name(session.title, datetime.now(UTC)), ensure_ascii=False)
+        return f'{{"filename": {name}, "document": {encoded.data.decode("utf-8")}}}'
 
     async def import_file(self, data: bytes | None, ticket: str, request: gr.Request) -> Updates:
         """Import an export as a new session of this user, and open it."""
@@ -78,7 +100,9 @@ class Transfer:
             return no_change()
         owner = owner_of(request)
         try:
-            imported = await asyncio.to_thread(read_import, data, owner=owner)
+            imported = await asyncio.to_thread(
+                read_import, data, owner=owner, max_bytes=self.max_import_bytes
+            )
         except InvalidRequest as exc:
             gr.Warning(f"Could not import: {exc}")
             return no_change()
@@ -103,7 +127,7 @@ class Transfer:
             yield no_change()
             return
         try:
-            events = replay_events(parse_export(data))
+            events = replay_events(parse_export(data, max_bytes=self.max_import_bytes))
         except InvalidRequest as exc:
             gr.Warning(f"Could not replay: {exc}")
             yield no_change()
@@ -209,8 +233,3 @@ def _verb(count: int, one: str, more: str) -> str:
 def _and(items: list[str]) -> str:
     """ "a", "a and b", "a, b and c"."""
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
-
-
-def _export_name(title: str) -> str:
-    slug = re.sub(r"[^A-Za-z0-9]+", "-", title).strip("-").lower()[:40] or "chat"
-    return f"gui-agent-{slug}-{datetime.now(UTC):%Y%m%d-%H%M%S}.json"
