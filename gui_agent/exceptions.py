@@ -4,9 +4,11 @@ GuiAgentError
 ├── UserError                 misuse: fix the call or the configuration
 │   ├── ConfigError           bad configuration (unknown model, missing key, unsafe bind)
 │   ├── IllegalTransition     a state change the interpreter's machine does not allow
+│   ├── FellBehind            a reader of `chat()` stopped reading; the turn went on without it
 │   ├── ToolDefinitionError   a function that cannot become a tool
 │   └── InvalidRequest        a request that breaks the contract (empty, too long, unknown id)
-│       └── SessionNotFound   no such session for this owner, or it was closed meanwhile
+│       ├── SessionNotFound   no such session for this owner, or it was closed meanwhile
+│       └── Conflict          fine, but not now: a turn runs, or another edit is being made
 ├── RunError                  something failed while a turn ran
 │   ├── ModelError            a provider failed; connectors translate vendor errors to these
 │   │   ├── ModelAuthError        the key was refused (names the variable to set)
@@ -53,6 +55,12 @@ class ToolDefinitionError(UserError):
     pass
 
 
+class FellBehind(UserError):
+    """The code reading `Interpreter.chat()` stopped taking events for so long that more
+    than `events.MAX_BEHIND` waited unread: the hub ended its subscription. The turn goes
+    on; the session's history holds everything it says."""
+
+
 class InvalidRequest(UserError):
     pass
 
@@ -60,6 +68,11 @@ class InvalidRequest(UserError):
 class SessionNotFound(InvalidRequest):
     """No session with that id for this owner (it may exist for someone else), or it was
     closed (deleted, or unloaded while idle) while the request held it."""
+
+
+class Conflict(InvalidRequest):
+    """Well formed, but it clashes with what the session is doing now (a running turn, or
+    another change being made); the same request may succeed later."""
 
 
 class RunError(GuiAgentError):

@@ -19,8 +19,10 @@ from typing import Any, Final, Literal
 from gui_agent.agents.base import AgentDeps, Architecture
 from gui_agent.approvals import ApprovalBroker
 from gui_agent.autochat import AutoRun, goal_to_pin
-from gui_agent.events import EventHub, Subscription
+from gui_agent.events import MAX_BEHIND, EventHub, Subscription
 from gui_agent.exceptions import (
+    Conflict,
+    FellBehind,
     GuiAgentError,
     InvalidRequest,
     ModelError,
@@ -355,7 +357,7 @@ class Interpreter:
         with self._one_edit():
             await self._settle()
             if self.busy:
-                raise InvalidRequest("stop the running turn before clearing")
+                raise Conflict("stop the running turn before clearing")
             await self._truncate(0)
             self.session.goal = None
 
@@ -372,6 +374,11 @@ class Interpreter:
                 events, more = await subscription.next_events(stop_at_idle=True)
                 for event in events:
                     yield event
+            if subscription.fell_behind:
+                raise FellBehind(
+                    f"stopped reading this turn's events while more than {MAX_BEHIND:,} waited; "
+                    "the turn goes on, and the session's history holds what it says"
+                )
 
     @property
     def closed(self) -> bool:
@@ -782,7 +789,7 @@ class Interpreter:
     async def _require_last_user(self, action: str) -> int:
         await self._settle()
         if self.busy:
-            raise InvalidRequest("stop the running turn first")
+            raise Conflict("stop the running turn first")
         index = self.session.last_user_index()
         if index is None:
             raise InvalidRequest(f"there is no message of yours to {action}")
@@ -793,7 +800,7 @@ class Interpreter:
         """One history edit (retry, edit, clear) at a time: a second one arriving while the
         first waits on the store (a double click) is refused, not interleaved with it."""
         if self._editing:
-            raise InvalidRequest("another change to this conversation is still in progress")
+            raise Conflict("another change to this conversation is still in progress")
         self._editing = True
         try:
             yield

@@ -21,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gui_agent.exceptions import (
     AuthError,
+    Conflict,
     IllegalTransition,
     InvalidRequest,
     StoreError,
@@ -128,7 +129,7 @@ def install_error_handlers(app: FastAPI) -> None:
             return error_response(404, "not_found", "no such session")
         if isinstance(exc, AuthError):
             return error_response(401, "unauthorized", str(exc), {"WWW-Authenticate": "Bearer"})
-        if isinstance(exc, IllegalTransition):
+        if isinstance(exc, IllegalTransition | Conflict):
             return error_response(409, "conflict", str(exc))
         if isinstance(exc, InvalidRequest | UserError):
             return error_response(400, "invalid_request", str(exc))

@@ -30,6 +30,18 @@ stream, access is checked once more: a user removed while the server watches the
 file has their sessions closed at once (`SessionManager.revoke`), and their streams end
 with the same `closed` event then, without waiting for the interval. (A session deleted
 ends its streams with no `closed` event.)
+
+A client that stops reading (a frozen tab, a network gone dead before TCP noticed) is not
+waited for: once more than `MAX_BEHIND` events wait for it, the session drops them and the
+stream ends, when the client reads again, with
+
+    event: fell_behind
+    data: {"error": {"code": "fell_behind", "message": "..."}, "last_event_id": "<id>"}
+
+(no id; `last_event_id` is the id of the last event the stream wrote, null when none).
+An EventSource then reconnects by itself with that Last-Event-ID: the events after it are
+replayed while the session's buffer holds them, else `hello` says `resync` and the client
+reloads the session.
 """
 
 from __future__ import annotations
@@ -52,11 +64,13 @@ from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
 from backends.api.errors import ApiError
+from gui_agent.events import MAX_BEHIND, Subscription
 from gui_agent.interpreter import Interpreter
 from schema import Event
 
 KEEPALIVE = b": keep-alive\n\n"
 CLOSED_EVENT = "closed"
+FELL_BEHIND_EVENT = "fell_behind"
 DEFAULT_RECHECK_S = 5.0
 RETRY_MS = 2000
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -124,6 +138,20 @@ async def _refusal(recheck: Recheck) -> bytes | None:
     return None
 
 
+def fell_behind(epoch: str, after: int) -> bytes:
+    """The last event of a stream whose client stopped reading (see the module docstring)."""
+    last_id = f"{epoch}-{after}" if after else None
+    error = {
+        "code": FELL_BEHIND_EVENT,
+        "message": (
+            f"this stream fell more than {MAX_BEHIND:,} events behind and was ended; "
+            "reconnect with Last-Event-ID to catch up (or reload the session when the "
+            "next hello says resync)"
+        ),
+    }
+    return encode_named(FELL_BEHIND_EVENT, {"error": error, "last_event_id": last_id})
+
+
 async def event_stream(
     interpreter: Interpreter,
     *,
@@ -146,7 +174,8 @@ async def event_stream(
     epoch): nothing is replayed and the client is told to reload.
     `recheck` runs at most every `recheck_s` seconds while the stream is live (before the
     next event is written, and while it is quiet); when it refuses, the stream ends with a
-    `closed` event saying why.
+    `closed` event saying why. When the client stops reading and the session ends the
+    subscription (`Subscription.fell_behind`), the stream ends with a `fell_behind` event.
     Ends when the session's event hub closes; the subscription is closed however it ends.
     """
     subscription = interpreter.subscribe()
@@ -164,7 +193,7 @@ async def event_stream(
         clock = asyncio.get_running_loop().time
         timer = _Timer(keepalive_s, recheck_s if recheck else None, clock(), clock())
         after = replay[-1].seq if replay else 0
-        live = _follow(aiter(subscription), after, epoch, timer, recheck)
+        live = _follow(subscription, after, epoch, timer, recheck)
         async with contextlib.aclosing(live) as chunks:
             async for chunk in chunks:
                 yield chunk
@@ -173,7 +202,7 @@ async def event_stream(
 
 
 async def _follow(
-    iterator: AsyncIterator[Event],
+    subscription: Subscription,
     after: int,
     epoch: str,
     timer: _Timer,
@@ -182,6 +211,7 @@ async def _follow(
     """The live part of `event_stream`: events newer than seq `after`, keep-alives while
     quiet, and the access recheck; the task awaiting the next event is cancelled on exit."""
     clock = asyncio.get_running_loop().time
+    iterator = aiter(subscription)
     pending: asyncio.Task[Event | None] | None = None
     try:
         while True:
@@ -200,6 +230,9 @@ async def _follow(
                     yield KEEPALIVE
                 continue
             event, pending = pending.result(), None
+            if event is None and subscription.fell_behind:
+                yield fell_behind(epoch, after)
+                return
             if event is None:  # the session closed: deleted, or its owner removed
                 if recheck is not None and (refusal := await _refusal(recheck)) is not None:
                     yield refusal
