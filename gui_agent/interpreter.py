@@ -221,7 +221,7 @@ class Interpreter:
             self._end_autochat(AutoChatStopReason.USER_MESSAGE, "the person sent a message")
         if self.session.autochat.enabled:
             self._auto.begin(self.session, text)
-        if self.busy:
+        if self.busy or self._editing:  # during an edit it goes after the edited message
             self.session.inbox.append(message)
             self._wake.set()
         else:
@@ -326,6 +326,7 @@ class Interpreter:
             last = self.session.history[index]
             await self._truncate(index)
             self._carry_switch(last)
+            self._editing = False  # the edit is made: its message starts before any queued
             return await self.send(last.content, images=last.images)
 
     async def edit_last(self, text: str, *, images: Sequence[ImagePart] = ()) -> Message:
@@ -337,6 +338,7 @@ class Interpreter:
             last = self.session.history[index]
             await self._truncate(index)
             self._carry_switch(last)
+            self._editing = False
             return await self.send(text, images=images)
 
     def _carry_switch(self, replaced: Message) -> None:
@@ -798,7 +800,10 @@ class Interpreter:
     @contextlib.contextmanager
     def _one_edit(self) -> Iterator[None]:
         """One history edit (retry, edit, clear) at a time: a second one arriving while the
-        first waits on the store (a double click) is refused, not interleaved with it."""
+        first waits on the store (a double click) is refused, not interleaved with it.
+
+        A message sent meanwhile is queued: it is answered after the edited message (retry,
+        edit), or once the conversation is cleared; if the edit fails, it starts then."""
         if self._editing:
             raise Conflict("another change to this conversation is still in progress")
         self._editing = True
@@ -806,6 +811,8 @@ class Interpreter:
             yield
         finally:
             self._editing = False
+            if self.session.inbox and not self.busy and not self._closed:
+                self._start(self.session.inbox.popleft())
 
     async def _truncate(self, length: int) -> None:
         del self.session.history[length:]
