@@ -455,6 +455,8 @@ def _mount_page(
         root_path=config.root_path or None,
         allowed_paths=[str(assets.ASSETS_DIR)],
         max_file_size=MAX_UPLOAD,
+        # No "Use via API" link: every page event is private; the API is /api (README).
+        footer_links=["gradio", "settings"],
         **login,
     )
     mounted = [route for route in app.routes if isinstance(route, Mount) and route.path == ""]
