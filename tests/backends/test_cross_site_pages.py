@@ -319,6 +319,7 @@ def test_another_site_cannot_post_to_the_app_without_login(
             ),
         )
         page.goto(local.url, wait_until="load")
+        expect(page.locator("#state-badge")).to_have_text("INIT")  # the page has loaded
         text = f"my own chat {secrets.token_hex(4)}"
         say(page, text)  # the page's own POSTs (queue/join) work
         (own_send,) = [body for body in joins if text in body]
