@@ -8,7 +8,8 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from gui_agent.store import MemoryStore
 from schema import SessionSettings
 from tests.backends.conftest import LiveServer, live_server, started
 from tests.backends.gradio.kit import (
+    WAIT_MS,
     bot_messages,
     open_tab,
     send,
@@ -108,6 +110,19 @@ def settings_of(server: LiveServer, interpreter: Interpreter) -> SessionSettings
     return server.call(read())
 
 
+def settings_once(
+    server: LiveServer, interpreter: Interpreter, saved: Callable[[SessionSettings], bool]
+) -> SessionSettings:
+    """The session's settings once `saved` holds for them (a box's save arrives a moment
+    after it is left), or as they are after WAIT_MS."""
+    deadline = time.monotonic() + WAIT_MS / 1000
+    settings = settings_of(server, interpreter)
+    while not saved(settings) and time.monotonic() < deadline:
+        time.sleep(0.05)
+        settings = settings_of(server, interpreter)
+    return settings
+
+
 def test_max_tokens_and_max_steps_reach_the_model_and_survive_a_reload(
     chromium: Browser, server: LiveServer
 ) -> None:
@@ -187,10 +202,12 @@ def test_a_setting_out_of_range_is_named_and_nothing_is_saved(
     send(tab, "a chat to set up")
     wait_idle(tab)
     interpreter = session_starting(server, "a chat to set up")
+    # the page knows its chat (until then a setting waits in the form for the next send)
+    expect(tab.locator("#session-list input:checked")).to_have_count(1)
     open_advanced(tab)
     type_setting(tab, "max-tokens", "4096")
     expect(tab.locator("#settings-note")).to_have_text("")
-    saved = settings_of(server, interpreter)
+    saved = settings_once(server, interpreter, lambda settings: settings.max_tokens == 4096)
     assert saved.max_tokens == 4096
 
     # said as it is typed (a box emptied says so when it is left: Gradio sends no input
