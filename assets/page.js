@@ -82,72 +82,9 @@
       event.stopPropagation();
     }
   }, true);
-  // The chat follows new lines while it is at its end, and stays where the person scrolled
-  // to when they scroll up to reread (the chatbot's own autoscroll is off: it pulled the
-  // chat back down within moments while a reply streamed). Scrolling back to the end, a
-  // send, or opening a chat follows again.
-  const chatLog = () => document.querySelector("#chatbot [role=log]");
-  let pinned = true;
-  let pinning = false;
-  const toEnd = () => {
-    if (pinning) return;
-    pinning = true;
-    requestAnimationFrame(() => {
-      pinning = false;
-      const log = chatLog();
-      if (pinned && log) log.scrollTop = log.scrollHeight;
-    });
-  };
-  const inChat = (event) =>
-    event.target instanceof Element && !!event.target.closest("#chatbot");
-  const unpin = (event) => {  // (a chat too short to scroll stays pinned)
-    const log = chatLog();
-    if (inChat(event) && log && log.scrollHeight > log.clientHeight) pinned = false;
-  };
-  document.addEventListener("wheel", (event) => { if (event.deltaY < 0) unpin(event); }, true);
-  document.addEventListener("touchmove", unpin, true);
-  document.addEventListener("pointerdown", (event) => {
-    if (event.target === chatLog()) pinned = false;  // its scroll bar
-  }, true);
-  document.addEventListener("keydown", (event) => {
-    if (["ArrowUp", "PageUp", "Home"].includes(event.key)) unpin(event);
-  }, true);
-  let lastTop = 0;
-  document.addEventListener("scroll", (event) => {
-    const log = chatLog();
-    if (event.target !== log) return;
-    const down = log.scrollTop > lastTop;  // (the first steps up still end near the end)
-    lastTop = log.scrollTop;
-    if (down && log.scrollTop + log.clientHeight >= log.scrollHeight - 4) {
-      pinned = true;  // scrolled back down to the end
-    }
-  }, true);
-  document.addEventListener("click", (event) => {
-    const target = event.target instanceof Element ? event.target : null;
-    if (target?.closest("#session-list label, #new-session-btn")) {
-      pinned = true;
-      toEnd();
-    }
-  }, true);
-  // New lines, and lines that grow without a change of their own (a step opening).
-  let sized = null;
-  const resized = new ResizeObserver(() => { if (pinned) toEnd(); });
-  new MutationObserver(() => {
-    const content = chatLog()?.firstElementChild ?? null;
-    if (content !== sized) {
-      if (sized) resized.unobserve(sized);
-      if (content) resized.observe(content);
-      sized = content;
-    }
-    if (pinned) toEnd();
-  }).observe(document.querySelector("#chatbot") ?? document.body,
-             {subtree: true, childList: true, characterData: true});
   // The send event calls this when a message really goes out: empty the input box and
-  // untick "edit my last message" (the server does not send these back while streaming),
-  // and bring the chat to its end, where the message and its reply will show.
+  // untick "edit my last message" (the server does not send these back while streaming).
   window.guiAgentSent = () => {
-    pinned = true;
-    toEnd();
     const box = input();
     if (box && box.value) {
       box.value = "";

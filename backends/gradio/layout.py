@@ -230,7 +230,6 @@ def build_page(
                 buttons=["copy"],
                 allow_tags=False,
                 placeholder="Ask something to start.",
-                autoscroll=False,  # page.js follows new lines (and lets the person scroll up)
             )
             # Shown only while an approval is open: page.js hides it when the title is empty.
             with gr.Column(elem_id="approval-panel", variant="panel") as approval_group:
