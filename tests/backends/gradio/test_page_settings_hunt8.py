@@ -199,14 +199,12 @@ def test_a_setting_out_of_range_is_named_and_nothing_is_saved(
     chromium: Browser, server: LiveServer, elem_id: str, typed: str, problem: str
 ) -> None:
     tab = open_tab(chromium, server, viewport={"width": 1280, "height": 900})
+    open_advanced(tab)
+    type_setting(tab, "max-tokens", "4096")  # before the first message: the new chat takes it
+    expect(tab.locator("#settings-note")).to_have_text("")
     send(tab, "a chat to set up")
     wait_idle(tab)
     interpreter = session_starting(server, "a chat to set up")
-    # the page knows its chat (until then a setting waits in the form for the next send)
-    expect(tab.locator("#session-list input:checked")).to_have_count(1)
-    open_advanced(tab)
-    type_setting(tab, "max-tokens", "4096")
-    expect(tab.locator("#settings-note")).to_have_text("")
     saved = settings_once(server, interpreter, lambda settings: settings.max_tokens == 4096)
     assert saved.max_tokens == 4096
 
