@@ -284,7 +284,7 @@ def _wire(
     for trigger in (
         sent,
         page.retry_btn.click(
-            handlers.retry, form, streamed, trigger_mode="once", **numbered, **_STREAM
+            handlers.retry, [*sid, *ticket], streamed, trigger_mode="once", **numbered, **_STREAM
         ),
         page.autochat_toggle.input(
             handlers.toggle_autochat,
@@ -392,15 +392,6 @@ def _wire(
     # queue-less event cannot show a toast, so the limits say what is wrong in a note.
     note = [page.settings_note]
     page.system_prompt.blur(side_panel.change_settings, form, note, queue=False, **_EVENT)
-    # Saved as it moves (arrow keys too, which end in no "release"), and when let go.
-    page.temperature.input(
-        side_panel.change_settings,
-        form,
-        note,
-        trigger_mode="always_last",
-        queue=False,
-        **_EVENT,
-    )
     page.temperature.release(side_panel.change_settings, form, note, queue=False, **_EVENT)
     # An Advanced setting is checked as it is typed (the note says what is wrong at once)
     # and saved when the person leaves the box or presses Enter: "201" typed is refused,

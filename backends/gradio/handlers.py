@@ -62,12 +62,6 @@ NOTHING_TO_EDIT = (
     "message” to send it as a new message. Your text is back in the box."
 )
 SENT_WITH_PREVIOUS = "{problem}. Your message was sent; AutoChat keeps its previous limits."
-SENT_WITH_PREVIOUS_SETTINGS = (
-    "{problem}. Your message was sent; the chat keeps its previous settings until you fix it."
-)
-RAN_WITH_PREVIOUS_SETTINGS = (
-    "{problem}. The turn runs with the chat's previous settings until you fix it."
-)
 
 
 class ModelInfoLike(Protocol):
@@ -399,9 +393,8 @@ class Handlers:
         """`send`, once the message is known to be sendable (`interpreter` None: to a new
         chat, created here)."""
         tab, text = tab_of(request), form.text
-        # The message goes with the settings and AutoChat limits the form shows: a new chat
-        # is made with them, an open one saves them first (each box saves itself too, but
-        # that save can come after a send made at once). A value out of range is named.
+        # The form's AutoChat limits go with a new chat (a session has its own, saved as they
+        # are typed); either way a field that shows a value out of range is named.
         previous = interpreter.session.autochat if interpreter else AutoChatSettings()
         auto, problem = form.autochat_or(previous)
         if problem:
@@ -416,13 +409,7 @@ class Handlers:
                 yield no_change()
                 return
             first[self.page.session_id] = interpreter.id
-        else:
-            await self._save_settings(tab, interpreter, form)
-            saved = interpreter.session.autochat
-            limits = auto.model_copy(update={"enabled": saved.enabled})
-            if not problem and limits != saved:  # (the switch saves itself: its own event)
-                await self._save_autochat(tab, interpreter, limits)
-        if interpreter.busy and not form.as_edit:
+        elif interpreter.busy and not form.as_edit:
             async for update in self._queue(interpreter, form, images, request, ticket):
                 yield update
             return
@@ -504,20 +491,16 @@ class Handlers:
             page.detach_btn: gr.update(visible=bool(count)),
         }
 
-    async def retry(self, data: dict[Any, Any], request: gr.Request) -> AsyncIterator[Updates]:
-        """Run the last turn again, with the settings the form shows (as a send does)."""
-        form = Form.read(self.page, data)
-        interpreter = await self.lookup(form.session_id, request)
+    async def retry(
+        self, session_id: str, ticket: str, request: gr.Request
+    ) -> AsyncIterator[Updates]:
+        interpreter = await self.lookup(session_id, request)
         if interpreter is None:
             gr.Warning("There is nothing to retry yet.")
             yield no_change()
             return
-        if not interpreter.busy:  # (a retry while a turn runs is refused: nothing changes)
-            await self._save_settings(
-                tab_of(request), interpreter, form, problem_note=RAN_WITH_PREVIOUS_SETTINGS
-            )
         retrying = self._stream_to_tab(
-            interpreter, request, ticket_of(data.get(self.page.ticket)), action=interpreter.retry
+            interpreter, request, ticket_of(ticket), action=interpreter.retry
         )
         async for update in retrying:
             yield update
@@ -550,34 +533,10 @@ class Handlers:
         target = interpreter
 
         async def act() -> None:
-            if auto.enabled:  # its first turn runs with what the form shows (as a send)
-                await self._save_settings(
-                    tab, target, form, problem_note=RAN_WITH_PREVIOUS_SETTINGS
-                )
             await self._save_autochat(tab, target, auto)
 
         async for update in self._stream_to_tab(target, request, ticket, action=act):
             yield update
-
-    async def _save_settings(
-        self,
-        tab: str,
-        interpreter: Interpreter,
-        form: Form,
-        *,
-        problem_note: str = SENT_WITH_PREVIOUS_SETTINGS,
-    ) -> None:
-        """Save the settings the send's form shows (system prompt, temperature, Advanced)
-        before the message goes: each box saves itself only when it is left, and that save
-        can come after a send made at once. A value out of range is named, and the chat
-        keeps its previous Advanced settings (`problem_note` says so); the message goes all
-        the same."""
-        settings, problem = form.settings_or(interpreter.session.settings)
-        if problem:
-            gr.Warning(problem_note.format(problem=problem))
-        if settings != interpreter.session.settings:
-            self.news.saving(tab, interpreter.id, {"settings": as_published(settings)})
-            await interpreter.update(settings=settings)
 
     async def _save_autochat(
         self, tab: str, interpreter: Interpreter, auto: AutoChatSettings
