@@ -29,7 +29,13 @@ from connectors.anthropic_mapping import (
     error_words,
     stream_error,
 )
-from connectors.base import StreamingProvider, map_transport_errors, next_item
+from connectors.base import (
+    StreamingProvider,
+    map_transport_errors,
+    next_item,
+    shown_url,
+    timeout_error,
+)
 from connectors.resilience import (
     CircuitBreaker,
     RetryPolicy,
@@ -50,7 +56,6 @@ from gui_agent.exceptions import (
     ModelConnectionError,
     ModelError,
     ModelResponseError,
-    ModelTimeout,
 )
 from schema import Message, ModelSettings, ModelStreamPart, ToolSchema
 
@@ -80,11 +85,14 @@ def _server_detail(error: anthropic.APIStatusError) -> str:
 
 
 @contextmanager
-def map_errors(provider: str, *, model: str = "", hint: str = "") -> Iterator[None]:
+def map_errors(
+    provider: str, *, model: str = "", hint: str = "", timeout_s: float | None = None
+) -> Iterator[None]:
     """Translate `anthropic` SDK (and transport) exceptions into our `ModelError` tree;
-    `hint` is added to an unknown-model error (what else to check)."""
+    `hint` is added to an unknown-model error (what else to check), `timeout_s` is how long
+    the server may stay silent."""
     try:
-        with map_transport_errors(provider):
+        with map_transport_errors(provider, timeout_s=timeout_s):
             yield
     except ModelError:
         raise
@@ -108,7 +116,7 @@ def map_errors(provider: str, *, model: str = "", hint: str = "") -> Iterator[No
             hint=hint,
         ) from error
     except anthropic.APITimeoutError as error:
-        raise ModelTimeout(f"{provider}: no answer from the server in time") from error
+        raise timeout_error(provider, timeout_s) from error
     except anthropic.APIConnectionError as error:
         cause = error.__cause__
         raise ModelConnectionError(
@@ -162,7 +170,8 @@ class AnthropicProvider(StreamingProvider):
             key = NO_KEY
         self.model = model
         self.base_url = base_url
-        self._name = f"anthropic:{model}" if base_url is None else f"anthropic:{base_url}#{model}"
+        where = "" if base_url is None else f"{shown_url(base_url)}#"
+        self._name = f"anthropic:{where}{model}"
         self.retry = retry if retry is not None else RetryPolicy()
         self.breaker = breaker if breaker is not None else CircuitBreaker()
         self.timeout_s = timeout_s
@@ -177,26 +186,31 @@ class AnthropicProvider(StreamingProvider):
             api_key=key, base_url=base_url, timeout=timeout_s, max_retries=0
         )
 
-    def _map_errors(self) -> AbstractContextManager[None]:
+    def _map_errors(self, silence_s: float | None = None) -> AbstractContextManager[None]:
+        """`map_errors` for this provider; `silence_s`: the request's timeout, if not ours."""
         hint = f"; {BASE_URL_HINT}" if self.base_url else ""
-        return map_errors(self._name, model=self.model, hint=hint)
+        return map_errors(
+            self._name, model=self.model, hint=hint, timeout_s=silence_s or self.timeout_s
+        )
 
     async def _open(
         self, request: dict[str, Any], silence_s: float
     ) -> AsyncStream[RawMessageStreamEvent]:
-        with self._map_errors():
+        with self._map_errors(silence_s):
             opened: AsyncStream[RawMessageStreamEvent] = await self._client.messages.create(
                 stream=True, timeout=silence_s, **request
             )
         return opened
 
-    async def _events(self, sdk_stream: AsyncStream[RawMessageStreamEvent]) -> AsyncIterator[Any]:
+    async def _events(
+        self, sdk_stream: AsyncStream[RawMessageStreamEvent], silence_s: float
+    ) -> AsyncIterator[Any]:
         """The stream's events: the SDK's for an event stream; else what the server sent
         under another label, read here: an event stream all the same (event by event; its
         ``error`` events are the accumulator's to raise), one JSON document (raised as the
         error it stands for), or `not_a_stream` (an HTML page: a wrong base URL)."""
         response = sdk_stream.response
-        with self._map_errors():
+        with self._map_errors(silence_s):
             body = await read_non_stream_body(
                 response, max_chars=self.max_response_chars, provider=self._name
             )
@@ -223,11 +237,11 @@ class AnthropicProvider(StreamingProvider):
         accumulator = EventAccumulator(max_chars=self.max_response_chars, provider=self._name)
         events: AsyncIterator[Any] = sdk_stream
         try:
-            events = await self._events(sdk_stream)
+            events = await self._events(sdk_stream, silence_s)
             while not accumulator.complete:
                 event = await next_item(
                     events,
-                    errors=self._map_errors,
+                    errors=lambda: self._map_errors(silence_s),
                     after_finish_s=self._after_finish_s(accumulator.stop_reason is not None),
                     provider=self._name,
                 )
@@ -249,4 +263,8 @@ class AnthropicProvider(StreamingProvider):
             raise ModelConnectionError(
                 f"{self._name}: the stream ended before the model finished", provider=self._name
             )
-        yield accumulator.response(model=self.model)
+        final = accumulator.response(model=self.model)
+        if not (accumulator.input_tokens or accumulator.output_tokens):
+            # A compatible server that reports no usage: count, off the event loop.
+            final = await self._counted(messages, final)
+        yield final

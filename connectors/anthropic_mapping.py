@@ -12,7 +12,8 @@ Choices made here:
   parallel tool results become one user message of ``tool_result`` blocks, followed by any
   user text.
 - A tool result is ``is_error`` when its message says so (``metadata["is_error"]``, as the
-  agent loop writes it, or an ERROR status).
+  agent loop writes it, or an ERROR status). A failed result without text or images goes
+  as `EMPTY_ERROR_RESULT`: the API refuses an empty one with ``is_error``.
 - Assistant tool calls become ``tool_use`` blocks whose ``input`` is the parsed arguments.
   Arguments that are not a JSON object (a truncated or malformed call) are sent as
   ``{"_raw_arguments": "<the text>"}`` so the model can see what it wrote; the tool result
@@ -94,6 +95,14 @@ MAX_TOOL_NAME_CHARS = 200
 
 MAX_CALL_ID_CHARS = 64
 
+MAX_TEMPERATURE = 1.0
+"""The highest temperature the API takes; a higher one (a setting made for another vendor,
+whose range goes to 2) is sent as this."""
+
+EMPTY_ERROR_RESULT = "(the tool failed without saying why)"
+"""Sent as a failed tool result that has no text and no image: the API refuses an
+``is_error`` result with empty content ("content cannot be empty if `is_error` is true")."""
+
 
 def _call_id(call_id: str | None) -> str:
     """A call id as the API takes it (``^[a-zA-Z0-9_-]+$``): ids other vendors wrote, such
@@ -151,15 +160,17 @@ def message_blocks(message: Message, model: str | None = None) -> tuple[str, lis
     """One non-system message as (role, content blocks). `model` is the model the request
     goes to: thinking that model signed is sent back."""
     if message.role is Role.TOOL:
+        failed = _is_error(message)
         content: list[dict[str, Any]] | str = _text_blocks(message.content, message.images)
         if not message.images:
-            content = message.content
+            blank = failed and not message.content.strip()
+            content = EMPTY_ERROR_RESULT if blank else message.content
         block: dict[str, Any] = {
             "type": "tool_result",
             "tool_use_id": _call_id(message.tool_call_id),
             "content": content,
         }
-        if _is_error(message):
+        if failed:
             block["is_error"] = True
         return "user", [block]
     if message.role is Role.ASSISTANT:
@@ -237,7 +248,8 @@ def build_request(
 
     The SDK has no ``temperature`` argument, so it travels in ``extra_body``. With thinking
     on, temperature is not sent (the API only allows the default then), and ``max_tokens``
-    is raised above the thinking budget when it is not already (the API requires it).
+    is raised above the thinking budget when it is not already (the API requires it). A
+    temperature above `MAX_TEMPERATURE` is sent as that.
     """
     system, wire = messages_to_anthropic(messages, model=options.model)
     max_tokens = options.max_tokens
@@ -254,7 +266,8 @@ def build_request(
             request["max_tokens"] = options.thinking_budget + max_tokens
         temperature = None
     if temperature is not None:
-        request["extra_body"] = {"temperature": temperature}
+        # The page offers 0 to 2 (OpenAI's range); above 1 the API refuses every request.
+        request["extra_body"] = {"temperature": min(temperature, MAX_TEMPERATURE)}
     if tools:
         request["tools"] = tools_to_anthropic(tools)
         choice = tool_choice_to_anthropic(settings.tool_choice if settings else "auto")
@@ -327,7 +340,10 @@ def body_error(text: str, *, provider: str) -> ModelError:
 @dataclass(slots=True)
 class _Block:
     type: str
-    text: list[str] = field(default_factory=list)
+    pieces: dict[str, list[str]] = field(default_factory=dict)
+    """What its deltas carried, by what they are: ``text``, ``thinking``, ``tool_use``
+    (input JSON). Kept apart even in one block: a few compatible servers send a text delta
+    to the index of a thinking block, and the text must stay the answer."""
     id: str = ""
     name: str = ""
     start_input: Any = None
@@ -427,21 +443,20 @@ class EventAccumulator:
         kind = delta.get("type")
         if kind == "text_delta":
             piece = str(delta.get("text") or "")
-            block = self._block(event, "text")
-            self._append(block, piece)
+            self._append(self._block(event, "text"), "text", piece)
             return [ModelTextDelta(text=piece)] if piece else []
         if kind == "thinking_delta":
             piece = str(delta.get("thinking") or "")
-            block = self._block(event, "thinking")
-            self._append(block, piece)
+            self._append(self._block(event, "thinking"), "thinking", piece)
             return [ModelReasoningDelta(text=piece)] if piece else []
         if kind == "input_json_delta":
-            self._append(self._block(event, "tool_use"), str(delta.get("partial_json") or ""))
+            piece = str(delta.get("partial_json") or "")
+            self._append(self._block(event, "tool_use"), "tool_use", piece)
         elif kind == "signature_delta":
             self._block(event, "thinking").signature.append(str(delta.get("signature") or ""))
         return []  # signatures and citations: nothing to show
 
-    def _append(self, block: _Block, piece: str) -> None:
+    def _append(self, block: _Block, kind: str, piece: str) -> None:
         if not piece:
             return
         self._chars += len(piece)
@@ -451,17 +466,18 @@ class EventAccumulator:
                 f"{self.max_chars:,} characters",
                 provider=self.provider,
             )
-        block.text.append(piece)
+        block.pieces.setdefault(kind, []).append(piece)
 
     def _joined(self, kind: str) -> str:
-        return "".join("".join(b.text) for _, b in sorted(self._blocks.items()) if b.type == kind)
+        """Every piece of `kind` (``text``, ``thinking``), in block order."""
+        return "".join("".join(b.pieces.get(kind, ())) for _, b in sorted(self._blocks.items()))
 
     def tool_calls(self) -> tuple[ToolCall, ...]:
         calls = []
         for _, block in sorted(self._blocks.items()):
             if block.type != "tool_use":
                 continue
-            arguments = "".join(block.text)
+            arguments = "".join(block.pieces.get("tool_use", ()))
             if not arguments:
                 start = block.start_input
                 arguments = json.dumps(start) if isinstance(start, Mapping) and start else "{}"
@@ -477,7 +493,11 @@ class EventAccumulator:
             signature = "".join(block.signature)
             if block.type == "thinking" and signature:
                 blocks.append(
-                    {"type": "thinking", "thinking": "".join(block.text), "signature": signature}
+                    {
+                        "type": "thinking",
+                        "thinking": "".join(block.pieces.get("thinking", ())),
+                        "signature": signature,
+                    }
                 )
             elif block.type == "redacted_thinking" and block.data:
                 blocks.append({"type": "redacted_thinking", "data": block.data})

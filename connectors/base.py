@@ -24,14 +24,18 @@ from collections.abc import (
 )
 from contextlib import AbstractContextManager, aclosing, contextmanager
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
-from connectors.resilience import CircuitBreaker, RetryPolicy, resilient_stream
+from connectors.resilience import CircuitBreaker, RetryPolicy, resilient_stream, wait_text
 from gui_agent.exceptions import ModelConnectionError, ModelResponseError, ModelTimeout
 from gui_agent.llm import generate_from_stream
-from schema import Message, ModelResponse, ModelSettings, ModelStreamPart, ToolSchema
+from schema import Message, ModelResponse, ModelSettings, ModelStreamPart, ToolSchema, Usage
+
+if TYPE_CHECKING:
+    from gui_agent.tokens import TokenCounter
 
 logger = logging.getLogger(__name__)
 
@@ -42,14 +46,41 @@ AFTER_FINISH_S = 5.0
 ``[DONE]``, ``message_stop``): past that, or if the connection drops, the reply is complete."""
 
 
+def shown_url(url: str) -> str:
+    """`url` as it may be shown, logged and kept in a chat's errors: a password in it (a
+    server behind basic auth, ``http://user:secret@host/v1``) replaced by ``***``."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:  # not a URL one could reach; nothing in it is taken as a password
+        return url
+    if password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+
+
+def timeout_error(provider: str, timeout_s: float | None) -> ModelTimeout:
+    """The error for a server that stayed silent for `timeout_s` (before the first byte or
+    between two), saying how long: a model still loading, or a long conversation read on
+    a slow machine, can take longer."""
+    within = f"within {wait_text(timeout_s)}" if timeout_s else "in time"
+    return ModelTimeout(
+        f"{provider}: no answer from the server {within} (a model that is still loading, or "
+        "a long conversation on a slow machine, can take longer)",
+        provider=provider,
+    )
+
+
 @contextmanager
-def map_transport_errors(provider: str) -> Iterator[None]:
+def map_transport_errors(provider: str, *, timeout_s: float | None = None) -> Iterator[None]:
     """Failures below the vendor SDK (transport, decoding, JSON), the same for every vendor.
-    Each vendor's own `map_errors` wraps this and handles the SDK's exceptions."""
+    Each vendor's own `map_errors` wraps this and handles the SDK's exceptions. `timeout_s`
+    is how long the server may stay silent (said in a timeout's message)."""
     try:
         yield
     except httpx2.TimeoutException as error:
-        raise ModelTimeout(f"{provider}: no answer from the server in time") from error
+        raise timeout_error(provider, timeout_s) from error
     except httpx2.DecodingError as error:
         raise ModelResponseError(f"{provider}: undecodable response: {error}") from error
     except httpx2.RequestError as error:
@@ -93,11 +124,30 @@ async def next_item(
         return None
 
 
+def estimated_usage(
+    counter: TokenCounter, messages: Sequence[Message], reply: ModelResponse
+) -> Usage:
+    """The usage of a reply whose server reported none (no usage chunk in the stream), counted
+    with `counter` and marked `estimated`: the request's messages in, the reply's text,
+    reasoning and tool calls out. Without it the reply would cost nothing, and a token budget
+    (AutoChat's) would never be reached."""
+    output = counter.count_text(reply.text) + counter.count_text(reply.reasoning or "")
+    for call in reply.tool_calls:
+        output += counter.count_text(call.name) + counter.count_text(call.arguments)
+    return Usage(
+        input_tokens=counter.count_messages(messages),
+        output_tokens=output,
+        requests=1,
+        estimated=True,
+    )
+
+
 class StreamingProvider(ABC):
     """Base of the vendor providers; implements the `LLMProvider` protocol."""
 
     _name: str
     _client: Any
+    model: str
     retry: RetryPolicy
     breaker: CircuitBreaker
     after_finish_s: float = AFTER_FINISH_S
@@ -112,6 +162,17 @@ class StreamingProvider(ABC):
 
     def _after_finish_s(self, finished: bool) -> float | None:
         return self.after_finish_s if finished else None
+
+    async def _counted(self, messages: Sequence[Message], reply: ModelResponse) -> ModelResponse:
+        """`reply` with its usage counted here (`estimated_usage`), for a server that
+        reported none; off the event loop (a tokenizer may load its files first)."""
+        usage = await asyncio.to_thread(self._count_usage, messages, reply)
+        return reply.model_copy(update={"usage": usage})
+
+    def _count_usage(self, messages: Sequence[Message], reply: ModelResponse) -> Usage:
+        from gui_agent.tokens import counter_for_model
+
+        return estimated_usage(counter_for_model(self.model), messages, reply)
 
     async def aclose(self) -> None:
         """Close the HTTP connection pool."""

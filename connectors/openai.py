@@ -5,7 +5,8 @@ retries off: `connectors.resilience` retries (before anything was streamed) and 
 circuit breaker. The request and stream mapping lives in `connectors.openai_mapping`.
 
 A stream that ends without a finish reason is treated as cut off (`ModelConnectionError`):
-the SDK hides whether ``[DONE]`` arrived, and a truncated reply must not look complete. Once
+the SDK hides whether ``[DONE]`` arrived, and a truncated reply must not look complete; so is
+one whose finish reason is ``error`` (`ModelServerError`). Once
 the finish reason came, a server that goes silent or drops the connection instead of ending
 the stream has still sent the whole reply (see `connectors.base.next_item`).
 
@@ -41,16 +42,24 @@ import openai
 from openai import AsyncStream
 from openai.types.chat import ChatCompletionChunk
 
-from connectors.base import StreamingProvider, map_transport_errors, next_item
+from connectors.base import (
+    StreamingProvider,
+    map_transport_errors,
+    next_item,
+    shown_url,
+    timeout_error,
+)
 from connectors.openai_mapping import (
     MaxTokensField,
     RequestOptions,
     StreamAccumulator,
     body_as_chunk,
     build_request,
+    error_codes,
     error_message,
     error_status,
     is_openai_service,
+    refuses_tools,
 )
 from connectors.resilience import (
     CircuitBreaker,
@@ -76,7 +85,6 @@ from gui_agent.exceptions import (
     ModelRateLimited,
     ModelResponseError,
     ModelServerError,
-    ModelTimeout,
 )
 from schema import Message, ModelSettings, ModelStreamPart, ToolSchema
 
@@ -87,6 +95,9 @@ NO_KEY = "no-key-needed"
 """Sent to OpenAI-compatible servers when no key is configured (most local ones ignore it)."""
 
 BASE_URL_HINT = "check the base URL (for OpenAI-compatible servers it usually ends in /v1)"
+ERROR_FINISH = "error"
+"""The finish reason of a reply that failed partway (Mistral, OpenRouter): raised as a
+server error, not taken as a whole reply."""
 
 
 def _server_detail(error: openai.APIError) -> str:
@@ -108,12 +119,18 @@ def _server_detail(error: openai.APIError) -> str:
 
 @contextmanager
 def map_errors(
-    provider: str, *, model: str = "", hint: str = "", key_env: str = KEY_ENV
+    provider: str,
+    *,
+    model: str = "",
+    hint: str = "",
+    key_env: str = KEY_ENV,
+    timeout_s: float | None = None,
 ) -> Iterator[None]:
     """Translate `openai` SDK (and transport) exceptions into our `ModelError` tree;
-    `key_env` is the variable a refused key is set in."""
+    `key_env` is the variable a refused key is set in, `timeout_s` how long the server may
+    stay silent."""
     try:
-        with map_transport_errors(provider):
+        with map_transport_errors(provider, timeout_s=timeout_s):
             yield
     except ModelError:
         raise
@@ -132,9 +149,10 @@ def map_errors(
             key_env=key_env,
             retry_after=parse_retry_after(error.response.headers),
             hint=hint,
+            codes=(error.code, error.type),
         ) from error
     except openai.APITimeoutError as error:
-        raise ModelTimeout(f"{provider}: no answer from the server in time") from error
+        raise timeout_error(provider, timeout_s) from error
     except openai.APIConnectionError as error:
         cause = error.__cause__
         raise ModelConnectionError(
@@ -148,12 +166,24 @@ def map_errors(
             provider=provider,
         ) from error
     except openai.APIError as error:
-        # An error object inside an otherwise successful stream.
+        # An error object inside an otherwise successful stream: the error of the HTTP
+        # status it names (`error_status`: a 400 is not retried, a 401 names the key).
         detail = _server_detail(error)
         if wrong := wrong_endpoint(
             detail, error.request.url, provider=provider, hint=BASE_URL_HINT
         ):
             raise wrong from error
+        status = error_status(error.body)
+        if status is not None:  # what it stands for, as when it comes under another label
+            raise error_for_status(
+                status,
+                detail,
+                provider=provider,
+                model=model,
+                key_env=key_env,
+                hint=hint,
+                codes=(error.code, error.type),
+            ) from error
         kind = f"{getattr(error, 'type', '')} {getattr(error, 'code', '')}".lower()
         if "rate" in kind:
             raise ModelRateLimited(
@@ -194,6 +224,7 @@ def body_error(
         key_env=key_env,
         retry_after=retry_after,
         hint=hint,
+        codes=error_codes(error),
     )
 
 
@@ -201,6 +232,11 @@ def _as_dict(item: object) -> object:
     """An SDK chunk as the plain dict the server sent (anything else is left for the mapper)."""
     to_dict = getattr(item, "to_dict", None)
     return to_dict(warnings=False) if callable(to_dict) else item
+
+
+def _without_tools(body: dict[str, Any]) -> None:
+    body.pop("tools", None)
+    body.pop("tool_choice", None)
 
 
 class OpenAIProvider(StreamingProvider):
@@ -256,7 +292,7 @@ class OpenAIProvider(StreamingProvider):
             self._name = f"{name_prefix}:{model}"
         else:
             prefix = "openai-compatible" if name_prefix == "openai" else name_prefix
-            self._name = f"{prefix}:{base_url}#{model}"
+            self._name = f"{prefix}:{shown_url(base_url)}#{model}"
         self.retry = retry if retry is not None else RetryPolicy(max_attempts=max_retries + 1)
         self.breaker = breaker if breaker is not None else CircuitBreaker()
         self.timeout_s = timeout_s
@@ -268,6 +304,9 @@ class OpenAIProvider(StreamingProvider):
         )
         self._stream_usage = True
         self.key_env = key_env
+        self.tools_refused = False
+        """True once the server said the model cannot take tools (Ollama's "does not support
+        tools", llama.cpp without --jinja): its requests go without them from then on."""
 
     def _options(self) -> RequestOptions:
         return RequestOptions(
@@ -280,16 +319,25 @@ class OpenAIProvider(StreamingProvider):
             consecutive_user_turns=self.consecutive_user_turns,
         )
 
-    def _map_errors(self) -> AbstractContextManager[None]:
-        return map_errors(self._name, model=self.model, hint=self._hint, key_env=self.key_env)
+    def _map_errors(self, silence_s: float | None = None) -> AbstractContextManager[None]:
+        """`map_errors` for this provider; `silence_s`: the request's timeout, if not ours."""
+        return map_errors(
+            self._name,
+            model=self.model,
+            hint=self._hint,
+            key_env=self.key_env,
+            timeout_s=silence_s or self.timeout_s,
+        )
 
-    async def _chunks(self, sdk_stream: AsyncStream[ChatCompletionChunk]) -> AsyncIterator[Any]:
+    async def _chunks(
+        self, sdk_stream: AsyncStream[ChatCompletionChunk], silence_s: float
+    ) -> AsyncIterator[Any]:
         """The stream's chunks: the SDK's for an event stream; else what the server sent
         under another label, read here: an event stream all the same (chunk by chunk), one
         JSON document (an error object, or a whole reply, as one chunk), or `not_a_stream`
         (an HTML page: a wrong base URL). `_attempt` raises the error objects among them."""
         response = sdk_stream.response
-        with self._map_errors():
+        with self._map_errors(silence_s):
             body = await read_non_stream_body(
                 response, max_chars=self.max_response_chars, provider=self._name
             )
@@ -324,7 +372,7 @@ class OpenAIProvider(StreamingProvider):
         self, body: dict[str, Any], silence_s: float
     ) -> AsyncStream[ChatCompletionChunk]:
         create = self._client.chat.completions.create
-        with self._map_errors():
+        with self._map_errors(silence_s):
             opened: AsyncStream[ChatCompletionChunk] = await create(
                 stream=True, timeout=silence_s, **body
             )
@@ -333,18 +381,39 @@ class OpenAIProvider(StreamingProvider):
     async def _open(
         self, request: dict[str, Any], silence_s: float
     ) -> AsyncStream[ChatCompletionChunk]:
+        """Open the stream. A server that refuses what some servers lack is asked again
+        without it: tools, when its words say the model or server cannot take them (then
+        never sent to it again: `tools_refused`); ``stream_options`` on a 400 or 422 (if
+        that works, usage is no longer asked for)."""
         body = {k: v for k, v in request.items() if k != "stream"}
-        try:
-            return await self._create(body, silence_s)
-        except ModelError as error:
-            if "stream_options" not in body or error.status not in (400, 422):
+        if self.tools_refused:
+            _without_tools(body)
+        dropped_usage = False
+        while True:
+            try:
+                opened = await self._create(body, silence_s)
+            except ModelError as error:
+                if "tools" in body and refuses_tools(str(error)):
+                    _without_tools(body)
+                    self.tools_refused = True
+                    logger.warning(
+                        "%s: the server refused tools (%s); chatting without them",
+                        self._name,
+                        error,
+                    )
+                    continue
+                if "stream_options" in body and error.status in (400, 422):
+                    body.pop("stream_options")
+                    dropped_usage = True
+                    continue
                 raise
-            # Some compatible servers reject `stream_options`: retry once without it, and
-            # if that works, stop sending it (usage is then not streamed).
-            body.pop("stream_options")
-            opened = await self._create(body, silence_s)
-            logger.info("%s: the server refused stream_options; streaming without it", self._name)
-            self._stream_usage = False
+            if dropped_usage:
+                # Some compatible servers reject `stream_options`: stop sending it (usage is
+                # then not streamed, and counted here: see `_counted`).
+                logger.info(
+                    "%s: the server refused stream_options; streaming without it", self._name
+                )
+                self._stream_usage = False
             return opened
 
     async def _attempt(
@@ -359,11 +428,11 @@ class OpenAIProvider(StreamingProvider):
         accumulator = StreamAccumulator(max_chars=self.max_response_chars, provider=self._name)
         chunks: AsyncIterator[Any] = sdk_stream
         try:
-            chunks = await self._chunks(sdk_stream)
+            chunks = await self._chunks(sdk_stream, silence_s)
             while True:
                 chunk = await next_item(
                     chunks,
-                    errors=self._map_errors,
+                    errors=lambda: self._map_errors(silence_s),
                     after_finish_s=self._after_finish_s(accumulator.finish_reason is not None),
                     provider=self._name,
                 )
@@ -387,6 +456,16 @@ class OpenAIProvider(StreamingProvider):
             raise ModelConnectionError(
                 f"{self._name}: the stream ended before the model finished", provider=self._name
             )
+        if accumulator.finish_reason == ERROR_FINISH:
+            # Mistral's and OpenRouter's word for a reply that failed partway: not complete.
+            raise ModelServerError(
+                f"{self._name}: the server ended the reply with an error (finish reason "
+                f"{ERROR_FINISH!r}); what came before it may be incomplete",
+                provider=self._name,
+            )
         for delta in accumulator.finish():
             yield delta
-        yield accumulator.response(model=self.model)
+        final = accumulator.response(model=self.model)
+        if accumulator.usage is None:  # the server sent none: count, off the event loop
+            final = await self._counted(messages, final)
+        yield final

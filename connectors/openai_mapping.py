@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -282,6 +283,30 @@ def error_status(error: object) -> int | None:
         if isinstance(name, str) and name.lower() in _STATUS_BY_NAME:
             return _STATUS_BY_NAME[name.lower()]
     return None
+
+
+_NO_TOOLS = re.compile(
+    r"\bdo(?:es)?(?:n't| not) support "
+    r"(?:tools|tool[ _-]?(?:use|calling|calls)|function[ _-]?calling)"
+    r"|\btools? param(?:eter)? requires\b|\btool[ _]choice requires\b"
+    r"|\b(?:tools|tool calling|function calling) (?:is |are )?not supported\b",
+    re.IGNORECASE,
+)
+"""What servers say when a model or the server cannot take tools: Ollama's "... does not
+support tools" (gemma3 and others), llama.cpp's "tools param requires --jinja flag", vLLM's
+"\"auto\" tool choice requires --enable-auto-tool-choice"."""
+
+
+def refuses_tools(detail: str) -> bool:
+    """Whether a server's error words say the request's tools cannot be taken."""
+    return bool(_NO_TOOLS.search(detail))
+
+
+def error_codes(error: object) -> tuple[object, ...]:
+    """An error object's ``code`` and ``type`` (e.g. ``insufficient_quota``), as sent."""
+    if not isinstance(error, Mapping):
+        return ()
+    return (error.get("code"), error.get("type"))
 
 
 def error_message(error: object) -> str:

@@ -25,11 +25,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Final, Literal, cast, get_args
 from urllib.parse import urlsplit
 
 import httpx
 
+from connectors.base import shown_url
 from connectors.llama_local import (
     LOCAL_MODEL_NOTICE,
     SETUP_HINT,
@@ -98,10 +100,18 @@ class ModelSpec:
 
     @property
     def name(self) -> str:
-        """The registry name; `parse_model(spec.name)` gives the same kind, model, base_url."""
+        """The registry name; `parse_model(spec.name)` gives the same kind, model, base_url
+        (but for a password in the URL: the name shows ``***`` instead, see `shown_url`)."""
         if self.kind == "openai-compatible":
-            return f"openai-compatible:{self.base_url}#{self.model}"
+            return f"openai-compatible:{shown_url(self.base_url or '')}#{self.model}"
         return f"{self.kind}:{self.model}"
+
+    def __repr__(self) -> str:
+        where = None if self.base_url is None else shown_url(self.base_url)
+        return (
+            f"ModelSpec(kind={self.kind!r}, model={self.model!r}, base_url={where!r}, "
+            f"source={self.source!r})"
+        )
 
 
 @dataclass(frozen=True)
@@ -137,7 +147,8 @@ def parse_model(text: str, *, source: str) -> ModelSpec:
     Spaces around the parts and the case of the kind do not matter (``OpenAI: gpt-4o``).
     The URL of ``openai-compatible:URL#MODEL`` must be an http(s) URL with a host (and a
     valid port); one that ends in the endpoint (``/chat/completions``) instead of the base
-    URL is refused, saying which base URL to give.
+    URL is refused, saying which base URL to give, and so is one without ``http://``
+    (``localhost:11434/v1``), saying so.
     """
     kind, sep, rest = text.strip().partition(":")
     kind, rest = kind.strip().lower(), rest.strip()
@@ -146,7 +157,7 @@ def parse_model(text: str, *, source: str) -> ModelSpec:
     if kind == "openai-compatible":
         url, hash_sign, model = rest.rpartition("#")
         url = url.strip().rstrip("/")
-        if not hash_sign or not model.strip() or not url.lower().startswith(_URL_SCHEMES):
+        if not hash_sign or not model.strip() or not url:
             raise ConfigError(
                 f"model {text!r} (from {source}) needs a URL and a model name: "
                 "openai-compatible:http://HOST:PORT/v1#MODEL"
@@ -167,29 +178,37 @@ _ENDPOINT_SUFFIXES: Final = ("/chat/completions", "/completions")
 
 def _check_base_url(url: str, *, text: str, source: str) -> None:
     """ConfigError when `url` cannot be an OpenAI-compatible server's base URL."""
-    problem = ""
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError for a port out of range
-    except ValueError as error:
-        problem = f"it is not a valid URL ({error})"
-    else:
-        if not parts.hostname:
-            problem = "it names no host"
-        elif any(c.isspace() for c in url):
-            problem = "it contains a space"
-        elif parts.path.lower().endswith(_ENDPOINT_SUFFIXES):
-            suffix = next(s for s in _ENDPOINT_SUFFIXES if parts.path.lower().endswith(s))
-            base = url[: len(url) - len(suffix)]
-            problem = (
-                f"it ends in the endpoint {suffix}, which the client adds itself; "
-                f"give the base URL {base}"
-            )
+    problem = _base_url_problem(url)
     if problem:
         raise ConfigError(
             f"model {text!r} (from {source}): the URL {url!r} cannot be a server's base URL: "
             f"{problem} (e.g. openai-compatible:http://127.0.0.1:8080/v1#MODEL)"
         )
+
+
+def _base_url_problem(url: str) -> str:
+    """Why `url` cannot be a base URL ("" when it can)."""
+    if "://" in url and not url.lower().startswith(_URL_SCHEMES):
+        return "only http:// and https:// URLs are served"
+    if not url.lower().startswith(_URL_SCHEMES):  # localhost:11434/v1
+        return f"it does not start with http:// or https:// (e.g. http://{url})"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError as error:
+        return f"it is not a valid URL ({error})"
+    if not parts.hostname:
+        return "it names no host"
+    if any(c.isspace() for c in url):
+        return "it contains a space"
+    if parts.path.lower().endswith(_ENDPOINT_SUFFIXES):
+        suffix = next(s for s in _ENDPOINT_SUFFIXES if parts.path.lower().endswith(s))
+        base = url[: len(url) - len(suffix)]
+        return (
+            f"it ends in the endpoint {suffix}, which the client adds itself; "
+            f"give the base URL {base}"
+        )
+    return ""
 
 
 def read_environment(
@@ -312,6 +331,8 @@ class ModelRegistry:
         for name, spec in self._specs.items():
             is_default = name == self._default
             notes = [f"default: {spec.source}" if is_default else f"from {spec.source}"]
+            if spec.kind in _BASE_URL_VARIABLES and spec.base_url:  # not the vendor's own API
+                notes.append(f"Requests go to {shown_url(spec.base_url)}")
             if spec.kind == "local":
                 notes.append(LOCAL_MODEL_NOTICE)
             elif spec.kind == "scripted":  # asked for, or the fallback for nothing at all
@@ -373,6 +394,12 @@ class ModelRegistry:
 
 
 _SECRET_NAMES: Final = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", COMPATIBLE_KEY_ENV)
+_BASE_URL_VARIABLES: Final[Mapping[str, str]] = MappingProxyType(
+    {"openai": "OPENAI_BASE_URL", "anthropic": "ANTHROPIC_BASE_URL"}
+)
+"""Where a vendor's requests go when its base URL is set (also from a `.env` file, which the
+vendor SDKs do not read): for an `openai:` or `anthropic:` model named explicitly as much as
+for the one its key alone configures."""
 
 
 def _from_env(variables: Mapping[str, str], from_file: set[str]) -> list[ModelSpec]:
@@ -412,8 +439,9 @@ async def resolve_models(
     registry = ModelRegistry(secrets={k: variables[k] for k in _SECRET_NAMES if k in variables})
     for text in explicit:
         spec = parse_model(text, source=explicit_source)
-        if spec.kind == "openai" and variables.get("OPENAI_BASE_URL"):
-            spec = replace(spec, base_url=variables["OPENAI_BASE_URL"])
+        base_variable = _BASE_URL_VARIABLES.get(spec.kind, "")
+        if variables.get(base_variable):  # as for a model the key alone configures
+            spec = replace(spec, base_url=variables[base_variable])
         registry.add(spec)
     candidates = _from_env(variables, from_file)
     if probe_local:

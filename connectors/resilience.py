@@ -20,7 +20,7 @@ import logging
 import math
 import random
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Mapping
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -47,6 +47,10 @@ Sleep = Callable[[float], Awaitable[None]]
 
 MAX_SERVER_MESSAGE_CHARS = 500
 """How much of a server's error text is repeated in our error messages."""
+
+QUOTA_CODES = frozenset({"insufficient_quota"})
+"""Error codes of a 429 that is no rate limit but an account out of credit (OpenAI's
+``insufficient_quota``): waiting does not help, so it is not retried."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +129,7 @@ class CircuitBreaker:
         self._failures = 0
         self._opened_at: float | None = None
         self._trial_running = False
+        self._last_failure = ""
 
     @property
     def state(self) -> BreakerState:
@@ -162,9 +167,13 @@ class CircuitBreaker:
             detail = "a trial request is under way; try again in a moment"
         else:
             detail = f"will try again in {math.ceil(self.retry_in_s())} s"
+        times = "once" if self._failures == 1 else f"{self._failures} times in a row"
+        last = self._last_failure
+        if prefix and last.startswith(prefix):
+            last = last[len(prefix) :]
+        why = f" (the last failure: {shorten(last)})" if last else ""
         return CircuitOpen(
-            f"{prefix}the model failed {self._failures} times in a row, so calls are paused; "
-            f"{detail}",
+            f"{prefix}the model failed {times}, so calls are paused; {detail}{why}",
             provider=provider,
         )
 
@@ -175,8 +184,11 @@ class CircuitBreaker:
         self._opened_at = None
         self._trial_running = False
 
-    def record_failure(self) -> None:
+    def record_failure(self, error: BaseException | None = None) -> None:
+        """Count a failure; `error`, when given, is named by `open_error` (why calls stop)."""
         self._failures += 1
+        if error is not None:
+            self._last_failure = str(error)
         if self._trial_running or self._failures >= self.failure_threshold:
             if self._opened_at is None or self._trial_running:
                 logger.warning(
@@ -224,7 +236,7 @@ async def resilient_stream(
                     yield part
         except ModelError as error:
             if counts_as_failure(error):
-                breaker.record_failure()
+                breaker.record_failure(error)
             else:
                 breaker.record_success()
             if emitted or not retry.should_retry(error, number):
@@ -300,12 +312,22 @@ def error_for_status(
     key_env: str,
     retry_after: float | None = None,
     hint: str = "",
+    codes: Iterable[object] = (),
 ) -> ModelError:
     """The ModelError for an HTTP error status, with a message a person can act on.
 
-    `hint` is added to the unknown-model message (e.g. "check the base URL").
+    `hint` is added to the unknown-model message (e.g. "check the base URL"). `codes` are
+    the error's code and type when the server gave them: a 429 for a quota used up
+    (`QUOTA_CODES`) is not retried and says to check the key's plan and billing.
     """
     said = f" (server said: {shorten(detail)})" if detail else ""
+    if status == 429 and any(isinstance(c, str) and c.lower() in QUOTA_CODES for c in codes):
+        return ModelError(
+            f"{provider}: the quota of the key in {key_env} is used up (HTTP 429); check its "
+            f"plan and billing, or set {key_env} to another key{said}",
+            status=status,
+            provider=provider,
+        )
     if status in (401, 403):
         return ModelAuthError(
             f"{provider}: the server refused the API key (HTTP {status}). "

@@ -49,7 +49,8 @@ def anthropic_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     message, and every tool_result answers one; tool_result blocks come first; ids match
     ``^[a-zA-Z0-9_-]+$``; names have 1 to 200 characters; no message is empty; no text
     block is empty or only white space ("text content blocks must contain non-whitespace
-    text")."""
+    text"); a failed tool result is not empty ("content cannot be empty if `is_error` is
+    true")."""
     problems: list[str] = []
     expected: set[str] = set()
     for index, message in enumerate(messages):
@@ -62,6 +63,11 @@ def anthropic_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
         if index and messages[index - 1]["role"] == message["role"]:
             problems.append(f"messages.{index}: two {message['role']} messages in a row")
         results = [b for b in blocks if b.get("type") == "tool_result"]
+        for block in results:
+            if block.get("is_error") and not block.get("content"):
+                problems.append(
+                    f"messages.{index}: tool_result: content cannot be empty if `is_error` is true"
+                )
         answered = {str(b["tool_use_id"]) for b in results}
         if answered != expected:
             problems.append(f"messages.{index}: tool results {answered} for calls {expected}")
