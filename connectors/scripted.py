@@ -175,7 +175,8 @@ class EchoModel:
         last = next((m for m in reversed(messages) if m.role is Role.USER), None)
         said = last.content if last else ""
         text = (
-            "I am the built-in echo model (no language model is configured). You said:\n\n" + said
+            "I am the built-in echo model: I repeat your message and call no tools. You said:\n\n"
+            + said
         )
         return ModelResponse(
             text=text,
