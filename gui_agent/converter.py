@@ -217,7 +217,13 @@ class ChunkAssembler:
         steps: list[AssemblyStep] = []
         key = (lmc_role, lmc_type, agent)
         draft = self._draft
-        if chunk.get("start") or draft is None or draft.key != key:
+        lmc_format = chunk.get("format")
+        if (
+            chunk.get("start")
+            or draft is None
+            or draft.key != key
+            or _other_language(draft, lmc_format)
+        ):
             steps.extend(self.finish())
             draft = self._draft = _Draft(
                 key=key,
@@ -227,7 +233,6 @@ class ChunkAssembler:
                 explicit=bool(chunk.get("start")),
                 metadata=_metadata_of(lmc_role),
             )
-        lmc_format = chunk.get("format")
         if draft.message_type is MessageType.CODE and draft.language is None and lmc_format:
             draft.language = str(lmc_format)
         noise = draft.message_type is MessageType.CONSOLE and lmc_format == "active_line"
@@ -320,6 +325,18 @@ class ChunkAssembler:
             status=status,
             metadata=metadata,
         )
+
+
+def _other_language(draft: _Draft, lmc_format: object) -> bool:
+    """Whether a code chunk in another language than the code block being streamed (a
+    chunk without start/end flags) begins a block of its own, rather than continuing it."""
+    return (
+        draft.message_type is MessageType.CODE
+        and not draft.explicit
+        and bool(lmc_format)
+        and draft.language is not None
+        and str(lmc_format) != draft.language
+    )
 
 
 def _image_part(lmc_format: str | None, content: str) -> ImagePart | None:

@@ -28,8 +28,10 @@ closed by that thread as soon as the step returns.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import logging
+import queue
 import threading
 from collections.abc import (
     AsyncGenerator,
@@ -102,7 +104,12 @@ async def _close_async(source: object) -> None:
 
 
 class _ThreadStepper(Generic[T]):
-    """Steps a blocking iterator in worker threads, and closes it safely even mid-step.
+    """Steps a blocking iterator in a daemon thread of its own, and closes it safely even
+    mid-step.
+
+    Not `asyncio.to_thread`: a step that blocks for good (an interpreter waiting for input)
+    would hold a slot of the loop's default executor, which file tools and others share, and
+    `asyncio.run` would wait for it before returning. A daemon thread holds neither.
 
     A generator cannot be closed while another thread is running it. `close()` therefore closes
     at once when no step is running, and otherwise leaves a note the running step acts on as soon
@@ -114,6 +121,11 @@ class _ThreadStepper(Generic[T]):
         self._lock = threading.Lock()
         self._busy = False
         self._close_requested = False
+        self._requests: queue.SimpleQueue[
+            tuple[asyncio.AbstractEventLoop, asyncio.Future[T | _End], contextvars.Context] | None
+        ] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._finished = False  # the iterator ended or raised: no step is left to run
 
     def _step(self) -> T | _End:
         with self._lock:
@@ -129,15 +141,52 @@ class _ThreadStepper(Generic[T]):
             if close_now:
                 _close_sync(self._iterator)
 
+    def _serve(self) -> None:
+        """The worker thread: one step per request, until `close()` (or the end)."""
+        while (request := self._requests.get()) is not None:
+            loop, future, context = request
+            try:
+                outcome: tuple[bool, object] = (True, context.run(self._step))
+            except BaseException as error:  # handed to the awaiting task, not swallowed
+                outcome = (False, error)
+            finished = outcome[0] is False or outcome[1] is _END
+            self._finished = finished
+            try:
+                loop.call_soon_threadsafe(_settle, future, *outcome)
+            except RuntimeError:  # the loop closed while the step ran
+                logger.debug("stream step finished after its event loop closed")
+            if finished:
+                return
+
     async def next(self) -> T | _End:
-        return await asyncio.to_thread(self._step)
+        if self._finished:
+            return _END
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T | _End] = loop.create_future()
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._serve, name="gui-agent-stream", daemon=True
+            )
+            self._thread.start()
+        self._requests.put((loop, future, contextvars.copy_context()))
+        return await future
 
     def close(self) -> None:
         with self._lock:
             self._close_requested = True
             busy = self._busy
+        self._requests.put(None)  # the worker thread, if any, ends after its step
         if not busy:
             _close_sync(self._iterator)
+
+
+def _settle(future: asyncio.Future[Any], ok: bool, value: Any) -> None:
+    if future.done():  # the awaiting task was cancelled meanwhile
+        return
+    if ok:
+        future.set_result(value)
+    else:
+        future.set_exception(value)
 
 
 async def _next_or_end(agen: AsyncIterator[T]) -> T | _End:

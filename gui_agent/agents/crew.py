@@ -2,9 +2,11 @@
 
 The default crew is a doer and a reviewer: the executor does the task with its tools, then
 a reviewer (no tools) checks the work for mistakes and gaps and writes the final answer.
-Members after the first get the work handed over as a USER message marked ``crew_member``
-(shown as "Crew, over to the reviewer"), carrying the person's request; retry, edit and the
-AutoChat goal skip these messages. Why a user turn and not a system note: the last message
+The first member answers the person's message itself; its brief goes with each of its model
+calls as an instruction (not kept in the history). Members after the first get the work
+handed over as a USER message marked ``crew_member`` (shown as "Crew, over to the
+reviewer"), carrying the person's request; retry, edit and the AutoChat goal skip these
+messages. Why a user turn and not a system note: the last message
 before the reviewer's call is the doer's answer, and some APIs read a conversation that ends
 with an assistant message as the start of that message, to be continued.
 
@@ -100,19 +102,31 @@ class CrewAgent:
                 )
                 session.add(handoff)
                 yield MessageCompleted(message=handoff)
+            # The first member answers the person's own message; its brief comes with each
+            # of its model calls (not kept in the history, so retry and edit are unchanged).
+            brief = member.brief.replace("{request}", request) if index == 0 else None
             stopped = False
-            async for event in self._member_turn(session, deps, member, turn):
+            async for event in self._member_turn(session, deps, member, turn, brief):
                 stopped = stopped or isinstance(event, RunFinished)
                 yield event
             if stopped:
                 return
 
     async def _member_turn(
-        self, session: Session, deps: AgentDeps, member: CrewMember, turn: Turn
+        self,
+        session: Session,
+        deps: AgentDeps,
+        member: CrewMember,
+        turn: Turn,
+        brief: str | None,
     ) -> AsyncIterator[Event]:
         if member.tools:
-            events = ExecutorAgent(name=member.agent).loop(session, deps, turn=turn)
+            events = ExecutorAgent(name=member.agent).loop(
+                session, deps, turn=turn, instruction=brief
+            )
         else:
-            events = model_step(session, deps, agent=member.agent, turn=turn, use_tools=False)
+            events = model_step(
+                session, deps, agent=member.agent, turn=turn, use_tools=False, instruction=brief
+            )
         async for event in events:
             yield event

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from gui_agent.agents.base import AgentDeps
 from gui_agent.approvals import Verdict
 from gui_agent.autochat import goal_to_pin
+from gui_agent.exceptions import ModelResponseError
 from gui_agent.hooks import call_hook
 from gui_agent.session import Session
 from gui_agent.tools import (
@@ -23,6 +24,7 @@ from gui_agent.tools import (
     approval_view,
     execute_tool,
 )
+from gui_agent.tools.execution import decode_arguments
 from schema import (
     AgentName,
     ApprovalDecision,
@@ -224,7 +226,13 @@ async def model_step(
             final = part
         else:
             yield TextDelta(message_id=message_id, delta=valid_text(part.text), channel="reasoning")
-    final = ModelResponse() if final is None else valid_response(final)
+    if final is None:  # the person saw what streamed: an empty reply would lose it
+        raise ModelResponseError(
+            f"the model stream of {deps.provider.name!r} ended without its final response "
+            "(an LLMProvider's stream must end with a ModelResponse)",
+            provider=deps.provider.name,
+        )
+    final = valid_response(final)
     ignored: list[str] = []
     if final.tool_calls:
         if use_tools:
@@ -270,20 +278,33 @@ class ExecutorAgent:
     def run(self, session: Session, deps: AgentDeps, prompt: Message) -> AsyncIterator[Event]:
         return self.loop(session, deps, turn=Turn())
 
-    async def loop(self, session: Session, deps: AgentDeps, *, turn: Turn) -> AsyncIterator[Event]:
+    async def loop(
+        self, session: Session, deps: AgentDeps, *, turn: Turn, instruction: str | None = None
+    ) -> AsyncIterator[Event]:
         """Model calls and tool runs on the history as it stands, until an answer, a limit or
-        `task_complete`. `turn` may carry model calls other roles made first in this turn."""
+        `task_complete`. `turn` may carry model calls other roles made first in this turn;
+        `instruction` goes to each of these model calls (see `model_step`).
+
+        Only this loop's own `task_complete` ends it: a crew member with tools that comes
+        after one that declared the task done still works until its own answer."""
+        completed_before = session.task_complete is not None
         for _ in range(session.settings.max_iterations):
             for queued in drain_inbox(session):
                 yield MessageCompleted(message=queued)
-            async for event in model_step(session, deps, agent=self._name, turn=turn):
+            async for event in model_step(
+                session, deps, agent=self._name, turn=turn, instruction=instruction
+            ):
                 yield event
             response = turn.last_response()
             if not response.tool_calls:
                 return
-            async for event in self.run_tools(session, deps, response.tool_calls):
+            calls = response.tool_calls
+            cut_off = response.finish_reason == "length"
+            async for event in self.run_tools(session, deps, calls, cut_off=cut_off):
                 yield event
-            if session.task_complete is not None:
+            if session.task_complete is not None and (
+                not completed_before or completes(session, calls)
+            ):
                 return
             limit = session.token_limit
             if limit is not None and session.usage.total_tokens >= limit:
@@ -309,12 +330,22 @@ class ExecutorAgent:
         )
 
     async def run_tools(
-        self, session: Session, deps: AgentDeps, calls: Sequence[ToolCall]
+        self,
+        session: Session,
+        deps: AgentDeps,
+        calls: Sequence[ToolCall],
+        *,
+        cut_off: bool = False,
     ) -> AsyncIterator[Event]:
-        """Ask for approvals in order, then run the allowed calls in parallel."""
+        """Ask for approvals in order, then run the allowed calls in parallel. `cut_off`: the
+        reply that made the calls stopped at the model's output limit (see `cut_off_call`)."""
         parent = session.history[-1].id if session.history else None  # the assistant message
         refused: dict[str, ToolResult] = {}
+        if cut_off:
+            refused = {r.call_id: r for c in calls if (r := cut_off_call(c)) is not None}
         for tool_call in calls:
+            if tool_call.id in refused:
+                continue
             verdict = await self._permission(session, deps, tool_call)
             if isinstance(verdict, ToolResult):
                 refused[tool_call.id] = verdict
@@ -383,6 +414,41 @@ class ExecutorAgent:
                 is_error=True,
             )
         return ask_person(session, deps, tool_call)
+
+
+def cut_off_call(tool_call: ToolCall) -> ToolResult | None:
+    """The result for a call whose arguments the model's output limit cut off (they are not
+    a whole JSON object), or None. Such a call is neither run nor put to the person, and the
+    model is told why: told only that its JSON is broken, it writes the same long call
+    again and is cut off again, step after step."""
+    try:
+        whole = isinstance(decode_arguments(tool_call.arguments), dict)
+    except ValueError:
+        whole = False
+    if whole:
+        return None
+    return ToolResult(
+        call_id=tool_call.id,
+        name=tool_call.name,
+        content=(
+            "Not run: your reply reached the output limit (max tokens) while you were writing "
+            "this call, so its arguments are incomplete. Do less in one call (for example, "
+            "write a long file in parts) or ask the person to raise Max tokens."
+        ),
+        is_error=True,
+    )
+
+
+def completes(session: Session, calls: Sequence[ToolCall]) -> bool:
+    """Whether `calls`, whose results `run_tools` has just appended (one message each, at
+    the end of the history), include a `task_complete` that succeeded."""
+    results = session.history[-len(calls) :] if calls else []
+    return any(
+        message.role is Role.TOOL
+        and message.name == TASK_COMPLETE
+        and not message.metadata.get("is_error")
+        for message in results
+    )
 
 
 def session_denial(session: Session, tool_call: ToolCall) -> ToolResult | None:
@@ -494,6 +560,7 @@ async def run_parallel(
 
 def safe_args(tool_call: ToolCall) -> dict[str, object]:
     try:
-        return tool_call.parsed_arguments()
+        args = decode_arguments(tool_call.arguments)
     except ValueError:
         return {}
+    return args if isinstance(args, dict) else {}

@@ -39,7 +39,7 @@ __all__ = ["PlannerAgent", "parse_plan"]
 DEFAULT_MAX_STEPS = 6
 
 _NUMBERED = re.compile(
-    r"^\s*(?:#{1,6}\s*)?(?:\*\*)?(?:step\s*)?\d{1,3}\s*[.):]\s*(.+?)\s*$", re.IGNORECASE
+    r"^\s*(?:#{1,6}\s*)?(?:\*\*)?(?:step\s*)?\d{1,3}\s*[.):](?!\d)\s*(.+?)\s*$", re.IGNORECASE
 )
 _STEP_KEYS = frozenset({"step", "task", "action", "description", "title", "text", "name"})
 _BULLET = re.compile(r"^\s*[-*•]\s+(.+?)\s*$")
@@ -81,17 +81,56 @@ def _json_steps(text: str) -> list[str]:
     return steps
 
 
+def _indent(line: str) -> int:
+    expanded = line.expandtabs(4)
+    return len(expanded) - len(expanded.lstrip())
+
+
+def _numbered_steps(lines: list[str]) -> list[str]:
+    """The numbered lines at the plan's own level; numbered or bulleted lines indented under
+    one (sub-steps, details) are folded into it, not run as steps of their own."""
+    steps: list[str] = []
+    top: int | None = None
+    for line in lines:
+        numbered = _NUMBERED.match(line)
+        indent = _indent(line)
+        if numbered is not None and (top is None or indent < top + 2):
+            top = indent if top is None else min(top, indent)
+            steps.append(numbered.group(1))
+        elif top is not None and indent >= top + 2:
+            sub = numbered or _BULLET.match(line)
+            if sub is not None and (detail := _clean_step(sub.group(1))):
+                steps[-1] += ("; " if ": " in steps[-1] else ": ") + detail
+    return steps
+
+
+def _clean_step(step: str) -> str:
+    """A step without the markdown around it: the closing marker of a bold number
+    ("**1.** Do it", "**Step 1:** Do it") and emphasis or code around the whole step
+    ("**Do it**"). Markers inside the text ("**Read** the file") stay, in pairs."""
+    text = step.strip()
+    for mark in ("**", "__"):
+        if text.startswith(mark) and text.count(mark) % 2:
+            text = text[len(mark) :].lstrip()
+    for mark in ("**", "__", "`", "*", "_"):
+        inner = text[len(mark) : -len(mark)]
+        if text.startswith(mark) and text.endswith(mark) and inner and mark not in inner:
+            text = inner.strip()
+    return text
+
+
 def parse_plan(text: str, max_steps: int) -> list[str]:
     """The steps of a plan: its numbered lines (a markdown heading such as "## Step 1: ..."
-    counts as one), else its bullet lines, else a JSON list of steps; at most `max_steps`
-    (the rest folded into the last one, so nothing planned is dropped)."""
+    counts as one; lines indented under one are folded into it), else its bullet lines,
+    else a JSON list of steps; at most `max_steps` (the rest folded into the last one, so
+    nothing planned is dropped)."""
     lines = text.splitlines()
-    steps = [m.group(1) for line in lines if (m := _NUMBERED.match(line))]
+    steps = _numbered_steps(lines)
     if not steps:
         steps = [m.group(1) for line in lines if (m := _BULLET.match(line))]
     if not steps:
         steps = _json_steps(text)
-    steps = [step.strip("*_` ") for step in steps if step.strip("*_` ")]
+    steps = [cleaned for step in steps if (cleaned := _clean_step(step))]
     if len(steps) > max_steps:
         steps = [*steps[: max_steps - 1], "; then ".join(steps[max_steps - 1 :])]
     return steps

@@ -19,7 +19,6 @@ answers with what it wrote and the summary it gave.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import AsyncIterator, Mapping
 
 from gui_agent.agents.base import AgentDeps, Architecture
@@ -27,6 +26,7 @@ from gui_agent.agents.executor import ExecutorAgent, Turn, drain_inbox, model_st
 from gui_agent.agents.thought import ThoughtAgent
 from gui_agent.session import Session
 from gui_agent.tools import ToolRegistry, task_complete, tool
+from gui_agent.tools.execution import decode_arguments
 from schema import (
     AgentName,
     AutoChatSettings,
@@ -100,7 +100,7 @@ def delegation(call: ToolCall) -> tuple[str, str] | str:
     """The (worker, task) a delegate call asks for, stripped; or what is wrong with its
     arguments, in words the model can act on."""
     try:
-        args = json.loads(call.arguments or "{}")
+        args = decode_arguments(call.arguments)
     except ValueError as error:
         return f"the arguments are not valid JSON ({error})"
     if not isinstance(args, dict):

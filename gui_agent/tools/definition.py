@@ -377,7 +377,19 @@ def approval_view(tool: Tool, call: ToolCall) -> ApprovalView:
         )
     if tool.approval_view is not None:
         try:
-            return tool.approval_view(arguments)
+            view: object = tool.approval_view(arguments)
+            if isinstance(view, str):  # just the detail
+                view = ApprovalView(summary=f"Call {tool.name}", detail=view)
+            elif isinstance(view, tuple) and not isinstance(view, ApprovalView):
+                view = ApprovalView(*view)  # (summary, detail[, language]) as a plain tuple
+            if (
+                isinstance(view, ApprovalView)
+                and isinstance(view.summary, str)
+                and isinstance(view.detail, str)
+                and isinstance(view.language, str | None)
+            ):
+                return view
+            raise TypeError(f"it returned {view!r:.80}, not an ApprovalView of texts")
         except Exception:
             logger.warning(
                 "approval view of %s failed; showing raw arguments", tool.name, exc_info=True

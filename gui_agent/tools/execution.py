@@ -6,8 +6,11 @@ Errors are data: the model reads them and tries again. Only cancellation (Stop) 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import dataclasses
+import decimal
+import enum
 import inspect
 import json
 import logging
@@ -64,17 +67,56 @@ def _describe_validation(tool: Tool, error: ValidationError) -> str:
     return "\n".join(lines)
 
 
+def _json_default(value: Any) -> Any:
+    """What JSON holds for a value inside a result that json cannot write itself: a pydantic
+    model or a dataclass as its fields, an enum as its value, a set as a list; anything
+    else as its text. (json encodes what this returns in turn.)"""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, set | frozenset):
+        return list(value)
+    return str(value)
+
+
+def _json_safe(tool: Tool, metadata: dict[str, Any]) -> dict[str, Any]:
+    """A tool's `ToolOutput.metadata` as plain JSON values (see `_json_default`): it is kept
+    in the message and sent in events, and one value JSON cannot hold would make the whole
+    session impossible to save."""
+    try:
+        safe = json.loads(json.dumps(metadata, ensure_ascii=False, default=_json_default))
+    except Exception as error:  # keys that are not text, cycles, a value that cannot print
+        logger.warning("tool %s: metadata is not JSON (%s); kept as text", tool.name, error)
+        return {_printed(key): _printed(value) for key, value in metadata.items()}
+    return safe if isinstance(safe, dict) else {}
+
+
+def _printed(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return repr(value)
+    except Exception:
+        return f"<{type(value).__name__}>"
+
+
 def _to_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     if type(value) is int:  # what json.dumps writes, without its machinery
-        return str(value)
+        try:
+            return str(value)
+        except ValueError:  # past Python's 4,300-digit limit (a factorial tool): decimal's
+            return str(decimal.Decimal(value))  # conversion has no such limit and is fast
     try:
         if isinstance(value, BaseModel):
             return value.model_dump_json()
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             value = dataclasses.asdict(value)
-        return json.dumps(value, ensure_ascii=False, default=str)
+        return json.dumps(value, ensure_ascii=False, default=_json_default)
     except (TypeError, ValueError, RecursionError) as error:
         # Not JSON (tuple keys, a value that contains itself, a field that cannot be
         # copied): the tool did its work, so its result is shown as Python writes it.
@@ -148,7 +190,9 @@ async def _invoke(tool: Tool, args: list[Any], kwargs: dict[str, Any]) -> Any:
 async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext) -> ToolResult:
     """Run `call` with the tool of that name from `registry`.
 
-    Never raises, except `asyncio.CancelledError`, which propagates untouched. Unknown tools,
+    Never raises, except `asyncio.CancelledError` when the task running it is cancelled
+    (Stop), which propagates untouched; a CancelledError the tool raises by itself (a task
+    it awaited was cancelled) is its failure, reported like any other. Unknown tools,
     malformed or invalid arguments, exceptions, timeouts and path escapes all come back as
     `is_error=True` results whose message says what to change. Async tools run on the loop,
     started at once in the caller's task (`gui_agent.eager`); sync tools run in a worker
@@ -203,8 +247,16 @@ async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext)
         return _error(call, f"path escapes the session folder: {error}", started)
     except _Unshowable as error:
         return _error(call, str(error), started)
-    except (asyncio.CancelledError, GeneratorExit):
-        raise  # a Stop, or the coroutine being closed: not the tool's failure
+    except GeneratorExit:
+        raise  # the coroutine being closed: not the tool's failure
+    except asyncio.CancelledError as error:
+        if _cancelled_from_outside():
+            raise  # a Stop, or a parallel call being ended: it must reach the turn
+        # The tool's own: something it awaited was cancelled (a task of its own, a
+        # library's). Not a Stop, so the model is told, and the turn goes on.
+        logger.info("tool %s raised CancelledError by itself", tool.name, exc_info=True)
+        detail = str(error) or "something it waited for was cancelled"
+        return _error(call, f"{tool.name} raised CancelledError: {detail}", started)
     except BaseException as error:  # anything a tool raises, KeyboardInterrupt included, is data
         logger.info("tool %s raised %s", tool.name, type(error).__name__, exc_info=True)
         detail = str(error) or "(no message)"
@@ -227,8 +279,27 @@ async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext)
         duration_ms=(time.perf_counter() - started) * 1000,
         message_type=output.message_type,
         images=output.images,
-        metadata=dict(output.metadata),
+        metadata=_json_safe(tool, output.metadata) if output.metadata else {},
     )
+
+
+def _cancelled_from_outside() -> bool:
+    """Whether the task running the tool is being cancelled (Stop, the end of a parallel
+    call, the interpreter closing), as opposed to the tool raising CancelledError itself."""
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
+
+
+def decode_arguments(raw: str) -> Any:
+    """The JSON value of a call's arguments (empty means `{}`); an object encoded twice, as
+    some models and chat templates write it, is decoded once more (told that it is text,
+    such a model would write it the same way every time and never get its call run).
+    Raises `json.JSONDecodeError`."""
+    value = json.loads(raw or "{}")
+    if isinstance(value, str) and value.lstrip().startswith("{"):
+        with contextlib.suppress(json.JSONDecodeError):
+            return json.loads(value)
+    return value
 
 
 class _BadArguments(Exception):
@@ -239,7 +310,7 @@ def _bind_explained(
     tool: Tool, call: ToolCall, ctx: ToolContext
 ) -> tuple[list[Any], dict[str, Any]]:
     try:
-        arguments = json.loads(call.arguments or "{}")
+        arguments = decode_arguments(call.arguments)
     except json.JSONDecodeError as error:
         raise _BadArguments(
             f"Arguments for {tool.name} are not valid JSON ({error}). "
