@@ -360,12 +360,13 @@ def _wire(
         trigger_mode="always_last",
         **_EVENT,
     )
-    page.rename_btn.click(
-        sidebar.rename,
-        [page.session_id, page.rename_box, page.search],
-        [page.session_list],
-        **_EVENT,
-    )
+    for rename in (page.rename_btn.click, page.rename_box.submit):  # the button, or Enter
+        rename(
+            sidebar.rename,
+            [page.session_id, page.rename_box, page.search],
+            [page.session_list],
+            **_EVENT,
+        )
     page.delete_btn.click(sidebar.ask_delete, sid, [page.confirm_row], **_EVENT)
     page.cancel_delete_btn.click(sidebar.cancel_delete, None, [page.confirm_row], **_EVENT)
     page.export_btn.click(transfer.export, sid, [page.export_data], **_EVENT).then(
@@ -422,7 +423,12 @@ def _wire(
             queue=False,
             **_EVENT,
         )
-    page.edit_btn.click(handlers.edit_last, sid, [page.chat_input, page.edit_mode], **_EVENT)
+    page.edit_btn.click(
+        handlers.edit_last,
+        sid,
+        [page.chat_input, page.edit_mode, page.attach_note, page.detach_btn],
+        **_EVENT,
+    )
     clear_row = [page.confirm_clear_row]
     page.clear_btn.click(handlers.ask_clear, sid, clear_row, **_EVENT)
     page.cancel_clear_btn.click(handlers.cancel_clear, None, clear_row, **_EVENT)

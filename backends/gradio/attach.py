@@ -86,6 +86,13 @@ class Trays:
             self._evict(keep=tab)
         return len(kept)
 
+    def restore(self, tab: str, images: Sequence[ImagePart]) -> int:
+        """Put a sent message's images (to edit it) at the front of `tab`'s tray, once: an
+        image already there is not added twice (Edit pressed again). How many it holds."""
+        return self.put_back(
+            tab, [image for image in images if image not in self._trays.get(tab, ())]
+        )
+
     def take(self, tab: str) -> tuple[ImagePart, ...]:
         """Everything in `tab`'s tray, which is then empty."""
         return tuple(self._trays.pop(tab, ()))

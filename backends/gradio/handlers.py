@@ -230,6 +230,8 @@ class Handlers:
             self.page.chat_input: "",
             **view.updates(full=True),
             **self.settings_values(None),
+            # The list shows every chat again: so does the search box (not a stale query).
+            self.page.search: "",
             **await self.session_list_update(owner_of(request), ""),
         }
 
@@ -312,11 +314,19 @@ class Handlers:
         return answer
 
     async def edit_last(self, session_id: str, request: gr.Request) -> Updates:
+        """The person's last message back in the box, to send as its edit; its images go
+        back in the tray with it (the edit replaces the whole message: without them, it
+        would lose its pictures unless they were attached again)."""
         interpreter = await self.lookup(session_id, request)
         history = interpreter.session.history if interpreter else []
         for message in reversed(history):
             if written_by_person(message):
-                return {self.page.chat_input: message.content, self.page.edit_mode: True}
+                count = self.trays.restore(tab_of(request), message.images)
+                return {
+                    self.page.chat_input: message.content,
+                    self.page.edit_mode: True,
+                    **self._tray(count),
+                }
         gr.Warning("There is no message of yours to edit.")
         return no_change()
 

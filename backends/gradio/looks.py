@@ -16,7 +16,7 @@ from backends.gradio.markdown import (
     images_markdown,
     json_or_text,
 )
-from schema import AgentName, ImagePart, Message, MessageType
+from schema import AgentName, ImagePart, Message, MessageStatus, MessageType
 
 __all__ = [
     "CUT_OFF_MARK",
@@ -142,4 +142,8 @@ def preview(message: Message, limit: int = 60) -> str:
         text = "calls " + ", ".join(call.name for call in message.tool_calls)
     if not text and message.images:
         text = f"[{len(message.images)} image(s)]"
+    if not text and message.status is MessageStatus.ERROR:
+        text = "[error: no text]"  # a reply that failed before it said anything
+    elif not text and message.status is MessageStatus.INTERRUPTED:
+        text = "[interrupted: no text]"
     return text if len(text) <= limit else text[: limit - 1] + "…"

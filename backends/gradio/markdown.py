@@ -5,8 +5,8 @@ of text a person or a model wrote goes through `escape_html`, so `<script>` or
 `<img onerror=…>` appears literally instead of being parsed as a tag, and a Markdown image
 (`![alt](https://…)`) shows as a link: the browser fetches nothing a reply names by itself
 (a reply steered by a web page or a file could otherwise send data to any server in an
-image's address, with nobody clicking anything). Images attached to a message are shown
-(`image_markdown`). Code (fenced blocks,
+image's address, with nobody clicking anything). Images a message carries are shown when
+they are data, and linked when they are an address (`image_markdown`). Code (fenced blocks,
 indented blocks, inline code spans) is left alone: Markdown already shows it verbatim.
 """
 
@@ -143,7 +143,9 @@ def json_or_text(text: str) -> str:
 
 
 def image_markdown(image: ImagePart, alt: str = "image") -> str | None:
-    """An inline image: base64 data as a data URL, or an http(s) URL. None when unsafe."""
+    """An image: base64 data inline as a data URL; an http(s) URL as a link to it (the page
+    fetches nothing from elsewhere unless the person clicks: an address an external agent,
+    a tool or an imported file names could carry data out). None when unsafe."""
     if not _SAFE_MEDIA.match(image.media_type.lower()):
         return None
     label = re.sub(r"[\[\]\\<>]", "", alt) or "image"
@@ -156,7 +158,9 @@ def image_markdown(image: ImagePart, alt: str = "image") -> str | None:
         parts = urlsplit(image.url)
         if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
             return None
-        return f"![{label}]({quote(image.url, safe=':/?#[]@!$&*+,;=%~.-_')})"
+        host = re.sub(r"[^A-Za-z0-9.:-]", "", parts.hostname or "") or "elsewhere"
+        address = quote(image.url, safe=":/?#[]@!$&*+,;=%~.-_")
+        return f"[{label} from {host} (not loaded here)]({address})"
     return None
 
 

@@ -165,6 +165,9 @@ class PanelState:
     approvals: OrderedDict[str, ApprovalRequested] = field(default_factory=OrderedDict)
     memory: MemoryInfo | None = None
     turns: OrderedDict[str, Usage] = field(default_factory=OrderedDict)
+    """The latest turns' usage (at most MAX_TURNS_SHOWN), oldest first."""
+    turns_seen: int = 0
+    """How many turns reported usage to this view: the number of the newest one."""
     total: Usage = field(default_factory=Usage)
     auto: AutoChatStatus = field(default_factory=AutoChatStatus)
     sessions_changed: bool = False
@@ -197,6 +200,8 @@ class PanelState:
         elif isinstance(event, MemoryUpdated):
             self.memory = MemoryInfo.of(event)
         elif isinstance(event, UsageReported):
+            if event.run_id not in self.turns:
+                self.turns_seen += 1
             self.turns[event.run_id] = event.turn
             self.turns.move_to_end(event.run_id)
             while len(self.turns) > MAX_TURNS_SHOWN:
@@ -258,8 +263,11 @@ def memory_markdown(
     return "\n".join(lines)
 
 
-def usage_markdown(turns: OrderedDict[str, Usage], total: Usage) -> str:
-    """Tokens in and out for recent turns and for the whole session."""
+def usage_markdown(
+    turns: OrderedDict[str, Usage], total: Usage, *, newest: int | None = None
+) -> str:
+    """Tokens in and out for recent turns and for the whole session. `newest`: the number
+    of the last turn in `turns` (PanelState.turns_seen; by default, as many as listed)."""
     estimated = " (estimated)" if total.estimated else ""
     lines = [
         f"**Session:** {total.input_tokens:,} in · {total.output_tokens:,} out · "
@@ -267,7 +275,8 @@ def usage_markdown(turns: OrderedDict[str, Usage], total: Usage) -> str:
     ]
     if turns:
         lines += ["", "| Turn | In | Out |", "|---:|---:|---:|"]
-        first = max(1, len(turns) - MAX_TURNS_SHOWN + 1)
+        last = len(turns) if newest is None else max(newest, len(turns))
+        first = last - len(turns) + 1
         for number, usage in enumerate(turns.values(), start=first):
             lines.append(f"| {number} | {usage.input_tokens:,} | {usage.output_tokens:,} |")
     return "\n".join(lines)

@@ -203,7 +203,7 @@ class PageView:
             page.approval_id: approval.approval_id if approval else "",
             page.autochat_status: panels.autochat,
             page.memory_panel: memory_markdown(panels.memory, self.chat.preview),
-            page.usage_panel: usage_markdown(panels.turns, panels.total),
+            page.usage_panel: usage_markdown(panels.turns, panels.total, newest=panels.turns_seen),
             page.role_picker: panels.agent.value,
         }
 

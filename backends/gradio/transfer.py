@@ -115,9 +115,12 @@ class Transfer:
         # A notice of what changed stays until closed: it may take a moment to read.
         gr.Info(import_notice(imported), duration=None if changed else 10, title="Imported")
         opened = await self.handlers.open_session(record.id, ticket, request)
+        # The list shows every chat, the imported one among them: so does the search box.
+        unfiltered = {self.handlers.page.search: ""}
         if self.handlers.page.session_id not in opened:  # a later event shows something else
-            return await self.handlers.session_list_update(owner, "")
-        return {**opened, **await self.handlers.session_list_update(owner, record.id)}
+            return {**unfiltered, **await self.handlers.session_list_update(owner, "")}
+        listed = await self.handlers.session_list_update(owner, record.id)
+        return {**opened, **unfiltered, **listed}
 
     async def replay(
         self, data: bytes | None, ticket: str, request: gr.Request

@@ -26,3 +26,17 @@ def test_attached_images_are_still_shown() -> None:
     assert shown == (
         "&#33;[t](http://b.example/t.png)\n\n![image](data:image/png;base64,iVBORw0KGgo=)"
     )
+
+
+def test_an_image_given_by_address_is_a_link_not_fetched() -> None:
+    """An external agent's image (LMC `url` format), a tool's or an imported chat's image
+    given by address: the page must not load it by itself (it could carry data out)."""
+    image = ImagePart(url="https://tracker.example/p.png?leak=secret")
+    shown = body_markdown(MessageType.IMAGE, "", None, [image])
+    assert not shown.startswith("!")
+    assert "![" not in shown
+    assert shown == (
+        "[image from tracker.example (not loaded here)](https://tracker.example/p.png?leak=secret)"
+    )
+    tricky = ImagePart(url="https://a.example/x.png", media_type="image/png")
+    assert "](https://a.example/x.png)" in body_markdown(MessageType.IMAGE, "", None, [tricky])

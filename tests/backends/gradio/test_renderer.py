@@ -17,6 +17,7 @@ from backends.gradio.coalesce import Coalescer, merge_deltas
 from backends.gradio.layout import ELEM_IDS, Page, build_page
 from backends.gradio.markdown import escape_html, fence, image_markdown, json_or_text
 from backends.gradio.panels import (
+    MAX_TURNS_SHOWN,
     MemoryInfo,
     PanelState,
     badge_html,
@@ -518,7 +519,9 @@ def test_unsafe_images_are_not_shown() -> None:
     assert image_markdown(ImagePart(url="javascript:alert(1)")) is None
     assert image_markdown(ImagePart(url="file:///etc/passwd")) is None
     shown = image_markdown(ImagePart(url="https://example.org/a (1).png"))
-    assert shown == "![image](https://example.org/a%20%281%29.png)"
+    assert (
+        shown == "[image from example.org (not loaded here)](https://example.org/a%20%281%29.png)"
+    )
 
 
 # -- panels ----------------------------------------------------------------------------------
@@ -573,6 +576,22 @@ def test_memory_panel_lists_the_window_and_says_when_tokens_are_estimated() -> N
     assert "10 tokens." in exact and "estimated" not in exact
 
 
+def test_memory_panel_names_a_reply_that_failed_or_stopped_before_any_text() -> None:
+    """Not a bare "…": the person sees why that reply in the window says nothing."""
+    view = ChatView.from_history(
+        [
+            user("fail", id="u1"),
+            assistant("", id="a1", status=MessageStatus.ERROR),
+            user("again", id="u2"),
+            assistant("", id="a2", status=MessageStatus.INTERRUPTED),
+        ]
+    )
+    text = memory_markdown(MemoryInfo(("u1", "a1", "u2", "a2"), 10), view.preview)
+    assert "2. *assistant*: [error: no text]" in text
+    assert "4. *assistant*: [interrupted: no text]" in text
+    assert "…" not in text
+
+
 def test_usage_panel_shows_each_turn_and_the_session_total() -> None:
     panels = PanelState()
     panels.apply(
@@ -589,6 +608,24 @@ def test_usage_panel_shows_each_turn_and_the_session_total() -> None:
     assert "**Session:** 30 in · 12 out · 2 model calls (estimated)" in text
     assert "| 1 | 10 | 5 |" in text and "| 2 | 20 | 7 |" in text
     assert usage_markdown(OrderedDict(), Usage()).startswith("**Session:** 0 in")
+
+
+def test_usage_panel_numbers_turns_past_the_tenth_as_they_ran() -> None:
+    """The panel lists the last ten turns: after twelve, they are turns 3 to 12."""
+    panels = PanelState()
+    for number in range(1, 13):
+        usage = Usage(input_tokens=number * 100, output_tokens=number)
+        panels.apply(UsageReported(run_id=f"r{number}", turn=usage, total=usage))
+    text = usage_markdown(panels.turns, panels.total, newest=panels.turns_seen)
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "Turn" not in line]
+    assert len(rows) == MAX_TURNS_SHOWN
+    assert rows[0] == "| 3 | 300 | 3 |"
+    assert rows[-1] == "| 12 | 1,200 | 12 |"
+    # a turn that reports again (another model call) is not a new turn
+    again = Usage(input_tokens=1_250, output_tokens=13)
+    panels.apply(UsageReported(run_id="r12", turn=again, total=again))
+    text = usage_markdown(panels.turns, panels.total, newest=panels.turns_seen)
+    assert text.splitlines()[-1] == "| 12 | 1,250 | 13 |"
 
 
 def test_code_language_maps_to_what_the_viewer_knows() -> None:
