@@ -168,6 +168,7 @@ async def build_server(
             notice=notice,
             docs=with_api,
             throttles=throttles,
+            closing=closing,
         )
         if users is None and proxy is None and not config.insecure_no_auth:
             app.add_middleware(LoopbackHostOnly)
@@ -195,8 +196,8 @@ async def build_server(
 
 
 class _Shutdown:
-    """What closes a built server: the page's tabs are told first, the users file is no
-    longer watched, then the sessions close."""
+    """What closes a built server: the page's tabs and the API's chats-list streams are
+    told first, the users file is no longer watched, then the sessions close."""
 
     def __init__(self, manager: SessionManager, closing: asyncio.Event) -> None:
         self.manager = manager

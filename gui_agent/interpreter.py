@@ -184,6 +184,20 @@ class Interpreter:
     def last_seq(self) -> int:
         return self._hub.seq
 
+    @property
+    def streaming(self) -> tuple[Message, ...]:
+        """The replies being streamed now (started, not yet completed), each with what it
+        said up to `last_seq`, as it would be kept if the turn stopped now (status
+        INTERRUPTED). Not in `session.history` until their `message_completed`."""
+        if not self._open:
+            return ()
+        kept = {m.id for m in self.session.history[-8:]}  # added, completion on its way
+        return tuple(
+            partial.message(message_id, MessageStatus.INTERRUPTED)
+            for message_id, partial in self._open.items()
+            if message_id not in kept
+        )
+
     def subscribe(self) -> Subscription:
         return self._hub.subscribe()
 

@@ -18,6 +18,8 @@ is doing (a retry, edit or clear while a turn runs, a second answer to an approv
     GET    /api/health                                 -> {status, protocol_version, auth}
     GET    /api/models | /api/agents
     GET    /api/sessions?q=&limit=&offset=             -> {sessions: [record], ...}
+    GET    /api/sessions/changes  (SSE: the caller's chats created, imported, renamed,
+                                   deleted, from anywhere; see `changes`)
     POST   /api/sessions          {agent?, model?, settings?, title?}  -> 201 {session}
     GET    /api/sessions/{id}     ?limit=              -> {session, messages, state, ...}
     PATCH  /api/sessions/{id}     {title?, settings?, autochat?, agent?, model?}  (partial)
@@ -63,6 +65,7 @@ from starlette.routing import Match
 
 from backends.api.auth import Authenticator, LoginBody, LoginThrottles
 from backends.api.bodies import check_images, read_body, read_object, validate
+from backends.api.changes import change_stream
 from backends.api.conflicts import approval_closed, edit_in_progress, turn_running
 from backends.api.errors import ApiError, describe_validation, install_error_handlers, not_found
 from backends.api.openapi import RequestBodies, errors
@@ -166,12 +169,15 @@ def create_api(
     notice: str | None = None,
     docs: bool = False,
     throttles: LoginThrottles | None = None,
+    closing: asyncio.Event | None = None,
 ) -> FastAPI:
     """The API app over `manager`. `users` enables password login, `proxy` the trusted
     header; with neither, login issues a token for "local" (loopback development).
     `docs` serves the OpenAPI schema and pages under /api/docs. `throttles` counts failed
     logins (pass the page's, so both count together). An open event stream checks its
-    caller's access again every `auth_recheck_s` seconds."""
+    caller's access again every `auth_recheck_s` seconds. `closing`, once set (the server
+    is shutting down), ends the chats-list streams; session streams end as their sessions
+    close."""
     if auth_recheck_s <= 0:
         raise ConfigError(f"auth_recheck_s must be positive, not {auth_recheck_s}")
     auth = Authenticator(
@@ -277,6 +283,31 @@ def create_api(
         records = await manager.store.list_sessions(owner, query=query, limit=limit, offset=offset)
         return send(SessionList(sessions=list(records), limit=limit, offset=offset))
 
+    @app.get(
+        "/api/sessions/changes",
+        status_code=200,
+        response_class=EventStreamResponse,
+        responses={
+            200: {
+                "description": "The caller's chats created, imported, renamed or deleted, "
+                "as Server-Sent Events (see `changes`)"
+            },
+            **errors(401, 503),
+        },
+    )
+    async def session_changes(request: Request) -> EventStreamResponse:
+        owner = await auth.owner(request)
+        return EventStreamResponse(
+            change_stream(
+                manager.changes,
+                owner,
+                keepalive_s=keepalive_s,
+                recheck=lambda: auth.owner(request),
+                recheck_s=auth_recheck_s,
+                closing=closing,
+            )
+        )
+
     @app.post(
         "/api/sessions",
         status_code=201,
@@ -292,6 +323,8 @@ def create_api(
         settings = None
         if body.settings is not None:
             settings = merged(SessionSettings(), body.settings, "settings")
+        sent_model = settings.model if settings and "model" in (body.settings or {}) else None
+        check_model(body.model, sent_model, manager.models.names())
         if body.agent is not None and body.agent not in manager.architectures_factory():
             raise ApiError(400, "invalid_request", f"no agent role {body.agent.value!r} here")
         title = body.title if body.title and body.title.strip() else None
@@ -347,6 +380,7 @@ def create_api(
             state=interpreter.state,
             busy=interpreter.busy,
             pending_approvals=list(interpreter.pending_approvals),
+            streaming=list(interpreter.streaming),
             last_seq=interpreter.last_seq,
             epoch=epoch_of(interpreter),
             protocol_version=PROTOCOL_VERSION,
@@ -372,13 +406,7 @@ def create_api(
         if body.autochat is not None:
             autochat = merged(session.autochat, body.autochat, "autochat")
         sent_model = settings.model if settings and "model" in (body.settings or {}) else None
-        if body.model is not None and sent_model is not None and body.model != sent_model:
-            raise ApiError(
-                400, "invalid_request", "'model' and 'settings.model' name different models"
-            )
-        model = body.model or sent_model
-        if model is not None and model not in manager.models.names():
-            raise ApiError(400, "invalid_request", f"unknown model {model!r}; see GET /api/models")
+        model = check_model(body.model, sent_model, manager.models.names())
         if body.agent is not None and body.agent not in interpreter.architectures:
             raise ApiError(400, "invalid_request", f"no agent role {body.agent.value!r} here")
         if settings is not None or autochat is not None or body.title is not None:
@@ -415,9 +443,11 @@ def create_api(
         chat = validate(
             ChatRequest, await read_object(request, max_body_bytes), session_id=session_id
         )
-        check_images(chat.images)
-        queued = interpreter.busy
-        message = await interpreter.send(chat.text, images=chat.images, agent=chat.agent)
+        images = check_images(chat.images)
+        message = await interpreter.send(chat.text, images=images, agent=chat.agent)
+        # Queued is where it went, not whether a turn ran before: a turn may end while the
+        # agent switch is saved, and a message sent during a retry or edit waits for it.
+        queued = any(waiting is message for waiting in interpreter.session.inbox)
         return send(MessageAccepted(message_id=message.id, queued=queued), 202)
 
     @app.post(
@@ -471,10 +501,9 @@ def create_api(
                 "invalid_request",
                 f"'text' and 'images' go with edit_last, not {command.action}",
             )
-        if command.action == "edit_last":
-            if command.text is None and not command.images:
-                raise ApiError(400, "invalid_request", "edit_last needs the new text in 'text'")
-            check_images(command.images)
+        images = check_images(command.images)
+        if command.action == "edit_last" and command.text is None and not images:
+            raise ApiError(400, "invalid_request", "edit_last needs the new text in 'text'")
         lock = edit_locks.setdefault(interpreter, asyncio.Lock())
         if lock.locked():
             raise edit_in_progress()
@@ -488,7 +517,7 @@ def create_api(
             if command.action == "retry":
                 message = await interpreter.retry()
             else:
-                message = await interpreter.edit_last(command.text or "", images=command.images)
+                message = await interpreter.edit_last(command.text or "", images=images)
         return send(TurnStarted(action=command.action, message_id=message.id), 202)
 
     @app.get(
@@ -521,6 +550,7 @@ def create_api(
                 "pending_approvals": [
                     a.model_dump(mode="json") for a in interpreter.pending_approvals
                 ],
+                "streaming": [m.model_dump(mode="json") for m in interpreter.streaming],
             }
 
         return EventStreamResponse(
@@ -611,6 +641,18 @@ async def _settle(interpreter: Interpreter) -> None:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(SETTLE_TIMEOUT_S):
                 await interpreter.wait_idle()
+
+
+def check_model(model: str | None, in_settings: str | None, names: Sequence[str]) -> str | None:
+    """The model a create or PATCH names (`model`, or `settings.model`), if any; ApiError
+    400 when the two name different models or it is not configured (an empty name too:
+    it is never taken as "no change" or "the default")."""
+    if model is not None and in_settings is not None and model != in_settings:
+        raise ApiError(400, "invalid_request", "'model' and 'settings.model' name different models")
+    chosen = model if model is not None else in_settings
+    if chosen is not None and chosen not in names:
+        raise ApiError(400, "invalid_request", f"unknown model {chosen!r}; see GET /api/models")
+    return chosen
 
 
 def merged(current: _S, changes: Mapping[str, Any], where: str) -> _S:

@@ -109,11 +109,14 @@ def validate(model: type[_M], data: dict[str, Any], **overrides: Any) -> _M:
         raise ApiError(400, "invalid_request", describe_validation(exc)) from None
 
 
-def check_images(images: Sequence[ImagePart]) -> None:
+def check_images(images: Sequence[ImagePart]) -> tuple[ImagePart, ...]:
     """Images a person sends: at most `MAX_IMAGES`, each PNG, JPEG, GIF or WebP, as base64
     data of at most `MAX_IMAGE_BYTES` whose bytes are an image of the declared type (sniffed
     as the page's attach button does), or an http(s) URL; never a path or a `file:` URL the
-    server might be tricked into reading. The same limits as the page's attach button."""
+    server might be tricked into reading. The same limits as the page's attach button.
+    Returns them with their media type in its canonical lower case ("image/PNG" is taken as
+    "image/png"): vision APIs refuse any other spelling, at every later turn too, since the
+    history is sent again."""
     if len(images) > MAX_IMAGES:
         raise ApiError(
             400,
@@ -122,6 +125,12 @@ def check_images(images: Sequence[ImagePart]) -> None:
         )
     for index, image in enumerate(images):
         _check_image(image, f"images.{index}")
+    return tuple(
+        image
+        if image.media_type == image.media_type.lower()
+        else image.model_copy(update={"media_type": image.media_type.lower()})
+        for image in images
+    )
 
 
 def _check_image(image: ImagePart, where: str) -> None:

@@ -61,6 +61,11 @@ CROSS_ORIGIN_REFUSED = (
     "open it at its own address, or call the API from a program rather than a web page."
 )
 
+LOOPBACK_ONLY = (
+    "GuiAgent runs without login, so it only answers requests addressed to localhost or "
+    "127.0.0.1. Configure login (--auth-file) to serve it under another name."
+)
+
 WRITE_REFUSED = (
     "GuiAgent refused this request: a page at another address sent it ({sender}), and "
     "only GuiAgent's own page may change anything. Open GuiAgent at its own address; "
@@ -89,12 +94,7 @@ class LoopbackHostOnly:
         if scope["type"] in ("http", "websocket"):
             host = Headers(scope=scope).get("host", "")
             if not is_loopback(host_name(host)):
-                response = PlainTextResponse(
-                    "GuiAgent runs without login, so it only answers requests addressed to "
-                    "localhost or 127.0.0.1. Configure login (--auth-file) to serve it under "
-                    "another name.",
-                    status_code=421,
-                )
+                response = _refusal(scope, LOOPBACK_ONLY, status=421, code="misdirected_request")
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
@@ -118,7 +118,8 @@ class NoCrossOrigin:
             await self.app(scope, receive, send)
             return
         if scope["method"] == "OPTIONS" and "access-control-request-method" in headers:
-            await PlainTextResponse(CROSS_ORIGIN_REFUSED, status_code=403)(scope, receive, send)
+            refusal = _refusal(scope, CROSS_ORIGIN_REFUSED, code="cross_origin_request")
+            await refusal(scope, receive, send)
             return
 
         async def without_cors(message: Message) -> None:
@@ -258,11 +259,12 @@ def _app_path(scope: Scope) -> str:
     return path.rstrip("/") or "/"
 
 
-def _refusal(scope: Scope, message: str) -> Response:
-    """403 saying why: in the API's error shape under /api, as plain text elsewhere."""
+def _refusal(
+    scope: Scope, message: str, *, status: int = 403, code: str = "cross_site_request"
+) -> Response:
+    """A refusal saying why: in the API's error shape under /api (so an API client reads
+    every error the same way), as plain text elsewhere."""
     path = _app_path(scope)
     if path == "/api" or path.startswith("/api/"):
-        return JSONResponse(
-            {"error": {"code": "cross_site_request", "message": message}}, status_code=403
-        )
-    return PlainTextResponse(message, status_code=403)
+        return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+    return PlainTextResponse(message, status_code=status)

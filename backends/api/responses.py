@@ -99,6 +99,10 @@ class SessionDetail(_Answer):
     state: InterpreterState
     busy: bool
     pending_approvals: list[ApprovalRequested]
+    streaming: list[Message]
+    """Replies being written right now, not yet in `messages`: each with its text up to
+    `last_seq` (status `interrupted`, as it would be kept if the turn stopped now). Events
+    after `last_seq` continue them; their `message_completed` carries them whole."""
     last_seq: int
     epoch: str
     """Names this run of `seq` numbers; pass it back with `since` to resume the events."""
@@ -108,7 +112,8 @@ class SessionDetail(_Answer):
 class MessageAccepted(_Answer):
     message_id: str
     queued: bool
-    """True when a turn was running: the message waits for it to end."""
+    """True when the message waits behind a running turn (or a retry or edit being made);
+    False when it started a turn."""
 
 
 class StopAnswer(_Answer):

@@ -14,6 +14,10 @@ replayed the wrong events when the numbers started again meanwhile.
 A stream opens with `event: hello` (no id, so it does not move the client's Last-Event-ID),
 replays buffered events after the client's last seen `seq`, then follows the session live,
 with a comment line every `keepalive_s` seconds so proxies keep the connection open.
+`hello` says where the session is at its `last_seq` (state, open approvals, and in
+`streaming` the replies being written, with their text so far), so a client that starts
+mid-reply, or is told to `resync`, shows the reply whole; the replayed events (seq up to
+`last_seq`) are already in it.
 `EventStreamResponse` watches for the client hanging up and then cancels the stream, which
 closes the session subscription; no task outlives the response.
 
@@ -128,7 +132,7 @@ class _Timer:
         return True
 
 
-async def _refusal(recheck: Recheck) -> bytes | None:
+async def closed_if_refused(recheck: Recheck) -> bytes | None:
     """The final `closed` event when `recheck` refuses, its data in the API's error shape."""
     try:
         await recheck()
@@ -221,7 +225,7 @@ async def _follow(
             if (
                 recheck is not None
                 and timer.recheck_due(clock())
-                and (refusal := await _refusal(recheck)) is not None
+                and (refusal := await closed_if_refused(recheck)) is not None
             ):
                 yield refusal
                 return
@@ -234,7 +238,10 @@ async def _follow(
                 yield fell_behind(epoch, after)
                 return
             if event is None:  # the session closed: deleted, or its owner removed
-                if recheck is not None and (refusal := await _refusal(recheck)) is not None:
+                if (
+                    recheck is not None
+                    and (refusal := await closed_if_refused(recheck)) is not None
+                ):
                     yield refusal
                 return
             if event.seq > after:

@@ -149,6 +149,12 @@ def test_every_status_an_endpoint_answers_with_is_documented(tmp_path: Path) -> 
             ("get", "/api/agents", "/api/agents", {}),
             ("get", "/api/sessions", "/api/sessions", {}),
             ("get", "/api/sessions", "/api/sessions?limit=0", {}),
+            (
+                "get",
+                "/api/sessions/changes",
+                "/api/sessions/changes",
+                {"headers": {"Authorization": "Bearer forged"}},
+            ),
             ("post", "/api/sessions", "/api/sessions", {"json": {"nope": 1}}),
             ("post", "/api/sessions", "/api/sessions", {"content": b"{}", "headers": bad_type}),
             ("post", "/api/sessions/import", "/api/sessions/import", {"content": exported}),
