@@ -590,6 +590,10 @@ class Interpreter:
                     by="policy",
                 )
             )
+        unreported = session.unreported_usage  # a model call cut short: its estimate
+        if unreported is not None:
+            session.unreported_usage = None
+            self._publish(unreported)
         self._publish(RunFinished(outcome=outcome, detail=detail))
         self._machine.fire(Trigger.FINISH, outcome.value)
         return saves

@@ -21,6 +21,7 @@ from schema import (
     SessionSettings,
     ToolCall,
     Usage,
+    UsageReported,
     new_id,
 )
 from schema.messages import utcnow
@@ -49,6 +50,9 @@ class Session:
     denials: dict[str, str] = field(default_factory=dict)
     run_id: str = ""
     created_at: datetime = field(default_factory=utcnow)
+    unreported_usage: UsageReported | None = None
+    """The usage of a model call cut short (Stop, an error mid-stream), counted into `usage`
+    by the agent but not yet announced: the interpreter says it as the turn ends."""
 
     def owner_folder(self) -> str:
         """A folder name for the owner that cannot escape its parent."""

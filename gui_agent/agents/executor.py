@@ -216,16 +216,26 @@ async def model_step(
     tools = deps.tools.schemas() if use_tools else ()
     final: ModelResponse | None = None
     settings = turn.model_settings(session)
-    async for part in deps.provider.stream(messages, tools=tools, settings=settings):
-        if isinstance(part, ModelTextDelta):
-            text = part.text
-            yield TextDelta(
-                message_id=message_id, delta=text if text.isascii() else valid_text(text)
-            )
-        elif isinstance(part, ModelResponse):
-            final = part
-        else:
-            yield TextDelta(message_id=message_id, delta=valid_text(part.text), channel="reasoning")
+    streamed = 0  # characters of text and reasoning so far
+    try:
+        async for part in deps.provider.stream(messages, tools=tools, settings=settings):
+            if isinstance(part, ModelTextDelta):
+                text = part.text
+                streamed += len(text)
+                yield TextDelta(
+                    message_id=message_id, delta=text if text.isascii() else valid_text(text)
+                )
+            elif isinstance(part, ModelResponse):
+                final = part
+            else:
+                streamed += len(part.text)
+                yield TextDelta(
+                    message_id=message_id, delta=valid_text(part.text), channel="reasoning"
+                )
+    except BaseException:  # Stop, or an error after the model began to answer
+        if streamed:
+            charge_unfinished(session, turn, memory.token_count, streamed)
+        raise
     if final is None:  # the person saw what streamed: an empty reply would lose it
         raise ModelResponseError(
             f"the model stream of {deps.provider.name!r} ended without its final response "
@@ -259,6 +269,20 @@ async def model_step(
     turn.usage = turn.usage + final.usage
     turn.response = final
     yield UsageReported(turn=turn.usage, total=session.usage)
+
+
+def charge_unfinished(session: Session, turn: Turn, input_tokens: int, streamed: int) -> None:
+    """Count a model call that ended before its usage came (the server sends it last): the
+    window it read (`input_tokens`, the memory's count) and about a token per 4 characters
+    of what it streamed (`streamed`), marked estimated. Without this a long reply the person
+    stopped cost nothing in the usage panel or against a token budget. The interpreter
+    announces it (`Session.unreported_usage`) when the turn ends."""
+    usage = Usage(
+        input_tokens=input_tokens, output_tokens=-(-streamed // 4), requests=1, estimated=True
+    )
+    session.usage = session.usage + usage
+    turn.usage = turn.usage + usage
+    session.unreported_usage = UsageReported(turn=turn.usage, total=session.usage)
 
 
 class ExecutorAgent:
