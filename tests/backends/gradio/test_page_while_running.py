@@ -38,7 +38,7 @@ def start_autochat(page: Page, *, max_turns: int, delay_s: int, goal: str) -> No
 
 
 def test_a_message_sent_while_a_reply_streams_is_shown_queued_then_answered(tab: Page) -> None:
-    send(tab, "stream 100")
+    send(tab, "stream 400")  # 8 s: still streaming when the second message goes, even under load
     expect(bot_messages(tab).last).to_contain_text("word3")
     tab.locator("#chat-input textarea").fill("and then this")
     tab.locator("#send-btn").click()
@@ -47,9 +47,10 @@ def test_a_message_sent_while_a_reply_streams_is_shown_queued_then_answered(tab:
     expect(user_messages(tab).last).to_contain_text("queued")
     expect(tab.locator("#chat-input textarea")).to_have_value("")
     expect(badge(tab)).to_have_text("RUNNING")
-    expect(bot_messages(tab).last).to_contain_text("You said: and then this")
+    # after the 8 s stream, however slow the machine is at the moment
+    expect(bot_messages(tab).last).to_contain_text("You said: and then this", timeout=30_000)
     wait_idle(tab)
-    expect(bot_messages(tab).filter(has_text="word99")).to_have_count(1)  # the first reply
+    expect(bot_messages(tab).filter(has_text="word399")).to_have_count(1)  # the first reply
     expect(user_messages(tab)).to_have_count(2)
     expect(chat(tab)).not_to_contain_text("queued")
 
@@ -94,11 +95,11 @@ def test_writing_ends_autochat_and_the_message_is_answered_at_once(
 def test_retry_while_a_reply_streams_is_refused_and_the_reply_keeps_streaming(
     tab: Page,
 ) -> None:
-    send(tab, "stream 150")
+    send(tab, "stream 400")  # 8 s: still streaming when Retry is pressed, even under load
     expect(bot_messages(tab).last).to_contain_text("word3")
     tab.locator("#retry-btn").click()
     expect(toast(tab, "stop the running turn first")).to_be_visible()
-    expect(bot_messages(tab).last).to_contain_text("word149")  # still shown live
+    expect(bot_messages(tab).last).to_contain_text("word399", timeout=30_000)  # shown live
     wait_idle(tab)
     expect(user_messages(tab)).to_have_count(1)
 
