@@ -52,8 +52,9 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     if not Path(CHROMIUM).exists():
         pytest.skip("browser tests need Debian's chromium: apt-get install -y chromium")
     # The suite runs on two workers sharing the machine's cores; a page assertion waits up
-    # to 10 s (Playwright's default is 5 s) so a busy moment is not taken for a failure.
-    expect.set_options(timeout=10_000)
+    # to 20 s (Playwright's default is 5 s) so a busy moment is not taken for a failure. A
+    # passing assertion returns as soon as it holds: only a real failure waits that long.
+    expect.set_options(timeout=20_000)
     return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": CHROMIUM_FLAGS}
 
 
@@ -63,8 +64,9 @@ def chromium() -> Iterator[Browser]:
     if not Path(CHROMIUM).exists():
         pytest.skip("browser tests need Debian's chromium: apt-get install -y chromium")
     # The suite runs on two workers sharing the machine's cores; a page assertion waits up
-    # to 10 s (Playwright's default is 5 s) so a busy moment is not taken for a failure.
-    expect.set_options(timeout=10_000)
+    # to 20 s (Playwright's default is 5 s) so a busy moment is not taken for a failure. A
+    # passing assertion returns as soon as it holds: only a real failure waits that long.
+    expect.set_options(timeout=20_000)
     playwright = sync_playwright().start()
     try:
         browser = playwright.chromium.launch(
