@@ -21,11 +21,13 @@ from playwright.sync_api import Browser, Page, expect
 
 from backends.gradio import create_app
 from backends.gradio.assets import ASSETS_DIR
+from backends.gradio.layout import Page as Layout
+from backends.gradio.layout import build_page
 from connectors.function import FunctionInfo, FunctionModel, ModelFunction
 from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
 from gui_agent.store import MemoryStore
-from schema import Message, ModelResponse, Role, ToolCall
+from schema import AgentName, Message, ModelResponse, Role, ToolCall
 from tests.backends.conftest import LiveServer, started
 
 NOTICE = "Offline test model <b>(not bold)</b>: answers are scripted."
@@ -253,3 +255,17 @@ def stop_session(server: LiveServer, interpreter: Any) -> None:
 def toast(page: Page, text: str) -> Any:
     """Gradio's notification (gr.Info, gr.Warning) that says `text`."""
     return page.get_by_test_id("toast-text").filter(has_text=text)
+
+
+def make_page() -> Layout:
+    """The page's components without a server (two agent roles, one model), for tests of
+    handlers and page logic that need no browser."""
+    with gr.Blocks():
+        return build_page(
+            title="t",
+            notice=None,
+            agents=list(AgentName)[:2],
+            models=["scripted"],
+            default_model="scripted",
+            model_note="",
+        )

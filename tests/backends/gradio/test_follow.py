@@ -7,18 +7,16 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import gradio as gr
-
 from backends.gradio.follow import TabNews, as_published
 from backends.gradio.handlers import Handlers, tab_of
-from backends.gradio.layout import Page, build_page
 from backends.gradio.presence import Presence
 from backends.gradio.stream import no_change
 from connectors.scripted import ScriptedModel
 from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
 from gui_agent.store import MemoryStore
-from schema import AgentName, AutoChatSettings, SessionUpdated
+from schema import AutoChatSettings, SessionUpdated
+from tests.backends.gradio.kit import make_page
 
 A, B, C = "alice\0tab-a", "alice\0tab-b", "carol\0tab-c"
 
@@ -55,18 +53,6 @@ def test_the_users_other_tabs_hear_of_chats_made_renamed_or_deleted() -> None:
     news.notice(B, "s1", SessionUpdated(fields={"title": "Renamed by the API"}))
     assert [news.pending(tab) for tab in (A, B, C)] == [True, True, False]
     assert news.take(B) == {"title"} and news.take(A) == set()  # A: only its list
-
-
-def make_page() -> Page:
-    with gr.Blocks():
-        return build_page(
-            title="t",
-            notice=None,
-            agents=list(AgentName)[:2],
-            models=["scripted"],
-            default_model="scripted",
-            model_note="",
-        )
 
 
 async def test_a_tab_is_woken_for_a_change_made_elsewhere_and_shows_just_that(

@@ -10,12 +10,10 @@ import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import gradio as gr
 import pytest
 
 from backends.gradio.follow import TabNews
 from backends.gradio.handlers import Handlers
-from backends.gradio.layout import Page, build_page
 from backends.gradio.presence import REMOVED_NOTE, Presence
 from backends.gradio.stream import no_change
 from connectors.scripted import ScriptedModel
@@ -23,7 +21,8 @@ from gui_agent.export import export_session, read_import
 from gui_agent.llm import StaticCatalog
 from gui_agent.manager import Listening, SessionManager
 from gui_agent.store import DB_FILE_NAME, SQLiteStore
-from schema import AgentName, SessionUpdated
+from schema import SessionUpdated
+from tests.backends.gradio.kit import make_page
 
 A, B, C = "alice\0tab-a", "alice\0tab-b", "carol\0tab-c"
 
@@ -107,18 +106,6 @@ async def test_a_first_messages_title_is_passed_on_only_when_the_feed_did_not_te
     assert woken(news) == [True, True, False]
     news.notice(B, made.id, SessionUpdated(fields={"title": "renamed elsewhere"}))
     assert woken(news) == [False, True, False]  # the feed told A already
-
-
-def make_page() -> Page:
-    with gr.Blocks():
-        return build_page(
-            title="t",
-            notice=None,
-            agents=list(AgentName)[:2],
-            models=["scripted"],
-            default_model="scripted",
-            model_note="",
-        )
 
 
 async def test_the_keep_alive_listens_while_the_tab_is_open_and_ends_when_its_user_goes(

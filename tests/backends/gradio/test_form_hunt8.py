@@ -2,23 +2,9 @@
 
 from __future__ import annotations
 
-import gradio as gr
-
 from backends.gradio.form import Form
-from backends.gradio.layout import Page, build_page
-from schema import AgentName, AutoChatSettings
-
-
-def make_page() -> Page:
-    with gr.Blocks():
-        return build_page(
-            title="t",
-            notice=None,
-            agents=list(AgentName)[:2],
-            models=["scripted"],
-            default_model="scripted",
-            model_note="",
-        )
+from schema import AutoChatSettings
+from tests.backends.gradio.kit import make_page
 
 
 async def test_an_empty_limit_is_named_and_the_previous_limits_are_kept() -> None:

@@ -8,31 +8,15 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import gradio as gr
-
 from backends.gradio.attach import attachments_note
 from backends.gradio.handlers import Handlers, tab_of
-from backends.gradio.layout import Page, build_page
 from backends.gradio.transfer import Transfer
 from connectors.scripted import ScriptedModel
 from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
 from gui_agent.session import written_by_person
 from gui_agent.store import MemoryStore
-from schema import AgentName
-from tests.backends.gradio.kit import tiny_png
-
-
-def make_page() -> Page:
-    with gr.Blocks():
-        return build_page(
-            title="t",
-            notice=None,
-            agents=list(AgentName)[:2],
-            models=["scripted"],
-            default_model="scripted",
-            model_note="",
-        )
+from tests.backends.gradio.kit import make_page, tiny_png
 
 
 async def _last(updates: AsyncIterator[dict[Any, Any]]) -> dict[Any, Any]:

@@ -9,12 +9,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-import gradio as gr
 import pytest
 
 from backends.gradio.form import Form
 from backends.gradio.handlers import Handlers, tab_of
-from backends.gradio.layout import Page, build_page
 from backends.gradio.panels import MemoryInfo, PanelState, badge_html, memory_markdown
 from backends.gradio.presence import Presence
 from backends.gradio.stream import QUEUED_MARK, PageView, no_change, stream_session
@@ -26,7 +24,6 @@ from gui_agent.manager import SessionManager
 from gui_agent.quick import create_interpreter
 from gui_agent.store import MemoryStore
 from schema import (
-    AgentName,
     AutoChatSettings,
     AutoChatStopped,
     AutoChatStopReason,
@@ -35,6 +32,7 @@ from schema import (
     SessionUpdated,
     StateChanged,
 )
+from tests.backends.gradio.kit import make_page
 
 RUNNING, STOP = InterpreterState.RUNNING, InterpreterState.STOP
 
@@ -45,18 +43,6 @@ def state(to: InterpreterState) -> StateChanged:
 
 def autochat(enabled: bool) -> SessionUpdated:
     return SessionUpdated(fields={"autochat": AutoChatSettings(enabled=enabled).model_dump()})
-
-
-def make_page() -> Page:
-    with gr.Blocks():
-        return build_page(
-            title="t",
-            notice=None,
-            agents=list(AgentName)[:2],
-            models=["scripted"],
-            default_model="scripted",
-            model_note="",
-        )
 
 
 def test_the_autochat_line_follows_a_run_from_switch_to_stop() -> None:

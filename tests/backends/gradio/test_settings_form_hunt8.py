@@ -3,26 +3,13 @@ timeout): read as typed, empty optional ones mean None, and a bad value is named
 
 from __future__ import annotations
 
-import gradio as gr
 import pytest
 
 from backends.gradio.form import Form
-from backends.gradio.layout import Page, build_page, setting_text
+from backends.gradio.layout import setting_text
 from gui_agent.exceptions import InvalidRequest
-from schema import AgentName, SessionSettings
-
-
-def make_page() -> Page:
-    with gr.Blocks():
-        return build_page(
-            title="t",
-            notice=None,
-            agents=list(AgentName)[:2],
-            models=["scripted"],
-            default_model="scripted",
-            model_note="",
-        )
-
+from schema import SessionSettings
+from tests.backends.gradio.kit import make_page
 
 BASE = SessionSettings(
     max_tokens=512, max_iterations=7, memory_token_budget=900, approval_timeout_s=60.0

@@ -8,15 +8,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import gradio as gr
-
 from backends.gradio.handlers import Handlers
-from backends.gradio.layout import Page, build_page
+from backends.gradio.layout import Page
 from connectors.scripted import ScriptedModel
 from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
 from gui_agent.store import MemoryStore
-from schema import AgentName, SessionRecord
+from schema import SessionRecord
+from tests.backends.gradio.kit import make_page
 
 
 class SlowStore(MemoryStore):
@@ -32,18 +31,6 @@ class SlowStore(MemoryStore):
         self.writing.set()
         await self.let_through.wait()
         await super().create_session(record)
-
-
-def make_page() -> Page:
-    with gr.Blocks():
-        return build_page(
-            title="t",
-            notice=None,
-            agents=list(AgentName)[:2],
-            models=["scripted"],
-            default_model="scripted",
-            model_note="",
-        )
 
 
 async def _collect(updates: AsyncIterator[dict[Any, Any]]) -> list[dict[Any, Any]]:
