@@ -14,10 +14,9 @@ import httpx
 import pytest
 from gradio.utils import get_upload_folder
 
-from backends.server import build_server
 from gui_agent.auth import UserDB
 from gui_agent.config import AppConfig
-from tests.backends.api.live import Api, ServerThread
+from tests.backends.api.live import Api, ServerThread, serving
 
 PASSWORD = "alice-password-1"
 REFUSED = "a page at another address sent it"
@@ -26,11 +25,8 @@ REFUSED = "a page at another address sent it"
 @pytest.fixture
 def local(tmp_path: Path) -> Iterator[ServerThread]:
     config = AppConfig(models=("scripted:echo",), data_dir=tmp_path / "data", port=0)
-    server = ServerThread(lambda: build_server(config, probe_local=False)).start()
-    try:
+    with serving(config) as server:
         yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture
@@ -40,11 +36,8 @@ def team(tmp_path: Path) -> Iterator[ServerThread]:
     config = AppConfig(
         models=("scripted:echo",), data_dir=tmp_path / "data", port=0, auth_file=users.path
     )
-    server = ServerThread(lambda: build_server(config, probe_local=False)).start()
-    try:
+    with serving(config) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _port(server: ServerThread) -> int:

@@ -23,6 +23,7 @@ from backends.api import create_api
 from connectors.function import FunctionInfo, FunctionModel
 from connectors.scripted import ScriptedModel
 from gui_agent.auth import TokenService, UserDB
+from gui_agent.config import AppConfig
 from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
 from gui_agent.store import DB_FILE_NAME, SQLiteStore
@@ -105,6 +106,19 @@ class ServerThread:
         self._thread.join(timeout=30)
         self._socket.close()
         assert not self._thread.is_alive(), "the API server did not shut down"
+
+
+@contextmanager
+def serving(config: AppConfig) -> Iterator[ServerThread]:
+    """What `gui-agent serve` builds from `config` (no look for local model servers), served
+    on a thread of its own until the block ends."""
+    from backends.server import build_server  # (the page too: import it only when needed)
+
+    server = ServerThread(lambda: build_server(config, probe_local=False)).start()
+    try:
+        yield server
+    finally:
+        server.stop()
 
 
 # -- SSE ---------------------------------------------------------------------------------

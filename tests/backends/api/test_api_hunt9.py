@@ -28,6 +28,7 @@ from tests.backends.api.live import (
     is_idle,
     iter_sse,
     running_backend,
+    serving,
 )
 
 
@@ -88,11 +89,8 @@ def test_a_client_that_arrives_mid_reply_gets_the_reply_so_far(api: Api) -> None
 def served(tmp_path: Path) -> Iterator[ServerThread]:
     """What `gui-agent serve` builds (no login): the API behind its guards, and the page."""
     config = AppConfig(models=("scripted:echo",), data_dir=tmp_path / "data", port=0)
-    server = ServerThread(lambda: build_server(config, probe_local=False)).start()
-    try:
+    with serving(config) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_requests_refused_before_they_reach_the_api_answer_in_its_error_shape(

@@ -259,7 +259,8 @@ def toast(page: Page, text: str) -> Any:
 
 def make_page() -> Layout:
     """The page's components without a server (two agent roles, one model), for tests of
-    handlers and page logic that need no browser."""
+    handlers and page logic that need no browser. Call it with an event loop running: Gradio
+    makes (and never closes) a loop of its own when a Blocks is built without one."""
     with gr.Blocks():
         return build_page(
             title="t",

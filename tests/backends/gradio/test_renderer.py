@@ -14,7 +14,7 @@ import pytest
 
 from backends.gradio.assets import ASSETS_DIR, icon_file, load_assets
 from backends.gradio.coalesce import Coalescer, merge_deltas
-from backends.gradio.layout import ELEM_IDS, Page, build_page
+from backends.gradio.layout import ELEM_IDS, build_page
 from backends.gradio.markdown import escape_html, fence, image_markdown, json_or_text
 from backends.gradio.panels import (
     MAX_TURNS_SHOWN,
@@ -64,6 +64,7 @@ from schema import (
     Usage,
     UsageReported,
 )
+from tests.backends.gradio.kit import make_page
 
 ICONS = {agent.value: f"data:image/svg+xml;base64,{agent.value}" for agent in AgentName}
 PNG = (  # a 1x1 PNG
@@ -697,20 +698,6 @@ def test_merge_keeps_messages_channels_and_order_apart() -> None:
 
 
 # -- the streaming driver (real interpreter, no server) --------------------------------------
-
-
-def make_page() -> Page:
-    """Build the layout. Call it with an event loop running: Gradio makes (and never closes)
-    a loop of its own when a Blocks is built without one."""
-    with gr.Blocks():
-        return build_page(
-            title="t",
-            notice=None,
-            agents=list(AgentName)[:2],
-            models=["scripted"],
-            default_model="scripted",
-            model_note="",
-        )
 
 
 async def test_layout_carries_every_stable_handle() -> None:
