@@ -87,6 +87,7 @@ def tab(chromium: Browser, server: LiveServer) -> Iterator[Page]:
 
 def test_errors_and_autochat_stops_stay_in_the_chat_after_the_next_message(tab: Page) -> None:
     tab.locator("#autochat-max-turns input").fill("1")
+    tab.locator("#autochat-max-turns input").press("Tab")  # the box is left, as a person does
     tab.locator("#autochat-toggle input").check()
     send(tab, "autochat: once")
     stopped = "AutoChat stopped (max_turns) after 1 automatic turn"
