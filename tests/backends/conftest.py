@@ -170,3 +170,13 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     path = tmp_path_factory.mktemp("workspace")
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A browser test that fails is run once more before it counts as failed, and the rerun
+    is reported ("1 rerun"). Several page tests race Gradio's own commit of a value typed
+    just before an action (see the closing notes): on two workers sharing two cores they
+    fail about once in ten full runs; a behaviour that is broken fails both times."""
+    for item in items:
+        if item.get_closest_marker("browser") is not None:
+            item.add_marker(pytest.mark.flaky(reruns=1))
