@@ -284,7 +284,7 @@ def _wire(
     for trigger in (
         sent,
         page.retry_btn.click(
-            handlers.retry, [*sid, *ticket], streamed, trigger_mode="once", **numbered, **_STREAM
+            handlers.retry, form, streamed, trigger_mode="once", **numbered, **_STREAM
         ),
         page.autochat_toggle.input(
             handlers.toggle_autochat,
@@ -390,14 +390,20 @@ def _wire(
     )
     # Events that only save skip the queue: queued next to another event of the same tab,
     # Gradio 6.31 sometimes leaves the other event's outputs "pending" in the browser. A
-    # queue-less event cannot show a toast, so the limits say what is wrong in a note.
+    # queue-less event cannot show a toast, so the limits say what is wrong in a note. They
+    # are numbered: each saves its own field, in the tab's order (saves.py).
     note = [page.settings_note]
-    page.system_prompt.blur(side_panel.change_settings, form, note, queue=False, **_EVENT)
-    page.temperature.release(side_panel.change_settings, form, note, queue=False, **_EVENT)
+    saving: dict[str, Any] = {"queue": False, **numbered, **_EVENT}
+    page.system_prompt.blur(side_panel.settings_saver("system_prompt"), form, note, **saving)
+    # The temperature is saved as it moves (arrow keys too, which end in no "release"),
+    # and when it is let go.
+    temperature = side_panel.settings_saver("temperature")
+    page.temperature.input(temperature, form, note, trigger_mode="always_last", **saving)
+    page.temperature.release(temperature, form, note, **saving)
     # An Advanced setting is checked as it is typed (the note says what is wrong at once)
     # and saved when the person leaves the box or presses Enter: "201" typed is refused,
     # not saved as "2", then "20" on the way.
-    for setting in page.advanced_settings().values():
+    for name, setting in page.advanced_settings().items():
         setting.input(
             side_panel.check_settings,
             form,
@@ -406,22 +412,20 @@ def _wire(
             queue=False,
             **_EVENT,
         )
-        gr.on(
-            [setting.blur, setting.submit],
-            side_panel.change_settings,
-            form,
-            note,
-            queue=False,
-            **_EVENT,
-        )
-    for limit in (page.max_turns, page.delay, page.token_budget, page.time_budget):
+        gr.on([setting.blur, setting.submit], side_panel.settings_saver(name), form, note, **saving)
+    limits = {
+        "max_turns": page.max_turns,
+        "delay_s": page.delay,
+        "token_budget": page.token_budget,
+        "time_budget_s": page.time_budget,
+    }
+    for name, limit in limits.items():
         limit.input(
-            side_panel.change_autochat_limits,
+            side_panel.limit_saver(name),
             form,
             [page.limits_note],
             trigger_mode="always_last",
-            queue=False,
-            **_EVENT,
+            **saving,
         )
     page.edit_btn.click(
         handlers.edit_last,

@@ -86,6 +86,8 @@ class _Tab:
     overflowed: refresh it whatever `listed` holds."""
     removed: bool = False
     """The user was removed from the server's users: the tab's keep-alive ends."""
+    saved: dict[tuple[str, str], int] = field(default_factory=dict)
+    """(session, field) → the ticket of the tab's newest save of it (`in_order`)."""
 
 
 class TabNews:
@@ -121,6 +123,24 @@ class TabNews:
             return
         news.echoes.extend((session_id, name, value) for name, value in changes.items())
         del news.echoes[:-MAX_ECHOES]
+
+    def in_order(self, tab: str, session_id: str, name: str, ticket: int) -> bool:
+        """Whether the tab's save of the field `name` made with `ticket` is the newest of
+        that field so far (it is remembered then). The saves skip Gradio's queue, so the
+        server may handle them in another order than the tab made them; an older one
+        handled after a newer must not undo it. Unnumbered saves (ticket 0: API callers,
+        tests) and saves of a tab that is not open are always in order."""
+        news = self._tabs.get(tab)
+        if news is None or ticket <= 0:
+            return True
+        key = (session_id, name)
+        if news.saved.get(key, 0) > ticket:
+            return False
+        news.saved.pop(key, None)  # (re-inserted last: the oldest go first)
+        news.saved[key] = ticket
+        while len(news.saved) > MAX_ECHOES:
+            del news.saved[next(iter(news.saved))]
+        return True
 
     def notice(self, tab: str, session_id: str, event: SessionUpdated) -> None:
         """The chat the tab shows was updated: what of it is news to the tab (not its own

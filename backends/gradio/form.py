@@ -3,13 +3,12 @@ limits), checked into the schema's settings objects."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from backends.gradio.layout import SETTING_LABELS, Page
 from gui_agent.exceptions import InvalidRequest
@@ -17,7 +16,9 @@ from schema import AutoChatSettings, SessionSettings
 
 __all__ = ["SETTINGS_NOT_SAVED", "Form"]
 
-SETTINGS_NOT_SAVED = "{problem}. Not saved: the chat keeps its previous settings until you fix it."
+Settings = TypeVar("Settings", bound=BaseModel)
+
+SETTINGS_NOT_SAVED = "{problem}. Not saved: the chat keeps that setting as it was until you fix it."
 
 
 def _number(value: object, default: float) -> float:
@@ -43,6 +44,14 @@ LIMIT_LABELS = {
 }
 """The AutoChat limits as the page labels them (problems name the field the person sees)."""
 
+_LIMIT_ATTRIBUTES = {
+    "max_turns": "max_turns",
+    "delay_s": "delay",
+    "token_budget": "token_budget",
+    "time_budget_s": "time_budget",
+}
+"""Where the form keeps each limit as typed."""
+
 _RULES = {"ge": "at least", "gt": "more than", "le": "at most", "lt": "less than"}
 
 
@@ -50,6 +59,10 @@ _WHOLE = frozenset({"max_tokens", "max_iterations", "memory_exchanges", "memory_
 """The Advanced settings that are counts (a fraction is refused, not rounded)."""
 _OPTIONAL = frozenset({"max_tokens", "memory_token_budget", "approval_timeout_s"})
 """The Advanced settings an empty field sets to None (no limit, the model's default)."""
+
+
+_SETTING_NAMES = {**SETTING_LABELS, "system_prompt": "System prompt", "temperature": "Temperature"}
+"""The settings as the page labels them."""
 
 
 def _setting(name: str, raw: object) -> float | int | None:
@@ -106,6 +119,9 @@ class Form:
     advanced: tuple[tuple[str, object], ...] = ()
     """The Advanced settings the form has, by `SessionSettings` field, as typed (a form
     without them, from an API caller or a test, keeps the session's)."""
+    given: frozenset[str] = frozenset()
+    """The settings and limits the form has a field for (`SessionSettings` and
+    `AutoChatSettings` field names): what a send saves to its chat (`saves.py`)."""
 
     @classmethod
     def read(cls, page: Page, data: Mapping[Any, Any]) -> Form:
@@ -133,71 +149,110 @@ class Form:
                 for name, component in page.advanced_settings().items()
                 if component in data
             ),
+            given=frozenset(name for name, component in _fields(page).items() if component in data),
         )
 
     def autochat_settings(self, *, enabled: bool | None = None) -> AutoChatSettings:
         """AutoChat settings from the form; 0 means "no budget". Raises InvalidRequest
-        naming the field as the page labels it ("Max automatic turns must be at least 1")."""
-        max_turns, delay = self.max_turns, self.delay
-        token_budget, time_budget = self.token_budget, self.time_budget
-        if max_turns is None or delay is None:
-            name = "max_turns" if max_turns is None else "delay_s"
-            raise InvalidRequest(f"{LIMIT_LABELS[name]} is empty: type a number")
-        if token_budget is None or time_budget is None:
-            name = "token_budget" if token_budget is None else "time_budget_s"
-            raise InvalidRequest(f"{LIMIT_LABELS[name]} is empty: type a number (0 for none)")
-        for name, value in (("token_budget", token_budget), ("time_budget_s", time_budget)):
-            if value < 0:
-                raise InvalidRequest(f"{LIMIT_LABELS[name]} must be 0 (none) or more")
-        tokens = int(token_budget)
+        naming the first field that is wrong, as the page labels it ("Max automatic turns
+        must be at least 1")."""
+        on = self.autochat if enabled is None else enabled
+        auto = AutoChatSettings(enabled=on)
+        for name in LIMIT_LABELS:
+            auto = self.autochat_limit(name, auto)
+        return auto
+
+    def autochat_limit(self, name: str, base: AutoChatSettings) -> AutoChatSettings:
+        """`base` with only the form's limit `name` (an `AutoChatSettings` field), so that a
+        field's save cannot undo another field saved meanwhile. Raises InvalidRequest
+        naming the field when it is empty or out of range."""
+        value = getattr(self, _LIMIT_ATTRIBUTES[name])
+        label = LIMIT_LABELS[name]
+        budget = name in ("token_budget", "time_budget_s")
+        if value is None:
+            hint = " (0 for none)" if budget else ""
+            raise InvalidRequest(f"{label} is empty: type a number{hint}")
+        if budget and value < 0:
+            raise InvalidRequest(f"{label} must be 0 (none) or more")
+        if name == "token_budget":
+            value = int(value) if int(value) > 0 else None
+        elif name == "time_budget_s":
+            value = value if value > 0 else None
+        elif name == "max_turns":
+            value = int(value)
         try:
-            return AutoChatSettings(
-                enabled=self.autochat if enabled is None else enabled,
-                max_turns=int(max_turns),
-                delay_s=delay,
-                token_budget=tokens if tokens > 0 else None,
-                time_budget_s=time_budget if time_budget > 0 else None,
-            )
+            return AutoChatSettings.model_validate({**base.model_dump(), name: value})
         except ValidationError as exc:
             raise InvalidRequest(_limit_error(exc)) from None
 
     def autochat_or(
         self, fallback: AutoChatSettings, *, enabled: bool | None = None
     ) -> tuple[AutoChatSettings, str | None]:
-        """The form's AutoChat settings, or (when a limit is out of range) `fallback`'s
-        limits with the form's on/off, and what is wrong."""
+        """`fallback` with the form's on/off and the limits the form has a field for, a
+        limit that is wrong keeping `fallback`'s value, and what is wrong with the first
+        such limit."""
         on = self.autochat if enabled is None else enabled
-        try:
-            return self.autochat_settings(enabled=on), None
-        except InvalidRequest as exc:
-            return fallback.model_copy(update={"enabled": on}), str(exc)
+        names = [name for name in LIMIT_LABELS if name in self.given]
+        return _each(names, self.autochat_limit, fallback.model_copy(update={"enabled": on}))
 
     def session_settings(self, base: SessionSettings) -> SessionSettings:
-        """`base` with the form's system prompt, temperature and Advanced settings. Raises
-        InvalidRequest naming the field as the page labels it ("Max tokens must be at
-        least 1")."""
-        advanced = {name: _setting(name, raw) for name, raw in self.advanced}
-        labels = {**SETTING_LABELS, "system_prompt": "System prompt", "temperature": "Temperature"}
+        """`base` with the form's system prompt, temperature and Advanced settings (those
+        the form has a field for). Raises InvalidRequest naming the first field that is
+        wrong, as the page labels it ("Max tokens must be at least 1")."""
+        settings = base
+        for name in _SETTING_NAMES:
+            if name in self.given:
+                settings = self.session_setting(name, settings)
+        return settings
+
+    def session_setting(self, name: str, base: SessionSettings) -> SessionSettings:
+        """`base` with only the form's setting `name` (a `SessionSettings` field; `base`
+        as it is when the form does not have that Advanced field), so that a field's save
+        cannot undo another field saved meanwhile. Raises InvalidRequest naming the field."""
+        value: object
+        if name == "system_prompt":
+            value = self.system_prompt
+        elif name == "temperature":
+            value = self.temperature
+        else:
+            typed = dict(self.advanced)
+            if name not in typed:
+                return base
+            value = _setting(name, typed[name])
         try:
-            return SessionSettings.model_validate(
-                {
-                    **base.model_dump(),
-                    "system_prompt": self.system_prompt,
-                    "temperature": self.temperature,
-                    **advanced,
-                }
-            )
+            return SessionSettings.model_validate({**base.model_dump(), name: value})
         except ValidationError as exc:
-            raise InvalidRequest(_limit_error(exc, labels)) from None
+            raise InvalidRequest(_limit_error(exc, _SETTING_NAMES)) from None
 
     def settings_or(self, base: SessionSettings) -> tuple[SessionSettings, str | None]:
-        """The form's settings, or (when one is out of range) `base` with only the form's
-        system prompt and temperature, and what is wrong."""
+        """`base` with the settings the form has a field for, a setting that is wrong
+        keeping `base`'s value, and what is wrong with the first such setting."""
+        names = [name for name in _SETTING_NAMES if name in self.given]
+        return _each(names, self.session_setting, base)
+
+
+def _fields(page: Page) -> dict[str, Any]:
+    """The form's settings and AutoChat limits, by schema field."""
+    return {
+        "system_prompt": page.system_prompt,
+        "temperature": page.temperature,
+        **page.advanced_settings(),
+        "max_turns": page.max_turns,
+        "delay_s": page.delay,
+        "token_budget": page.token_budget,
+        "time_budget_s": page.time_budget,
+    }
+
+
+def _each(
+    names: Iterable[str], take: Callable[[str, Settings], Settings], base: Settings
+) -> tuple[Settings, str | None]:
+    """`base` with each field of `names` the form has right (`take`), and the problem of
+    the first one it has wrong."""
+    problem: str | None = None
+    for name in names:
         try:
-            return self.session_settings(base), None
+            base = take(name, base)
         except InvalidRequest as exc:
-            plain = dataclasses.replace(self, advanced=())
-            try:
-                return plain.session_settings(base), str(exc)
-            except InvalidRequest:
-                return base, str(exc)
+            problem = problem or str(exc)
+    return base, problem

@@ -29,6 +29,7 @@ from backends.gradio.layout import Page, setting_text
 from backends.gradio.markdown import escape_html
 from backends.gradio.panels import PanelState, badge_html
 from backends.gradio.renderer import ChatView
+from backends.gradio.saves import LIMITS, SETTINGS, save_form
 from backends.gradio.stream import PageView, Updates, no_change, stream_session
 from backends.gradio.tabs import TabStreams, ticket_of
 from backends.gradio.unsent import Unsent
@@ -53,15 +54,21 @@ logger = logging.getLogger(__name__)
 LOCAL_OWNER = "local"
 QUEUED_NOTE = "Queued: the agent reads it when the current step ends."
 SENT_WITH_DEFAULTS = (
-    "{problem}. Your message was sent; the new chat keeps the default settings until you fix it."
+    "{problem}. Your message was sent; the new chat keeps that setting's default until you fix it."
 )
-NOT_SAVED = "{problem}. Not saved: AutoChat keeps its previous limits until you fix it."
+NOT_SAVED = "{problem}. Not saved: AutoChat keeps that limit as it was until you fix it."
 NOTE_FIRST = "Enter denies with your note: write why first, or use the buttons."
 NOTHING_TO_EDIT = (
     "This chat has no message of yours to edit yet: untick “Send as an edit of my last "
     "message” to send it as a new message. Your text is back in the box."
 )
-SENT_WITH_PREVIOUS = "{problem}. Your message was sent; AutoChat keeps its previous limits."
+SENT_WITH_PREVIOUS = "{problem}. Your message was sent; AutoChat keeps that limit as it was."
+RAN_WITH_PREVIOUS_SETTINGS = (
+    "{problem}. The turn runs with that setting as it was until you fix it."
+)
+SENT_WITH_PREVIOUS_SETTINGS = (
+    "{problem}. Your message was sent; the chat keeps that setting as it was until you fix it."
+)
 
 
 class ModelInfoLike(Protocol):
@@ -403,14 +410,19 @@ class Handlers:
         """`send`, once the message is known to be sendable (`interpreter` None: to a new
         chat, created here)."""
         tab, text = tab_of(request), form.text
-        # The form's AutoChat limits go with a new chat (a session has its own, saved as they
-        # are typed); either way a field that shows a value out of range is named.
-        previous = interpreter.session.autochat if interpreter else AutoChatSettings()
-        auto, problem = form.autochat_or(previous)
-        if problem:
-            gr.Warning(SENT_WITH_PREVIOUS.format(problem=problem))
+        # The message goes with the settings and AutoChat limits the form shows: a new chat
+        # is made with them, an open one saves them first (each box saves itself too, but
+        # that save can come after a send made at once: saves.py). A value that is wrong is
+        # named, and that field keeps its value.
         first: Updates = {}
-        if interpreter is None:
+        if interpreter is not None:
+            await self._save_form(
+                interpreter, form, request, ticket, settings_note=SENT_WITH_PREVIOUS_SETTINGS
+            )
+        else:
+            auto, problem = form.autochat_or(AutoChatSettings())
+            if problem:
+                gr.Warning(SENT_WITH_PREVIOUS.format(problem=problem))
             try:
                 interpreter = await self._create(form, auto, request)
             except InvalidRequest as exc:
@@ -419,7 +431,7 @@ class Handlers:
                 yield no_change()
                 return
             first[self.page.session_id] = interpreter.id
-        elif interpreter.busy and not form.as_edit:
+        if interpreter.busy and not form.as_edit:
             async for update in self._queue(interpreter, form, images, request, ticket):
                 yield update
             return
@@ -501,19 +513,43 @@ class Handlers:
             page.detach_btn: gr.update(visible=bool(count)),
         }
 
-    async def retry(
-        self, session_id: str, ticket: str, request: gr.Request
-    ) -> AsyncIterator[Updates]:
-        interpreter = await self.lookup(session_id, request)
+    async def retry(self, data: dict[Any, Any], request: gr.Request) -> AsyncIterator[Updates]:
+        """Run the last turn again, with the settings the form shows (as a send does)."""
+        form = Form.read(self.page, data)
+        ticket = ticket_of(data.get(self.page.ticket))
+        interpreter = await self.lookup(form.session_id, request)
         if interpreter is None:
             gr.Warning("There is nothing to retry yet.")
             yield no_change()
             return
-        retrying = self._stream_to_tab(
-            interpreter, request, ticket_of(ticket), action=interpreter.retry
-        )
+        if not interpreter.busy:  # (a retry while a turn runs is refused: nothing changes)
+            await self._save_form(
+                interpreter, form, request, ticket, settings_note=RAN_WITH_PREVIOUS_SETTINGS
+            )
+        retrying = self._stream_to_tab(interpreter, request, ticket, action=interpreter.retry)
         async for update in retrying:
             yield update
+
+    async def _save_form(
+        self,
+        interpreter: Interpreter,
+        form: Form,
+        request: gr.Request | None,
+        ticket: int,
+        *,
+        settings_note: str,
+        limits_note: str = SENT_WITH_PREVIOUS,
+    ) -> None:
+        """Save the settings and AutoChat limits the form shows to the chat before a turn
+        runs (saves.py), naming in a toast a value that is wrong (that field keeps its
+        value, and the turn runs all the same)."""
+        problems = await save_form(
+            self.news, tab_of(request), interpreter, form, ticket, settings=SETTINGS, limits=LIMITS
+        )
+        if problems.settings:
+            gr.Warning(settings_note.format(problem=problems.settings))
+        if problems.limits:
+            gr.Warning(limits_note.format(problem=problems.limits))
 
     async def toggle_autochat(
         self, data: dict[Any, Any], request: gr.Request
@@ -523,17 +559,27 @@ class Handlers:
         form = Form.read(self.page, data)
         ticket = ticket_of(data.get(self.page.ticket))
         interpreter = await self.lookup(form.session_id, request)
-        previous = interpreter.session.autochat if interpreter else AutoChatSettings()
-        auto, problem = form.autochat_or(previous)
-        if problem:
-            gr.Warning(NOT_SAVED.format(problem=problem))
-        if interpreter is None:
-            on = "AutoChat is on: it starts with your first message."
-            yield {self.page.autochat_status: on if auto.enabled else "AutoChat is off."}
-            return
         tab = tab_of(request)
+        if interpreter is None:
+            _auto, problem = form.autochat_or(AutoChatSettings())
+            if problem:
+                gr.Warning(NOT_SAVED.format(problem=problem))
+            on = "AutoChat is on: it starts with your first message."
+            yield {self.page.autochat_status: on if form.autochat else "AutoChat is off."}
+            return
+        # What the form shows goes with the switch (its first turn may run at once, as
+        # after a send); then the switch.
+        await self._save_form(
+            interpreter,
+            form,
+            request,
+            ticket,
+            settings_note=RAN_WITH_PREVIOUS_SETTINGS,
+            limits_note=NOT_SAVED,
+        )
+        enabled = form.autochat
         if interpreter.busy:
-            await self._save_autochat(tab, interpreter, auto)
+            await self._save_autochat(tab, interpreter, enabled)
             if self.streams.showing(tab, interpreter.id):
                 yield no_change()  # the running stream shows the effect
             else:
@@ -543,15 +589,15 @@ class Handlers:
         target = interpreter
 
         async def act() -> None:
-            await self._save_autochat(tab, target, auto)
+            await self._save_autochat(tab, target, enabled)
 
         async for update in self._stream_to_tab(target, request, ticket, action=act):
             yield update
 
-    async def _save_autochat(
-        self, tab: str, interpreter: Interpreter, auto: AutoChatSettings
-    ) -> None:
-        """Save the tab's AutoChat switch (the tab knows it: follow.py)."""
+    async def _save_autochat(self, tab: str, interpreter: Interpreter, on: bool) -> None:
+        """Save the tab's AutoChat switch, with the chat's limits as they are then (the tab
+        knows it: follow.py)."""
+        auto = interpreter.session.autochat.model_copy(update={"enabled": on})
         self.news.saving(tab, interpreter.id, {"autochat": as_published(auto)})
         await interpreter.update(autochat=auto)
 

@@ -7,6 +7,7 @@ so the tab does not take its own change for one made elsewhere (follow.py).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import gradio as gr
@@ -15,9 +16,11 @@ from backends.gradio.follow import as_published
 from backends.gradio.form import SETTINGS_NOT_SAVED, Form
 from backends.gradio.handlers import NOT_SAVED, Handlers, tab_of
 from backends.gradio.markdown import escape_html
+from backends.gradio.saves import save_form
 from backends.gradio.stream import Updates, no_change
+from backends.gradio.tabs import ticket_of
 from gui_agent.exceptions import InvalidRequest
-from schema import AgentName, SessionSettings
+from schema import AgentName, AutoChatSettings, SessionSettings
 
 __all__ = ["SidePanel"]
 
@@ -77,43 +80,53 @@ class SidePanel:
             return {note: SETTINGS_NOT_SAVED.format(problem=exc)}
         return {note: ""}
 
-    async def change_settings(self, data: dict[Any, Any], request: gr.Request) -> Updates:
-        """Save the system prompt, temperature and Advanced settings as they are changed, or
-        say under them what is wrong, saving nothing (this event skips the queue, which has
-        no toasts: the note is its only way to say it)."""
+    def settings_saver(self, name: str) -> Callable[..., Awaitable[Updates]]:
+        """The handler that saves the setting `name` (a `SessionSettings` field) as its box
+        is changed, that field alone and in the tab's order (saves.py), or says under the
+        settings what is wrong: with this box first, else with another (the event skips
+        the queue, which has no toasts: the note is its only way to say it)."""
         handlers = self.handlers
-        note = handlers.page.settings_note
-        form = Form.read(handlers.page, data)
-        try:
-            form.session_settings(SessionSettings())
-        except InvalidRequest as exc:
-            return {note: SETTINGS_NOT_SAVED.format(problem=exc)}
-        interpreter = await handlers.lookup(form.session_id, request, quiet=True)
-        if interpreter is None:
-            return {note: ""}  # a new chat takes the form's values when it is created
-        settings = form.session_settings(interpreter.session.settings)
-        if settings != interpreter.session.settings:
-            handlers.news.saving(
-                tab_of(request), interpreter.id, {"settings": as_published(settings)}
-            )
-            await interpreter.update(settings=settings)
-        return {note: ""}
+        page = handlers.page
 
-    async def change_autochat_limits(self, data: dict[Any, Any], request: gr.Request) -> Updates:
-        """Save the AutoChat limits as they are typed, or say under them what is wrong (this
-        event skips the queue, which has no toasts: the note is its only way to say it)."""
-        handlers = self.handlers
-        form = Form.read(handlers.page, data)
-        try:
-            form.autochat_settings()
-        except InvalidRequest as exc:
-            return {handlers.page.limits_note: NOT_SAVED.format(problem=exc)}
-        interpreter = await handlers.lookup(form.session_id, request, quiet=True)
-        if interpreter is not None:
-            auto = form.autochat_settings(enabled=interpreter.session.autochat.enabled)
-            if auto != interpreter.session.autochat:
-                handlers.news.saving(
-                    tab_of(request), interpreter.id, {"autochat": as_published(auto)}
+        async def save(data: dict[Any, Any], request: gr.Request) -> Updates:
+            form = Form.read(page, data)
+            try:
+                form.session_setting(name, SessionSettings())
+            except InvalidRequest as exc:
+                return {page.settings_note: SETTINGS_NOT_SAVED.format(problem=exc)}
+            interpreter = await handlers.lookup(form.session_id, request, quiet=True)
+            if interpreter is not None:  # (a new chat takes the form's values when made)
+                ticket = ticket_of(data.get(page.ticket))
+                await save_form(
+                    handlers.news, tab_of(request), interpreter, form, ticket, settings=[name]
                 )
-                await interpreter.update(autochat=auto)
-        return {handlers.page.limits_note: ""}
+            return await self.check_settings(data)
+
+        return save
+
+    def limit_saver(self, name: str) -> Callable[..., Awaitable[Updates]]:
+        """The handler that saves the AutoChat limit `name` (an `AutoChatSettings` field)
+        as it is typed, as `settings_saver` saves its setting, or says under the limits
+        what is wrong."""
+        handlers = self.handlers
+        page = handlers.page
+
+        async def save(data: dict[Any, Any], request: gr.Request) -> Updates:
+            form = Form.read(page, data)
+            try:
+                form.autochat_limit(name, AutoChatSettings())
+            except InvalidRequest as exc:
+                return {page.limits_note: NOT_SAVED.format(problem=exc)}
+            interpreter = await handlers.lookup(form.session_id, request, quiet=True)
+            if interpreter is not None:
+                ticket = ticket_of(data.get(page.ticket))
+                await save_form(
+                    handlers.news, tab_of(request), interpreter, form, ticket, limits=[name]
+                )
+            try:
+                form.autochat_settings()
+            except InvalidRequest as exc:
+                return {page.limits_note: NOT_SAVED.format(problem=exc)}
+            return {page.limits_note: ""}
+
+        return save

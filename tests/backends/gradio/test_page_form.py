@@ -44,15 +44,15 @@ def test_an_autochat_limit_out_of_range_is_named_and_never_blocks_a_send(
     type_limit(tab, "autochat-max-turns", "0")
     expect(note).to_contain_text("Max automatic turns must be at least 1")
     send(tab, "my carefully written message")
-    expect(toast(tab, "Your message was sent; AutoChat keeps its previous")).to_be_visible()
+    expect(toast(tab, "Your message was sent; AutoChat keeps that limit as it was")).to_be_visible()
     expect(bot_messages(tab).last).to_contain_text("You said: my carefully written message")
     wait_idle(tab)
     expect(tab.locator("#approval-panel")).to_be_hidden()
     interpreter = session_of(server, tab)
     assert interpreter.session.autochat.max_turns == 5  # the last valid value
 
-    type_limit(tab, "autochat-delay", "-1")
-    expect(note).to_contain_text("Max automatic turns must be at least 1")
+    type_limit(tab, "autochat-delay", "-1")  # the note names the box just typed in
+    expect(note).to_contain_text("Delay between turns must be at least 0")
     type_limit(tab, "autochat-max-turns", "3")
     expect(note).to_contain_text("Delay between turns must be at least 0")
     send(tab, "and another one")  # every later send works too
@@ -61,6 +61,7 @@ def test_an_autochat_limit_out_of_range_is_named_and_never_blocks_a_send(
     expect(chat(tab)).not_to_contain_text("Error")
     expect(tab.locator("#approval-panel")).to_be_hidden()
     assert interpreter.session.autochat.delay_s == 0
+    assert interpreter.session.autochat.max_turns == 3  # saved while the delay was wrong
 
     type_limit(tab, "autochat-delay", "2")
     expect(note).to_have_text("")  # all valid again, and saved as typed

@@ -114,19 +114,24 @@ def test_the_memory_panel_counts_in_good_english() -> None:
 async def test_a_limit_out_of_range_is_named_as_the_page_labels_it() -> None:
     page = make_page()
     cases = {
-        page.max_turns: (0, "Max automatic turns must be at least 1"),
-        page.delay: (-1, "Delay between turns must be at least 0"),
-        page.token_budget: (-5, "Token budget must be 0 (none) or more"),
-        page.time_budget: (-1, "Time budget must be 0 (none) or more"),
+        page.max_turns: (0, "Max automatic turns must be at least 1", "max_turns"),
+        page.delay: (-1, "Delay between turns must be at least 0", "delay_s"),
+        page.token_budget: (-5, "Token budget must be 0 (none) or more", "token_budget"),
+        page.time_budget: (-1, "Time budget must be 0 (none) or more", "time_budget_s"),
     }
-    for component, (value, message) in cases.items():
-        form = Form.read(page, {component: value})
+    previous = AutoChatSettings(max_turns=7, delay_s=2, token_budget=900, time_budget_s=60)
+    typed = {page.max_turns: 3, page.delay: 1, page.token_budget: 400, page.time_budget: 30}
+    for component, (value, message, name) in cases.items():
+        form = Form.read(page, {**typed, component: value})
         with pytest.raises(InvalidRequest, match=re.escape(message)):
             form.autochat_settings()
-        previous = AutoChatSettings(max_turns=7, delay_s=2)
         kept, problem = form.autochat_or(previous, enabled=True)
         assert problem == message
-        assert (kept.max_turns, kept.delay_s, kept.enabled) == (7, 2, True)
+        # the box that is wrong keeps its previous value; the others are taken as typed
+        expected = AutoChatSettings(
+            enabled=True, max_turns=3, delay_s=1, token_budget=400, time_budget_s=30
+        )
+        assert kept == expected.model_copy(update={name: getattr(previous, name)})
     assert Form.read(page, {page.max_turns: 1001}).autochat_or(AutoChatSettings())[1] == (
         "Max automatic turns must be at most 1000"
     )

@@ -61,10 +61,11 @@ async def test_a_bad_value_is_named_and_the_settings_are_kept(
     with pytest.raises(InvalidRequest) as refused:
         form.session_settings(BASE)
     assert str(refused.value) == problem
-    # a new chat's first message still goes: with the defaults, and the valid prompt
+    # a new chat's first message still goes: with the valid prompt, the bad box keeping
+    # its value (and what the form has no field for too)
     kept, said = form.settings_or(BASE)
     assert said == problem
-    assert kept == BASE.model_copy(update={"system_prompt": "New prompt.", "temperature": 1.0})
+    assert kept == BASE.model_copy(update={"system_prompt": "New prompt."})
 
 
 async def test_a_form_without_the_advanced_fields_keeps_the_sessions_values() -> None:

@@ -1,0 +1,169 @@
+"""The side panel's saves skip Gradio's queue, so the server may handle two of them in the
+other order than the person made them (two boxes typed one after the other, each event on
+its own connection). Each save changes only its own field: a late one cannot undo the
+other. Driven as the browser's events would run them (no browser)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backends.gradio.handlers import Handlers, tab_of
+from backends.gradio.layout import Page
+from backends.gradio.sidepanel import SidePanel
+from connectors.scripted import ScriptedModel
+from gui_agent.interpreter import Interpreter
+from gui_agent.llm import StaticCatalog
+from gui_agent.manager import SessionManager
+from gui_agent.store import MemoryStore
+from tests.backends.gradio.kit import make_page
+
+
+@pytest.fixture
+async def panel(tmp_path: Path) -> AsyncIterator[tuple[Page, SidePanel, Interpreter]]:
+    page = make_page()
+    manager = SessionManager(
+        models=StaticCatalog(ScriptedModel(default="ok")),
+        store=MemoryStore(),
+        workspace_root=tmp_path,
+    )
+    await manager.start()
+    try:
+        interpreter = await manager.create("local")
+        yield (
+            page,
+            SidePanel(Handlers(manager, page, icons={}, languages=(), models=())),
+            interpreter,
+        )
+    finally:
+        await manager.close()
+
+
+def limits(page: Page, session_id: str, turns: float, budget: float | None) -> dict[Any, Any]:
+    """The form as the browser sends it: every field as it shows at that moment (a number
+    box sends a number, or None when it is empty)."""
+    return {
+        page.session_id: session_id,
+        page.max_turns: turns,
+        page.delay: 0,
+        page.token_budget: budget,
+        page.time_budget: 0,
+        page.ticket: "1",
+    }
+
+
+async def test_a_late_limit_save_does_not_undo_a_limit_saved_meanwhile(
+    panel: tuple[Page, SidePanel, Interpreter],
+) -> None:
+    page, side, interpreter = panel
+    sid = interpreter.id
+    # The person types 12 turns (the budget box still shows 0), then a 5000-token budget;
+    # the second event is handled first.
+    second = await side.limit_saver("token_budget")(limits(page, sid, 12, 5000), None)  # type: ignore[arg-type]
+    first = await side.limit_saver("max_turns")(limits(page, sid, 12, 0), None)  # type: ignore[arg-type]
+    assert second == first == {page.limits_note: ""}
+    auto = interpreter.session.autochat
+    assert (auto.max_turns, auto.token_budget) == (12, 5000)
+
+
+async def test_a_limit_is_saved_while_another_box_is_wrong_and_the_note_names_that_box(
+    panel: tuple[Page, SidePanel, Interpreter],
+) -> None:
+    page, side, interpreter = panel
+    sid = interpreter.id
+    update = await side.limit_saver("max_turns")(limits(page, sid, 7, None), None)  # type: ignore[arg-type]
+    assert interpreter.session.autochat.max_turns == 7
+    assert interpreter.session.autochat.token_budget is None, "the empty box saved nothing"
+    assert "Token budget is empty: type a number (0 for none)" in update[page.limits_note]
+    refused = await side.limit_saver("token_budget")(limits(page, sid, 7, -3), None)  # type: ignore[arg-type]
+    assert "Token budget must be 0 (none) or more" in refused[page.limits_note]
+    assert interpreter.session.autochat.token_budget is None
+
+
+def advanced(page: Page, session_id: str, prompt: str, max_tokens: str) -> dict[Any, Any]:
+    return {
+        page.session_id: session_id,
+        page.system_prompt: prompt,
+        page.temperature: 0.7,
+        page.max_tokens: max_tokens,
+        page.ticket: "1",
+    }
+
+
+async def test_a_late_settings_save_does_not_undo_a_setting_saved_meanwhile(
+    panel: tuple[Page, SidePanel, Interpreter],
+) -> None:
+    page, side, interpreter = panel
+    sid = interpreter.id
+    old_prompt = interpreter.session.settings.system_prompt
+    # The prompt box is left (max tokens still empty), then 4096 typed in Max tokens and
+    # that box left; the second save is handled first.
+    second = await side.settings_saver("max_tokens")(advanced(page, sid, "Be brief.", "4096"), None)  # type: ignore[arg-type]
+    first = await side.settings_saver("system_prompt")(advanced(page, sid, "Be brief.", ""), None)  # type: ignore[arg-type]
+    assert second == first == {page.settings_note: ""}
+    settings = interpreter.session.settings
+    assert (settings.system_prompt, settings.max_tokens) == ("Be brief.", 4096)
+    assert settings.system_prompt != old_prompt
+    assert settings.temperature is None, "the temperature was not touched by either save"
+
+
+async def test_a_setting_out_of_range_saves_nothing_and_is_named(
+    panel: tuple[Page, SidePanel, Interpreter],
+) -> None:
+    page, side, interpreter = panel
+    before = interpreter.session.settings
+    update = await side.settings_saver("max_tokens")(advanced(page, interpreter.id, "x", "0"), None)  # type: ignore[arg-type]
+    assert "Max tokens must be at least 1" in update[page.settings_note]
+    assert interpreter.session.settings == before
+
+
+async def test_an_older_save_of_a_field_handled_after_a_newer_one_changes_nothing(
+    panel: tuple[Page, SidePanel, Interpreter],
+) -> None:
+    """The events are numbered by the tab: the temperature let go at 0.2 (event 9) is not
+    undone by a save of 1.5 made before it (event 8) that the server handles after it."""
+    page, side, interpreter = panel
+    side.handlers.news.open(tab_of(None), "local")
+    sid = interpreter.id
+    save = side.settings_saver("temperature")
+    newer = {**advanced(page, sid, "p", ""), page.temperature: 0.2, page.ticket: "9"}
+    older = {**advanced(page, sid, "p", ""), page.temperature: 1.5, page.ticket: "8"}
+    assert await save(newer, None) == {page.settings_note: ""}  # type: ignore[arg-type]
+    assert await save(older, None) == {page.settings_note: ""}  # type: ignore[arg-type]
+    assert interpreter.session.settings.temperature == 0.2
+    later = {**older, page.ticket: "10"}
+    await save(later, None)  # type: ignore[arg-type]
+    assert interpreter.session.settings.temperature == 1.5, "a newer one is saved"
+
+
+async def test_a_send_saves_what_the_form_shows_and_an_older_box_save_cannot_undo_it(
+    panel: tuple[Page, SidePanel, Interpreter],
+) -> None:
+    """A box left by clicking Send saves itself in an event of its own, which the server may
+    handle after the send: the message still runs with what the form showed, and the late
+    save (older than the send) changes nothing."""
+    page, side, interpreter = panel
+    handlers = side.handlers
+    handlers.news.open(tab_of(None), "local")
+    sid = interpreter.id
+    form = {
+        **limits(page, sid, 2, 0),
+        **advanced(page, sid, "Answer like a pirate.", "321"),
+        page.chat_input: "ahoy",
+        page.ticket: "12",
+    }
+    async for _update in handlers.send(form, None):  # type: ignore[arg-type]
+        pass
+    await interpreter.wait_idle()
+    settings = interpreter.session.settings
+    assert (settings.system_prompt, settings.max_tokens) == ("Answer like a pirate.", 321)
+    assert interpreter.session.autochat.max_turns == 2
+    stale = {**advanced(page, sid, "Answer like a pirate.", "100"), page.ticket: "11"}
+    await side.settings_saver("max_tokens")(stale, None)  # type: ignore[arg-type]
+    stale_limit = {**limits(page, sid, 9, 0), page.ticket: "11"}
+    await side.limit_saver("max_turns")(stale_limit, None)  # type: ignore[arg-type]
+    assert interpreter.session.settings.max_tokens == 321
+    assert interpreter.session.autochat.max_turns == 2
