@@ -32,7 +32,12 @@ from gui_agent.exceptions import (
 from gui_agent.hooks import call_hook
 from gui_agent.llm import LLMProvider
 from gui_agent.memory import ContextWindow
-from gui_agent.session import Session, unanswered_call_result, unanswered_calls
+from gui_agent.session import (
+    Session,
+    unanswered_call_result,
+    unanswered_calls,
+    written_by_person,
+)
 from gui_agent.state import StateMachine, Trigger
 from gui_agent.store.base import SessionStore as Store
 from schema import (
@@ -92,14 +97,20 @@ class _Partial:
         """The reply as it stands. `failure`: the error that ended the turn, kept with the
         reply (`metadata["error"]`), so the reason outlives the event that announced it."""
         started = self.started
+        role = started.role
         metadata: dict[str, object] = {}
         if started.parent_id is not None:  # a worker's message: kept for people only
             metadata = {"display_only": True, "delegated_by": started.parent_id}
+        if role is Role.TOOL:  # output a role streamed as a tool's: no call id to answer
+            role, metadata = (
+                Role.ASSISTANT,
+                {**metadata, "display_only": True, "streamed_as": "tool"},
+            )
         if failure is not None:
             metadata["error"] = {"code": failure.code, "message": failure.message}
         return Message(
             id=message_id,
-            role=started.role,
+            role=role,
             type=started.message_type,
             agent=started.agent,
             language=started.language,
@@ -152,6 +163,8 @@ class Interpreter:
         self._unsaved = False  # a store write failed: write the history again at the turn's end
         self._unfiled: Message | None = None  # the person's message a new task has not filed
         self._switch: dict[str, str] | None = None  # a role switch the next turn's prompt keeps
+        self._deadline: asyncio.TimerHandle | None = None  # the time budget's end (a turn's)
+        self._stopping: asyncio.Task[None] | None = None  # the run task a Stop is ending
 
     # -- what front ends read ---------------------------------------------------------------
 
@@ -235,12 +248,22 @@ class Interpreter:
             self._end_autochat(AutoChatStopReason.USER_MESSAGE, "the person sent a message")
         if self.session.autochat.enabled:
             self._auto.begin(self.session, text)
+        await self._stopped()
         if self.busy or self._editing:  # during an edit it goes after the edited message
             self.session.inbox.append(message)
             self._wake.set()
         else:
             self._start(message)
         return message
+
+    async def _stopped(self) -> None:
+        """Wait while a Stop ends the turn (a tool may take a moment to end what it
+        started): a message sent meanwhile starts the next turn; queued, it would be filed
+        unanswered with the stopped turn's queue."""
+        if self._stopping is not None and self._stopping is self._task:
+            await self.wait_idle()
+            if self._closed:
+                raise SessionNotFound("this session was closed (deleted or unloaded)")
 
     async def stop(self, reason: str = "stopped by the user") -> bool:
         """Cancel the run task. The partial reply is kept, marked interrupted. False if idle."""
@@ -250,6 +273,7 @@ class Interpreter:
         if task is None or task.done():
             return False
         self._stop_reason = reason
+        self._stopping = task
         task.cancel()
         await asyncio.wait({task})
         await self._file_unanswered()  # a task cancelled before it ran filed nothing itself
@@ -304,6 +328,7 @@ class Interpreter:
             self.session.title = title.strip()[:MAX_TITLE_CHARS]
             fields["title"] = self.session.title
         start_auto = False
+        delay_before = self.session.autochat.delay_s
         if autochat is not None:
             was_enabled = self.session.autochat.enabled
             self.session.autochat = autochat
@@ -319,15 +344,31 @@ class Interpreter:
             # Switched off: no automatic turn after this, and a delay waiting for one ends.
             self._end_autochat(AutoChatStopReason.DISABLED, "AutoChat was switched off")
             self._wake.set()
+        if autochat is not None and self._deadline is not None:
+            self._arm_deadline(self._run_id)  # the running turn ends where the new budget does
+        if autochat is not None and self._auto.waiting and autochat.delay_s != delay_before:
+            self._wake.set()  # a delay being waited out ends where the new one does
         idle_after_a_turn = not self.busy and self.state is InterpreterState.STOP
-        if start_auto and idle_after_a_turn and not self._closed:
+        if start_auto and (idle_after_a_turn or self.busy) and not self._closed:
             # The person's latest message is the goal, not one an earlier AutoChat kept.
-            index = self.session.last_user_index()
-            goal = self.session.goal if index is None else self.session.history[index].content
-            self._auto.begin(self.session, goal)
-            self._auto.announce()
-            self._publish_auto_turn()
-            self._start(self._auto.continuation(self.session))
+            self._auto.begin(self.session, self._latest_request())
+            if idle_after_a_turn:
+                self._auto.announce()
+                self._publish_auto_turn()
+                self._start(self._auto.continuation(self.session))
+            # else: switched on while a turn runs; the run task goes on after it
+            # (`_next_prompt`), as if AutoChat had been on when the person wrote.
+
+    def _latest_request(self) -> str | None:
+        """The text of the person's latest message: queued, about to be taken up, or in
+        the history; else the goal kept (none written yet)."""
+        for message in reversed(self.session.inbox):
+            if written_by_person(message):
+                return message.content
+        if self._unfiled is not None and written_by_person(self._unfiled):
+            return self._unfiled.content
+        index = self.session.last_user_index()
+        return self.session.goal if index is None else self.session.history[index].content
 
     def set_provider(self, provider: LLMProvider) -> None:
         """Use another model from the next model call on."""
@@ -383,6 +424,7 @@ class Interpreter:
 
     async def chat(self, text: str, **kwargs: AgentName | None) -> AsyncIterator[Event]:
         """Send a message and yield every event until the session is idle again."""
+        await self._stopped()  # else the stopped turn's idle mark would end this reading
         async with self.subscribe() as subscription:
             await self.send(text, agent=kwargs.get("agent"))
             more = True
@@ -420,24 +462,44 @@ class Interpreter:
         self._task.add_done_callback(self._on_task_done)
 
     def _on_task_done(self, task: asyncio.Task[None]) -> None:
+        if self._stopping is task:
+            self._stopping = None
         if task.cancelled():
             self._hub.idle()
         elif (exc := task.exception()) is not None:
             logger.error("session %s: run task failed", self.id, exc_info=exc)
             self._publish(ErrorEvent(code="internal", message=str(exc), recoverable=True))
+            self._abandon_turn(f"internal error: {type(exc).__name__}: {exc}")
             self._hub.idle()
         # else: _drive said so itself
+
+    def _abandon_turn(self, detail: str) -> None:
+        """The last resort when the run task failed in the interpreter's own code (closing
+        the turn raised): end what it left open, without the store (nothing can be awaited
+        here), so the session is never left RUNNING, WAITING or in AutoChat."""
+        if self._auto.active:
+            self._end_autochat(AutoChatStopReason.ERROR, detail)
+        self._disarm_deadline()
+        self._open.clear()
+        self._open_calls.clear()
+        for approval_id in list(self._open_approvals):
+            del self._open_approvals[approval_id]
+            resolved = ApprovalDecision.DENY
+            self._publish(ApprovalResolved(approval_id=approval_id, decision=resolved, by="policy"))
+        if self.state in (InterpreterState.RUNNING, InterpreterState.WAITING):
+            self._publish(RunFinished(outcome=RunOutcome.ERROR, detail=detail))
+            self._machine.fire(Trigger.FINISH, RunOutcome.ERROR.value)
 
     async def _drive(self, prompt: Message) -> None:
         next_prompt: Message | None = prompt
         try:
             while next_prompt is not None:
-                deadline = self._time_budget_deadline(next_prompt)
+                if next_prompt.metadata.get("autochat"):
+                    self._arm_deadline(next_prompt.id)
                 try:
                     outcome = await self._turn(next_prompt)
                 finally:
-                    if deadline is not None:
-                        deadline.cancel()
+                    self._disarm_deadline()
                 next_prompt = await self._next_prompt(outcome)
         except asyncio.CancelledError:
             # Filed before the task ends, so readers see them before the idle mark.
@@ -630,32 +692,59 @@ class Interpreter:
             return None
         self._auto.announce()
         self._publish_auto_turn()
-        delay = self.session.autochat.delay_s
-        if delay > 0:
+        if self.session.autochat.delay_s > 0:
             # A new Event, not the last one cleared: that one may be bound to the event loop
             # of an earlier `asyncio.run` (two `chat_sync` calls), and waiting on it would fail.
             self._wake = asyncio.Event()
-            try:
-                async with asyncio.timeout(delay):
-                    await self._wake.wait()
-            except TimeoutError:
-                pass
+            await self._wait_delay()
         if self.session.inbox:
             return self.session.inbox.popleft()
         if not self._auto.active:
             return None
         return self._auto.continuation(self.session)
 
-    def _time_budget_deadline(self, prompt: Message) -> asyncio.TimerHandle | None:
-        """For an automatic turn under a time budget: a timer that stops the turn where the
-        budget ends, so a long tool or an approval nobody answers cannot run past it."""
+    async def _wait_delay(self) -> None:
+        """Wait out AutoChat's delay before the turn it announced; a wake ends it (the
+        person's message, AutoChat switched off). A delay changed meanwhile counts from when
+        the wait began: `update` wakes the wait to look again."""
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        while True:
+            delay = self.session.autochat.delay_s
+            left = delay - (loop.time() - began)
+            if left <= 0:
+                return
+            try:
+                async with asyncio.timeout(left):
+                    await self._wake.wait()
+            except TimeoutError:
+                return
+            changed = self.session.autochat.delay_s != delay
+            if not changed or self.session.inbox or not self._auto.active:
+                return
+            self._wake.clear()
+
+    def _arm_deadline(self, run_id: str) -> None:
+        """For the automatic turn `run_id` under a time budget: a timer that stops the turn
+        where the budget ends, so a long tool or an approval nobody answers cannot run past
+        it. Armed again when the budget is changed during the turn (`update`); disarmed
+        when the turn ends, and when the AutoChat run it belongs to ends (`_end_autochat`):
+        a run the person's message starts meanwhile has a clock of its own."""
+        self._disarm_deadline()
         budget = self.session.autochat.time_budget_s
-        if budget is None or not self._auto.active or not prompt.metadata.get("autochat"):
-            return None
+        if budget is None or not self._auto.active:
+            return
         left = budget - (self._auto.clock() - self._auto.started_at)
-        return asyncio.get_running_loop().call_later(max(left, 0.0), self._time_up, prompt.id)
+        loop = asyncio.get_running_loop()
+        self._deadline = loop.call_later(max(left, 0.0), self._time_up, run_id)
+
+    def _disarm_deadline(self) -> None:
+        deadline, self._deadline = self._deadline, None
+        if deadline is not None:
+            deadline.cancel()
 
     def _time_up(self, run_id: str) -> None:
+        self._deadline = None
         task = self._task
         if run_id != self._run_id or not self._auto.active or task is None or task.done():
             return
@@ -665,6 +754,7 @@ class Interpreter:
             f"the time budget of {budget:g}s ran out during an automatic turn, which was stopped",
         )
         self._stop_reason = "AutoChat's time budget ran out"
+        self._stopping = task
         task.cancel()
 
     def _publish_auto_turn(self) -> None:
@@ -678,6 +768,7 @@ class Interpreter:
         )
 
     def _end_autochat(self, reason: AutoChatStopReason, detail: str) -> None:
+        self._disarm_deadline()  # its time budget ended with it
         turns = self._auto.turns_run
         self._auto.end(self.session, reason)
         self._publish(AutoChatStopped(reason=reason, turns=turns, detail=detail))
@@ -746,7 +837,8 @@ class Interpreter:
 
     def _track_approval_requested(self, event: ApprovalRequested) -> None:
         self._open_approvals[event.approval_id] = event
-        self._machine.fire(Trigger.AWAIT_APPROVAL, "approval needed")
+        if self.state is InterpreterState.RUNNING:  # WAITING: another question is still open
+            self._machine.fire(Trigger.AWAIT_APPROVAL, "approval needed")
         self._hub.publish(event, self._run_id)
 
     def _track_approval_resolved(self, event: ApprovalResolved) -> None:
@@ -797,7 +889,8 @@ class Interpreter:
 
     async def _settle(self) -> None:
         """Let a run task that already announced STOP finish saving, unless more is coming
-        (AutoChat or a queued message)."""
+        (AutoChat or a queued message); and a turn that a Stop is ending, end."""
+        await self._stopped()
         if (
             self.busy
             and self.state is InterpreterState.STOP

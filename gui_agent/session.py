@@ -66,9 +66,11 @@ class Session:
         return self.workdir
 
     def add(self, message: Message) -> None:
-        """Append a message; the first user message names the session if it has no title."""
+        """Append a message; the person's first message with text names the session if it
+        has no title (an AutoChat prompt or a hand-over between agents never does: after a
+        message of images only, the chat list would show a reviewer's brief)."""
         self.history.append(message)
-        if not self.title and message.role is Role.USER and message.content.strip():
+        if not self.title and message.content.strip() and written_by_person(message):
             self.title = title_from(message.content)
 
     def last_user_index(self) -> int | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -56,8 +57,13 @@ class ToolCall(BaseModel):
     arguments: str = "{}"
 
     def parsed_arguments(self) -> dict[str, Any]:
-        """The arguments as a dict; raises ValueError when they are not a JSON object."""
+        """The arguments as a dict; raises ValueError when they are not a JSON object. An
+        object encoded twice (a JSON string holding it, as some models write it) is read as
+        the tools read it when they run, so what a person approves is what runs."""
         value = json.loads(self.arguments or "{}")
+        if isinstance(value, str) and value.lstrip().startswith("{"):
+            with contextlib.suppress(ValueError):
+                value = json.loads(value)
         if not isinstance(value, dict):
             raise ValueError("tool arguments must be a JSON object")
         return value

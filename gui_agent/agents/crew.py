@@ -10,9 +10,11 @@ messages. Why a user turn and not a system note: the last message
 before the reviewer's call is the doer's answer, and some APIs read a conversation that ends
 with an assistant message as the start of that message, to be continued.
 
-A member that hits a limit ends the crew's turn with that outcome. A member that calls
-`task_complete` ends only its own part: the members after it still check the work and write
-the final answer (the task stays marked complete, so AutoChat stops after this turn).
+A member that hits a limit ends the crew's turn with that outcome, and so does a token
+budget spent when the next member's turn comes (a member without tools never checks it). A
+member that calls `task_complete` ends only its own part: the members after it still check
+the work and write the final answer (the task stays marked complete, so AutoChat stops
+after this turn).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from gui_agent.agents.base import AgentDeps, turn_request
-from gui_agent.agents.executor import ExecutorAgent, Turn, model_step
+from gui_agent.agents.executor import ExecutorAgent, Turn, budget_spent, model_step
 from gui_agent.session import Session
 from schema import (
     AgentName,
@@ -94,6 +96,11 @@ class CrewAgent:
         request = turn_request(session, prompt)
         turn = Turn()
         for index, member in enumerate(self.members):
+            if index > 0 and (spent := budget_spent(session)) is not None:
+                names = ", ".join(m.name for m in self.members[index:])
+                detail = f"{spent.detail}; not run: {names}"
+                yield spent.model_copy(update={"detail": detail})
+                return
             if index > 0:
                 handoff = Message(
                     role=Role.USER,

@@ -271,6 +271,18 @@ async def model_step(
     yield UsageReported(turn=turn.usage, total=session.usage)
 
 
+def budget_spent(session: Session) -> RunFinished | None:
+    """The end of the turn when the session's token budget is used up (AutoChat's, workers'
+    calls included), or None while there is room."""
+    limit = session.token_limit
+    if limit is None or session.usage.total_tokens < limit:
+        return None
+    return RunFinished(
+        outcome=RunOutcome.BUDGET,
+        detail=f"token budget reached ({session.usage.total_tokens} tokens)",
+    )
+
+
 def charge_unfinished(session: Session, turn: Turn, input_tokens: int, streamed: int) -> None:
     """Count a model call that ended before its usage came (the server sends it last): the
     window it read (`input_tokens`, the memory's count) and about a token per 4 characters
@@ -330,12 +342,8 @@ class ExecutorAgent:
                 not completed_before or completes(session, calls)
             ):
                 return
-            limit = session.token_limit
-            if limit is not None and session.usage.total_tokens >= limit:
-                yield RunFinished(
-                    outcome=RunOutcome.BUDGET,
-                    detail=f"token budget reached ({session.usage.total_tokens} tokens)",
-                )
+            if (spent := budget_spent(session)) is not None:
+                yield spent
                 return
         note = Message(
             role=Role.ASSISTANT,

@@ -5,10 +5,12 @@ message); then, for each step, a USER message marked ``plan_step`` (shown as "Pl
 hands the step to the executor's loop, with tools, approvals and limits as usual. The last
 step also asks for the answer to the person's request. The plan stops early when a step
 hits a limit (the outcome says which, and names the step and the steps not run), when the
-agent calls `task_complete`, on Stop, or when the person writes meanwhile: their message
-may change the plan, so the steps left are not run (a message the executor took in during
-a step was answered there; one still waiting becomes the next turn, planned anew). In an
-AutoChat turn the steps carry the AutoChat goal as the request.
+token budget is spent before the next step (steps that end without a tool call never reach
+the executor's own check), when the agent calls `task_complete`, on Stop, or when the
+person writes meanwhile: their message may change the plan, so the steps left are not run
+(a message the executor took in during a step was answered there; one still waiting becomes
+the next turn, planned anew). In an AutoChat turn the steps carry the AutoChat goal as the
+request.
 
 Why steps are USER messages: every vendor's chat format lets the model act on a user turn;
 a trailing system note after the planner's own message would read as the start of its
@@ -23,7 +25,7 @@ import re
 from collections.abc import AsyncIterator
 
 from gui_agent.agents.base import AgentDeps, turn_request
-from gui_agent.agents.executor import ExecutorAgent, Turn, model_step
+from gui_agent.agents.executor import ExecutorAgent, Turn, budget_spent, model_step
 from gui_agent.session import Session, written_by_person
 from schema import (
     AgentName,
@@ -192,6 +194,9 @@ class PlannerAgent:
         for index in range(len(steps)):
             if session.inbox:
                 return  # the person wrote meanwhile: their message is the next turn, planned anew
+            if (spent := budget_spent(session)) is not None:  # a step without tool calls
+                yield not_run(spent, steps, index)  # never checks it: it is checked here
+                return
             message = step_message(request, steps, index)
             session.add(message)
             yield MessageCompleted(message=message)
@@ -221,6 +226,16 @@ def unfinished(finished: RunFinished, steps: list[str], index: int) -> RunFinish
     if left:
         detail += f"; {'step' if left == 1 else 'steps'} {index + 2}"
         detail += f"–{count} were not run" if left > 1 else " was not run"
+    return finished.model_copy(update={"detail": detail})
+
+
+def not_run(finished: RunFinished, steps: list[str], index: int) -> RunFinished:
+    """`finished` (the token budget, spent before step `index` began) with its detail
+    naming the steps that were not run."""
+    count, first = len(steps), index + 1
+    which = f"step {first} was" if first == count else f"steps {first}–{count} were"
+    after = f"after plan step {index} of {count}" if index else "once the plan was written"
+    detail = f"{finished.detail or finished.outcome.value} {after}; {which} not run"
     return finished.model_copy(update={"detail": detail})
 
 

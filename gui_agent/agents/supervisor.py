@@ -13,31 +13,44 @@ in its vendor's shape. Approvals, Stop, limits and usage work inside a worker as
 the worker's tool permissions ("allow for this session") are the session's. A message the
 person sends meanwhile is read before the supervisor's next step (as in the executor's loop),
 so it can call off work not yet handed out. A worker that ends by calling `task_complete`
-answers with what it wrote and the summary it gave.
+answers with what it wrote and the summary it gave. A worker that fails (its model call
+errs, a custom role raises) answers with that failure, as an error result the supervisor
+reads and acts on, like any tool's error; its streamed reply is kept, marked failed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import AsyncIterator, Mapping
 
 from gui_agent.agents.base import AgentDeps, Architecture
-from gui_agent.agents.executor import ExecutorAgent, Turn, drain_inbox, model_step
+from gui_agent.agents.executor import (
+    ExecutorAgent,
+    Turn,
+    budget_spent,
+    drain_inbox,
+    model_step,
+)
 from gui_agent.agents.thought import ThoughtAgent
+from gui_agent.exceptions import ModelError
 from gui_agent.session import Session
 from gui_agent.tools import ToolRegistry, task_complete, tool
 from gui_agent.tools.execution import decode_arguments
 from schema import (
     AgentName,
     AutoChatSettings,
+    ErrorEvent,
     Event,
     Message,
     MessageCompleted,
     MessageStarted,
+    MessageStatus,
     MessageType,
     Role,
     RunFinished,
     RunOutcome,
+    TextDelta,
     ToolCall,
     ToolCallFinished,
     ToolCallStarted,
@@ -48,6 +61,8 @@ from schema import (
 __all__ = ["DELEGATE", "SupervisorAgent"]
 
 DELEGATE = "delegate"
+
+logger = logging.getLogger(__name__)
 
 
 @tool(name=DELEGATE)
@@ -82,17 +97,6 @@ def _shown(message: Message, call_id: str, worker: AgentName) -> Message:
                 "worker": worker.value,
             }
         }
-    )
-
-
-def budget_spent(session: Session) -> RunFinished | None:
-    """The end of the turn when the session's token budget is used up (workers included)."""
-    limit = session.token_limit
-    if limit is None or session.usage.total_tokens < limit:
-        return None
-    return RunFinished(
-        outcome=RunOutcome.BUDGET,
-        detail=f"token budget reached ({session.usage.total_tokens} tokens)",
     )
 
 
@@ -274,13 +278,22 @@ class SupervisorAgent:
         session.add(shown)
         yield MessageCompleted(message=shown)
         finished: RunFinished | None = None
+        failure: Exception | None = None
+        drafts: dict[str, _Draft] = {}  # the worker's messages started, not completed
+        calls: dict[str, ToolCall] = {}  # the worker's tool calls started, not finished
         try:
             async for event in worker.run(context, deps, prompt):
-                if isinstance(event, MessageCompleted):
+                if isinstance(event, TextDelta):
+                    if (draft := drafts.get(event.message_id)) is not None:
+                        draft.parts[event.channel].append(event.delta)
+                    yield event
+                elif isinstance(event, MessageCompleted):
+                    drafts.pop(event.message.id, None)
                     shown = _shown(event.message, call.id, worker.name)
                     session.add(shown)
                     yield MessageCompleted(message=shown)
                 elif isinstance(event, MessageStarted):
+                    drafts[event.message_id] = _Draft(event)
                     yield event.model_copy(update={"parent_id": call.id})
                 elif isinstance(event, UsageReported):
                     turn.usage = before + event.turn
@@ -288,14 +301,93 @@ class SupervisorAgent:
                 elif isinstance(event, RunFinished):
                     finished = event  # the worker's turn, not the supervisor's
                 else:
+                    if isinstance(event, ToolCallStarted):
+                        calls[event.call.id] = event.call
+                    elif isinstance(event, ToolCallFinished):
+                        calls.pop(event.result.call_id, None)
                     yield event
+        except Exception as error:  # the worker's failure is its answer; Stop goes through
+            logger.info("the %s worker failed", worker.name.value, exc_info=True)
+            failure = error
         finally:
             session.usage = context.usage
+            unreported = context.unreported_usage  # a worker's model call cut short
+            if unreported is not None:  # on a Stop, the interpreter says it as the turn ends
+                turn.usage = before + unreported.turn
+                session.unreported_usage = UsageReported(turn=turn.usage, total=context.usage)
         answer = worker_answer(context)
-        if finished is not None:
+        if failure is not None:
+            said = f"{type(failure).__name__}: {failure}"
+            for event in _worker_failed(
+                session, worker.name, call_id=call.id, failure=failure, drafts=drafts, calls=calls
+            ):
+                yield event
+            if unreported is not None:  # the turn goes on: said now, before newer totals
+                yield UsageReported(turn=turn.usage, total=context.usage)
+                session.unreported_usage = None
+            answer += f"\n\n[The worker failed: {said}. Its work may be incomplete.]"
+        elif finished is not None:
             answer += (
                 f"\n\n[The worker stopped early: {finished.detail or finished.outcome.value}.]"
             )
         yield ToolResult(
-            call_id=call.id, name=DELEGATE, content=answer, is_error=finished is not None
+            call_id=call.id,
+            name=DELEGATE,
+            content=answer,
+            is_error=finished is not None or failure is not None,
         )
+
+
+class _Draft:
+    """A worker's message being streamed: its `message_started` and its text so far."""
+
+    __slots__ = ("parts", "started")
+
+    def __init__(self, started: MessageStarted) -> None:
+        self.started = started
+        self.parts: dict[str, list[str]] = {"content": [], "reasoning": []}
+
+
+def _worker_failed(
+    session: Session,
+    worker: AgentName,
+    *,
+    call_id: str,
+    failure: Exception,
+    drafts: Mapping[str, _Draft],
+    calls: Mapping[str, ToolCall],
+) -> list[Event]:
+    """What closes a worker's turn that raised `failure`: the error said, the replies it
+    was streaming kept (display-only, status error, with the error) and added to the
+    history, its tool steps still open ended. The supervisor's turn goes on: the failure
+    comes back to it as the delegate call's error result, as any tool's error does."""
+    said = f"{type(failure).__name__}: {failure}"
+    code = "model_error" if isinstance(failure, ModelError) else "agent_failed"
+    events: list[Event] = [
+        ErrorEvent(code=code, message=f"the {worker.value} worker failed: {said}")
+    ]
+    for message_id, draft in drafts.items():
+        started = draft.started
+        kept = Message(
+            id=message_id,
+            role=Role.ASSISTANT if started.role is Role.TOOL else started.role,  # no call id
+            type=started.message_type,
+            agent=started.agent,
+            language=started.language,
+            content="".join(draft.parts["content"]),
+            reasoning="".join(draft.parts["reasoning"]) or None,
+            status=MessageStatus.ERROR,
+            metadata={"error": {"code": code, "message": said}},
+        )
+        shown = _shown(kept, call_id, worker)
+        session.add(shown)
+        events.append(MessageCompleted(message=shown))
+    for tool_call in calls.values():
+        result = ToolResult(
+            call_id=tool_call.id,
+            name=tool_call.name,
+            content=f"Not finished: the worker failed ({said}).",
+            is_error=True,
+        )
+        events.append(ToolCallFinished(result=result, parent_message_id=call_id))
+    return events

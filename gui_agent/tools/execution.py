@@ -39,6 +39,8 @@ def _truncate(text: str, limit: int) -> tuple[str, bool]:
 
 
 def _error(call: ToolCall, message: str, started: float) -> ToolResult:
+    if _stop_caught():
+        raise asyncio.CancelledError  # the Stop, caught by the tool and turned into an error
     return ToolResult(
         call_id=call.id,
         name=call.name,
@@ -191,7 +193,8 @@ async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext)
     """Run `call` with the tool of that name from `registry`.
 
     Never raises, except `asyncio.CancelledError` when the task running it is cancelled
-    (Stop), which propagates untouched; a CancelledError the tool raises by itself (a task
+    (Stop), which propagates untouched, also when the tool caught it and returned or raised
+    something else (`_stop_caught`); a CancelledError the tool raises by itself (a task
     it awaited was cancelled) is its failure, reported like any other. Unknown tools,
     malformed or invalid arguments, exceptions, timeouts and path escapes all come back as
     `is_error=True` results whose message says what to change. Async tools run on the loop,
@@ -228,6 +231,8 @@ async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext)
                 deadline = asyncio.timeout_at(asyncio.get_running_loop().time() + left)
             async with deadline:
                 value = await begun.rest()
+        if deadline is not None and _stop_caught():
+            raise asyncio.CancelledError  # the Stop, caught by the tool, which then returned
         output = value if isinstance(value, ToolOutput) else None
         content, truncated = _truncate(
             valid_text(_result_text(tool, value) if output is None else output.content),
@@ -281,6 +286,16 @@ async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext)
         images=output.images,
         metadata=_json_safe(tool, output.metadata) if output.metadata else {},
     )
+
+
+def _stop_caught() -> bool:
+    """Whether the task running the tool is being cancelled although the tool returned or
+    raised something else: the tool caught the CancelledError of a Stop (`except
+    BaseException:`, a library's cleanup). The Stop must still end the turn; without this
+    the turn went on to its next model call. (A timeout of the tool's own is taken back
+    before this is asked: `asyncio.timeout` uncancels the task as it exits.)"""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _cancelled_from_outside() -> bool:
