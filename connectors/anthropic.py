@@ -30,6 +30,8 @@ from connectors.anthropic_mapping import (
     stream_error,
 )
 from connectors.base import (
+    DEFAULT_TIMEOUT_S,
+    TIMEOUT_ATTEMPTS,
     StreamingProvider,
     map_transport_errors,
     next_item,
@@ -86,13 +88,18 @@ def _server_detail(error: anthropic.APIStatusError) -> str:
 
 @contextmanager
 def map_errors(
-    provider: str, *, model: str = "", hint: str = "", timeout_s: float | None = None
+    provider: str,
+    *,
+    model: str = "",
+    hint: str = "",
+    timeout_s: float | None = None,
+    timeout_setting: str = "",
 ) -> Iterator[None]:
     """Translate `anthropic` SDK (and transport) exceptions into our `ModelError` tree;
     `hint` is added to an unknown-model error (what else to check), `timeout_s` is how long
     the server may stay silent."""
     try:
-        with map_transport_errors(provider, timeout_s=timeout_s):
+        with map_transport_errors(provider, timeout_s=timeout_s, timeout_setting=timeout_setting):
             yield
     except ModelError:
         raise
@@ -116,7 +123,7 @@ def map_errors(
             hint=hint,
         ) from error
     except anthropic.APITimeoutError as error:
-        raise timeout_error(provider, timeout_s) from error
+        raise timeout_error(provider, timeout_s, timeout_setting) from error
     except anthropic.APIConnectionError as error:
         cause = error.__cause__
         raise ModelConnectionError(
@@ -144,7 +151,9 @@ class AnthropicProvider(StreamingProvider):
 
     ``thinking_budget`` turns on extended thinking with that many tokens; thinking arrives as
     reasoning deltas. ``timeout_s`` is how long the server may stay silent (before the first
-    byte and between events). The key comes from the argument or ``ANTHROPIC_API_KEY``.
+    byte and between events; a silence is asked again at most once: `TIMEOUT_ATTEMPTS`);
+    ``timeout_setting``, what sets it, is named when it fires. The key comes from the
+    argument or ``ANTHROPIC_API_KEY``.
     """
 
     def __init__(
@@ -155,11 +164,12 @@ class AnthropicProvider(StreamingProvider):
         base_url: str | None = None,
         temperature: float | None = None,
         max_tokens: int = 4096,
-        timeout_s: float = 60.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         retry: RetryPolicy | None = None,
         breaker: CircuitBreaker | None = None,
         thinking_budget: int | None = None,
         max_response_chars: int = 2_000_000,
+        timeout_setting: str = "",
     ) -> None:
         if not model:
             raise ConfigError("AnthropicProvider needs a model name, e.g. 'claude-sonnet-4-5'")
@@ -172,9 +182,12 @@ class AnthropicProvider(StreamingProvider):
         self.base_url = base_url
         where = "" if base_url is None else f"{shown_url(base_url)}#"
         self._name = f"anthropic:{where}{model}"
-        self.retry = retry if retry is not None else RetryPolicy()
+        self.retry = (
+            retry if retry is not None else RetryPolicy(max_timeout_attempts=TIMEOUT_ATTEMPTS)
+        )
         self.breaker = breaker if breaker is not None else CircuitBreaker()
         self.timeout_s = timeout_s
+        self.timeout_setting = timeout_setting
         self.max_response_chars = max_response_chars
         self._options = RequestOptions(
             model=model,
@@ -190,7 +203,11 @@ class AnthropicProvider(StreamingProvider):
         """`map_errors` for this provider; `silence_s`: the request's timeout, if not ours."""
         hint = f"; {BASE_URL_HINT}" if self.base_url else ""
         return map_errors(
-            self._name, model=self.model, hint=hint, timeout_s=silence_s or self.timeout_s
+            self._name,
+            model=self.model,
+            hint=hint,
+            timeout_s=silence_s or self.timeout_s,
+            timeout_setting=self.timeout_setting,
         )
 
     async def _open(

@@ -32,7 +32,8 @@ Choices made here:
   providers). When two assistant messages merge into one turn, only the first one's
   thinking is kept (thinking must lead the turn).
 - Stop reasons are normalised to the OpenAI words the rest of GuiAgent uses: end_turn and
-  stop_sequence → ``stop``, max_tokens → ``length``, tool_use → ``tool_calls``,
+  stop_sequence → ``stop``, max_tokens and model_context_window_exceeded (the reply
+  filled the context window) → ``length``, tool_use → ``tool_calls``,
   refusal → ``content_filter``; anything else passes through.
 """
 
@@ -79,6 +80,7 @@ STOP_REASONS: Mapping[str, str] = MappingProxyType(
         "end_turn": "stop",
         "stop_sequence": "stop",
         "max_tokens": "length",
+        "model_context_window_exceeded": "length",
         "tool_use": "tool_calls",
         "refusal": "content_filter",
     }

@@ -24,7 +24,7 @@ from collections.abc import (
 )
 from contextlib import AbstractContextManager, aclosing, contextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Self, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
@@ -60,27 +60,44 @@ def shown_url(url: str) -> str:
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
 
 
-def timeout_error(provider: str, timeout_s: float | None) -> ModelTimeout:
+DEFAULT_TIMEOUT_S: Final = 60.0
+"""How long a vendor's server may stay silent unless told (`MODEL_TIMEOUT_ENV`)."""
+
+TIMEOUT_ATTEMPTS: Final = 2
+"""How many times the vendor providers' own retry policy asks a server that stayed silent
+for the whole timeout (`RetryPolicy.max_timeout_attempts`)."""
+
+MODEL_TIMEOUT_ENV: Final = "GUI_AGENT_MODEL_TIMEOUT"
+"""The setting (environment or ``.env``) of how many seconds a model's server may stay
+silent, for the models the registry builds (`connectors.registry.resolve_models`)."""
+
+
+def timeout_error(provider: str, timeout_s: float | None, setting: str = "") -> ModelTimeout:
     """The error for a server that stayed silent for `timeout_s` (before the first byte or
     between two), saying how long: a model still loading, or a long conversation read on
-    a slow machine, can take longer."""
+    a slow machine, can take longer; `setting` (e.g. `MODEL_TIMEOUT_ENV`) is what gives it
+    longer, named when given."""
     within = f"within {wait_text(timeout_s)}" if timeout_s else "in time"
+    longer = f"; set {setting} to the seconds to wait" if setting else ""
     return ModelTimeout(
         f"{provider}: no answer from the server {within} (a model that is still loading, or "
-        "a long conversation on a slow machine, can take longer)",
+        f"a long conversation on a slow machine, can take longer{longer})",
         provider=provider,
     )
 
 
 @contextmanager
-def map_transport_errors(provider: str, *, timeout_s: float | None = None) -> Iterator[None]:
+def map_transport_errors(
+    provider: str, *, timeout_s: float | None = None, timeout_setting: str = ""
+) -> Iterator[None]:
     """Failures below the vendor SDK (transport, decoding, JSON), the same for every vendor.
     Each vendor's own `map_errors` wraps this and handles the SDK's exceptions. `timeout_s`
-    is how long the server may stay silent (said in a timeout's message)."""
+    is how long the server may stay silent, `timeout_setting` what sets it (both said in a
+    timeout's message)."""
     try:
         yield
     except httpx2.TimeoutException as error:
-        raise timeout_error(provider, timeout_s) from error
+        raise timeout_error(provider, timeout_s, timeout_setting) from error
     except httpx2.DecodingError as error:
         raise ModelResponseError(f"{provider}: undecodable response: {error}") from error
     except httpx2.RequestError as error:
@@ -152,6 +169,9 @@ class StreamingProvider(ABC):
     breaker: CircuitBreaker
     after_finish_s: float = AFTER_FINISH_S
     """How long the end of a stream may take once the model finished (see `next_item`)."""
+    timeout_setting: str = ""
+    """What sets this provider's timeout, named when it fires (the registry's
+    `MODEL_TIMEOUT_ENV`); "" for a provider built in code."""
 
     @property
     def name(self) -> str:

@@ -26,6 +26,13 @@ service itself (api.openai.com) gets ``max_completion_tokens``, system messages 
 history as they are, and user messages in a row; any other server gets ``max_tokens``, and
 system messages folded into user turns and consecutive user turns merged
 (`OpenAIProvider.system_anywhere`, `OpenAIProvider.consecutive_user_turns`).
+
+What a server's refusal says it cannot take (tools, images, a temperature, call ids other
+than Mistral's 9 characters: `connectors.openai_errors`) is left out or rewritten, and what
+it says it lacks (a thinking model's reasoning with its tool calls) is added: the request
+is sent again at once, and the provider remembers (`OpenAIProvider._learn`); so it
+does when a model's chat template turns out to open ``<think>`` itself
+(`OpenAIProvider.template_opens_think`).
 """
 
 from __future__ import annotations
@@ -43,11 +50,25 @@ from openai import AsyncStream
 from openai.types.chat import ChatCompletionChunk
 
 from connectors.base import (
+    DEFAULT_TIMEOUT_S,
+    TIMEOUT_ATTEMPTS,
     StreamingProvider,
     map_transport_errors,
     next_item,
     shown_url,
     timeout_error,
+)
+from connectors.openai_errors import (
+    error_codes,
+    error_message,
+    error_status,
+    refuses_call_ids,
+    refuses_images,
+    refuses_missing_reasoning,
+    refuses_temperature,
+    refuses_tools,
+    with_nine_char_ids,
+    without_images,
 )
 from connectors.openai_mapping import (
     MaxTokensField,
@@ -55,11 +76,7 @@ from connectors.openai_mapping import (
     StreamAccumulator,
     body_as_chunk,
     build_request,
-    error_codes,
-    error_message,
-    error_status,
     is_openai_service,
-    refuses_tools,
 )
 from connectors.resilience import (
     CircuitBreaker,
@@ -125,12 +142,13 @@ def map_errors(
     hint: str = "",
     key_env: str = KEY_ENV,
     timeout_s: float | None = None,
+    timeout_setting: str = "",
 ) -> Iterator[None]:
     """Translate `openai` SDK (and transport) exceptions into our `ModelError` tree;
     `key_env` is the variable a refused key is set in, `timeout_s` how long the server may
     stay silent."""
     try:
-        with map_transport_errors(provider, timeout_s=timeout_s):
+        with map_transport_errors(provider, timeout_s=timeout_s, timeout_setting=timeout_setting):
             yield
     except ModelError:
         raise
@@ -152,7 +170,7 @@ def map_errors(
             codes=(error.code, error.type),
         ) from error
     except openai.APITimeoutError as error:
-        raise timeout_error(provider, timeout_s) from error
+        raise timeout_error(provider, timeout_s, timeout_setting) from error
     except openai.APIConnectionError as error:
         cause = error.__cause__
         raise ModelConnectionError(
@@ -242,11 +260,13 @@ def _without_tools(body: dict[str, Any]) -> None:
 class OpenAIProvider(StreamingProvider):
     """A Chat Completions model: OpenAI itself, or any OpenAI-compatible server via `base_url`.
 
-    ``max_retries`` sets the default retry policy (``max_retries + 1`` attempts); pass
-    ``retry`` to control backoff fully. ``timeout_s`` is how long the server may stay silent
-    (before the first byte and between chunks). The OpenAI service needs a key (argument or
-    the variable ``key_env``, ``OPENAI_API_KEY`` unless told); a compatible server gets a
-    placeholder when none is set. A refused key names ``key_env`` as the one to set.
+    ``max_retries`` sets the default retry policy (``max_retries + 1`` attempts, of which
+    at most `TIMEOUT_ATTEMPTS` end in a timeout); pass ``retry`` to control backoff fully.
+    ``timeout_s`` is how long the server may stay silent (before the first byte and between
+    chunks); ``timeout_setting``, what sets it, is named when it fires. The OpenAI service
+    needs a key (argument or the variable ``key_env``, ``OPENAI_API_KEY`` unless told); a
+    compatible server gets a placeholder when none is set. A refused key names ``key_env``
+    as the one to set.
 
     `system_anywhere` and `consecutive_user_turns` are true only for api.openai.com: other
     servers get a system message that follows the history (the planner's and supervisor's
@@ -263,12 +283,13 @@ class OpenAIProvider(StreamingProvider):
         base_url: str | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
-        timeout_s: float = 60.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         max_retries: int = 3,
         name_prefix: str = "openai",
         retry: RetryPolicy | None = None,
         breaker: CircuitBreaker | None = None,
         max_response_chars: int = 2_000_000,
+        timeout_setting: str = "",
         key_env: str = KEY_ENV,
     ) -> None:
         if not model:
@@ -293,9 +314,14 @@ class OpenAIProvider(StreamingProvider):
         else:
             prefix = "openai-compatible" if name_prefix == "openai" else name_prefix
             self._name = f"{prefix}:{shown_url(base_url)}#{model}"
-        self.retry = retry if retry is not None else RetryPolicy(max_attempts=max_retries + 1)
+        self.retry = (
+            retry
+            if retry is not None
+            else RetryPolicy(max_attempts=max_retries + 1, max_timeout_attempts=TIMEOUT_ATTEMPTS)
+        )
         self.breaker = breaker if breaker is not None else CircuitBreaker()
         self.timeout_s = timeout_s
+        self.timeout_setting = timeout_setting
         self.max_response_chars = max_response_chars
         self._temperature = temperature
         self._max_tokens = max_tokens
@@ -307,6 +333,26 @@ class OpenAIProvider(StreamingProvider):
         self.tools_refused = False
         """True once the server said the model cannot take tools (Ollama's "does not support
         tools", llama.cpp without --jinja): its requests go without them from then on."""
+        self.images_refused = False
+        """True once the server said the model cannot take images (llama.cpp without
+        --mmproj, a text model): its requests carry a note in their place from then on
+        (a history holding one image would otherwise be refused at every message)."""
+        self.temperature_refused = False
+        """True once the server said the model takes no temperature but its default (o3,
+        o4-mini, gpt-5): the session's temperature is not sent to it from then on."""
+        self.reasoning_back = False
+        """True once the server said the history's tool-call messages must carry their
+        reasoning (Kimi, DeepSeek and GLM thinking models in a tool loop): they carry it
+        as ``reasoning_content`` from then on."""
+        self.nine_char_call_ids = False
+        """True once the server said it takes only call ids of 9 letters or digits (Mistral's
+        API, vLLM serving a Mistral model): every call id goes rewritten to fit from then
+        on (`openai_errors.with_nine_char_ids`; the history keeps them as they were)."""
+        self.template_opens_think = False
+        """True while the model's replies show that its chat template opens ``<think>``
+        itself (content that starts inside the reasoning and ends it with ``</think>``):
+        its next replies stream their reasoning as reasoning from the first word. A reply
+        with text and no ``</think>`` sets it back."""
 
     def _options(self) -> RequestOptions:
         return RequestOptions(
@@ -317,6 +363,7 @@ class OpenAIProvider(StreamingProvider):
             stream_usage=self._stream_usage,
             system_anywhere=self.system_anywhere,
             consecutive_user_turns=self.consecutive_user_turns,
+            reasoning_back=self.reasoning_back,
         )
 
     def _map_errors(self, silence_s: float | None = None) -> AbstractContextManager[None]:
@@ -327,6 +374,7 @@ class OpenAIProvider(StreamingProvider):
             hint=self._hint,
             key_env=self.key_env,
             timeout_s=silence_s or self.timeout_s,
+            timeout_setting=self.timeout_setting,
         )
 
     async def _chunks(
@@ -379,28 +427,21 @@ class OpenAIProvider(StreamingProvider):
         return opened
 
     async def _open(
-        self, request: dict[str, Any], silence_s: float
+        self, request: dict[str, Any], silence_s: float, history: tuple[Message, ...]
     ) -> AsyncStream[ChatCompletionChunk]:
-        """Open the stream. A server that refuses what some servers lack is asked again
-        without it: tools, when its words say the model or server cannot take them (then
-        never sent to it again: `tools_refused`); ``stream_options`` on a 400 or 422 (if
-        that works, usage is no longer asked for)."""
+        """Open the stream. A server that refuses what some servers lack is asked again,
+        at once, without it, and never sent it again (`_learn`); one that refuses
+        ``stream_options`` on a 400 or 422 likewise (if that works, usage is no longer
+        asked for)."""
         body = {k: v for k, v in request.items() if k != "stream"}
-        if self.tools_refused:
-            _without_tools(body)
+        self._as_learned(body)
         dropped_usage = False
         while True:
             try:
                 opened = await self._create(body, silence_s)
             except ModelError as error:
-                if "tools" in body and refuses_tools(str(error)):
-                    _without_tools(body)
-                    self.tools_refused = True
-                    logger.warning(
-                        "%s: the server refused tools (%s); chatting without them",
-                        self._name,
-                        error,
-                    )
+                if change := self._learn(body, str(error), history):
+                    logger.warning("%s: %s (%s)", self._name, change, error)
                     continue
                 if "stream_options" in body and error.status in (400, 422):
                     body.pop("stream_options")
@@ -416,6 +457,49 @@ class OpenAIProvider(StreamingProvider):
                 self._stream_usage = False
             return opened
 
+    def _as_learned(self, body: dict[str, Any]) -> None:
+        """`body` changed as this server's refusals taught (see `_learn`)."""
+        if self.tools_refused:
+            _without_tools(body)
+        if self.images_refused:
+            body["messages"] = without_images(body["messages"]) or body["messages"]
+        if self.temperature_refused:
+            body.pop("temperature", None)
+        if self.nine_char_call_ids:
+            body["messages"] = with_nine_char_ids(body["messages"])
+
+    def _learn(self, body: dict[str, Any], said: str, history: tuple[Message, ...]) -> str:
+        """Change `body` as a refusal in the words `said` asks, and remember it for every
+        later request; what was changed, or "" when `said` refuses nothing of the kinds a
+        server may lack: tools, when its words say the model or server cannot take them
+        (`tools_refused`); images, each replaced by a note saying so (`images_refused`); a
+        temperature, when the model takes only its default (`temperature_refused`:
+        OpenAI's reasoning models); call ids other than 9 letters or digits, rewritten
+        (`nine_char_call_ids`: Mistral's validator); the reasoning of the `history`'s
+        tool-call messages, when a thinking model wants it back (`reasoning_back`)."""
+        if "tools" in body and refuses_tools(said):
+            _without_tools(body)
+            self.tools_refused = True
+            return "the server refused tools; chatting without them"
+        if refuses_images(said) and (textual := without_images(body["messages"])):
+            body["messages"] = textual
+            self.images_refused = True
+            return "the model cannot take images; sending a note in their place"
+        if "temperature" in body and refuses_temperature(said):
+            body.pop("temperature")
+            self.temperature_refused = True
+            return "the model takes no temperature; asking without it"
+        if not self.nine_char_call_ids and refuses_call_ids(said):
+            body["messages"] = with_nine_char_ids(body["messages"])
+            self.nine_char_call_ids = True
+            return "the server takes only call ids of 9 letters or digits; sending them so"
+        if not self.reasoning_back and refuses_missing_reasoning(said):
+            self.reasoning_back = True
+            body["messages"] = build_request(history, (), None, self._options())["messages"]
+            self._as_learned(body)
+            return "the model wants its reasoning back with its tool calls; sending it"
+        return ""
+
     async def _attempt(
         self,
         messages: tuple[Message, ...],
@@ -424,8 +508,12 @@ class OpenAIProvider(StreamingProvider):
     ) -> AsyncGenerator[ModelStreamPart, None]:
         request = build_request(messages, tools, settings, self._options())
         silence_s = settings.timeout_s if settings and settings.timeout_s else self.timeout_s
-        sdk_stream = await self._open(request, silence_s)
-        accumulator = StreamAccumulator(max_chars=self.max_response_chars, provider=self._name)
+        sdk_stream = await self._open(request, silence_s, messages)
+        accumulator = StreamAccumulator(
+            max_chars=self.max_response_chars,
+            provider=self._name,
+            think_opened=self.template_opens_think,
+        )
         chunks: AsyncIterator[Any] = sdk_stream
         try:
             chunks = await self._chunks(sdk_stream, silence_s)
@@ -466,6 +554,16 @@ class OpenAIProvider(StreamingProvider):
         for delta in accumulator.finish():
             yield delta
         final = accumulator.response(model=self.model)
-        if accumulator.usage is None:  # the server sent none: count, off the event loop
+        if accumulator.template_opened_think is not None:
+            if accumulator.template_opened_think != self.template_opens_think:
+                logger.info(
+                    "%s: the chat template %s the model's <think> itself",
+                    self._name,
+                    "opens" if accumulator.template_opened_think else "no longer opens",
+                )
+            self.template_opens_think = accumulator.template_opened_think
+        if accumulator.usage is None or not accumulator.usage.total_tokens:
+            # The server sent none, or only zeros (a placeholder some servers put in every
+            # chunk): count, off the event loop, as for Claude-compatible servers.
             final = await self._counted(messages, final)
         yield final

@@ -7,8 +7,8 @@ deltas and one final `ModelResponse`. Works for OpenAI and OpenAI-compatible ser
 ``reasoning_content`` or ``reasoning`` delta fields, as ``thinking`` parts of a content
 sent as a list of parts, or inside a ``<think>`` that opens the content
 (`connectors.think_tags`). `body_as_chunk` reads the JSON document
-a server sent instead of a stream; `error_status` says which HTTP status an error object in
-a 200 answer stands for.
+a server sent instead of a stream (what its error objects and refusals say is
+`connectors.openai_errors`). Finish reasons are read as OpenAI's words (`finish_reason`).
 
 The OpenAI service and the compatible servers differ in a few things, all decided by one
 check, `is_openai_service` (the host is api.openai.com): only the service takes
@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -31,7 +30,7 @@ from urllib.parse import urlsplit
 
 from connectors.chat_templates import system_first_only, user_turns_merged
 from connectors.resilience import shorten
-from connectors.think_tags import ThinkTags
+from connectors.think_tags import ThinkTags, template_thinking
 from connectors.wire_names import wire_id, wire_name
 from gui_agent.exceptions import ModelResponseError
 from schema import (
@@ -64,6 +63,30 @@ OPENAI_HOST: Final = "api.openai.com"
 
 MaxTokensField = Literal["max_tokens", "max_completion_tokens"]
 
+FINISH_REASONS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        **{word: word for word in ("stop", "length", "tool_calls", "content_filter")},
+        "model_length": "length",
+        "max_tokens": "length",
+        "max_output_tokens": "length",
+        "end_turn": "stop",
+        "stop_sequence": "stop",
+        "tool_use": "tool_calls",
+    }
+)
+"""Finish reasons other vendors' words stand for, by their lower case, as the rest of
+GuiAgent reads them: Mistral's ``model_length`` (the reply filled the model's context),
+and the Claude and Gemini words proxies pass through (``max_tokens``, ``MAX_TOKENS``,
+``end_turn``, ``tool_use``), and OpenAI's own words in capitals. A reply cut off under
+any of them is ``length``: the agent notes it and does not run a call whose arguments
+were cut off."""
+
+
+def finish_reason(said: object) -> str:
+    """A finish reason as GuiAgent reads it (`FINISH_REASONS`); others pass through."""
+    text = str(said)
+    return FINISH_REASONS.get(text.lower(), text)
+
 
 def is_openai_service(base_url: str) -> bool:
     """Whether `base_url` leads to the OpenAI service itself (host api.openai.com, in any
@@ -90,8 +113,14 @@ def _content_with_images(text: str, images: Sequence[ImagePart]) -> str | list[d
     return parts
 
 
-def _tool_call_to_openai(call: ToolCall) -> dict[str, Any]:
-    return {
+PROVIDER_DATA_KEY: Final = "openai"
+"""The key of this mapping's part of `ModelResponse.provider_data`: what a reply's tool
+calls carried besides their call (``extra_content``: Gemini's thought signatures), by call
+id, and the model that wrote them."""
+
+
+def _tool_call_to_openai(call: ToolCall, extra: object = None) -> dict[str, Any]:
+    wire: dict[str, Any] = {
         "id": wire_id(call.id, max_chars=MAX_CALL_ID_CHARS),
         "type": "function",
         "function": {
@@ -99,10 +128,31 @@ def _tool_call_to_openai(call: ToolCall) -> dict[str, Any]:
             "arguments": call.arguments,
         },
     }
+    if isinstance(extra, Mapping) and extra:
+        wire["extra_content"] = dict(extra)
+    return wire
 
 
-def message_to_openai(message: Message) -> list[dict[str, Any]]:
-    """One message as zero or more wire messages (a tool result with images needs two)."""
+def call_extras(message: Message, model: str | None) -> Mapping[str, Any]:
+    """The ``extra_content`` of `message`'s tool calls, by call id, when `model` wrote them
+    (Gemini's OpenAI-compatible API refuses a call of the tool loop that comes back without
+    its thought signature; another model may refuse the field)."""
+    data = message.metadata.get("provider_data")
+    mine = data.get(PROVIDER_DATA_KEY) if isinstance(data, Mapping) else None
+    if not isinstance(mine, Mapping) or model is None or mine.get("model") != model:
+        return {}
+    extras = mine.get("extra_content")
+    return extras if isinstance(extras, Mapping) else {}
+
+
+def message_to_openai(
+    message: Message, model: str | None = None, *, reasoning_back: bool = False
+) -> list[dict[str, Any]]:
+    """One message as zero or more wire messages (a tool result with images needs two).
+    `model` is the model the request goes to: what its tool calls carried goes back;
+    `reasoning_back`: an assistant message with tool calls carries its reasoning as
+    ``reasoning_content`` ("" when it has none), which thinking models' APIs (Kimi,
+    DeepSeek, GLM) require during a tool loop."""
     if message.display_only:
         return []
     if message.role is Role.SYSTEM:
@@ -113,7 +163,12 @@ def message_to_openai(message: Message) -> list[dict[str, Any]]:
         wire: dict[str, Any] = {"role": "assistant", "content": message.content}
         if message.tool_calls:
             # Servers such as llama.cpp answer 500 when `content` is missing here.
-            wire["tool_calls"] = [_tool_call_to_openai(c) for c in message.tool_calls]
+            extras = call_extras(message, model)
+            wire["tool_calls"] = [
+                _tool_call_to_openai(c, extras.get(c.id)) for c in message.tool_calls
+            ]
+            if reasoning_back:
+                wire["reasoning_content"] = message.reasoning or ""
         return [wire]
     call_id = wire_id(message.tool_call_id or "", max_chars=MAX_CALL_ID_CHARS)
     wires: list[dict[str, Any]] = [
@@ -127,8 +182,13 @@ def message_to_openai(message: Message) -> list[dict[str, Any]]:
     return wires
 
 
-def messages_to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
-    """Our history as Chat Completions messages; display-only messages are left out.
+def messages_to_openai(
+    messages: Iterable[Message], *, model: str | None = None, reasoning_back: bool = False
+) -> list[dict[str, Any]]:
+    """Our history as Chat Completions messages for `model`; display-only messages are
+    left out. What a tool call carried besides the call goes back to the model that wrote
+    it (`call_extras`); with `reasoning_back`, the reasoning of each assistant message with
+    tool calls goes with it (see `message_to_openai`).
 
     CODE, CONSOLE and FUNCTION messages go as their plain text content. The user messages
     carrying images that tools returned wait until the step's last tool result: the API
@@ -142,7 +202,7 @@ def messages_to_openai(messages: Iterable[Message]) -> list[dict[str, Any]]:
         if message.role is not Role.TOOL:
             wire.extend(images)
             images.clear()
-        first, *rest = message_to_openai(message)
+        first, *rest = message_to_openai(message, model, reasoning_back=reasoning_back)
         wire.append(first)
         images.extend(rest)
     wire.extend(images)
@@ -188,6 +248,9 @@ class RequestOptions:
     consecutive_user_turns: bool = True
     """False: user messages in a row go as one (see `connectors.chat_templates`), for
     servers whose chat template wants user and assistant turns to alternate."""
+    reasoning_back: bool = False
+    """True: assistant messages with tool calls carry their ``reasoning_content`` (see
+    `message_to_openai`), for thinking models' APIs that require it."""
 
 
 def build_request(
@@ -197,7 +260,7 @@ def build_request(
     options: RequestOptions,
 ) -> dict[str, Any]:
     """The keyword arguments of one streamed ``chat.completions.create`` call."""
-    wire = messages_to_openai(messages)
+    wire = messages_to_openai(messages, model=options.model, reasoning_back=options.reasoning_back)
     if not options.system_anywhere:
         wire = system_first_only(wire)
     if not options.consecutive_user_turns:
@@ -251,76 +314,13 @@ def _message_as_delta(choice: object) -> object:
     return choice
 
 
-_STATUS_BY_NAME: Mapping[str, int] = MappingProxyType(
-    {
-        "invalid_request_error": 400,
-        "authentication_error": 401,
-        "invalid_api_key": 401,
-        "permission_error": 403,
-        "not_found_error": 404,
-        "model_not_found": 404,
-        "rate_limit_error": 429,
-        "rate_limit_exceeded": 429,
-        "insufficient_quota": 429,
-        "server_error": 500,
-        "api_error": 500,
-        "unavailable_error": 503,
-        "overloaded_error": 503,
-    }
-)
-
-
-def error_status(error: object) -> int | None:
-    """The HTTP status an error object sent with a 200 stands for: its numeric ``code``
-    (llama.cpp puts the status there), else what its ``code`` or ``type`` name means
-    (OpenAI's names, and llama.cpp's ``unavailable_error``); None when it does not say."""
-    if not isinstance(error, Mapping):
-        return None
-    code = error.get("code")
-    if isinstance(code, int) and 400 <= code <= 599:
-        return code
-    for name in (code, error.get("type")):
-        if isinstance(name, str) and name.lower() in _STATUS_BY_NAME:
-            return _STATUS_BY_NAME[name.lower()]
-    return None
-
-
-_NO_TOOLS = re.compile(
-    r"\bdo(?:es)?(?:n't| not) support "
-    r"(?:tools|tool[ _-]?(?:use|calling|calls)|function[ _-]?calling)"
-    r"|\btools? param(?:eter)? requires\b|\btool[ _]choice requires\b"
-    r"|\b(?:tools|tool calling|function calling) (?:is |are )?not supported\b",
-    re.IGNORECASE,
-)
-"""What servers say when a model or the server cannot take tools: Ollama's "... does not
-support tools" (gemma3 and others), llama.cpp's "tools param requires --jinja flag", vLLM's
-"\"auto\" tool choice requires --enable-auto-tool-choice"."""
-
-
-def refuses_tools(detail: str) -> bool:
-    """Whether a server's error words say the request's tools cannot be taken."""
-    return bool(_NO_TOOLS.search(detail))
-
-
-def error_codes(error: object) -> tuple[object, ...]:
-    """An error object's ``code`` and ``type`` (e.g. ``insufficient_quota``), as sent."""
-    if not isinstance(error, Mapping):
-        return ()
-    return (error.get("code"), error.get("type"))
-
-
-def error_message(error: object) -> str:
-    """What an error object (``{"message": ...}``, or a bare string) says."""
-    if isinstance(error, Mapping) and isinstance(error.get("message"), str):
-        return str(error["message"])
-    return error if isinstance(error, str) else json.dumps(error)
-
-
 @dataclass(slots=True)
 class _PendingCall:
     id: str
     name: str
     arguments: str
+    extra: dict[str, Any] | None = None
+    """The call's ``extra_content`` (Gemini's thought signature), to send back with it."""
 
 
 class StreamAccumulator:
@@ -341,7 +341,12 @@ class StreamAccumulator:
     arguments, never shown while streaming, have their pairs joined once, at the end.
 
     Reasoning inside a ``<think>`` that opens the content becomes reasoning deltas
-    (`connectors.think_tags`); the last of it may be held back until `finish`.
+    (`connectors.think_tags`); the last of it may be held back until `finish`. With
+    `think_opened` (the model's chat template opens the ``<think>`` itself) the content
+    starts as reasoning; `template_opened_think` says, after `response`, whether the reply
+    showed that it does. What a tool call carries besides the call (``extra_content``:
+    Gemini's thought signatures) goes in the response's ``provider_data``, to be sent back
+    with the call (`call_extras`).
     """
 
     def __init__(
@@ -350,6 +355,7 @@ class StreamAccumulator:
         max_chars: int | None = None,
         provider: str = "openai",
         new_call_id: Callable[[], str] = lambda: "call_" + new_id()[:24],
+        think_opened: bool = False,
     ) -> None:
         self.max_chars = max_chars
         self.provider = provider
@@ -362,7 +368,13 @@ class StreamAccumulator:
         self._at_index: dict[int, tuple[int, int]] = {}
         """The call each wire index stands for now."""
         self._saw_tool_calls = False
-        self._think = ThinkTags()
+        self._think_opened = think_opened
+        self._think = ThinkTags(opened=think_opened)
+        self._tag_reasoning: list[str] = []
+        """Reasoning found inside ``<think>`` tags in the content (see `response`)."""
+        self.template_opened_think: bool | None = None
+        """Set by `response`: whether the chat template opened this reply's thinking (its
+        content had a ``</think>`` and no ``<think>``); None for a reply without text."""
         self._chars = 0
         self.chunks = 0
         self.usage: Usage | None = None
@@ -394,7 +406,7 @@ class StreamAccumulator:
             if isinstance(delta, Mapping):
                 out.extend(self._feed_delta(delta))
             if choice.get("finish_reason"):
-                self.finish_reason = str(choice["finish_reason"])
+                self.finish_reason = finish_reason(choice["finish_reason"])
         return out
 
     def _feed_delta(self, delta: Mapping[str, Any]) -> list[StreamDelta]:
@@ -434,7 +446,7 @@ class StreamAccumulator:
         for reasoning, piece in pieces:
             self._grow(len(piece))
             if reasoning:
-                self._reasoning.append(piece)
+                self._tag_reasoning.append(piece)
                 out.append(ModelReasoningDelta(text=piece))
             else:
                 self._text.append(piece)
@@ -500,6 +512,9 @@ class StreamAccumulator:
         if isinstance(arguments, str) and arguments:
             self._grow(len(arguments))
             pending.arguments += arguments
+        extra = part.get("extra_content")
+        if isinstance(extra, Mapping) and extra:
+            pending.extra = {**(pending.extra or {}), **extra}
 
     def _call_for(
         self, index: object, call_id: str | None, named: bool, position: int
@@ -554,18 +569,44 @@ class StreamAccumulator:
             calls.append(ToolCall(id=pending.id, name=pending.name, arguments=arguments))
         return tuple(calls)
 
+    def _text_and_thinking(self) -> tuple[str, str]:
+        """The reply's text, and the reasoning its content held in ``<think>`` tags.
+
+        A reply whose thinking the chat template opened (`think_tags.template_thinking`)
+        is split here, whole, when it streamed as text (nobody could know before its
+        ``</think>``). Streamed as reasoning from the start (`think_opened`), a reply that
+        never closed it was no thinking after all: it is the text."""
+        text, thinking = self.text, "".join(self._tag_reasoning)
+        if self._think_opened and not self._think.closed:
+            text, thinking = thinking + text, ""
+        elif not thinking and (split := template_thinking(text)) is not None:
+            thinking, text = split
+            self.template_opened_think = True
+        if (text.strip() or thinking) and self.template_opened_think is None:
+            self.template_opened_think = self._think_opened and self._think.closed
+        return text, thinking.rstrip()
+
     def response(self, *, model: str | None = None) -> ModelResponse:
         """The whole reply so far as the final stream item."""
         self.finish()
         usage = self.usage if self.usage is not None else Usage(requests=1)
-        reasoning = "".join(self._reasoning) + self._held.get("reasoning", "")
+        text, thinking = self._text_and_thinking()
+        reasoning = "".join(self._reasoning) + self._held.get("reasoning", "") + thinking
+        calls = self.tool_calls()
+        extras = {p.id: p.extra for p in self._calls.values() if p.extra}
+        # What the calls carried goes back to the model that was asked (what the next
+        # request names, `call_extras`), not the id the server reports.
+        signer = model or self.model
         return ModelResponse(
-            text=self.text,
+            text=text,
             reasoning=reasoning or None,
-            tool_calls=self.tool_calls(),
+            tool_calls=calls,
             usage=usage,
             finish_reason=self.finish_reason,
             model=self.model or model,
+            provider_data=(
+                {PROVIDER_DATA_KEY: {"model": signer, "extra_content": extras}} if extras else {}
+            ),
         )
 
 

@@ -10,6 +10,10 @@ Precedence (every source found is registered; the first is the default):
 5. the embedded offline model (llama-cpp-python and the SmolLM2 weights installed);
 6. the scripted echo model, only when nothing else is there.
 
+How long a server may stay silent (before its first byte and between two) is
+`GUI_AGENT_MODEL_TIMEOUT` seconds (default 60; `MODEL_TIMEOUT_ENV`), for every vendor and
+compatible server; a timeout names the variable.
+
 The environment is the process environment overlaid on a `.env` file in the working
 folder (read without touching `os.environ`; a real variable wins). Keys live in the
 registry privately: never in a `ModelSpec`, `describe()`, a repr or a log line.
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -31,7 +36,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from connectors.base import shown_url
+from connectors.base import DEFAULT_TIMEOUT_S, MODEL_TIMEOUT_ENV, shown_url
 from connectors.llama_local import (
     LOCAL_MODEL_NOTICE,
     SETUP_HINT,
@@ -50,6 +55,7 @@ __all__ = [
     "DEFAULT_OPENAI_MODEL",
     "ECHO_NOTICE",
     "MODEL_FORMS",
+    "MODEL_TIMEOUT_ENV",
     "LocalServer",
     "ModelInfo",
     "ModelKind",
@@ -245,9 +251,17 @@ async def _probe_one(client: httpx.AsyncClient, server: LocalServer) -> ModelSpe
     return ModelSpec("openai-compatible", chat_models[0], f"{base}/v1", source)
 
 
-_NOT_CHAT: Final = re.compile(r"embed|rerank", re.IGNORECASE)
+_NOT_CHAT: Final = re.compile(
+    r"embed|rerank|minilm|mpnet|colbert|splade|paraphrase-|sentence-transformers/"
+    r"|(?:^|[/:_-])(?:bge|gte|e5)(?=[-_.:]|$)",
+    re.IGNORECASE,
+)
 """Model ids that name no chat model: LM Studio ships an embedding model and lists it with
-the others; Ollama lists the one a person pulled for retrieval, newest first."""
+the others; Ollama lists the one a person pulled for retrieval, newest first. Most say
+``embed``; the common ones that do not are the BGE, GTE and E5 families (``bge-m3``,
+``BAAI/bge-large-en-v1.5``, ``intfloat/multilingual-e5-large``, ``thenlper/gte-base``) and
+the sentence-transformers models (``all-minilm``, ``all-mpnet-base-v2``,
+``paraphrase-multilingual``)."""
 
 
 async def probe_local_servers(
@@ -267,13 +281,25 @@ async def probe_local_servers(
 
 
 class ModelRegistry:
-    """The models one server offers. The first registered is the default unless set."""
+    """The models one server offers. The first registered is the default unless set.
 
-    def __init__(self, *, secrets: Mapping[str, str] | None = None) -> None:
+    `timeout_s`: how long the servers of the vendor and compatible models may stay silent
+    (None: `DEFAULT_TIMEOUT_S`); `timeout_setting`: what set it, named when it fires.
+    """
+
+    def __init__(
+        self,
+        *,
+        secrets: Mapping[str, str] | None = None,
+        timeout_s: float | None = None,
+        timeout_setting: str = "",
+    ) -> None:
         self._specs: dict[str, ModelSpec] = {}
         self._providers: dict[str, LLMProvider] = {}
         self._secrets = dict(secrets or {})
         self._default: str | None = None
+        self._timeout_s = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
+        self._timeout_setting = timeout_setting
 
     def __repr__(self) -> str:
         return f"ModelRegistry(default={self._default!r}, names={self.names()!r})"
@@ -369,7 +395,13 @@ class ModelRegistry:
             from connectors.openai import OpenAIProvider
 
             key = self._secrets.get("OPENAI_API_KEY")
-            return OpenAIProvider(spec.model, api_key=key, base_url=spec.base_url)
+            return OpenAIProvider(
+                spec.model,
+                api_key=key,
+                base_url=spec.base_url,
+                timeout_s=self._timeout_s,
+                timeout_setting=self._timeout_setting,
+            )
         if spec.kind == "openai-compatible":
             from connectors.openai import OpenAIProvider
 
@@ -380,12 +412,20 @@ class ModelRegistry:
                 base_url=spec.base_url,
                 name_prefix="openai-compatible",
                 key_env=COMPATIBLE_KEY_ENV,  # a refused key says which variable to set
+                timeout_s=self._timeout_s,
+                timeout_setting=self._timeout_setting,
             )
         if spec.kind == "anthropic":
             from connectors.anthropic import AnthropicProvider
 
             key = self._secrets.get("ANTHROPIC_API_KEY")
-            return AnthropicProvider(spec.model, api_key=key, base_url=spec.base_url)
+            return AnthropicProvider(
+                spec.model,
+                api_key=key,
+                base_url=spec.base_url,
+                timeout_s=self._timeout_s,
+                timeout_setting=self._timeout_setting,
+            )
         if spec.kind == "local":
             return LlamaLocalProvider()
         from connectors.scripted import EchoModel
@@ -418,6 +458,25 @@ def _from_env(variables: Mapping[str, str], from_file: set[str]) -> list[ModelSp
     return specs
 
 
+def _timeout_from(variables: Mapping[str, str], from_file: set[str]) -> float | None:
+    """`MODEL_TIMEOUT_ENV` in seconds (None when unset or empty); ConfigError when it is no
+    positive, finite number."""
+    text = variables.get(MODEL_TIMEOUT_ENV, "").strip()
+    if not text:
+        return None
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = math.nan
+    if not (math.isfinite(seconds) and seconds > 0):
+        where = "the .env file" if MODEL_TIMEOUT_ENV in from_file else "the environment"
+        raise ConfigError(
+            f"{MODEL_TIMEOUT_ENV} (in {where}) must be the seconds a model's server may stay "
+            f"silent, a number above 0 such as 120; got {text!r}"
+        )
+    return seconds
+
+
 async def resolve_models(
     *,
     explicit: Sequence[str] = (),
@@ -428,15 +487,26 @@ async def resolve_models(
     probe_timeout_s: float = 0.3,
     local_servers: Sequence[LocalServer] = DEFAULT_LOCAL_SERVERS,
     embedded: bool = True,
+    model_timeout_s: float | None = None,
 ) -> ModelRegistry:
     """Find every usable model (see the module docstring for the order) and register them.
 
     An explicit model that cannot work (bad form, missing key) raises ConfigError: the
     person asked for it. `embedded=False` leaves the offline model out (tests, servers
-    that should not load it).
+    that should not load it). `model_timeout_s`, when given, wins over
+    `MODEL_TIMEOUT_ENV`; a value of that variable that is no positive number of seconds
+    raises ConfigError naming it.
     """
     variables, from_file = read_environment(env, dotenv_path)
-    registry = ModelRegistry(secrets={k: variables[k] for k in _SECRET_NAMES if k in variables})
+    setting = ""
+    if model_timeout_s is None:
+        model_timeout_s = _timeout_from(variables, from_file)
+        setting = MODEL_TIMEOUT_ENV
+    registry = ModelRegistry(
+        secrets={k: variables[k] for k in _SECRET_NAMES if k in variables},
+        timeout_s=model_timeout_s,
+        timeout_setting=setting,
+    )
     for text in explicit:
         spec = parse_model(text, source=explicit_source)
         base_variable = _BASE_URL_VARIABLES.get(spec.kind, "")

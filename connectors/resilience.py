@@ -62,6 +62,11 @@ class RetryPolicy:
     is waited exactly; one longer than `max_delay_s` is not waited at all: the error surfaces
     at once (with its `retry_after`) instead of blocking the turn. `max_attempts` counts the
     first try.
+
+    `max_timeout_attempts` caps the attempts that end in a timeout (a server silent for the
+    whole timeout), None leaving them to `max_attempts`: the vendor providers' own policy
+    asks a silent server once more, not three times more, since the person hears nothing
+    meanwhile and a slow local server starts the long prompt over each time.
     """
 
     max_attempts: int = 4
@@ -70,10 +75,13 @@ class RetryPolicy:
     jitter: bool = True
     sleep: Sleep = field(default=asyncio.sleep, compare=False, repr=False)
     rng: random.Random | None = field(default=None, compare=False, repr=False)
+    max_timeout_attempts: int | None = None
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
             raise ConfigError("RetryPolicy.max_attempts must be at least 1")
+        if self.max_timeout_attempts is not None and self.max_timeout_attempts < 1:
+            raise ConfigError("RetryPolicy.max_timeout_attempts must be at least 1")
         if self.base_delay_s < 0 or self.max_delay_s < 0:
             raise ConfigError("RetryPolicy delays must not be negative")
 
@@ -83,6 +91,8 @@ class RetryPolicy:
             return False
         if not isinstance(error, ModelError) or not error.retryable:
             return False
+        if isinstance(error, ModelTimeout) and self.max_timeout_attempts is not None:
+            return attempt < self.max_timeout_attempts
         if error.retry_after is not None:
             return error.retry_after <= self.max_delay_s
         return True
@@ -261,7 +271,11 @@ async def resilient_stream(
 
 
 def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
-    """Seconds the server asked us to wait: `retry-after-ms`, or `retry-after` (secs or date)."""
+    """Seconds the server asked us to wait: `retry-after-ms`, or `retry-after` (secs or date).
+
+    None when it says nothing usable, which includes a date already past: a server whose
+    clock is behind ours has not asked for no wait at all, and taken as 0 s every retry
+    would go out at once; it gets the ordinary backoff instead."""
     raw_ms = headers.get("retry-after-ms")
     if raw_ms is not None:
         try:
@@ -282,7 +296,8 @@ def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None
             return None
         if when.tzinfo is None:
             when = when.replace(tzinfo=UTC)
-        return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+        wait = (when - (now or datetime.now(UTC))).total_seconds()
+        return wait if wait >= 0 else None
     return value if math.isfinite(value) and value >= 0 else None
 
 

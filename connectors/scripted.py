@@ -17,6 +17,7 @@ from typing import Any
 from gui_agent.exceptions import ModelError, ModelResponseError
 from schema import (
     Message,
+    ModelReasoningDelta,
     ModelResponse,
     ModelSettings,
     ModelStreamPart,
@@ -80,7 +81,12 @@ def estimate_usage(
 async def stream_response(
     response: ModelResponse, *, delay_s: float = 0.0
 ) -> AsyncIterator[ModelStreamPart]:
-    """Stream a whole response as word-sized text deltas followed by the response itself."""
+    """Stream a whole response as a real model does: its reasoning as word-sized reasoning
+    deltas, then its text as word-sized text deltas, then the response itself."""
+    for piece in split_tokens(response.reasoning or ""):
+        if delay_s:
+            await asyncio.sleep(delay_s)
+        yield ModelReasoningDelta(text=piece)
     for piece in split_tokens(response.text):
         if delay_s:
             await asyncio.sleep(delay_s)

@@ -13,10 +13,18 @@ dropped, as is the blank space that opens the reasoning. Tags split over several
 are recognised (at most the length of a tag is held back). Content that does not begin
 with ``<think>`` is text, untouched, and a tag later in the text stays text (a model
 writing about the tag). Pure; no I/O.
+
+Some chat templates open the ``<think>`` themselves, at the end of the prompt (Qwen3's
+thinking models, the DeepSeek-R1 distills, QwQ): the content then starts inside the
+reasoning, without the tag, and only ``</think>`` says where it ended. Streamed, that
+cannot be known before the tag comes; `template_thinking` finds it in a whole reply (a
+``</think>`` that ends a line, with no ``<think>`` before it), and ``ThinkTags(opened=True)``
+splits the replies of a model known to do this as they stream.
 """
 
 from __future__ import annotations
 
+import re
 from enum import Enum
 
 OPEN_TAG = "<think>"
@@ -35,12 +43,19 @@ Piece = tuple[bool, str]
 
 
 class ThinkTags:
-    """Splits streamed content into reasoning (inside a leading ``<think>``) and text."""
+    """Splits streamed content into reasoning (inside a leading ``<think>``) and text.
 
-    def __init__(self) -> None:
+    `opened`: the chat template opened the ``<think>`` (see the module docstring), so the
+    content starts as reasoning (a ``<think>`` the model writes anyway is dropped).
+    """
+
+    def __init__(self, *, opened: bool = False) -> None:
         self._state = _State.START
         self._held = ""
         self._fresh = True
+        self._opened = opened
+        self.closed = False
+        """True once a ``</think>`` ended the reasoning."""
 
     def feed(self, piece: str) -> list[Piece]:
         """The reasoning and text pieces `piece` completes, in order (maybe none yet)."""
@@ -68,6 +83,9 @@ class ThinkTags:
         if OPEN_TAG.startswith(begun):  # blank space, or the start of the tag so far
             self._held = buffer
             return []
+        if self._opened:
+            self._state, self._held = _State.THINKING, ""
+            return self._thinking(buffer)
         self._state, self._held = _State.TEXT, ""
         return [(False, buffer)]
 
@@ -79,7 +97,7 @@ class ThinkTags:
             self._fresh = False
         end = buffer.find(CLOSE_TAG)
         if end >= 0:
-            self._state, self._held = _State.AFTER, ""
+            self._state, self._held, self.closed = _State.AFTER, "", True
             out: list[Piece] = [(True, buffer[:end])] if end else []
             return out + self._after(buffer[end + len(CLOSE_TAG) :])
         keep = _partial_tag_at_end(buffer, CLOSE_TAG)
@@ -93,6 +111,19 @@ class ThinkTags:
             return []
         self._state = _State.TEXT
         return [(False, text)]
+
+
+_TEMPLATE_CLOSE = re.compile(re.escape(CLOSE_TAG) + r"[ \t]*(?:\r?\n|$)")
+
+
+def template_thinking(text: str) -> tuple[str, str] | None:
+    """``(reasoning, answer)`` of a whole reply whose thinking the chat template opened:
+    split at its first ``</think>`` when that ends a line and no ``<think>`` comes before
+    it; None for any other text (a tag in a sentence, or in code, stays text)."""
+    match = _TEMPLATE_CLOSE.search(text)
+    if match is None or OPEN_TAG in text[: match.start()]:
+        return None
+    return text[: match.start()].strip(), text[match.end() :].lstrip()
 
 
 def _partial_tag_at_end(text: str, tag: str) -> int:

@@ -8,7 +8,9 @@ again with every later request, so one bad call would end the session:
   least 1 character");
 - a tool name longer than the vendor allows (Anthropic: 200 characters);
 - a call id with characters Anthropic refuses (``functions.Bash:0`` from Kimi, ``a|b`` from
-  others; the API wants ``^[a-zA-Z0-9_-]+$``), or longer than OpenAI's 40 characters.
+  others; the API wants ``^[a-zA-Z0-9_-]+$``), or longer than OpenAI's 40 characters;
+- a call id that is not 9 letters or digits, which Mistral's validator refuses (Mistral's
+  API, vLLM serving a Mistral model with its own tokenizer): `nine_char_id`.
 
 A value the vendor accepts goes out unchanged. Any other is rewritten deterministically, so a
 call and its result keep matching, with a short hash of the original added so that two
@@ -20,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-__all__ = ["UNNAMED_TOOL", "wire_id", "wire_name"]
+__all__ = ["UNNAMED_TOOL", "nine_char_id", "wire_id", "wire_name"]
 
 UNNAMED_TOOL = "unnamed_tool"
 """What a tool call without a name is called on the wire."""
@@ -57,3 +59,11 @@ def wire_id(call_id: str, *, max_chars: int, safe_chars: bool = False) -> str:
     if fits and (not safe_chars or _SAFE.fullmatch(call_id)):
         return call_id
     return _rewritten(call_id, max_chars=max_chars, fallback="call", safe_chars=safe_chars)
+
+
+def nine_char_id(call_id: str) -> str:
+    """A call id of exactly 9 letters or digits (what Mistral's validator takes): one that is
+    already goes unchanged, any other becomes 9 characters of its hash."""
+    if len(call_id) == 9 and call_id.isascii() and call_id.isalnum():
+        return call_id
+    return _digest(call_id)[:9]
