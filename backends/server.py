@@ -9,7 +9,8 @@
 2. resolve the models (explicit, environment, local servers, embedded, echo), each logged
    with where it came from (`--model`, the config file, `GUI_AGENT_MODEL`, ...);
 3. open the data folder (0700) and the SQLite store in it (one process at a time), mark
-   turns a crash left running as interrupted, apply retention;
+   turns a crash left running as interrupted, apply retention (and again every
+   `RETENTION_SWEEP_S` while serving, `SessionManager.expire`);
 4. load or create the token signing key; set up login (users file or proxy header);
 5. the API under /api, then the Gradio page at / (same login, assets folder only); no
    other web site may read an answer from either (`NoCrossOrigin`: no CORS, whatever
@@ -99,6 +100,10 @@ EXPLICIT_MODELS = "--model flag"
 """Where explicit models come from when neither the config file nor the environment named
 them (the name `gui-agent models` uses)."""
 
+RETENTION_SWEEP_S = 3600.0
+"""How often a running server applies retention (`--retention-days`) again, besides at
+start: a server that runs for months still deletes what nobody touched for that long."""
+
 REMOVED_REASON = "the user was removed"
 """Why a removed user's running turns and AutoChat stopped (in their events and history)."""
 
@@ -111,6 +116,7 @@ async def build_server(
     probe_local: bool = True,
     with_api: bool = True,
     models_source: str | None = None,
+    retention_sweep_s: float = RETENTION_SWEEP_S,
 ) -> tuple[FastAPI, Cleanup]:
     """The app for `config` and the coroutine function that closes what it opened.
 
@@ -120,7 +126,8 @@ async def build_server(
     `share`, which is refused (`SHARE_REFUSED`). `with_api` only decides whether the OpenAPI
     docs are served: the API itself is always there. `models_source` says where
     `config.models` came from (as `gui-agent models` says it); by default it is worked out
-    from the environment (`_models_source`).
+    from the environment (`_models_source`). With `config.retention_days`, retention is
+    applied at start and then every `retention_sweep_s` seconds while the server runs.
     """
     if config.share:
         raise ConfigError(SHARE_REFUSED)
@@ -157,6 +164,11 @@ async def build_server(
                 len(manager.interrupted_at_start),
             )
         await apply_retention(manager.store, days=config.retention_days)
+        if config.retention_days is not None:
+            shutdown.retention = asyncio.create_task(
+                _keep_retention(manager, config.retention_days, retention_sweep_s),
+                name="retention",
+            )
         secret = await asyncio.to_thread(load_or_create_signing_key, data_dir)
         notice = _notice(registry)
         throttles = LoginThrottles()
@@ -203,12 +215,28 @@ class _Shutdown:
         self.manager = manager
         self.closing = closing
         self.watcher: UsersWatcher | None = None
+        self.retention: asyncio.Task[None] | None = None
 
     async def run(self) -> None:
         self.closing.set()
+        retention, self.retention = self.retention, None
+        if retention is not None:
+            retention.cancel()
+            await asyncio.wait({retention})
         if self.watcher is not None:
             await self.watcher.close()
         await self.manager.close()
+
+
+async def _keep_retention(manager: SessionManager, days: int, every_s: float) -> None:
+    """Apply retention every `every_s` seconds until cancelled; a failed sweep is logged
+    and the next one runs as planned."""
+    while True:
+        await asyncio.sleep(every_s)
+        try:
+            await manager.expire(days=days)
+        except GuiAgentError as exc:
+            logger.error("retention: the sweep failed: %s", exc)
 
 
 class _Removals:

@@ -204,10 +204,12 @@ def encode_export(
     part the import checks refuse. Recorded events that would take it over a limit are left
     out (a replay re-creates the steps from the messages)."""
     kept = events if len(events) <= MAX_IMPORT_EVENTS else ()
-    data = _encode(export_session(record, messages, kept), indent)
+    document = export_session(record, messages, kept)
+    data = _encode(document, indent)
     if kept and len(data) > max_bytes:
         kept = ()
-        data = _encode(export_session(record, messages), indent)
+        document = export_session(record, messages)
+        data = _encode(document, indent)
     left_out = len(events) - len(kept)
     if len(data) > max_bytes:
         size, limit = _sizes(len(data), max_bytes)
@@ -219,7 +221,8 @@ def encode_export(
             f"{MAX_IMPORT_MESSAGES:,}"
         )
         return Encoded(data, problem, too_large=True, events_left_out=left_out)
-    return Encoded(data, _content_problem(record, messages), events_left_out=left_out)
+    refused = _content_problem(record, messages) or _depth_problem(document)
+    return Encoded(data, refused, events_left_out=left_out)
 
 
 def export_file_name(title: str, at: datetime) -> str:
@@ -273,6 +276,16 @@ def _content_problem(record: SessionRecord, messages: Sequence[Message]) -> str 
                 raise InvalidRequest(f"message {index}: duplicate id {message.id!r}")
             seen.add(message.id)
             _check_message(message, f"message {index}")
+    except InvalidRequest as exc:
+        return str(exc)
+    return None
+
+
+def _depth_problem(document: dict[str, Any]) -> str | None:
+    """Why an import would refuse `document` for its nesting (a tool result holding a deep
+    tree), or None."""
+    try:
+        _check_depth(document)
     except InvalidRequest as exc:
         return str(exc)
     return None

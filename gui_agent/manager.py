@@ -15,6 +15,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
 from gui_agent.agents import AgentDeps, Architecture, default_architectures
@@ -26,6 +27,7 @@ from gui_agent.llm import ModelCatalog
 from gui_agent.memory import SlidingWindowMemory
 from gui_agent.session import Session, unanswered_call_result, unanswered_calls
 from gui_agent.store.base import SessionStore as Store
+from gui_agent.store.base import apply_retention
 from gui_agent.tokens import TokenCounter, counter_for_model
 from gui_agent.tools import PermissionPolicy, ToolRegistry, default_tools
 from schema import (
@@ -138,7 +140,7 @@ class SessionManager:
             await interpreter.close()
             self._admitted(owner)
         self._announce(ChatChangeKind.CREATED, interpreter, origin)
-        await self._unload_idle()
+        await self._unload_idle(keep=interpreter)
         return interpreter
 
     async def get(self, session_id: str, owner: str) -> Interpreter:
@@ -165,7 +167,7 @@ class SessionManager:
             if state in (InterpreterState.RUNNING, InterpreterState.WAITING):
                 state = InterpreterState.STOP
             interpreter = self._attach(session, state)
-        await self._unload_idle()
+        await self._unload_idle(keep=interpreter)
         return interpreter
 
     async def import_session(
@@ -248,6 +250,32 @@ class SessionManager:
         self.changes.announce(ChatChange(ChatChangeKind.OWNER_REMOVED, owner))
         return len(theirs)
 
+    async def expire(self, *, days: int | None, now: datetime | None = None) -> int:
+        """Apply retention (`apply_retention`) while serving: delete the sessions nobody
+        touched for `days` days. One still open in memory (a tab left on it, idle all that
+        time) is closed like a deleted one, which ends its streams, and its owner's lists
+        are told; it is never left working on a session the store no longer has. Returns
+        how many were deleted."""
+        if days is None:
+            return 0
+        async with self._lock:
+            deleted = await apply_retention(self.store, days=days, now=now)
+            if not deleted:
+                return 0
+            gone = [
+                interpreter
+                for interpreter in list(self._live.values())
+                if await self.store.get_session(interpreter.id, owner=interpreter.session.owner)
+                is None
+            ]
+            for interpreter in gone:
+                self._live.pop(interpreter.id, None)
+                await interpreter.close()
+        for interpreter in gone:
+            session = interpreter.session
+            self.changes.announce(ChatChange(ChatChangeKind.DELETED, session.owner, session.id))
+        return deleted
+
     def readmit(self, owner: str) -> None:
         """Serve `owner` again (added back to the users file after `revoke`)."""
         if owner in self._removed:
@@ -273,14 +301,16 @@ class SessionManager:
             self._live.pop(session_id, None)
             await interpreter.close()
 
-    async def _unload_idle(self) -> None:
+    async def _unload_idle(self, *, keep: Interpreter) -> None:
         """Keep at most `max_live` interpreters in memory: unload the least recently used
         idle ones (no run, nobody subscribed, no approval open). They come back from the
-        store, history and all, on the next lookup."""
+        store, history and all, on the next lookup. `keep`, the one being handed to a
+        caller, is never among them: closed, it would refuse the very request that asked
+        for it (404) when every other live one is in use."""
         excess = len(self._live) - self.max_live
         if excess <= 0:
             return
-        idle = [i for i in self._live.values() if _unloadable(i)][:excess]
+        idle = [i for i in self._live.values() if i is not keep and _unloadable(i)][:excess]
         for interpreter in idle:
             self._live.pop(interpreter.id, None)
         for interpreter in idle:
@@ -320,6 +350,16 @@ class SessionManager:
         model = session.settings.model or self.models.default
         if model not in self.models.names():
             model = self.models.default
+        if session.settings.model != model:
+            # A model this server no longer offers: the session says which one answers it
+            # now, as an import does, so its settings can be sent back as they read.
+            logger.info(
+                "session %s: model %r is not offered here; using %r",
+                session.id,
+                session.settings.model,
+                model,
+            )
+            session.settings = session.settings.model_copy(update={"model": model})
         session.workdir = self.workspace_root / session.owner_folder() / session.id
         deps = AgentDeps(
             provider=self.models.get(model),

@@ -58,13 +58,19 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Query, Request, Response
 from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.routing import Match
 
 from backends.api.auth import Authenticator, LoginBody, LoginThrottles
-from backends.api.bodies import check_images, read_body, read_object, validate
+from backends.api.bodies import (
+    MAX_MESSAGE_BODY_BYTES,
+    check_images,
+    read_body,
+    read_object,
+    validate,
+)
 from backends.api.changes import change_stream
 from backends.api.conflicts import approval_closed, edit_in_progress, turn_running
 from backends.api.errors import ApiError, describe_validation, install_error_handlers, not_found
@@ -118,8 +124,9 @@ from schema.requests import MAX_TITLE_CHARS
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
-"""The largest JSON body accepted (a message with a few images); imports have their own cap."""
+DEFAULT_MAX_BODY_BYTES = MAX_MESSAGE_BODY_BYTES
+"""The largest JSON body accepted: a message with every image and all the text a message
+may carry (see `bodies.MAX_MESSAGE_BODY_BYTES`); imports have their own cap."""
 DEFAULT_KEEPALIVE_S = 15.0
 DEFAULT_AUTH_RECHECK_S = DEFAULT_RECHECK_S
 """How often an open event stream checks its token is still good and its user still in
@@ -223,7 +230,7 @@ def create_api(
         "/api/login",
         responses={
             **success(LoginAnswer, "A bearer token for the other endpoints"),
-            **errors(400, 401, 413, 415, 429),
+            **errors(400, 401, 413, 415, 429, 503),
         },
         openapi_extra=bodies.body(
             LoginBody,
@@ -270,15 +277,12 @@ def create_api(
         },
     )
     async def list_sessions(
-        request: Request, q: str | None = None, limit: int = PAGE_SIZE, offset: int = 0
+        request: Request,
+        q: str | None = None,
+        limit: int = Query(PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE),
+        offset: int = Query(0, ge=0, le=MAX_OFFSET),
     ) -> Response:
         owner = await auth.owner(request)
-        if not 1 <= limit <= MAX_PAGE_SIZE or not 0 <= offset <= MAX_OFFSET:
-            raise ApiError(
-                400,
-                "invalid_request",
-                f"limit must be 1-{MAX_PAGE_SIZE} and offset 0-{MAX_OFFSET:,}",
-            )
         query = q.strip()[:MAX_QUERY_CHARS] if q and q.strip() else None
         records = await manager.store.list_sessions(owner, query=query, limit=limit, offset=offset)
         return send(SessionList(sessions=list(records), limit=limit, offset=offset))
@@ -366,12 +370,12 @@ def create_api(
             **errors(400, 401, 404, 503),
         },
     )
-    async def get_session(request: Request, session_id: str, limit: int | None = None) -> Response:
+    async def get_session(
+        request: Request, session_id: str, limit: int | None = Query(None, ge=0)
+    ) -> Response:
         interpreter = await session_of(request, session_id)
         history: Sequence[Message] = interpreter.session.history
         if limit is not None:
-            if limit < 0:
-                raise ApiError(400, "invalid_request", "limit must be zero or more")
             history = history[len(history) - limit :] if limit else []
         detail = SessionDetail(
             session=await record_of(interpreter),

@@ -21,12 +21,16 @@ every check, so removing a user or setting a new password (from another process)
 effect at the next request; an event stream already open runs the same check again at a
 bounded interval and ends when it fails (see `sse`). The server also watches the file
 (`gui_agent.auth.UsersWatcher`, wired in `backends.server`): a removed user's running work
-is stopped and their sessions closed, which ends their streams at once.
+is stopped and their sessions closed, which ends their streams at once. A users file
+that cannot be read (others may read it, half-written JSON) makes login and every check
+503 `login_unavailable`: the server's fault, not a wrong password; the reason, which names
+the file, goes to the server log only.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass, field
 
 from fastapi import Request
@@ -37,6 +41,8 @@ from backends.api.errors import ApiError, too_many_attempts, unauthorized
 from backends.api.responses import AuthMode, LoginAnswer
 from gui_agent.auth import LoginThrottle, ProxyHeaderAuth, TokenService, UserDB
 from gui_agent.exceptions import AuthError
+
+logger = logging.getLogger(__name__)
 
 LOCAL_USER = "local"
 """The identity everyone shares when no login is configured (as on the Gradio page)."""
@@ -49,6 +55,18 @@ class LoginBody(BaseModel):
 
     username: str = Field(min_length=1, max_length=64)
     password: str = Field(min_length=1, max_length=4096)
+
+
+def login_unavailable(problem: AuthError) -> ApiError:
+    """503 for a users file that cannot be read (its mode, half-written JSON): the server's
+    fault, not a wrong password. The reason names the file, so it goes to the server log,
+    not to a caller who may not even be signed in."""
+    logger.error("login is unavailable: %s", problem)
+    return ApiError(
+        503,
+        "login_unavailable",
+        "login is unavailable: the server cannot read its users file; the server log says why",
+    )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,8 +119,8 @@ class Authenticator:
             by_address.failed(address)
             try:
                 fingerprint = await self.users.check_async(body.username, body.password)
-            except AuthError as exc:  # an unreadable users file: say so, but refuse
-                raise unauthorized(f"login is unavailable: {exc}") from None
+            except AuthError as exc:  # an unreadable users file: the server's fault
+                raise login_unavailable(exc) from None
             if fingerprint is None:
                 raise unauthorized("wrong user name or password")
             by_user.succeeded(body.username)
@@ -141,7 +159,7 @@ class Authenticator:
             try:
                 current = await asyncio.to_thread(self.users.fingerprints)
             except AuthError as exc:
-                raise ApiError(503, "login_unavailable", str(exc)) from None
+                raise login_unavailable(exc) from None
             if subject not in current:
                 raise unauthorized("the token's user no longer exists", invalid_token=True)
             if claims.password_fingerprint != current[subject]:

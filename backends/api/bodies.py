@@ -6,6 +6,7 @@ import base64
 import binascii
 import json
 import logging
+import math
 from collections.abc import Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
@@ -16,11 +17,28 @@ from starlette.requests import ClientDisconnect
 
 from backends.api.errors import ApiError, describe_validation
 from schema import ImagePart
-from schema.requests import IMAGE_MEDIA_TYPES, MAX_IMAGE_BYTES, MAX_IMAGES, image_bytes_problem
+from schema.requests import (
+    IMAGE_MEDIA_TYPES,
+    MAX_IMAGE_BYTES,
+    MAX_IMAGES,
+    MAX_MESSAGE_CHARS,
+    image_bytes_problem,
+)
 
 logger = logging.getLogger(__name__)
 
 _M = TypeVar("_M", bound=BaseModel)
+
+_BASE64_IMAGE_CHARS = 4 * math.ceil(MAX_IMAGE_BYTES / 3)
+_JSON_CHAR_BYTES = 12
+"""The most a character of text can take in JSON: a surrogate pair's two `\\uXXXX` escapes."""
+MAX_MESSAGE_BODY_BYTES = (
+    MAX_IMAGES * (_BASE64_IMAGE_CHARS + 1024) + _JSON_CHAR_BYTES * MAX_MESSAGE_CHARS + 65_536
+)
+"""The largest body a message (or an edit) within every limit can need: `MAX_IMAGES` images
+of `MAX_IMAGE_BYTES`, base64-encoded, and `MAX_MESSAGE_CHARS` of text however it is
+escaped, with room for the rest (about 56 MiB). A smaller cap would refuse, as too large,
+a message each of whose parts the API and the page take."""
 
 
 def _too_large(size: int, limit: int) -> ApiError:

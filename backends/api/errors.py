@@ -4,7 +4,8 @@ Core exceptions map to HTTP statuses here and nowhere else: another user's sessi
 unknown id are both 404 (never 403, so ids cannot be probed), a request that breaks the
 contract is 400, one that clashes with what the session is doing now (a turn running, an
 approval already answered; see `conflicts`) is 409, a refused token is 401 with
-`WWW-Authenticate: Bearer`.
+`WWW-Authenticate: Bearer`. Anything else raised while serving /api (a bug) is 500
+`internal_error`, in the same shape, with the details in the server log only.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Mapping
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -105,6 +106,11 @@ def describe_validation(exc: ValidationError | RequestValidationError) -> str:
     return f"{location}: {message}{more}" if location else f"{message}{more}"
 
 
+def _under_api(request: Request) -> bool:
+    path = request.url.path.removeprefix(request.scope.get("root_path", "") or "")
+    return path == "/api" or path.startswith("/api/")
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Make every error of `app` answer in the one JSON shape. (A pydantic ValidationError
     from request data is turned into ApiError where the body is validated; any other is a
@@ -138,6 +144,23 @@ def install_error_handlers(app: FastAPI) -> None:
             503, "store_unavailable", "the session store failed; the server log says why"
         )
 
+    async def internal_error(request: Request, exc: Exception) -> Response:
+        """A bug: 500 in the one shape under /api (a client reads every answer alike),
+        naming nothing of the server's insides; the traceback goes to the log (Starlette
+        raises the exception on after answering, and the server closes the connection)."""
+        # The server closes the connection after a bug: say so, or the client's next
+        # request on it (keep-alive) meets a reset connection instead of an answer.
+        close = {"Connection": "close"}
+        if not _under_api(request):
+            return PlainTextResponse("Internal Server Error", status_code=500, headers=close)
+        return error_response(
+            500,
+            "internal_error",
+            "the server failed on this request; the server log says why",
+            close,
+        )
+
+    app.add_exception_handler(Exception, internal_error)
     app.add_exception_handler(ApiError, api_error)
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, validation_error)

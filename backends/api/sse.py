@@ -35,6 +35,14 @@ file has their sessions closed at once (`SessionManager.revoke`), and their stre
 with the same `closed` event then, without waiting for the interval. (A session deleted
 ends its streams with no `closed` event.)
 
+An event that cannot be written as JSON (a tool's result nested deeper than the serializer
+goes) is sent in its place, with its id, as
+
+    event: unencodable
+    data: {"seq": <seq>, "type": "<its type>", "error": {"code": "unencodable", ...}}
+
+so the stream goes on, and a client that reconnects does not replay it again and again.
+
 A client that stops reading (a frozen tab, a network gone dead before TCP noticed) is not
 waited for: once more than `MAX_BEHIND` events wait for it, the session drops them and the
 stream ends, when the client reads again, with
@@ -53,6 +61,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 from collections.abc import (
     AsyncGenerator,
     AsyncIterable,
@@ -72,17 +81,40 @@ from gui_agent.events import MAX_BEHIND, Subscription
 from gui_agent.interpreter import Interpreter
 from schema import Event
 
+logger = logging.getLogger(__name__)
+
 KEEPALIVE = b": keep-alive\n\n"
 CLOSED_EVENT = "closed"
 FELL_BEHIND_EVENT = "fell_behind"
+UNENCODABLE_EVENT = "unencodable"
 DEFAULT_RECHECK_S = 5.0
 RETRY_MS = 2000
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 def encode_event(event: Event, epoch: str) -> bytes:
-    data = event.model_dump_json()
-    return f"id: {epoch}-{event.seq}\nevent: {event.type}\ndata: {data}\n\n".encode()
+    """The event on the wire. One that cannot be written as JSON (a tool's result nested
+    deeper than the serializer goes) is written as `event: unencodable` in its place, with
+    its id, so the stream goes on and a client that reconnects does not meet it again."""
+    try:
+        data = event.model_dump_json()
+    except ValueError as exc:  # PydanticSerializationError
+        logger.error("session %s: event %d cannot be sent: %s", event.session_id, event.seq, exc)
+        name = UNENCODABLE_EVENT
+        data = json.dumps(
+            {
+                "seq": event.seq,
+                "type": event.type,
+                "error": {
+                    "code": UNENCODABLE_EVENT,
+                    "message": "this event could not be written as JSON; the server log says why",
+                },
+            },
+            separators=(",", ":"),
+        )
+    else:
+        name = event.type
+    return f"id: {epoch}-{event.seq}\nevent: {name}\ndata: {data}\n\n".encode()
 
 
 def encode_named(name: str, data: Any, *, retry_ms: int | None = None) -> bytes:

@@ -57,13 +57,23 @@ def _create_key_file(path: Path) -> str | None:
 
 
 def _read_key_file(path: Path) -> str:
-    mode = stat.S_IMODE(path.stat().st_mode)
-    if mode & 0o077:
+    """The key in `path`; AuthError, saying what to do, for a file that others may read,
+    that cannot be read (a folder, a dangling link, no permission), is not text, or is
+    too short."""
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o077:
+            raise AuthError(
+                f"{path} can be read by other users (mode {mode:04o}); "
+                f"restrict it with: chmod 600 {path}"
+            )
+        key = path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         raise AuthError(
-            f"{path} can be read by other users (mode {mode:04o}); "
-            f"restrict it with: chmod 600 {path}"
-        )
-    key = path.read_text(encoding="utf-8").strip()
+            f"cannot read the token signing key {path}: {reason}; fix it, or delete it to "
+            "have a new key generated (tokens issued with the old one stop working)"
+        ) from None
     if len(key) < MIN_SECRET_CHARS:
         raise AuthError(
             f"{path} holds a key of {len(key)} characters; use at least {MIN_SECRET_CHARS}, "

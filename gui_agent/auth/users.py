@@ -247,11 +247,20 @@ class ProxyHeaderAuth:
 
     def user_from(self, headers: Mapping[str, str]) -> str | None:
         """The user the proxy vouches for; None when disabled or the header is absent.
-        AuthError when the header holds something that is not a valid user name."""
+        AuthError when the header holds something that is not a valid user name, or comes
+        more than once: a proxy that adds its header rather than replacing it passes on the
+        client's too, and which one came first is up to the client. (`headers` may hold a
+        name more than once, as Starlette's `Headers.items()` does.)"""
         if not self.trusted:
             return None
         wanted = self.header.lower()
-        value = next((v for k, v in headers.items() if k.lower() == wanted), None)
+        values = [v for k, v in headers.items() if k.lower() == wanted]
+        if len(values) > 1:
+            raise AuthError(
+                f"the {self.header} header was sent more than once; the proxy must replace "
+                "the header a client sends, not add its own"
+            )
+        value = values[0] if values else None
         if value is None or not value.strip():
             return None
         value = value.strip()

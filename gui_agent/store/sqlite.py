@@ -9,7 +9,8 @@ holder's pid. Times are stored as integer microseconds since the epoch (UTC).
 Text that cannot be encoded as UTF-8 (a lone surrogate: a client that cut a string in the
 middle of an emoji, a broken JSON escape) is stored with U+FFFD in its place, in titles,
 goals, settings, message ids and messages alike, rather than failing every later save of the
-session. A value nested deeper than can be serialized is refused with a StoreError.
+session. A value nested deeper than can be serialized is refused with a StoreError; one
+that was saved is always read back (see `_message_from_json`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from types import TracebackType
 from typing import Any, Self
 
 import aiosqlite
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from gui_agent.exceptions import StoreError, StoreLocked, StoreVersionError
 from gui_agent.store.base import LIVE_STATES, Clock, as_partial, check_page
@@ -427,7 +428,7 @@ class SQLiteStore:
             params = (session_id, limit)
         rows = await self._rows(sql, params, action="load messages")
         with self._errors("read messages"):
-            return [Message.model_validate_json(row["data"]) for row in rows]
+            return [_message_from_json(row["data"]) for row in rows]
 
     async def count_messages(self, session_id: str) -> int:
         rows = await self._rows(
@@ -475,6 +476,18 @@ class SQLiteStore:
                 "DELETE FROM sessions WHERE updated_at < ?", (to_micros(cutoff),)
             )
             return cursor.rowcount
+
+
+def _message_from_json(data: str) -> Message:
+    """A stored message. pydantic's JSON reader stops at 200 levels of nesting, a little
+    short of what its writer saves (a tool result holding a deep element tree): such a
+    row is read through `json` instead, so every message saved is read back."""
+    try:
+        return Message.model_validate_json(data)
+    except ValidationError as exc:
+        if not any(error["type"] == "json_invalid" for error in exc.errors()):
+            raise
+    return Message.model_validate(json.loads(data))
 
 
 def _model_json(model: BaseModel, where: str) -> str:
