@@ -79,6 +79,10 @@ logger = logging.getLogger(__name__)
 PARTIAL_SAVE_INTERVAL_S = 0.5
 """How often a streaming reply is saved, so a crash loses at most this much of it."""
 
+MAX_QUEUED = 20
+"""Messages that may wait for a running turn; one more is refused (Conflict), so a client
+that keeps sending cannot queue turns without end."""
+
 
 class _Partial:
     """A reply being streamed: what its `message_started` said, and the text so far."""
@@ -240,6 +244,11 @@ class Interpreter:
         if len(text) > MAX_MESSAGE_CHARS:
             raise InvalidRequest(
                 f"the message has {len(text):,} characters; the limit is {MAX_MESSAGE_CHARS:,}"
+            )
+        if (self.busy or self._editing) and len(self.session.inbox) >= MAX_QUEUED:
+            raise Conflict(
+                f"{len(self.session.inbox)} messages are already waiting for the agent: "
+                "send this one when it has read them, or press Stop"
             )
         message = Message(role=Role.USER, content=valid_text(text), images=tuple(images))
         if agent is not None:
