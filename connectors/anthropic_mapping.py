@@ -21,6 +21,11 @@ Choices made here:
 - Call ids and tool names the API would refuse (an id another vendor wrote, such as
   ``functions.Bash:0``; an empty or overlong name) are rewritten on the wire, the same way
   in the call and its result (`connectors.wire_names`); the history keeps them as they were.
+- A request that offers no tools (the crew's reviewer, the planner's planning call, the
+  thought role) has the history's tool calls and results told in words
+  (`connectors.tool_history`): the API refuses ``tool_use`` and ``tool_result`` blocks in
+  a request without tools ("Requests which include `tool_use` or `tool_result` blocks must
+  define tools").
 - Empty or blank text is left out (the API refuses a text block without non-whitespace
   text, such as the blank lines some models write before a tool call), and so are messages
   that end up with no content at all.
@@ -47,6 +52,7 @@ from types import MappingProxyType
 from typing import Any
 
 from connectors.resilience import shorten
+from connectors.tool_history import has_tool_history, tool_history_as_text
 from connectors.wire_names import wire_id, wire_name
 from gui_agent.exceptions import (
     ModelAuthError,
@@ -251,9 +257,13 @@ def build_request(
     The SDK has no ``temperature`` argument, so it travels in ``extra_body``. With thinking
     on, temperature is not sent (the API only allows the default then), and ``max_tokens``
     is raised above the thinking budget when it is not already (the API requires it). A
-    temperature above `MAX_TEMPERATURE` is sent as that.
+    temperature above `MAX_TEMPERATURE` is sent as that. Without `tools`, the history's
+    tool calls and results go as text (`connectors.tool_history`).
     """
-    system, wire = messages_to_anthropic(messages, model=options.model)
+    history = tuple(messages)
+    if not tools and has_tool_history(history):
+        history = tool_history_as_text(history)
+    system, wire = messages_to_anthropic(history, model=options.model)
     max_tokens = options.max_tokens
     temperature = options.temperature
     if settings is not None:

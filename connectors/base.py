@@ -165,6 +165,7 @@ class StreamingProvider(ABC):
     _name: str
     _client: Any
     model: str
+    timeout_s: float
     retry: RetryPolicy
     breaker: CircuitBreaker
     after_finish_s: float = AFTER_FINISH_S
@@ -226,13 +227,18 @@ class StreamingProvider(ABC):
         tools: Sequence[ToolSchema] = (),
         settings: ModelSettings | None = None,
     ) -> AsyncGenerator[ModelStreamPart, None]:
-        """Stream one reply; retried (before any output) and guarded by the breaker."""
+        """Stream one reply; retried (before any output) and guarded by the breaker. A
+        server still loading its model is waited for as long as it may stay silent
+        (`timeout_s`; the request's own timeout when its settings give one)."""
         history, tool_list = tuple(messages), tuple(tools)
+        patience_s = settings.timeout_s if settings and settings.timeout_s else self.timeout_s
         return resilient_stream(
             lambda: self._attempt(history, tool_list, settings),
             provider=self._name,
             retry=self.retry,
             breaker=self.breaker,
+            loading_patience_s=patience_s,
+            patience_setting=self.timeout_setting,
         )
 
     @abstractmethod

@@ -28,9 +28,14 @@ system messages folded into user turns and consecutive user turns merged
 (`OpenAIProvider.system_anywhere`, `OpenAIProvider.consecutive_user_turns`).
 
 What a server's refusal says it cannot take (tools, images, a temperature, call ids other
-than Mistral's 9 characters: `connectors.openai_errors`) is left out or rewritten, and what
+than Mistral's 9 characters, replies with neither text nor tool calls:
+`connectors.openai_errors`) is left out or rewritten, and what
 it says it lacks (a thinking model's reasoning with its tool calls) is added: the request
-is sent again at once, and the provider remembers (`OpenAIProvider._learn`); so it
+is sent again at once, and the provider remembers (`OpenAIProvider._learn`). So is a
+request without tools whose history holds tool calls and results, to a server that refuses
+that (a gateway in front of Anthropic or Bedrock: "The toolConfig field must be defined
+when using toolUse and toolResult content blocks"): it goes again with them told in words
+(`connectors.tool_history`), as every such request to it does from then on. So it
 does when a model's chat template turns out to open ``<think>`` itself
 (`OpenAIProvider.template_opens_think`).
 """
@@ -63,6 +68,7 @@ from connectors.openai_errors import (
     error_message,
     error_status,
     refuses_call_ids,
+    refuses_empty_reply,
     refuses_images,
     refuses_missing_reasoning,
     refuses_temperature,
@@ -95,6 +101,7 @@ from connectors.stream_bodies import (
     wrong_endpoint,
     wrong_endpoint_status,
 )
+from connectors.tool_history import has_tool_history, tool_history_as_text, tool_refusal
 from gui_agent.exceptions import (
     ConfigError,
     ModelConnectionError,
@@ -348,6 +355,15 @@ class OpenAIProvider(StreamingProvider):
         """True once the server said it takes only call ids of 9 letters or digits (Mistral's
         API, vLLM serving a Mistral model): every call id goes rewritten to fit from then
         on (`openai_errors.with_nine_char_ids`; the history keeps them as they were)."""
+        self.empty_replies_refused = False
+        """True once the server refused an assistant message with neither text nor tool
+        calls (Mistral's API, vLLM serving a Mistral model; the history holds one after a
+        reply stopped before its first word, or a thinking model's reply that ran out of
+        tokens while thinking): such messages are left out from then on."""
+        self.tool_history_refused = False
+        """True once the server refused a request without tools whose history held tool
+        calls and results (a gateway in front of Anthropic or Bedrock): such requests go
+        with them told in words from then on (`connectors.tool_history`)."""
         self.template_opens_think = False
         """True while the model's replies show that its chat template opens ``<think>``
         itself (content that starts inside the reasoning and ends it with ``</think>``):
@@ -364,7 +380,15 @@ class OpenAIProvider(StreamingProvider):
             system_anywhere=self.system_anywhere,
             consecutive_user_turns=self.consecutive_user_turns,
             reasoning_back=self.reasoning_back,
+            empty_replies=not self.empty_replies_refused,
         )
+
+    def _history(self, history: tuple[Message, ...], *, with_tools: bool) -> tuple[Message, ...]:
+        """`history` as this server takes it: for a request without tools, to a server that
+        refused tool calls and results in one, with them told in words."""
+        if with_tools or not self.tool_history_refused:
+            return history
+        return tool_history_as_text(history)
 
     def _map_errors(self, silence_s: float | None = None) -> AbstractContextManager[None]:
         """`map_errors` for this provider; `silence_s`: the request's timeout, if not ours."""
@@ -476,7 +500,10 @@ class OpenAIProvider(StreamingProvider):
         temperature, when the model takes only its default (`temperature_refused`:
         OpenAI's reasoning models); call ids other than 9 letters or digits, rewritten
         (`nine_char_call_ids`: Mistral's validator); the reasoning of the `history`'s
-        tool-call messages, when a thinking model wants it back (`reasoning_back`)."""
+        tool-call messages, when a thinking model wants it back (`reasoning_back`); the
+        `history`'s tool calls and results, told in words, when the request has no tools
+        and the server takes none without them (`tool_history_refused`); the `history`'s
+        empty replies, when the server refuses them (`empty_replies_refused`)."""
         if "tools" in body and refuses_tools(said):
             _without_tools(body)
             self.tools_refused = True
@@ -495,10 +522,28 @@ class OpenAIProvider(StreamingProvider):
             return "the server takes only call ids of 9 letters or digits; sending them so"
         if not self.reasoning_back and refuses_missing_reasoning(said):
             self.reasoning_back = True
-            body["messages"] = build_request(history, (), None, self._options())["messages"]
-            self._as_learned(body)
+            self._rebuild_messages(body, history)
             return "the model wants its reasoning back with its tool calls; sending it"
+        if not self.empty_replies_refused and refuses_empty_reply(said):
+            self.empty_replies_refused = True
+            self._rebuild_messages(body, history)
+            return "the server takes no empty replies in the history; leaving them out"
+        if (
+            "tools" not in body
+            and not self.tool_history_refused
+            and tool_refusal(said)
+            and has_tool_history(history)
+        ):
+            self.tool_history_refused = True
+            self._rebuild_messages(body, history)
+            return "the server takes no tool calls in a request without tools; telling them"
         return ""
+
+    def _rebuild_messages(self, body: dict[str, Any], history: tuple[Message, ...]) -> None:
+        """`body`'s messages made again from `history`, as this server now takes them."""
+        wire = self._history(history, with_tools="tools" in body)
+        body["messages"] = build_request(wire, (), None, self._options())["messages"]
+        self._as_learned(body)
 
     async def _attempt(
         self,
@@ -506,7 +551,8 @@ class OpenAIProvider(StreamingProvider):
         tools: tuple[ToolSchema, ...],
         settings: ModelSettings | None,
     ) -> AsyncGenerator[ModelStreamPart, None]:
-        request = build_request(messages, tools, settings, self._options())
+        wire = self._history(messages, with_tools=bool(tools) and not self.tools_refused)
+        request = build_request(wire, tools, settings, self._options())
         silence_s = settings.timeout_s if settings and settings.timeout_s else self.timeout_s
         sdk_stream = await self._open(request, silence_s, messages)
         accumulator = StreamAccumulator(

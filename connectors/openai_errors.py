@@ -6,7 +6,8 @@ each with what makes the request it takes (`connectors.openai.OpenAIProvider` as
 with that, at once, and remembers): `refuses_tools`; `refuses_images` and
 `without_images`; `refuses_temperature`; `refuses_call_ids` and `with_nine_char_ids`
 (Mistral's call ids); `refuses_missing_reasoning` (a thinking model that wants its
-reasoning back with its tool calls).
+reasoning back with its tool calls); `refuses_empty_reply` (an assistant message with
+neither text nor tool calls).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "error_message",
     "error_status",
     "refuses_call_ids",
+    "refuses_empty_reply",
     "refuses_images",
     "refuses_missing_reasoning",
     "refuses_temperature",
@@ -216,3 +218,18 @@ def refuses_missing_reasoning(detail: str) -> bool:
     """Whether a server's error words say the history's tool-call messages must carry their
     ``reasoning_content``."""
     return bool(_MISSING_REASONING.search(detail))
+
+
+_EMPTY_REPLY_WORDS: Final = (
+    "must have either content or tool_calls",  # Mistral's API (mistral_common)
+    "invalid assistant message",  # vLLM serving a Mistral model
+)
+
+
+def refuses_empty_reply(detail: str) -> bool:
+    """Whether a server's words refuse an assistant message with neither text nor tool
+    calls (Mistral's validator: "Assistant message must have either content or
+    tool_calls, but not none"; vLLM with a Mistral model: "Invalid assistant message:
+    role='assistant' content=None tool_calls=None")."""
+    lowered = detail.lower()
+    return any(words in lowered for words in _EMPTY_REPLY_WORDS)

@@ -146,14 +146,28 @@ def call_extras(message: Message, model: str | None) -> Mapping[str, Any]:
 
 
 def message_to_openai(
-    message: Message, model: str | None = None, *, reasoning_back: bool = False
+    message: Message,
+    model: str | None = None,
+    *,
+    reasoning_back: bool = False,
+    empty_replies: bool = True,
 ) -> list[dict[str, Any]]:
     """One message as zero or more wire messages (a tool result with images needs two).
     `model` is the model the request goes to: what its tool calls carried goes back;
     `reasoning_back`: an assistant message with tool calls carries its reasoning as
     ``reasoning_content`` ("" when it has none), which thinking models' APIs (Kimi,
-    DeepSeek, GLM) require during a tool loop."""
+    DeepSeek, GLM) require during a tool loop.
+
+    Without `empty_replies`, an assistant message with neither text nor tool calls (a reply
+    stopped before its first word, a thinking model's reply that ran out of tokens while it
+    was thinking) is left out: it tells the model nothing, and Mistral's API and vLLM
+    serving a Mistral model refuse it ("Assistant message must have either content or
+    tool_calls, but not none"; "Invalid assistant message: role='assistant' content=None
+    tool_calls=None")."""
     if message.display_only:
+        return []
+    empty = message.role is Role.ASSISTANT and not message.tool_calls
+    if empty and not empty_replies and not message.content.strip():
         return []
     if message.role is Role.SYSTEM:
         return [{"role": "system", "content": message.content}]
@@ -183,12 +197,17 @@ def message_to_openai(
 
 
 def messages_to_openai(
-    messages: Iterable[Message], *, model: str | None = None, reasoning_back: bool = False
+    messages: Iterable[Message],
+    *,
+    model: str | None = None,
+    reasoning_back: bool = False,
+    empty_replies: bool = True,
 ) -> list[dict[str, Any]]:
     """Our history as Chat Completions messages for `model`; display-only messages are
-    left out. What a tool call carried besides the call goes back to the model that wrote
-    it (`call_extras`); with `reasoning_back`, the reasoning of each assistant message with
-    tool calls goes with it (see `message_to_openai`).
+    left out, and so are empty replies without `empty_replies` (see `message_to_openai`).
+    What a tool call carried besides the call goes back to the model that wrote it
+    (`call_extras`); with `reasoning_back`, the reasoning of each assistant message with
+    tool calls goes with it.
 
     CODE, CONSOLE and FUNCTION messages go as their plain text content. The user messages
     carrying images that tools returned wait until the step's last tool result: the API
@@ -197,12 +216,14 @@ def messages_to_openai(
     wire: list[dict[str, Any]] = []
     images: list[dict[str, Any]] = []
     for message in messages:
-        if message.display_only:
+        first, *rest = message_to_openai(
+            message, model, reasoning_back=reasoning_back, empty_replies=empty_replies
+        ) or [{}]
+        if not first:  # display-only, or an empty reply left out
             continue
         if message.role is not Role.TOOL:
             wire.extend(images)
             images.clear()
-        first, *rest = message_to_openai(message, model, reasoning_back=reasoning_back)
         wire.append(first)
         images.extend(rest)
     wire.extend(images)
@@ -251,6 +272,9 @@ class RequestOptions:
     reasoning_back: bool = False
     """True: assistant messages with tool calls carry their ``reasoning_content`` (see
     `message_to_openai`), for thinking models' APIs that require it."""
+    empty_replies: bool = True
+    """False: assistant messages with neither text nor tool calls are left out (see
+    `message_to_openai`), for servers that refuse them (Mistral's validator)."""
 
 
 def build_request(
@@ -260,7 +284,12 @@ def build_request(
     options: RequestOptions,
 ) -> dict[str, Any]:
     """The keyword arguments of one streamed ``chat.completions.create`` call."""
-    wire = messages_to_openai(messages, model=options.model, reasoning_back=options.reasoning_back)
+    wire = messages_to_openai(
+        messages,
+        model=options.model,
+        reasoning_back=options.reasoning_back,
+        empty_replies=options.empty_replies,
+    )
     if not options.system_anywhere:
         wire = system_first_only(wire)
     if not options.consecutive_user_turns:

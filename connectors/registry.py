@@ -6,7 +6,8 @@ Precedence (every source found is registered; the first is the default):
 2. `OPENAI_API_KEY` (with `OPENAI_BASE_URL`, model from `OPENAI_MODEL` or gpt-4o-mini);
 3. `ANTHROPIC_API_KEY` (model from `ANTHROPIC_MODEL` or `DEFAULT_ANTHROPIC_MODEL`);
 4. a local OpenAI-compatible server answering on its usual loopback port (Ollama,
-   LM Studio, llama.cpp server, vLLM), probed concurrently with a short timeout;
+   LM Studio, llama.cpp server, vLLM), probed concurrently with a short timeout (one
+   still loading its model, which cannot list it yet, is offered as `LOADING_MODEL_NAME`);
 5. the embedded offline model (llama-cpp-python and the SmolLM2 weights installed);
 6. the scripted echo model, only when nothing else is there.
 
@@ -43,6 +44,7 @@ from connectors.llama_local import (
     LlamaLocalProvider,
     local_model_available,
 )
+from connectors.resilience import LOADING_WORDS
 from gui_agent.exceptions import ConfigError
 from gui_agent.llm import LLMProvider
 
@@ -231,10 +233,30 @@ def read_environment(
     return merged, {name for name in from_file if name not in real}
 
 
+LOADING_MODEL_NAME: Final = "default"
+"""The model name a local server still loading its model is registered with: it cannot
+list its model yet, and a server that loads one model (llama.cpp's) answers whatever
+model a request names."""
+
+
+def _loading(response: httpx.Response) -> bool:
+    """Whether `response` is a server's 503 saying it is still loading its model (older
+    llama.cpp servers answer even ``/v1/models`` so while they load)."""
+    return response.status_code == 503 and any(
+        words in response.text.lower() for words in LOADING_WORDS
+    )
+
+
 async def _probe_one(client: httpx.AsyncClient, server: LocalServer) -> ModelSpec | None:
     base = f"http://{server.host}:{server.port}"
     try:
         response = await client.get(f"{base}/v1/models")
+        if _loading(response):
+            source = (
+                f"{server.label} answering on {server.host}:{server.port}, still loading its model"
+            )
+            logger.info("%s is still loading its model; offering it all the same", base)
+            return ModelSpec("openai-compatible", LOADING_MODEL_NAME, f"{base}/v1", source)
         if response.status_code == 200:
             models = [str(item["id"]) for item in response.json().get("data", []) if "id" in item]
         else:  # older Ollama: its own API only

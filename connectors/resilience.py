@@ -7,6 +7,8 @@ Every vendor connector drives its requests through `resilient_stream`:
       ├── attempt()                    one HTTP request, streamed, errors already ModelErrors
       ├── on a retryable ModelError    back off (Retry-After honoured, capped) and try again,
       │                                but only while nothing has been streamed to the caller
+      ├── on "still loading the model" keep asking, backing off up to `LOADING_MAX_DELAY_S`,
+      │                                for up to `loading_patience_s` (the model timeout)
       └── success / failure            reported to the breaker
 
 The vendor modules translate their SDK's exceptions with a small `map_errors` context manager
@@ -47,6 +49,17 @@ Sleep = Callable[[float], Awaitable[None]]
 
 MAX_SERVER_MESSAGE_CHARS = 500
 """How much of a server's error text is repeated in our error messages."""
+
+STILL_LOADING = "the server is still loading the model"
+"""What the error of a server that answers while it loads its weights says (llama.cpp's
+503 ``{"error": {"message": "Loading model", ...}}``); `still_loading` looks for it."""
+
+LOADING_WORDS = ("loading model", "is currently loading")
+"""A 503's words for a model being loaded: llama.cpp's server ("Loading model"), Hugging
+Face's inference servers ("Model ... is currently loading")."""
+
+LOADING_MAX_DELAY_S = 5.0
+"""The longest wait between two requests to a server that is loading its model."""
 
 QUOTA_CODES = frozenset({"insufficient_quota"})
 """Error codes of a 429 that is no rate limit but an account out of credit (OpenAI's
@@ -96,6 +109,11 @@ class RetryPolicy:
         if error.retry_after is not None:
             return error.retry_after <= self.max_delay_s
         return True
+
+    def loading_delay_s(self, error: BaseException, attempt: int) -> float:
+        """Seconds to wait after the `attempt`-th (1-based) answer that the server is still
+        loading the model: the ordinary backoff, at most `LOADING_MAX_DELAY_S`."""
+        return min(self.delay_s(error, attempt), LOADING_MAX_DELAY_S)
 
     def delay_s(self, error: BaseException, attempt: int) -> float:
         """Seconds to wait after `attempt` (1-based) failed with `error`."""
@@ -221,19 +239,49 @@ def counts_as_failure(error: ModelError) -> bool:
     return error.retryable or isinstance(error, ModelResponseError)
 
 
+def still_loading(error: BaseException) -> bool:
+    """Whether `error` says the server is still loading the model (see `error_for_status`)."""
+    return (
+        isinstance(error, ModelServerError) and error.status == 503 and STILL_LOADING in str(error)
+    )
+
+
+def _gave_up_loading(error: ModelError, waited_s: float, setting: str) -> ModelServerError:
+    longer = f"; set {setting} to the seconds to wait" if setting else ""
+    return ModelServerError(
+        f"{error}; waited {wait_text(waited_s)} for it to finish loading (a large model can "
+        f"take longer{longer})",
+        status=error.status,
+        provider=error.provider,
+        retry_after=error.retry_after,
+    )
+
+
 async def resilient_stream(
     attempt: Callable[[], AsyncGenerator[ModelStreamPart, None]],
     *,
     provider: str,
     retry: RetryPolicy,
     breaker: CircuitBreaker,
+    loading_patience_s: float | None = None,
+    patience_setting: str = "",
 ) -> AsyncGenerator[ModelStreamPart, None]:
     """Run `attempt` until it succeeds, retrying only while nothing has been streamed yet.
 
     Once a text or reasoning delta reached the caller, a failure is raised as is: retrying
     would show the reply twice. Closing this generator closes the running attempt.
+
+    A server that answers that it is still loading the model (`still_loading`) is asked
+    again, backing off (`RetryPolicy.loading_delay_s`), until the waits add up to
+    `loading_patience_s` (None, or a policy of one attempt: retried as any server error):
+    those answers count neither as attempts nor as failures of the breaker. Past that,
+    the error says how long it waited and names `patience_setting`, the setting that gives
+    it longer.
     """
+    patience_s = loading_patience_s if retry.max_attempts > 1 else None
     number = 0
+    loading_answers = 0
+    loading_waited_s = 0.0
     while True:
         number += 1
         breaker.before_call(provider)
@@ -245,6 +293,22 @@ async def resilient_stream(
                         emitted = True
                     yield part
         except ModelError as error:
+            if patience_s is not None and not emitted and still_loading(error):
+                if loading_waited_s < patience_s:
+                    breaker.record_abandoned()  # no verdict: the server is getting ready
+                    loading_answers += 1
+                    delay = min(
+                        retry.loading_delay_s(error, loading_answers),
+                        patience_s - loading_waited_s,
+                    )
+                    loading_waited_s += delay
+                    number -= 1
+                    logger.info("%s; asking again in %.2f s", error, delay)
+                    await retry.sleep(delay)
+                    continue
+                gave_up = _gave_up_loading(error, loading_waited_s, patience_setting)
+                breaker.record_failure(gave_up)
+                raise gave_up from error
             if counts_as_failure(error):
                 breaker.record_failure(error)
             else:
@@ -367,6 +431,13 @@ def error_for_status(
     if status == 408:
         return ModelTimeout(
             f"{provider}: the server timed out (HTTP 408){said}", status=status, provider=provider
+        )
+    if status == 503 and any(words in detail.lower() for words in LOADING_WORDS):
+        return ModelServerError(
+            f"{provider}: {STILL_LOADING} (HTTP 503){said}",
+            status=status,
+            provider=provider,
+            retry_after=retry_after,
         )
     if status >= 500:  # 503 and Anthropic's 529 (overloaded) often say when to come back
         wait = f"; retry after {wait_text(retry_after)}" if retry_after is not None else ""

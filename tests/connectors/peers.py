@@ -5,6 +5,8 @@
   chunked SSE, with `Stall` (hold the connection open until the client leaves) and `Cut`
   (drop the connection mid-body). It records every request and notices disconnects, so
   tests can check what went over the wire and that a cancelled stream was really closed.
+  `refuse_when` adds a vendor's validation: a request the rule finds fault with gets the
+  rule's refusal instead of the next scripted reply.
 - `FakeLLMProcess`: the `fakellm` package's server (OpenAI + Anthropic APIs, YAML rules,
   multi-turn aware) in a subprocess on a free port.
 - `openai_*` / `anthropic_*`: the SSE bytes each vendor sends, built from dicts.
@@ -19,7 +21,7 @@ import subprocess
 import sys
 import threading
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,6 +97,7 @@ class ScriptedPeer:
         self._server: asyncio.Server | None = None
         self._handlers: set[asyncio.Task[None]] = set()
         self._replies: deque[Reply] = deque()
+        self._rule: Callable[[Seen], Reply | None] | None = None
         self._lock = threading.Lock()
         self.requests: list[Seen] = []
         self.disconnected = threading.Event()
@@ -143,12 +146,19 @@ class ScriptedPeer:
         with self._lock:
             self._replies.clear()
             self.requests.clear()
+            self._rule = None
         self.disconnected.clear()
         self.received.clear()
 
     def script(self, *replies: Reply) -> None:
         with self._lock:
             self._replies.extend(replies)
+
+    def refuse_when(self, rule: Callable[[Seen], Reply | None]) -> None:
+        """Check every request with `rule`: its reply (a refusal) is sent instead of the next
+        scripted one; None lets the request through to the script."""
+        with self._lock:
+            self._rule = rule
 
     @property
     def request_count(self) -> int:
@@ -159,6 +169,9 @@ class ScriptedPeer:
         with self._lock:
             self.requests.append(seen)
             self.received.set()
+            refusal = self._rule(seen) if self._rule is not None else None
+            if refusal is not None:
+                return refusal
             if self._replies:
                 return self._replies.popleft()
         return Reply.json(500, {"error": {"message": "the peer has no scripted reply left"}})

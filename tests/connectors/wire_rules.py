@@ -119,3 +119,58 @@ def alternation_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
         for index, message in enumerate(messages)
         if index and message.get("role") == "user" and messages[index - 1].get("role") == "user"
     ]
+
+
+ANTHROPIC_TOOLS_UNDEFINED = (
+    "Requests which include `tool_use` or `tool_result` blocks must define tools."
+)
+"""Anthropic's words (HTTP 400, ``invalid_request_error``) for a request whose messages
+carry tool calls or results but that defines no tools."""
+
+BEDROCK_TOOLS_UNDEFINED = (
+    "The toolConfig field must be defined when using toolUse and toolResult content blocks."
+)
+"""Bedrock's Converse API's words (a ValidationException, HTTP 400) for the same; gateways
+that serve Bedrock's models over OpenAI's API pass them on."""
+
+
+def anthropic_tools_problem(body: Mapping[str, Any]) -> str | None:
+    """`ANTHROPIC_TOOLS_UNDEFINED` when a Messages API request body has tool_use or
+    tool_result blocks and no tools; else None."""
+    if body.get("tools"):
+        return None
+    for message in body.get("messages") or ():
+        content = message.get("content")
+        if isinstance(content, list) and any(
+            isinstance(b, Mapping) and b.get("type") in ("tool_use", "tool_result") for b in content
+        ):
+            return ANTHROPIC_TOOLS_UNDEFINED
+    return None
+
+
+def openai_tools_problem(body: Mapping[str, Any]) -> str | None:
+    """`BEDROCK_TOOLS_UNDEFINED` when a Chat Completions request body (to a gateway in front
+    of Bedrock) has tool calls or tool messages and no tools; else None."""
+    if body.get("tools"):
+        return None
+    for message in body.get("messages") or ():
+        if message.get("role") == "tool" or message.get("tool_calls"):
+            return BEDROCK_TOOLS_UNDEFINED
+    return None
+
+
+MISTRAL_EMPTY_ASSISTANT = "Assistant message must have either content or tool_calls, but not none."
+"""Mistral's validator's words (HTTP 400) for an assistant message with neither content nor
+tool calls; vLLM serving a Mistral model says "Invalid assistant message: ..."."""
+
+
+def mistral_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Mistral's validator (its API, and vLLM with ``--tokenizer-mode mistral``): an
+    assistant message has content or tool calls (an empty string counts as none)."""
+    return [
+        f"messages[{index}]: {MISTRAL_EMPTY_ASSISTANT}"
+        for index, message in enumerate(messages)
+        if message.get("role") == "assistant"
+        and not message.get("content")
+        and not message.get("tool_calls")
+    ]
