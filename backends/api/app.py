@@ -4,8 +4,9 @@
 (the server mounts the Gradio page on the same app at `/`). Bodies are JSON, read with a
 size cap and validated by the `schema.requests` models; the session id in the path wins
 over one in the body. The OpenAPI document (with `docs`) describes each body from these
-models (see `openapi`); reading and validating them stays here. Every endpoint but login
-and health needs a bearer token, and every session lookup is scoped to the token's user:
+models (see `openapi`); reading and validating them stays here. Every endpoint but login,
+logout and health needs a bearer token (the two event streams also take the login cookie,
+for a browser's EventSource), and every session lookup is scoped to the token's user:
 someone else's session is 404, like an unknown one. Bodies with fields an endpoint does
 not define are refused (400), never silently trimmed. Each success body is a model from
 `responses`, named in the OpenAPI document. Errors read `{"error": {"code": ...,
@@ -15,6 +16,8 @@ is doing (a retry, edit or clear while a turn runs, a second answer to an approv
 (see `conflicts`).
 
     POST   /api/login                                  -> {token, expires_at, user}
+                                                          (and the login cookie, see `auth`)
+    POST   /api/logout                                 -> 204, the login cookie removed
     GET    /api/health                                 -> {status, protocol_version, auth}
     GET    /api/models | /api/agents
     GET    /api/sessions?q=&limit=&offset=             -> {sessions: [record], ...}
@@ -63,7 +66,13 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.routing import Match
 
-from backends.api.auth import Authenticator, LoginBody, LoginThrottles
+from backends.api.auth import (
+    Authenticator,
+    LoginBody,
+    LoginThrottles,
+    clear_token_cookie,
+    set_token_cookie,
+)
 from backends.api.bodies import (
     MAX_MESSAGE_BODY_BYTES,
     check_images,
@@ -209,8 +218,8 @@ def create_api(
     def epoch_of(interpreter: Interpreter) -> str:
         return epochs.setdefault(interpreter, secrets.token_hex(8))
 
-    async def session_of(request: Request, session_id: str) -> Interpreter:
-        owner = await auth.owner(request)
+    async def session_of(request: Request, session_id: str, *, cookie: bool = False) -> Interpreter:
+        owner = await auth.owner(request, cookie=cookie)
         if not session_id or len(session_id) > MAX_SESSION_ID_CHARS:
             raise not_found()
         return await manager.get(session_id, owner)
@@ -239,7 +248,18 @@ def create_api(
         ),
     )
     async def login(request: Request) -> Response:
-        return send(await auth.login(request))
+        answer = await auth.login(request)
+        return set_token_cookie(send(answer), answer, secure=request.url.scheme == "https")
+
+    @app.post(
+        "/api/logout",
+        status_code=204,
+        responses={204: {"description": "The login cookie is removed"}},
+    )
+    async def logout(request: Request) -> Response:
+        """Remove the login cookie the event streams accept (a bearer token stays valid
+        until it expires)."""
+        return clear_token_cookie(Response(status_code=204), secure=request.url.scheme == "https")
 
     @app.get("/api/health", responses=success(HealthAnswer, "The server is up; how to log in"))
     async def health() -> Response:
@@ -300,13 +320,13 @@ def create_api(
         },
     )
     async def session_changes(request: Request) -> EventStreamResponse:
-        owner = await auth.owner(request)
+        owner = await auth.owner(request, cookie=True)
         return EventStreamResponse(
             change_stream(
                 manager.changes,
                 owner,
                 keepalive_s=keepalive_s,
-                recheck=lambda: auth.owner(request),
+                recheck=lambda: auth.owner(request, cookie=True),
                 recheck_s=auth_recheck_s,
                 closing=closing,
             )
@@ -535,7 +555,7 @@ def create_api(
         openapi_extra={"parameters": RESUME_PARAMETERS},
     )
     async def events(request: Request, session_id: str) -> EventStreamResponse:
-        interpreter = await session_of(request, session_id)
+        interpreter = await session_of(request, session_id, cookie=True)
         since, id_epoch = resume_point(request)
         epoch = epoch_of(interpreter)
         client_epoch = id_epoch or request.query_params.get("epoch")
@@ -565,7 +585,7 @@ def create_api(
                 keepalive_s=keepalive_s,
                 hello=hello,
                 stale=stale,
-                recheck=lambda: auth.owner(request),
+                recheck=lambda: auth.owner(request, cookie=True),
                 recheck_s=auth_recheck_s,
             )
         )
@@ -629,7 +649,11 @@ def create_api(
 
     for path in ("/api", "/api/{rest:path}"):
         app.add_route(path, unknown, methods=list(HTTP_METHODS), include_in_schema=False)
-    bodies.install(app, public=("/api/login", "/api/health"))
+    bodies.install(
+        app,
+        public=("/api/login", "/api/logout", "/api/health"),
+        cookie=("/api/sessions/changes", "/api/sessions/{session_id}/events"),
+    )
 
     return app
 

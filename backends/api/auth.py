@@ -1,4 +1,6 @@
 """Who is calling: `POST /api/login` issues a bearer token, every other endpoint checks it.
+The login also sets the token as an HttpOnly cookie that only the event streams accept, for
+a browser's EventSource (`TOKEN_COOKIE`).
 
 Three modes, chosen by the server's configuration:
 
@@ -32,12 +34,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
-from fastapi import Request
+from fastapi import Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from backends.api.bodies import read_object, validate
 from backends.api.errors import ApiError, too_many_attempts, unauthorized
+from backends.api.openapi import TOKEN_COOKIE
 from backends.api.responses import AuthMode, LoginAnswer
 from gui_agent.auth import LoginThrottle, ProxyHeaderAuth, TokenService, UserDB
 from gui_agent.exceptions import AuthError
@@ -48,6 +52,37 @@ LOCAL_USER = "local"
 """The identity everyone shares when no login is configured (as on the Gradio page)."""
 
 MAX_LOGIN_BYTES = 16_384
+
+# The login's token is also set as a cookie, TOKEN_COOKIE (HttpOnly, SameSite=Strict,
+# Path=/api), for a browser's EventSource, which cannot send an Authorization header. Only
+# the event streams (reads) take it; every other endpoint wants the header, so the cookie
+# can make no change happen, and another site's page can neither send it (SameSite) nor
+# read a stream (no CORS). `POST /api/logout` removes it.
+
+
+def set_token_cookie(response: Response, answer: LoginAnswer, *, secure: bool) -> Response:
+    """`response` (a login's) carrying `answer`'s token as the login cookie, kept until the
+    token expires (Secure over HTTPS)."""
+    expires = datetime.fromisoformat(answer.expires_at)
+    response.set_cookie(
+        TOKEN_COOKIE,
+        answer.token,
+        max_age=max(int((expires - datetime.now(UTC)).total_seconds()), 0),
+        path="/api",
+        secure=secure,
+        httponly=True,
+        samesite="strict",
+    )
+    return response
+
+
+def clear_token_cookie(response: Response, *, secure: bool) -> Response:
+    """`response` removing the login cookie (the token itself stays valid until it
+    expires: tokens are not revoked one by one)."""
+    response.delete_cookie(
+        TOKEN_COOKIE, path="/api", secure=secure, httponly=True, samesite="strict"
+    )
+    return response
 
 
 class LoginBody(BaseModel):
@@ -135,12 +170,15 @@ class Authenticator:
         claims = self.tokens.verify(token)
         return LoginAnswer(token=token, expires_at=claims.expires_at.isoformat(), user=user)
 
-    async def owner(self, request: Request) -> str:
+    async def owner(self, request: Request, *, cookie: bool = False) -> str:
         """The user a request's bearer token names. FastAPI dependency for every endpoint
-        but login."""
+        but login. With `cookie` (the event streams only), the login cookie stands in for
+        a missing Authorization header: a browser's EventSource cannot send one."""
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
-        if not header:
+        if not header and cookie and request.cookies.get(TOKEN_COOKIE):
+            scheme, token = "bearer", request.cookies[TOKEN_COOKIE]
+        elif not header:
             raise unauthorized("this endpoint needs 'Authorization: Bearer <token>'")
         if scheme.lower() != "bearer" or not token.strip():
             raise unauthorized("the Authorization header must read 'Bearer <token>'")

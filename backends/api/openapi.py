@@ -29,6 +29,10 @@ from gui_agent.exceptions import ConfigError
 REF_TEMPLATE = "#/components/schemas/{model}"
 JSON = "application/json"
 BEARER = "bearer"
+COOKIE = "cookie"
+
+TOKEN_COOKIE = "gui_agent_token"
+"""The name of the login cookie the event streams accept (see `backends.api.auth`)."""
 ERROR_DESCRIPTIONS = {
     400: "The request breaks the contract: bad JSON, a field, a parameter, a state",
     401: "No valid bearer token (missing, forged, expired, its user removed, or the "
@@ -103,10 +107,12 @@ class RequestBodies:
             schemas[name] = _path_fields_optional(schemas[name], path_fields)
         return schemas
 
-    def install(self, app: FastAPI, *, public: Sequence[str] = ()) -> None:
+    def install(
+        self, app: FastAPI, *, public: Sequence[str] = (), cookie: Sequence[str] = ()
+    ) -> None:
         """Make `app.openapi()` (what /api/openapi.json serves) describe the bodies and the
         error body too, without the 422 FastAPI adds, and with the bearer token on every
-        path but `public` ones."""
+        path but `public` ones (on `cookie` paths, the login cookie will do instead)."""
         generate = app.openapi
 
         def openapi() -> dict[str, Any]:
@@ -118,12 +124,17 @@ class RequestBodies:
                 schemas.update(self.schemas())
                 schemas.update(_error_schemas())
                 components["securitySchemes"] = {
-                    BEARER: {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+                    BEARER: {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
+                    COOKIE: {"type": "apiKey", "in": "cookie", "name": TOKEN_COOKIE},
                 }
                 for path, operations in document.get("paths", {}).items():
-                    if path not in public:
-                        for operation in operations.values():
-                            operation["security"] = [{BEARER: []}]
+                    if path in public:
+                        continue
+                    security: list[dict[str, list[str]]] = [{BEARER: []}]
+                    if path in cookie:
+                        security.append({COOKIE: []})
+                    for operation in operations.values():
+                        operation["security"] = security
                 app.openapi_schema = document
             return app.openapi_schema
 

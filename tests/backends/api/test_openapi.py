@@ -144,6 +144,7 @@ def test_every_status_an_endpoint_answers_with_is_documented(tmp_path: Path) -> 
         s = f"/api/sessions/{sid}"
         probes: list[tuple[str, str, str, dict[str, Any]]] = [
             ("post", "/api/login", "/api/login", {}),
+            ("post", "/api/logout", "/api/logout", {}),
             ("get", "/api/health", "/api/health", {}),
             ("get", "/api/models", "/api/models", {}),
             ("get", "/api/agents", "/api/agents", {}),
@@ -263,13 +264,21 @@ def test_every_status_an_endpoint_answers_with_is_documented(tmp_path: Path) -> 
         for status, answer in operation["responses"].items():
             if int(status) >= 400:
                 assert answer["content"]["application/json"]["schema"] == error_ref
-        public = path in ("/api/login", "/api/health")
+        public = path in ("/api/login", "/api/logout", "/api/health")
         assert ("security" in operation) is not public, (method, path)
         if not public:
             assert "401" in operation["responses"], (method, path)
-            assert operation["security"] == [{"bearer": []}]
+            streams = ("/api/sessions/changes", "/api/sessions/{session_id}/events")
+            # (the event streams take the login cookie too: a browser's EventSource)
+            cookie = [{"cookie": []}] if path in streams else []
+            assert operation["security"] == [{"bearer": []}, *cookie], (method, path)
     assert set(schemas["ErrorResponse"]["properties"]) == {"error"}
     events = operations[("get", "/api/sessions/{session_id}/events")]
     assert set(events["responses"]["200"]["content"]) == {"text/event-stream"}
     assert {p["name"] for p in events["parameters"]} >= {"Last-Event-ID", "since", "epoch"}
     assert document["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    assert document["components"]["securitySchemes"]["cookie"] == {
+        "type": "apiKey",
+        "in": "cookie",
+        "name": "gui_agent_token",
+    }
