@@ -17,4 +17,4 @@ echo "== mypy"
 .venv/bin/mypy
 echo "== pytest"
 # Two workers: the browser tests spend much of their time waiting on a page.
-.venv/bin/python -m pytest -n 2 --dist loadfile "$@"
+.venv/bin/python -m pytest -n 2 --dist loadfile -raR "$@"
