@@ -84,16 +84,51 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+MAX_METADATA_DEPTH = 64
+"""How deeply a tool's metadata may nest. Deeper, a value is not kept (a note says so): the
+event stream's and the store's JSON readers refuse documents past 200 levels, and one such
+value would leave the session unsaveable and its streams broken."""
+
+MAX_METADATA_CHARS = 1_000_000
+"""How long a tool's metadata may be as JSON; longer, only a note is kept."""
+
+
 def _json_safe(tool: Tool, metadata: dict[str, Any]) -> dict[str, Any]:
     """A tool's `ToolOutput.metadata` as plain JSON values (see `_json_default`): it is kept
     in the message and sent in events, and one value JSON cannot hold would make the whole
-    session impossible to save."""
+    session impossible to save. A value nested deeper than `MAX_METADATA_DEPTH`, or
+    metadata longer than `MAX_METADATA_CHARS`, is replaced by a note."""
     try:
-        safe = json.loads(json.dumps(metadata, ensure_ascii=False, default=_json_default))
+        text = json.dumps(metadata, ensure_ascii=False, default=_json_default)
+        safe = json.loads(text)
     except Exception as error:  # keys that are not text, cycles, a value that cannot print
         logger.warning("tool %s: metadata is not JSON (%s); kept as text", tool.name, error)
         return {_printed(key): _printed(value) for key, value in metadata.items()}
-    return safe if isinstance(safe, dict) else {}
+    if not isinstance(safe, dict):
+        return {}
+    if len(text) > MAX_METADATA_CHARS:
+        logger.warning("tool %s: metadata of %d characters not kept", tool.name, len(text))
+        return {"not_kept": f"the tool's metadata ({len(text):,} characters) is too long to keep"}
+    for key, value in safe.items():
+        if _deeper_than(value, MAX_METADATA_DEPTH - 1):
+            logger.warning("tool %s: metadata %r nests too deeply; not kept", tool.name, key)
+            safe[key] = f"(not kept: nested more than {MAX_METADATA_DEPTH} levels deep)"
+    return safe
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether JSON `value` nests more than `limit` levels of lists and objects."""
+    level: list[Any] = [value]  # the nodes at one depth; a container nests one level more
+    for _ in range(limit):
+        level = [
+            item
+            for node in level
+            if isinstance(node, dict | list)
+            for item in (node.values() if isinstance(node, dict) else node)
+        ]
+        if not any(isinstance(node, dict | list) for node in level):
+            return False
+    return True
 
 
 def _printed(value: Any) -> str:
