@@ -72,6 +72,9 @@ logger = logging.getLogger(__name__)
 _MIB = 1024 * 1024
 _SNAPSHOT_LIMIT = 20_000
 _LISTED_FILES = 100
+_KEPT_FILES = 1_000
+"""Changed files named in the result's metadata (the rest are counted): up to 20,000 could
+change in one run, and the list is kept with the message and sent in every event of it."""
 _SETTLE_S = 5.0
 _STOP_GRACE_S = 2.0
 
@@ -306,7 +309,8 @@ async def run_code(code: str, workdir: Path, limits: PythonLimits) -> ToolOutput
             "exit_code": None if timed_out else returncode,
             "timed_out": timed_out,
             "status": status,
-            "files_created": changed,
+            "files_created": changed[:_KEPT_FILES],
+            "files_not_listed": max(len(changed) - _KEPT_FILES, 0),
             "images_attached": len(images),
             "output_bytes_dropped": capture.dropped,
         },
