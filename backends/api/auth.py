@@ -11,9 +11,11 @@ Three modes, chosen by the server's configuration:
 
 Failed password logins are throttled per user name and per client address
 (`gui_agent.auth.LoginThrottle`): past a few free attempts, 429 with `Retry-After`, and the
-password is not even checked until then. An attempt counts as failed from the moment it is
-let through until its password proves right, so a burst of guesses sent at once is
-throttled exactly like the same guesses sent one after another.
+password is not even checked until then. A successful login forgets its name's failures, and
+takes off its address's count only those made at that name from that address. An attempt
+counts as failed from the moment it is let through until its password proves right, so a
+burst of guesses sent at once is throttled exactly like the same guesses sent one after
+another.
 
 Tokens are HS256 JWTs from `gui_agent.auth.TokenService`; anything else (no token, a bad
 signature, `alg: none`, an expired token, a removed user, a password changed since the
@@ -150,16 +152,20 @@ class Authenticator:
             # Counted as failed before the password is checked (no await in between), so
             # guesses sent all at once meet the throttle as guesses in a row do; a success
             # clears the count again.
+            pair = f"{address}\0{body.username}"  # this name's failures from this address
             by_user.failed(body.username)
-            by_address.failed(address)
+            by_address.failed(address, pair)
             try:
                 fingerprint = await self.users.check_async(body.username, body.password)
             except AuthError as exc:  # an unreadable users file: the server's fault
                 raise login_unavailable(exc) from None
             if fingerprint is None:
                 raise unauthorized("wrong user name or password")
+            # The address's count forgets only the failures made at this name from this
+            # address: a success on one account must not wipe the guesses made at other
+            # names from the same address (password spraying with one's own account).
             by_user.succeeded(body.username)
-            by_address.succeeded(address)
+            by_address.forgive(address, by_address.succeeded(pair))
             user = body.username
         elif user is None and self.mode == "proxy":
             header = self.proxy.header if self.proxy else "user"

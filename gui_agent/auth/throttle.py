@@ -87,11 +87,29 @@ class LoginThrottle:
             while len(self._records) > self.max_keys:
                 self._records.popitem(last=False)
 
-    def succeeded(self, *keys: str) -> None:
-        """Forget the failures of `keys`."""
+    def succeeded(self, *keys: str) -> int:
+        """Forget the failures of `keys`; how many there were (of the first key)."""
+        now = self._clock()
+        forgotten = 0
         with self._lock:
-            for key in keys:
+            for index, key in enumerate(keys):
+                record = self._live(key, now)
+                if record is not None and index == 0:
+                    forgotten = record.failures
                 self._records.pop(key, None)
+        return forgotten
+
+    def forgive(self, key: str, failures: int) -> None:
+        """Take `failures` off `key`'s count: someone who then signed in made them (an
+        address's count forgets one person's typos, not everyone's guesses from it)."""
+        now = self._clock()
+        with self._lock:
+            record = self._live(key, now)
+            if record is None or failures <= 0:
+                return
+            record.failures -= failures
+            if record.failures <= 0:
+                del self._records[key]
 
     def _delay(self, failures: int) -> float:
         over = failures - self.free_attempts

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi import FastAPI
 
 from backends.api import create_api
@@ -27,7 +28,7 @@ from gui_agent.manager import SessionManager
 from gui_agent.store import DB_FILE_NAME, SQLiteStore
 from gui_agent.store.sqlite import to_micros
 from gui_agent.tokens import EstimateCounter
-from gui_agent.tools import ToolContext, ToolOutput, ToolRegistry, tool
+from gui_agent.tools import ToolContext, ToolOutput, ToolRegistry, execution, tool
 from schema import MessageCompleted, Role
 from schema.requests import MAX_IMAGE_BYTES, MAX_IMAGES, MAX_MESSAGE_CHARS
 from tests.backends.api.live import (
@@ -263,11 +264,16 @@ async def page_outline(ctx: ToolContext, url: str) -> ToolOutput:
     return ToolOutput(content=f"outline of {url}", metadata={"tree": tree})
 
 
-def test_an_export_an_import_would_refuse_for_its_depth_says_so(tmp_path: Path) -> None:
+def test_an_export_an_import_would_refuse_for_its_depth_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Every export can be imported back, or the export says at once why not. A tool's
     result nested deeper than an import takes was exported as importable (200) and then
     refused on import; the export now answers 400 naming the depth, and the document is
     still there with `allow_unimportable`."""
+    # Tool metadata is kept to MAX_METADATA_DEPTH levels since (tools/execution.py); a
+    # plugged-in agent's messages are not bounded so. The bound is lifted to make the chat.
+    monkeypatch.setattr(execution, "MAX_METADATA_DEPTH", 100_000)
 
     async def factory() -> tuple[FastAPI, Callable[[], Awaitable[None]]]:
         manager = SessionManager(
@@ -368,13 +374,15 @@ async def dom_snapshot(ctx: ToolContext, depth: int) -> ToolOutput:
 
 
 def test_an_event_that_cannot_be_written_neither_kills_the_stream_nor_loops_it(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A tool result too deep to write as JSON ended the event stream mid-turn with a
     reset; an EventSource reconnecting from its last id met the same event and was reset
     again, forever. It is now sent as `unencodable` with its id: the stream goes on to the
     end of the turn and a resume from before it goes past it. A request that fails on it
     anyway is a 500 in the API's error shape, and the connection is not left broken."""
+    # (as in the export test above: the tool bound is lifted to make such an event)
+    monkeypatch.setattr(execution, "MAX_METADATA_DEPTH", 100_000)
     scripted = ScriptedModel(name="scripted", default="Done.")
     scripted.push(call("dom_snapshot", depth=300), "Took the snapshot.")
 
