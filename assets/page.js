@@ -7,6 +7,17 @@
   // checks both again).
   if (window.__guiAgentPage) return;
   window.__guiAgentPage = true;
+  // Images and media load only from the app itself (its icons are data URLs, attached
+  // pictures data or blob URLs): an <img> a model's reply got through to the chat, past the
+  // escaping of its Markdown, still fetches nothing from elsewhere, so it cannot carry data
+  // out in its address. A policy can be added this way, never loosened.
+  if (!document.getElementById("gui-agent-policy")) {
+    const policy = document.createElement("meta");
+    policy.id = "gui-agent-policy";
+    policy.httpEquiv = "Content-Security-Policy";
+    policy.content = "img-src 'self' data: blob:; media-src 'self' data: blob:";
+    document.head.prepend(policy);
+  }
   const css = __GUI_AGENT_CSS__;
   if (css && !document.getElementById("gui-agent-css")) {
     const style = document.createElement("style");
@@ -26,6 +37,26 @@
     }
   };
   if (phone()) closeSidebar(40);
+  // The message box has the focus as the page opens, and the browser scrolls to it while
+  // the page is still taking shape (on a phone, with the sidebar still open above it): once
+  // the layout has moved, it may be out of sight, above the top of the screen with the chat.
+  // Until the person does anything, keep the whole box in sight, its bottom at the screen's
+  // bottom when it has to move (the chat above it shows as much as fits).
+  const settle = () => {
+    const box = document.querySelector("#chat-input textarea");
+    if (!box || document.activeElement !== box) return;
+    const shown = box.getBoundingClientRect();
+    if (shown.top < 0 || shown.bottom > window.innerHeight) {
+      box.scrollIntoView({block: "end", inline: "nearest"});
+    }
+  };
+  const settling = new ResizeObserver(() => requestAnimationFrame(settle));
+  settling.observe(document.body);
+  const settled = () => settling.disconnect();
+  for (const kind of ["pointerdown", "keydown", "wheel", "touchstart"]) {
+    document.addEventListener(kind, settled, {capture: true, once: true});
+  }
+  setTimeout(settled, 30000);
   document.addEventListener("click", (event) => {
     const target = event.target instanceof Element ? event.target : null;
     if (phone() && target?.closest("#session-list label, #new-session-btn")) {

@@ -143,10 +143,17 @@ def host_name(host: str) -> str:
 
 FRAME_ANCESTORS = "frame-ancestors 'none'"
 
+LOCAL_MEDIA = "img-src 'self' data: blob:; media-src 'self' data: blob:"
+"""Images and media come from the app itself only (its icons and attached pictures are data
+or blob URLs): an image a model's reply got through the escaping fetches nothing from
+elsewhere, so its address cannot carry data out (page.js sets the same for a page served
+another way)."""
+
 
 class NotFramed:
     """Tell browsers never to show any answer inside a frame (`X-Frame-Options: DENY` and
-    the CSP `frame-ancestors 'none'`, added to whatever policy the answer already has)."""
+    the CSP `frame-ancestors 'none'`) nor to load images and media from elsewhere
+    (`LOCAL_MEDIA`), added to whatever policy the answer already has."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -162,6 +169,7 @@ class NotFramed:
                 answer = MutableHeaders(scope=message)
                 answer["X-Frame-Options"] = "DENY"
                 answer.append("Content-Security-Policy", FRAME_ANCESTORS)
+                answer.append("Content-Security-Policy", LOCAL_MEDIA)
             await send(message)
 
         await self.app(scope, receive, not_framed)

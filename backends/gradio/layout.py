@@ -56,9 +56,13 @@ ELEM_IDS = (
 )
 
 PLACEHOLDER = "Message the agent. Enter sends, Shift+Enter adds a line, Esc stops."
-NOTE_PLACEHOLDER = "Why not? Enter denies with this note; Shift+Enter adds a line."
-"""The approval note: a note mostly says why not (and only a denial's note reaches the
-agent), so Enter denies with it; allowing takes a click."""
+NOTE_LABEL = "Why not? A note the agent gets if you deny (optional)"
+NOTE_INFO = "Enter denies with this note; Shift+Enter adds a line. Allowing takes a click."
+NOTE_PLACEHOLDER = "e.g. not in my home folder: use a temporary one"
+"""The approval note: only a denial's note reaches the agent (an allowed call's confirmation
+is never sent to the model), so the label does not promise more, and Enter denies with it.
+What Enter does is in the box's info line, which stays in sight once a note is typed (a
+placeholder vanishes with the first letter)."""
 
 
 @dataclass(eq=False)
@@ -237,7 +241,8 @@ def build_page(
                 approval_code = gr.Markdown(elem_id="approval-code")
                 approval_id = gr.Textbox(visible=False, elem_id="approval-id")
                 approval_note = gr.Textbox(
-                    label="Note for the agent (optional)",
+                    label=NOTE_LABEL,
+                    info=NOTE_INFO,
                     placeholder=NOTE_PLACEHOLDER,
                     elem_id="approval-note",
                     lines=1,

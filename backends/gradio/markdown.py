@@ -19,12 +19,32 @@ from urllib.parse import quote, urlsplit
 
 from schema import ImagePart
 
-__all__ = ["escape_html", "fence", "image_markdown", "images_markdown", "json_or_text"]
+__all__ = [
+    "escape_html",
+    "escape_title",
+    "fence",
+    "image_markdown",
+    "images_markdown",
+    "json_or_text",
+]
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
 _BACKTICKS = re.compile(r"`+")
 _SAFE_MEDIA = re.compile(r"^image/[a-z0-9.+-]+$")
 _BASE64 = re.compile(r"^[A-Za-z0-9+/=\s]*$")
+_TITLE_MARKUP = re.compile(r"[\\`*\[\]!~|#$]|(?<!\w)_|_(?!\w)")
+"""What Markdown reads as markup in a line of text: emphasis, code, links and images (`!`
+and brackets), strikethrough, tables, headings, maths; `_` only where it can open or close
+emphasis (not inside a name such as run_python)."""
+_TITLE_LIST = re.compile(r"^(\d+)([.)])|^([-+])(?=\s|$)")
+_LIST_ITEM = re.compile(r"^[ \t]*([-+*]|\d{1,9}[.)])(?:([ \t]+)|$)")
+"""A list item's first line: its marker, and the white space after it."""
+_BREAK = re.compile(r"^[ \t]*([-*_])(?:[ \t]*\1){2,}[ \t]*$")
+"""A thematic break (`---`, `* * *`): not a list item."""
+_QUOTE = re.compile(r"^[ \t]*> ?")
+"""A block quote's marker, with the space after it."""
+_MAX_QUOTES = 16
+"""Block quotes read as such up to this depth (a reply of `>>>>…` costs no more)."""
 _IMAGE_OPEN = re.compile(r"(?<!\\)((?:\\\\)*)!\[")
 """The `![` that opens a Markdown image (an unescaped `!`: after an even run of backslashes)."""
 
@@ -73,51 +93,157 @@ def _is_closing_fence(line: str, marker: str) -> bool:
 def escape_html(text: str) -> str:
     """Markdown with every `<` and `&` outside code escaped, so HTML shows as text.
 
+    Code is found as Markdown finds it, inside list items and block quotes too: a list
+    item's lines are read from where its text starts (an indented line there is the item's
+    text, not code), a fence opened in an item ends with the item, and a quote's lines are
+    read without their `>` (its code shows verbatim). Where a reading could go either way,
+    the text is escaped: at worst a `&lt;` shows inside code, never a tag in prose.
+
     Safe to call on a prefix of a streaming reply: an unclosed fence counts as code to the
     end, as Markdown renders it.
     """
+    return _escape_blocks(text, 0)
+
+
+def _escape_blocks(text: str, depth: int) -> str:
+    """`escape_html` of text `depth` block quotes deep."""
     if "<" not in text and "&" not in text and "![" not in text:
         return text
-    lines = text.split("\n")
     out: list[str] = []
     paragraph: list[str] = []
-    marker: str | None = None
-    in_indented = False
+    marker: str | None = None  # the open fence's
+    fence_at = 0  # where the text of the list item holding the open fence starts
+    code_at: int | None = None  # the same for an indented code block going on
+    items: list[int] = []  # where the text of each list item the line may be in starts
+    quote: list[str] = []  # the lines of a block quote going on
 
     def flush() -> None:
         if paragraph:
             out.append(_escape_inline("\n".join(paragraph)))
             paragraph.clear()
 
-    for line in lines:
-        if marker is not None:
-            out.append(line)
-            if _is_closing_fence(line, marker):
-                marker = None
-            continue
+    def end_quote() -> None:
+        """A block quote's lines, read as Markdown of their own without their `>`."""
+        if depth >= _MAX_QUOTES:  # deeper than anyone quotes: all of it is text
+            out.append(_escape_inline("\n".join(quote)))
+            quote.clear()
+            return
+        marks = [_QUOTE.match(line) for line in quote]
+        prefixes = [mark.group(0) if mark else "" for mark in marks]
+        inner = "\n".join(q[len(p) :] for q, p in zip(quote, prefixes, strict=True))
+        escaped = _escape_blocks(inner, depth + 1).split("\n")
+        out.extend(p + q for p, q in zip(prefixes, escaped, strict=True))
+        quote.clear()
+
+    def open_fence(line: str, start: int, rest: str) -> bool:
+        nonlocal marker, fence_at
+        opening = _FENCE_OPEN.match(rest)
+        if opening is None or (opening.group(1)[0] == "`" and "`" in opening.group(2)):
+            return False
+        flush()
+        marker, fence_at = opening.group(1), start
+        out.append(line)
+        return True
+
+    for line in text.split("\n"):
         blank = not line.strip()
-        indented = line.startswith(("    ", "\t"))
-        if in_indented and (blank or indented):
-            out.append(line)  # an indented code block goes on
-            continue
-        in_indented = False
-        opening = _FENCE_OPEN.match(line)
-        if opening and not (opening.group(1)[0] == "`" and "`" in opening.group(2)):
-            flush()
-            marker = opening.group(1)
-            out.append(line)
-            continue
-        if indented and not blank and not paragraph:
-            in_indented = True  # code: an indented line that does not continue a paragraph
-            out.append(line)
-            continue
+        indent = _indent(line)
+        starts = line.lstrip(" \t")
+        if quote:
+            quoted = starts.startswith(">") and indent - (items[-1] if items else 0) <= 3
+            if quoted or not (blank or _starts_block(line)):  # (a line without `>` goes on
+                quote.append(line)  # the quote's paragraph, as Markdown reads it: lazily)
+                continue
+            end_quote()
+        if marker is not None:
+            if blank or indent >= fence_at:
+                out.append(line)
+                if _is_closing_fence(line[_column(line, fence_at) :], marker):
+                    marker = None
+                continue
+            marker = None  # the list item ended, and the fence in it with it
+        if code_at is not None:
+            if blank or indent >= code_at + 4:
+                out.append(line)  # an indented code block goes on
+                continue
+            code_at = None
         if blank:
             flush()
             out.append(line)
-        else:
+            continue
+        if _BREAK.match(line):  # a thematic break (`* * *`) ends paragraphs and lists
+            flush()
+            while items and indent < items[-1]:
+                items.pop()
+            out.append(line)
+            continue
+        item = _LIST_ITEM.match(line)
+        if item and paragraph and not items and item.group(1)[0].isdigit():
+            item = item if int(item.group(1)[:-1]) == 1 else None  # (else: the paragraph's)
+        # A fence or a quote starts a block: it ends the list items it is not indented in.
+        opens = starts.startswith(">") or _FENCE_OPEN.match(starts) is not None
+        if item is not None or opens or not paragraph:  # (a line going on a paragraph is text)
+            while items and indent < items[-1]:
+                items.pop()
+        at = items[-1] if items else 0
+        if (item is not None or starts.startswith(">")) and indent - at <= 3:
+            flush()  # a new block: no code span runs on into it from the paragraph before
+        if starts.startswith(">") and indent - at <= 3:
+            quote.append(line)
+            continue
+        if item is not None and indent - at <= 3:
+            start = len(line[: item.end()].expandtabs(4)) + (0 if item.group(2) else 1)
+            items.append(start)
+            if open_fence(line, start, line[item.end() :]):
+                continue
             paragraph.append(line)
+            continue
+        if indent - at <= 3 and open_fence(line, at, line[_column(line, at) :]):
+            continue
+        if indent - at >= 4 and not paragraph:
+            code_at = at  # code: indented in its list item, not going on a paragraph
+            out.append(line)
+            continue
+        paragraph.append(line)
+    if quote:
+        end_quote()
     flush()
     return "\n".join(out)
+
+
+def _starts_block(line: str) -> bool:
+    """A fence, a list item or a thematic break: what ends a block quote rather than going
+    on as its text."""
+    starts = line.lstrip(" \t")
+    fence = _FENCE_OPEN.match(starts) is not None and _indent(line) <= 3
+    return fence or _LIST_ITEM.match(line) is not None or _BREAK.match(line) is not None
+
+
+def _indent(line: str) -> int:
+    """The columns of white space a line starts with (a tab to the next multiple of 4)."""
+    stripped = line.lstrip(" \t")
+    return len(line[: len(line) - len(stripped)].expandtabs(4))
+
+
+def _column(line: str, columns: int) -> int:
+    """The index in `line` of the character at `columns` of its leading white space."""
+    width = 0
+    for index, char in enumerate(line):
+        if width >= columns or char not in " \t":
+            return index
+        width = width + 4 - width % 4 if char == "\t" else width + 1
+    return len(line)
+
+
+def escape_title(text: str) -> str:
+    """One line of text as Markdown that shows exactly that text: for a step's title (a tool's
+    name, an approval's summary), which the chatbot renders as Markdown with HTML, yet may
+    come from a model. No markup in it is read as such: a name such as `![x](https://…)`
+    or `<img src=…>` shows as written, and the page fetches nothing it names."""
+    line = " ".join(text.split())
+    line = line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    line = _TITLE_MARKUP.sub(lambda match: "\\" + match.group(0), line)
+    return _TITLE_LIST.sub(lambda match: match.group(0)[:-1] + "\\" + match.group(0)[-1], line)
 
 
 def fence(text: str, language: str | None = None) -> str:

@@ -12,7 +12,8 @@ What each thing looks like:
   Markdown; CODE fenced with its language, CONSOLE fenced as output, IMAGE inline,
   FUNCTION as JSON; an interrupted or failed reply keeps its text and ends with a marker;
 - model reasoning: a collapsible "Reasoning" step before the reply;
-- tool call: a collapsible step (`metadata.title` = tool name, `status` pending → done,
+- tool call: a collapsible step (`metadata.title` = tool name, shown as written however a
+  model names it: `escape_title`; `status` pending → done,
   `duration` in seconds) placed after the message that asked for it, showing what runs;
   its result is a child step (`metadata.parent_id` = the step's id);
 - approval: a pending step while the person decides, then the CONFIRMATION message;
@@ -41,7 +42,7 @@ from backends.gradio.looks import (
     result_markdown,
     tool_step_id,
 )
-from backends.gradio.markdown import escape_html, fence, images_markdown
+from backends.gradio.markdown import escape_html, escape_title, fence, images_markdown
 from backends.gradio.switches import kept_switch
 from gui_agent.session import is_handover
 from schema import (
@@ -508,7 +509,11 @@ class ChatView:
                     "assistant",
                     anchor,
                     arguments_markdown(name, arguments),
-                    metadata={"title": name, "id": tool_step_id(call_id), "status": "pending"},
+                    metadata={
+                        "title": escape_title(name),
+                        "id": tool_step_id(call_id),
+                        "status": "pending",
+                    },
                 )
             )
         return entry
@@ -584,7 +589,7 @@ class ChatView:
                 self._tail(),
                 detail or escape_html(event.summary),
                 metadata={
-                    "title": f"Waiting for your approval: {event.summary}",
+                    "title": f"Waiting for your approval: {escape_title(event.summary)}",
                     "id": f"approval-{event.approval_id}",
                     "status": "pending",
                 },

@@ -31,7 +31,7 @@ import gradio as gr
 from backends.gradio.coalesce import DEFAULT_INTERVAL_S, Coalescer
 from backends.gradio.layout import Page
 from backends.gradio.looks import body_markdown
-from backends.gradio.markdown import escape_html, fence
+from backends.gradio.markdown import escape_html, escape_title, fence
 from backends.gradio.panels import (
     AutoChatStatus,
     MemoryInfo,
@@ -194,7 +194,9 @@ class PageView:
                 f"{escape_html(approval.summary)}.{warning}</span>"
             )
             language = code_language(approval.language, self._languages)
-            label = f"What will run ({approval.language or 'text'}):"
+            # (the language name comes from the tool or an external interpreter: shown as
+            # written, never read as markup)
+            label = f"What will run ({escape_title(approval.language or 'text')}):"
             detail = f"{label}\n\n{fence(approval.detail, language)}"
         return {
             page.badge: badge_html(panels.state, stoppable=panels.stoppable),

@@ -184,6 +184,9 @@ def test_no_answer_may_be_shown_in_another_sites_frame(local: ServerThread) -> N
             assert answer.headers.get("x-frame-options") == "DENY", (what, answer.headers)
             policies = answer.headers.get_list("content-security-policy")
             assert "frame-ancestors 'none'" in policies, (what, policies)
+            # and images or media from elsewhere are never loaded (a reply's image address
+            # could carry data out)
+            assert "img-src 'self' data: blob:; media-src 'self' data: blob:" in policies
         assert answers["the page"].status_code == 200
         assert answers["a refused write"].status_code == 403
         assert answers["another host name"].status_code == 421
