@@ -52,6 +52,8 @@ __all__ = ["Handlers", "ModelInfoLike", "owner_of", "tab_of"]
 logger = logging.getLogger(__name__)
 
 LOCAL_OWNER = "local"
+LISTED_CHATS = 200
+"""The chats list shows this many, the most recent first; past that it says to search."""
 QUEUED_NOTE = "Queued: the agent reads it when the current step ends."
 SENT_WITH_DEFAULTS = (
     "{problem}. Your message was sent; the new chat keeps that setting's default until you fix it."
@@ -149,13 +151,18 @@ class Handlers:
 
     async def session_choices(self, owner: str, query: str | None = None) -> list[tuple[str, str]]:
         """The owner's chats whose title holds `query` (spaces around it do not count)."""
-        records = await self.manager.list(owner, query=(query or "").strip() or None)
+        records = await self.manager.list(
+            owner, query=(query or "").strip() or None, limit=LISTED_CHATS
+        )
         return [(_label(record), record.id) for record in records]
 
     async def session_list_update(self, owner: str, current: str, query: str = "") -> Updates:
         choices = await self.session_choices(owner, query)
         ids = {value for _label_, value in choices}
-        if choices or not query.strip():
+        if len(choices) >= LISTED_CHATS:  # there may be more: say how to reach them
+            kind = "matching chats" if query.strip() else "chats"
+            info = f"Your {LISTED_CHATS} most recent {kind}: search to find others."
+        elif choices or not query.strip():
             info = ""  # (None would leave an earlier "no chats match" in place)
         else:
             info = f"No chats match “{escape_html(query.strip()[:80])}”."
@@ -672,5 +679,7 @@ def _account_note(request: gr.Request | None) -> str:
 
 
 def _label(record: SessionRecord) -> str:
-    when = record.updated_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M")
+    """A chat in the list: its title and when it last changed, in UTC and saying so (the
+    server does not know the browser's time zone)."""
+    when = record.updated_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
     return f"{record.title or 'Untitled chat'} · {when}"
