@@ -14,7 +14,7 @@ from backends.gradio.layout import SETTING_LABELS, Page
 from gui_agent.exceptions import InvalidRequest
 from schema import AutoChatSettings, SessionSettings
 
-__all__ = ["SETTINGS_NOT_SAVED", "Form"]
+__all__ = ["SETTINGS_NOT_SAVED", "Form", "form_fields"]
 
 Settings = TypeVar("Settings", bound=BaseModel)
 
@@ -149,8 +149,19 @@ class Form:
                 for name, component in page.advanced_settings().items()
                 if component in data
             ),
-            given=frozenset(name for name, component in _fields(page).items() if component in data),
+            given=frozenset(
+                name for name, component in form_fields(page).items() if component in data
+            ),
         )
+
+    def typed(self, name: str) -> object:
+        """The field `name` (a settings or limit field) as the form has it, before it is
+        checked: what its box shows."""
+        if name in _LIMIT_ATTRIBUTES:
+            return getattr(self, _LIMIT_ATTRIBUTES[name])
+        if name in ("system_prompt", "temperature"):
+            return getattr(self, name)
+        return dict(self.advanced).get(name)
 
     def autochat_settings(self, *, enabled: bool | None = None) -> AutoChatSettings:
         """AutoChat settings from the form; 0 means "no budget". Raises InvalidRequest
@@ -231,7 +242,7 @@ class Form:
         return _each(names, self.session_setting, base)
 
 
-def _fields(page: Page) -> dict[str, Any]:
+def form_fields(page: Page) -> dict[str, Any]:
     """The form's settings and AutoChat limits, by schema field."""
     return {
         "system_prompt": page.system_prompt,

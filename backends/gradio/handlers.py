@@ -24,7 +24,7 @@ import gradio as gr
 from backends.gradio.attach import Trays, attachments_note
 from backends.gradio.coalesce import DEFAULT_INTERVAL_S
 from backends.gradio.follow import TabNews, as_published
-from backends.gradio.form import Form
+from backends.gradio.form import Form, form_fields
 from backends.gradio.layout import Page, setting_text
 from backends.gradio.markdown import escape_html
 from backends.gradio.panels import PanelState, badge_html
@@ -550,8 +550,23 @@ class Handlers:
         """Save the settings and AutoChat limits the form shows to the chat before a turn
         runs (saves.py), naming in a toast a value that is wrong (that field keeps its
         value, and the turn runs all the same)."""
+        # Only what the person changed: a box showing the chat's value as it stands is left
+        # out (an unset temperature shows as 1.0, and must stay unset).
+        shown = self.settings_values(interpreter)
+        boxes = form_fields(self.page)
+
+        def changed(name: str) -> bool:
+            box = boxes.get(name)
+            return box is None or box not in shown or form.typed(name) != shown[box]
+
         problems = await save_form(
-            self.news, tab_of(request), interpreter, form, ticket, settings=SETTINGS, limits=LIMITS
+            self.news,
+            tab_of(request),
+            interpreter,
+            form,
+            ticket,
+            settings=[name for name in SETTINGS if changed(name)],
+            limits=[name for name in LIMITS if changed(name)],
         )
         if problems.settings:
             gr.Warning(settings_note.format(problem=problems.settings))

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from backends.gradio.form import form_fields
 from backends.gradio.handlers import Handlers, tab_of
 from backends.gradio.layout import Page
 from backends.gradio.sidepanel import SidePanel
@@ -167,3 +168,33 @@ async def test_a_send_saves_what_the_form_shows_and_an_older_box_save_cannot_und
     await side.limit_saver("max_turns")(stale_limit, None)  # type: ignore[arg-type]
     assert interpreter.session.settings.max_tokens == 321
     assert interpreter.session.autochat.max_turns == 2
+
+
+async def test_a_send_leaves_a_setting_the_person_did_not_change_as_it_is(
+    panel: tuple[Page, SidePanel, Interpreter],
+) -> None:
+    """An unset temperature shows as 1.0 (and no budget as 0): sent as shown, the chat keeps
+    them unset (the model's own default temperature need not be 1.0). A changed box is
+    saved."""
+    page, side, interpreter = panel
+    handlers = side.handlers
+    sid = interpreter.id
+    assert interpreter.session.settings.temperature is None
+    shown = handlers.settings_values(interpreter)
+    form = {
+        **{box: shown[box] for box in form_fields(page).values()},
+        page.session_id: sid,
+        page.chat_input: "as it is",
+        page.ticket: "3",
+    }
+    async for _update in handlers.send(form, None):  # type: ignore[arg-type]
+        pass
+    await interpreter.wait_idle()
+    assert interpreter.session.settings.temperature is None
+    assert interpreter.session.autochat.token_budget is None
+    before = interpreter.session.settings
+    changed = {**form, page.temperature: 0.4, page.chat_input: "cooler", page.ticket: "4"}
+    async for _update in handlers.send(changed, None):  # type: ignore[arg-type]
+        pass
+    await interpreter.wait_idle()
+    assert interpreter.session.settings == before.model_copy(update={"temperature": 0.4})
