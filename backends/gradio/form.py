@@ -14,7 +14,7 @@ from backends.gradio.layout import SETTING_LABELS, Page
 from gui_agent.exceptions import InvalidRequest
 from schema import AutoChatSettings, SessionSettings
 
-__all__ = ["SETTINGS_NOT_SAVED", "Form", "form_fields"]
+__all__ = ["SETTINGS_NOT_SAVED", "Form", "form_fields", "take_each"]
 
 Settings = TypeVar("Settings", bound=BaseModel)
 
@@ -204,7 +204,7 @@ class Form:
         such limit."""
         on = self.autochat if enabled is None else enabled
         names = [name for name in LIMIT_LABELS if name in self.given]
-        return _each(names, self.autochat_limit, fallback.model_copy(update={"enabled": on}))
+        return take_each(names, self.autochat_limit, fallback.model_copy(update={"enabled": on}))
 
     def session_settings(self, base: SessionSettings) -> SessionSettings:
         """`base` with the form's system prompt, temperature and Advanced settings (those
@@ -239,7 +239,7 @@ class Form:
         """`base` with the settings the form has a field for, a setting that is wrong
         keeping `base`'s value, and what is wrong with the first such setting."""
         names = [name for name in _SETTING_NAMES if name in self.given]
-        return _each(names, self.session_setting, base)
+        return take_each(names, self.session_setting, base)
 
 
 def form_fields(page: Page) -> dict[str, Any]:
@@ -255,15 +255,23 @@ def form_fields(page: Page) -> dict[str, Any]:
     }
 
 
-def _each(
-    names: Iterable[str], take: Callable[[str, Settings], Settings], base: Settings
+def take_each(
+    names: Iterable[str],
+    take: Callable[[str, Settings], Settings],
+    base: Settings,
+    *,
+    keep: Callable[[str], bool] | None = None,
 ) -> tuple[Settings, str | None]:
-    """`base` with each field of `names` the form has right (`take`), and the problem of
-    the first one it has wrong."""
+    """`base` with each field of `names` that `take` finds right (and `keep` lets through:
+    saves.py keeps only a tab's newest save of a field), and the problem of the first one
+    it finds wrong."""
     problem: str | None = None
     for name in names:
         try:
-            base = take(name, base)
+            taken = take(name, base)
         except InvalidRequest as exc:
             problem = problem or str(exc)
+            continue
+        if keep is None or keep(name):
+            base = taken
     return base, problem

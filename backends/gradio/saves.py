@@ -15,15 +15,11 @@ first such problem of the settings and of the limits is returned for the page to
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypeVar
-
-from pydantic import BaseModel
 
 from backends.gradio.follow import TabNews, as_published
-from backends.gradio.form import LIMIT_LABELS, Form
-from gui_agent.exceptions import InvalidRequest
+from backends.gradio.form import LIMIT_LABELS, Form, take_each
 from gui_agent.interpreter import Interpreter
 from schema import SessionSettings
 
@@ -35,8 +31,6 @@ has no field for permissions, so it never saves them)."""
 
 LIMITS = tuple(LIMIT_LABELS)
 """The AutoChat limits the form shows."""
-
-Model = TypeVar("Model", bound=BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +61,13 @@ async def save_form(
         return news.in_order(tab, interpreter.id, name, ticket)
 
     wanted = [name for name in settings if name in form.given]
-    new_settings, settings_problem = _take(wanted, form.session_setting, session.settings, in_order)
+    new_settings, settings_problem = take_each(
+        wanted, form.session_setting, session.settings, keep=in_order
+    )
     wanted = [name for name in limits if name in form.given]
-    new_limits, limits_problem = _take(wanted, form.autochat_limit, session.autochat, in_order)
+    new_limits, limits_problem = take_each(
+        wanted, form.autochat_limit, session.autochat, keep=in_order
+    )
     # (no await between reading the chat's values above and changing them here)
     changes: dict[str, object] = {}
     if new_settings != session.settings:
@@ -83,23 +81,3 @@ async def save_form(
             autochat=new_limits if "autochat" in changes else None,
         )
     return Problems(settings=settings_problem, limits=limits_problem)
-
-
-def _take(
-    names: Iterable[str],
-    take: Callable[[str, Model], Model],
-    base: Model,
-    in_order: Callable[[str], bool],
-) -> tuple[Model, str | None]:
-    """`base` with each field of `names` that `take` finds right and that is `in_order`,
-    and the problem of the first field that is wrong."""
-    problem: str | None = None
-    for name in names:
-        try:
-            taken = take(name, base)
-        except InvalidRequest as exc:
-            problem = problem or str(exc)
-            continue
-        if in_order(name):
-            base = taken
-    return base, problem

@@ -73,60 +73,63 @@ class SidePanel:
 
     async def check_settings(self, data: dict[Any, Any]) -> Updates:
         """Say under the settings what is wrong with them as they are typed (nothing saved)."""
-        note = self.handlers.page.settings_note
-        try:
-            Form.read(self.handlers.page, data).session_settings(SessionSettings())
-        except InvalidRequest as exc:
-            return {note: SETTINGS_NOT_SAVED.format(problem=exc)}
-        return {note: ""}
+        problem = _problem(Form.read(self.handlers.page, data), None, limit=False)
+        note = "" if problem is None else SETTINGS_NOT_SAVED.format(problem=problem)
+        return {self.handlers.page.settings_note: note}
 
     def settings_saver(self, name: str) -> Callable[..., Awaitable[Updates]]:
         """The handler that saves the setting `name` (a `SessionSettings` field) as its box
         is changed, that field alone and in the tab's order (saves.py), or says under the
         settings what is wrong: with this box first, else with another (the event skips
         the queue, which has no toasts: the note is its only way to say it)."""
-        handlers = self.handlers
-        page = handlers.page
-
-        async def save(data: dict[Any, Any], request: gr.Request) -> Updates:
-            form = Form.read(page, data)
-            try:
-                form.session_setting(name, SessionSettings())
-            except InvalidRequest as exc:
-                return {page.settings_note: SETTINGS_NOT_SAVED.format(problem=exc)}
-            interpreter = await handlers.lookup(form.session_id, request, quiet=True)
-            if interpreter is not None:  # (a new chat takes the form's values when made)
-                ticket = ticket_of(data.get(page.ticket))
-                await save_form(
-                    handlers.news, tab_of(request), interpreter, form, ticket, settings=[name]
-                )
-            return await self.check_settings(data)
-
-        return save
+        return self._saver(name, limit=False)
 
     def limit_saver(self, name: str) -> Callable[..., Awaitable[Updates]]:
         """The handler that saves the AutoChat limit `name` (an `AutoChatSettings` field)
         as it is typed, as `settings_saver` saves its setting, or says under the limits
         what is wrong."""
+        return self._saver(name, limit=True)
+
+    def _saver(self, name: str, *, limit: bool) -> Callable[..., Awaitable[Updates]]:
         handlers = self.handlers
         page = handlers.page
+        note, words = (
+            (page.limits_note, NOT_SAVED) if limit else (page.settings_note, SETTINGS_NOT_SAVED)
+        )
 
         async def save(data: dict[Any, Any], request: gr.Request) -> Updates:
             form = Form.read(page, data)
-            try:
-                form.autochat_limit(name, AutoChatSettings())
-            except InvalidRequest as exc:
-                return {page.limits_note: NOT_SAVED.format(problem=exc)}
-            interpreter = await handlers.lookup(form.session_id, request, quiet=True)
-            if interpreter is not None:
-                ticket = ticket_of(data.get(page.ticket))
-                await save_form(
-                    handlers.news, tab_of(request), interpreter, form, ticket, limits=[name]
-                )
-            try:
-                form.autochat_settings()
-            except InvalidRequest as exc:
-                return {page.limits_note: NOT_SAVED.format(problem=exc)}
-            return {page.limits_note: ""}
+            problem = _problem(form, name, limit=limit)
+            if problem is None:
+                interpreter = await handlers.lookup(form.session_id, request, quiet=True)
+                if interpreter is not None:  # (a new chat takes the form's values when made)
+                    await save_form(
+                        handlers.news,
+                        tab_of(request),
+                        interpreter,
+                        form,
+                        ticket_of(data.get(page.ticket)),
+                        settings=() if limit else [name],
+                        limits=[name] if limit else (),
+                    )
+                problem = _problem(form, None, limit=limit)
+            return {note: "" if problem is None else words.format(problem=problem)}
 
         return save
+
+
+def _problem(form: Form, name: str | None, *, limit: bool) -> str | None:
+    """What is wrong with the form's field `name` (None: with any of its settings, or of
+    its limits), or None."""
+    try:
+        if limit and name is not None:
+            form.autochat_limit(name, AutoChatSettings())
+        elif limit:
+            form.autochat_settings()
+        elif name is not None:
+            form.session_setting(name, SessionSettings())
+        else:
+            form.session_settings(SessionSettings())
+    except InvalidRequest as exc:
+        return str(exc)
+    return None

@@ -8,15 +8,14 @@ from collections.abc import Iterator
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.backends.conftest import LiveServer, live_server
-from tests.backends.gradio.kit import WAIT_MS, build, closing
+from tests.backends.conftest import LiveServer
+from tests.backends.gradio.kit import WAIT_MS, build, served
 
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[LiveServer]:
-    with live_server(build) as running:
+    with served(build) as running:  # (at the end, the open tabs' keep-alive events end)
         yield running
-        running.call(closing(running))  # the open tabs' keep-alive events end
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ import os
 import re
 import tempfile
 import zlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
 from gui_agent.store import MemoryStore
 from schema import AgentName, Message, ModelResponse, Role, ToolCall
-from tests.backends.conftest import LiveServer, started
+from tests.backends.conftest import LiveServer, live_server, started
 
 NOTICE = "Offline test model <b>(not bold)</b>: answers are scripted."
 HOSTILE = '<script>window.__pwned = 1</script> <img src=x onerror="window.__pwned = 2">'
@@ -114,6 +115,17 @@ async def build_playing(function: ModelFunction) -> tuple[FastAPI, Served]:
 async def closing(server: LiveServer) -> None:
     """Tell the page the server is about to stop (as `gui-agent serve` does)."""
     server.state.closing.set()
+
+
+@contextmanager
+def served(
+    build: Callable[[], Coroutine[Any, Any, tuple[FastAPI, Any]]],
+) -> Iterator[LiveServer]:
+    """The app `build` makes, served until the block ends; then the open tabs' keep-alive
+    events are told the server closes (`build`'s state has a `closing` event)."""
+    with live_server(build) as running:
+        yield running
+        running.call(closing(running))
 
 
 # -- helpers -----------------------------------------------------------------------------------

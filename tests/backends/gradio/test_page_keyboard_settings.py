@@ -10,8 +10,15 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from connectors.scripted import ScriptedModel
-from tests.backends.conftest import LiveServer, live_server
-from tests.backends.gradio.kit import open_tab, send, session_starting, user_messages, wait_idle
+from tests.backends.conftest import LiveServer
+from tests.backends.gradio.kit import (
+    open_tab,
+    send,
+    served,
+    session_starting,
+    user_messages,
+    wait_idle,
+)
 from tests.backends.gradio.test_page_settings_hunt8 import build, settings_of
 
 pytestmark = pytest.mark.browser
@@ -19,13 +26,8 @@ pytestmark = pytest.mark.browser
 
 @pytest.fixture
 def server() -> Iterator[LiveServer]:
-    with live_server(build) as running:
+    with served(build) as running:
         yield running
-
-        async def close() -> None:
-            running.state.closing.set()
-
-        running.call(close())
 
 
 def test_a_temperature_moved_with_the_arrow_keys_is_saved_and_survives_a_reload(

@@ -13,10 +13,11 @@ from playwright.sync_api import Browser, Page, Route, expect
 from connectors.scripted import ModelRequest, ScriptedModel
 from gui_agent.interpreter import Interpreter
 from schema import AutoChatSettings, Role
-from tests.backends.conftest import LiveServer, live_server
+from tests.backends.conftest import LiveServer
 from tests.backends.gradio.kit import (
     open_tab,
     send,
+    served,
     session_starting,
     toast,
     user_messages,
@@ -35,13 +36,8 @@ pytestmark = pytest.mark.browser
 @pytest.fixture
 def server() -> Iterator[LiveServer]:
     """A server per test: each test reads the model's last request."""
-    with live_server(build) as running:
+    with served(build) as running:
         yield running
-
-        async def close() -> None:
-            running.state.closing.set()
-
-        running.call(close())
 
 
 def started_chat(chromium: Browser, server: LiveServer, first: str) -> Page:

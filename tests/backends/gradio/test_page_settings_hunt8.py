@@ -25,12 +25,13 @@ from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
 from gui_agent.store import MemoryStore
 from schema import SessionSettings
-from tests.backends.conftest import LiveServer, live_server, started
+from tests.backends.conftest import LiveServer, started
 from tests.backends.gradio.kit import (
     WAIT_MS,
     bot_messages,
     open_tab,
     send,
+    served,
     session_starting,
     toast,
     user_messages,
@@ -68,13 +69,8 @@ async def build() -> tuple[FastAPI, Served]:
 @pytest.fixture
 def server() -> Iterator[LiveServer]:
     """A server per test: each test counts the model's requests and its scripted replies."""
-    with live_server(build) as running:
+    with served(build) as running:
         yield running
-
-        async def close() -> None:
-            running.state.closing.set()
-
-        running.call(close())
 
 
 def open_advanced(tab: Page) -> None:
