@@ -48,6 +48,9 @@ class Session:
     task_complete: str | None = None
     token_limit: int | None = None
     denials: dict[str, str] = field(default_factory=dict)
+    """What the model is told instead of a result, for each call the person refused."""
+    allow_notes: dict[str, str] = field(default_factory=dict)
+    """The note a person gave with "allow", for each such call: said after its result."""
     run_id: str = ""
     created_at: datetime = field(default_factory=utcnow)
     unreported_usage: UsageReported | None = None

@@ -56,13 +56,13 @@ ELEM_IDS = (
 )
 
 PLACEHOLDER = "Message the agent. Enter sends, Shift+Enter adds a line, Esc stops."
-NOTE_LABEL = "Why not? A note the agent gets if you deny (optional)"
+NOTE_LABEL = "A note for the agent, with Allow or Deny (optional)"
 NOTE_INFO = "Enter denies with this note; Shift+Enter adds a line. Allowing takes a click."
 NOTE_PLACEHOLDER = "e.g. not in my home folder: use a temporary one"
-"""The approval note: only a denial's note reaches the agent (an allowed call's confirmation
-is never sent to the model), so the label does not promise more, and Enter denies with it.
-What Enter does is in the box's info line, which stays in sight once a note is typed (a
-placeholder vanishes with the first letter)."""
+"""The approval note: the agent reads it with either answer (after the tool's result when
+allowed, as the reason when denied), and Enter denies with it. What Enter does is in the
+box's info line, which stays in sight once a note is typed (a placeholder vanishes with the
+first letter)."""
 
 
 @dataclass(eq=False)

@@ -410,7 +410,7 @@ class ExecutorAgent:
             message = Message(
                 role=Role.TOOL,
                 type=result.message_type,
-                content=result.content,
+                content=with_allow_note(session, tool_call, result.content),
                 tool_call_id=tool_call.id,
                 name=tool_call.name,
                 agent=self._name,
@@ -491,6 +491,18 @@ def session_denial(session: Session, tool_call: ToolCall) -> ToolResult | None:
     return ToolResult(call_id=tool_call.id, name=tool_call.name, content=text, is_error=True)
 
 
+def with_allow_note(session: Session, tool_call: ToolCall, content: str) -> str:
+    """A result's text, followed by the note the person gave when they allowed the call:
+    the model reads it with what the call did (an allowed call's confirmation is never
+    sent to the model)."""
+    if not session.allow_notes:
+        return content
+    note = session.allow_notes.pop(tool_call.id, None)
+    if note is None:
+        return content
+    return f"{content}\n\n[The user allowed this call with a note: {note}]"
+
+
 def denial_text(verdict: Verdict, timeout_s: float | None) -> str:
     """What the model is told about a refused call: who refused it, and any note."""
     if verdict.by == "timeout":
@@ -523,10 +535,13 @@ async def ask_person(
     )
     timeout_s = session.settings.approval_timeout_s
     verdict = await deps.approvals.wait(approval_id, timeout_s)
-    if verdict.decision is ApprovalDecision.ALLOW_SESSION:
-        session.allowed_tools.add(tool_call.name)
-    elif verdict.decision is ApprovalDecision.DENY:
+    if verdict.decision is ApprovalDecision.DENY:
         session.denials[tool_call.id] = denial_text(verdict, timeout_s)
+    else:
+        if verdict.decision is ApprovalDecision.ALLOW_SESSION:
+            session.allowed_tools.add(tool_call.name)
+        if verdict.note and verdict.note.strip():
+            session.allow_notes[tool_call.id] = verdict.note.strip()
     yield ApprovalResolved(
         approval_id=approval_id, decision=verdict.decision, note=verdict.note, by=verdict.by
     )

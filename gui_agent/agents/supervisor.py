@@ -269,6 +269,7 @@ class SupervisorAgent:
             usage=session.usage,
             allowed_tools=session.allowed_tools,
             denials=session.denials,
+            allow_notes=session.allow_notes,
             token_limit=session.token_limit,
             run_id=session.run_id,
         )

@@ -207,6 +207,36 @@ async def test_approval_deny_returns_the_denial_and_note_to_the_model(tmp_path: 
     assert "not that file" in tool_message.content
 
 
+async def test_a_note_given_with_allow_reaches_the_model_after_the_result(
+    tmp_path: Path,
+) -> None:
+    interpreter, model = make(
+        tmp_path,
+        [
+            call("write_file", path="a.txt", content="x"),
+            "Noted.",
+            call("write_file", path="b.txt", content="y"),
+            "Done.",
+        ],
+    )
+    async with interpreter.subscribe() as sub:
+        await interpreter.send("write")
+        request = await next_event(sub, lambda e: isinstance(e, ApprovalRequested))
+        assert isinstance(request, ApprovalRequested)
+        interpreter.approve(request.approval_id, ApprovalDecision.ALLOW_SESSION, " keep it short ")
+        _ = [e async for e in sub.until_idle()]
+    assert (tmp_path / "a.txt").read_text() == "x"
+    assert isinstance(model, ScriptedModel)
+    tool_message = model.requests[1].messages[-1]
+    assert tool_message.role is Role.TOOL
+    assert tool_message.content.endswith("[The user allowed this call with a note: keep it short]")
+    assert not interpreter.session.allow_notes
+    # the note belongs to that call only: the next call (allowed for the session) has none
+    _ = [e async for e in interpreter.chat("again")]
+    later = model.requests[3].messages[-1]
+    assert later.role is Role.TOOL and "note" not in later.content
+
+
 async def test_allow_for_session_skips_later_approvals(tmp_path: Path) -> None:
     interpreter, _ = make(
         tmp_path,

@@ -100,12 +100,12 @@ def test_the_state_badge_stays_inside_its_column_on_a_phone(phone: Page, width: 
         wait_idle(phone)
 
 
-def test_the_note_box_says_while_typing_that_enter_denies_and_only_a_denial_carries_it(
+def test_the_note_box_says_while_typing_that_enter_denies_and_that_either_answer_carries_it(
     tab: Page,
 ) -> None:
     """What Enter does in the note box is said where it stays in sight once a note is typed
-    (a placeholder vanishes with the first letter), and the box does not promise that a
-    note given with "Allow" reaches the agent: only a denial's note does."""
+    (a placeholder vanishes with the first letter), and the box says the note goes with
+    Allow too (the agent reads it after the tool's result)."""
     send(tab, "python: print('note')")
     expect(badge(tab)).to_have_text("WAITING")
     note = tab.locator("#approval-note")
@@ -113,7 +113,7 @@ def test_the_note_box_says_while_typing_that_enter_denies_and_only_a_denial_carr
         note.locator("textarea").fill("use a temporary folder")
         shown = " ".join(note.inner_text().split())
         assert "Enter denies" in shown
-        assert "if you deny" in shown
+        assert "with Allow or Deny" in shown
     finally:
         tab.locator("#deny-btn").click()
         wait_idle(tab)
