@@ -30,6 +30,7 @@ from gui_agent.store.base import SessionStore as Store
 from gui_agent.store.base import apply_retention
 from gui_agent.tokens import TokenCounter, counter_for_model
 from gui_agent.tools import PermissionPolicy, ToolRegistry, default_tools
+from gui_agent.workspaces import remove_session_folder, session_folder
 from schema import (
     AgentName,
     AutoChatSettings,
@@ -221,14 +222,16 @@ class SessionManager:
             self._announce(ChatChangeKind.RENAMED, interpreter, origin)
 
     async def delete(self, session_id: str, owner: str, *, origin: str = "") -> None:
-        """Stop the session and delete it. Requests holding it meanwhile find it gone:
-        sending raises SessionNotFound, and no lookup can bring it back from the store while
-        the delete runs (lookups that miss wait for the same lock)."""
+        """Stop the session and delete it, with its working folder (the files its tools made).
+        Requests holding it meanwhile find it gone: sending raises SessionNotFound, and no
+        lookup can bring it back from the store while the delete runs (lookups that miss wait
+        for the same lock)."""
         interpreter = await self.get(session_id, owner)
         async with self._lock:
             self._live.pop(session_id, None)
             await interpreter.close()
             await self.store.delete_session(session_id, owner=owner)
+        await self._remove_folders([(session_id, owner)])
         self.changes.announce(ChatChange(ChatChangeKind.DELETED, owner, session_id, origin=origin))
 
     async def revoke(self, owner: str, *, reason: str = "the user was removed") -> int:
@@ -254,8 +257,8 @@ class SessionManager:
         """Apply retention (`apply_retention`) while serving: delete the sessions nobody
         touched for `days` days. One still open in memory (a tab left on it, idle all that
         time) is closed like a deleted one, which ends its streams, and its owner's lists
-        are told; it is never left working on a session the store no longer has. Returns
-        how many were deleted."""
+        are told; it is never left working on a session the store no longer has. Their
+        working folders are deleted too. Returns how many were deleted."""
         if days is None:
             return 0
         async with self._lock:
@@ -271,10 +274,26 @@ class SessionManager:
             for interpreter in gone:
                 self._live.pop(interpreter.id, None)
                 await interpreter.close()
+        await self._remove_folders(deleted)
         for interpreter in gone:
             session = interpreter.session
             self.changes.announce(ChatChange(ChatChangeKind.DELETED, session.owner, session.id))
-        return deleted
+        return len(deleted)
+
+    async def _remove_folders(self, sessions: Sequence[tuple[str, str]]) -> None:
+        """Delete the working folders of deleted `sessions` (id, owner). A folder that cannot
+        be deleted is logged; the sessions are gone either way."""
+        root = self.workspace_root
+
+        def remove_all() -> None:
+            for session_id, owner in sessions:
+                try:
+                    remove_session_folder(root, owner, session_id)
+                except OSError:
+                    logger.exception("session %s: its working folder was not deleted", session_id)
+
+        if sessions:
+            await asyncio.to_thread(remove_all)
 
     def readmit(self, owner: str) -> None:
         """Serve `owner` again (added back to the users file after `revoke`)."""
@@ -360,7 +379,7 @@ class SessionManager:
                 model,
             )
             session.settings = session.settings.model_copy(update={"model": model})
-        session.workdir = self.workspace_root / session.owner_folder() / session.id
+        session.workdir = session_folder(self.workspace_root, session.owner, session.id)
         deps = AgentDeps(
             provider=self.models.get(model),
             tools=self.tools_factory(),

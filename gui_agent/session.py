@@ -9,6 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 from gui_agent.exceptions import ConfigError
+from gui_agent.workspaces import owner_folder
 from schema import (
     AgentName,
     AutoChatSettings,
@@ -59,8 +60,7 @@ class Session:
 
     def owner_folder(self) -> str:
         """A folder name for the owner that cannot escape its parent."""
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.owner)
-        return safe.strip(".") or "_"
+        return owner_folder(self.owner)
 
     def workdir_path(self) -> Path:
         """The folder this session's tools may touch. Set by the interpreter."""

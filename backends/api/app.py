@@ -26,7 +26,7 @@ is doing (a retry, edit or clear while a turn runs, a second answer to an approv
     POST   /api/sessions          {agent?, model?, settings?, title?}  -> 201 {session}
     GET    /api/sessions/{id}     ?limit=              -> {session, messages, state, ...}
     PATCH  /api/sessions/{id}     {title?, settings?, autochat?, agent?, model?}  (partial)
-    DELETE /api/sessions/{id}                          -> 204
+    DELETE /api/sessions/{id}                          -> 204 (its working folder too)
     POST   /api/sessions/{id}/messages  {text, images?, agent?}  -> 202 {message_id}
     POST   /api/sessions/{id}/stop
     POST   /api/sessions/{id}/approvals/{approval_id}  {decision, note?}

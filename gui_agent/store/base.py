@@ -98,8 +98,8 @@ class SessionStore(Protocol):
         """At start-up: sessions stored RUNNING or WAITING become STOP. Returns their ids."""
         ...
 
-    async def delete_untouched_since(self, cutoff: datetime) -> int:
-        """Delete sessions last updated before `cutoff`; returns how many."""
+    async def delete_untouched_since(self, cutoff: datetime) -> list[tuple[str, str]]:
+        """Delete sessions last updated before `cutoff`; returns the (id, owner) of each."""
         ...
 
 
@@ -250,25 +250,26 @@ class MemoryStore:
             self._sessions[sid] = stopped
         return ids
 
-    async def delete_untouched_since(self, cutoff: datetime) -> int:
-        old = [sid for sid, record in self._sessions.items() if record.updated_at < cutoff]
-        for sid in old:
+    async def delete_untouched_since(self, cutoff: datetime) -> list[tuple[str, str]]:
+        old = [(sid, r.owner) for sid, r in self._sessions.items() if r.updated_at < cutoff]
+        for sid, _owner in old:
             del self._sessions[sid]
             del self._messages[sid]
-        return len(old)
+        return old
 
 
 async def apply_retention(
     store: SessionStore, *, days: int | None, now: datetime | None = None
-) -> int:
-    """Delete sessions nobody touched for `days` days; returns how many. None (the default
-    setting) keeps everything. ConfigError for a period shorter than one day."""
+) -> list[tuple[str, str]]:
+    """Delete sessions nobody touched for `days` days; returns the (id, owner) of each.
+    None (the default setting) keeps everything. ConfigError for a period shorter than one
+    day. (Their working folders are the caller's: `SessionManager.expire` deletes both.)"""
     if days is None:
-        return 0
+        return []
     if days < 1:
         raise ConfigError(f"retention must be at least 1 day, not {days}; omit it to keep all")
     cutoff = (now or utcnow()) - timedelta(days=days)
     deleted = await store.delete_untouched_since(cutoff)
     if deleted:
-        logger.info("retention: deleted %d session(s) untouched for %d days", deleted, days)
+        logger.info("retention: deleted %d session(s) untouched for %d days", len(deleted), days)
     return deleted

@@ -470,12 +470,16 @@ class SQLiteStore:
             logger.info("store %s: %d run(s) were interrupted by a restart", self.path, len(ids))
         return ids
 
-    async def delete_untouched_since(self, cutoff: datetime) -> int:
+    async def delete_untouched_since(self, cutoff: datetime) -> list[tuple[str, str]]:
+        # One transaction: what is listed is what is deleted (no RETURNING, which SQLite
+        # has only since 3.35).
         async with self._write("delete old sessions") as db:
             cursor = await db.execute(
-                "DELETE FROM sessions WHERE updated_at < ?", (to_micros(cutoff),)
+                "SELECT id, owner FROM sessions WHERE updated_at < ?", (to_micros(cutoff),)
             )
-            return cursor.rowcount
+            old = [(str(row[0]), str(row[1])) for row in await cursor.fetchall()]
+            await db.executemany("DELETE FROM sessions WHERE id = ?", [(sid,) for sid, _ in old])
+            return old
 
 
 def _message_from_json(data: str) -> Message:
