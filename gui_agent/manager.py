@@ -225,12 +225,14 @@ class SessionManager:
         """Stop the session and delete it, with its working folder (the files its tools made).
         Requests holding it meanwhile find it gone: sending raises SessionNotFound, and no
         lookup can bring it back from the store while the delete runs (lookups that miss wait
-        for the same lock)."""
+        for the same lock). Of two deletes of one session at once, the second finds it gone
+        (SessionNotFound)."""
         interpreter = await self.get(session_id, owner)
         async with self._lock:
             self._live.pop(session_id, None)
             await interpreter.close()
-            await self.store.delete_session(session_id, owner=owner)
+            if not await self.store.delete_session(session_id, owner=owner):
+                raise SessionNotFound("no such session: it was deleted")
         await self._remove_folders([(session_id, owner)])
         self.changes.announce(ChatChange(ChatChangeKind.DELETED, owner, session_id, origin=origin))
 

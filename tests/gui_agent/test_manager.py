@@ -119,6 +119,23 @@ async def test_a_deleted_session_starts_nothing_more(tmp_path: Path) -> None:
     await m.close()
 
 
+async def test_of_two_deletes_at_once_the_second_finds_the_session_gone(tmp_path: Path) -> None:
+    import asyncio
+
+    m = manager(tmp_path)
+    await m.start()
+    held = await m.create("alice")
+    await m.release(held.id)  # unloaded: each delete first loads it, so both find it
+    try:
+        outcomes = await asyncio.gather(
+            m.delete(held.id, "alice"), m.delete(held.id, "alice"), return_exceptions=True
+        )
+    finally:
+        await m.close()
+    assert outcomes.count(None) == 1
+    assert [type(o) for o in outcomes if o is not None] == [SessionNotFound]
+
+
 async def test_a_delete_racing_sends_leaves_no_run_behind(tmp_path: Path) -> None:
     import asyncio
 
