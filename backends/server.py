@@ -16,7 +16,9 @@
    other web site may read an answer from either (`NoCrossOrigin`: no CORS, whatever
    Gradio would allow) or have either do anything (`SameOriginWrites`: a POST, PUT,
    PATCH or DELETE that a browser sends from another origin is refused) or show either
-   in a frame (`NotFramed`), and without login only loopback host names are served;
+   in a frame (`NotFramed`); only requests addressed to a loopback name, or to a name in
+   `allowed_hosts`, are served with a proxy's user header, with a users file when the list
+   is set, and (loopback names only) without login (`add_host_guard`: DNS rebinding);
 6. with a users file, watch it (`UsersWatcher`): when `gui-agent users remove` takes someone
    out, their page logins end, and their running turns and AutoChat are stopped and their
    sessions closed, which ends their event streams (`_Removals`); when a new password is
@@ -51,7 +53,7 @@ from fastapi import FastAPI
 from starlette.routing import Mount
 
 from backends.api import LoginThrottles, create_api
-from backends.api.guards import LoopbackHostOnly, NoCrossOrigin, NotFramed, SameOriginWrites
+from backends.api.guards import NoCrossOrigin, NotFramed, SameOriginWrites, add_host_guard
 from connectors.llama_local import LOCAL_MODEL_NOTICE
 from connectors.registry import ModelRegistry, resolve_models
 from gui_agent.auth import (
@@ -68,7 +70,7 @@ from gui_agent.config import AppConfig, load_config_with_sources
 from gui_agent.exceptions import AuthError, ConfigError, GuiAgentError
 from gui_agent.export import MAX_IMPORT_BYTES
 from gui_agent.manager import SessionManager
-from gui_agent.store import DB_FILE_NAME, SQLiteStore, apply_retention, default_data_dir
+from gui_agent.store import DB_FILE_NAME, SQLiteStore, default_data_dir
 from gui_agent.telemetry import tracing_from_env
 
 __all__ = ["build_server", "serve"]
@@ -163,7 +165,7 @@ async def build_server(
                 "marked interrupted",
                 len(manager.interrupted_at_start),
             )
-        await apply_retention(manager.store, days=config.retention_days)
+        await manager.expire(days=config.retention_days)  # with their working folders
         if config.retention_days is not None:
             shutdown.retention = asyncio.create_task(
                 _keep_retention(manager, config.retention_days, retention_sweep_s),
@@ -182,8 +184,13 @@ async def build_server(
             throttles=throttles,
             closing=closing,
         )
-        if users is None and proxy is None and not config.insecure_no_auth:
-            app.add_middleware(LoopbackHostOnly)
+        add_host_guard(  # only names that are this machine's or listed (DNS rebinding)
+            app,
+            proxy_header=proxy.header if proxy is not None else None,
+            users_file=users is not None,
+            insecure_no_auth=config.insecure_no_auth,
+            allowed=config.allowed_hosts,
+        )
         app.add_middleware(SameOriginWrites)  # no other web site makes it do anything
         app.add_middleware(NoCrossOrigin)  # no other web site reads an answer
         app.add_middleware(NotFramed)  # outermost: nor shows one in a frame (refusals too)

@@ -91,6 +91,15 @@ def build_parser() -> argparse.ArgumentParser:
             "--insecure-no-auth: anyone reaching the port could send it)"
         ),
     )
+    serve.add_argument(
+        "--allowed-hosts",
+        metavar="NAMES",
+        help=(
+            "comma-separated host names (or *.example.com) to answer besides localhost, as "
+            "GUI_AGENT_ALLOWED_HOSTS; with --trusted-proxy-header, list the name the proxy "
+            "passes on (the browser's); ignored without login"
+        ),
+    )
     serve.add_argument("--retention-days", type=int, help="delete sessions untouched this long")
     serve.add_argument(
         "--share",
@@ -183,6 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 auth_file=args.auth_file,
                 insecure_no_auth=args.insecure_no_auth or None,
                 trusted_proxy_header=args.trusted_proxy_header,
+                allowed_hosts=args.allowed_hosts,
                 retention_days=args.retention_days,
                 share=args.share or None,
             )

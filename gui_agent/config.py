@@ -5,6 +5,7 @@
     data_dir = "~/.local/share/gui-agent"
 
     GUI_AGENT_PORT=8000 GUI_AGENT_MODEL=openai:gpt-4o,local:smollm2 gui-agent
+    GUI_AGENT_ALLOWED_HOSTS=chat.example.com,*.example.com    # comma-separated lists
 
 The CLI merges its flags last with `AppConfig.with_overrides(...)`. Every value is checked
 when an `AppConfig` is built, so a bad one fails at startup with a `ConfigError` naming the
@@ -23,6 +24,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Final
 
+from gui_agent.auth.hosts import host_pattern
 from gui_agent.exceptions import ConfigError
 
 __all__ = ["ENV_PREFIX", "LOG_LEVELS", "AppConfig", "load_config", "load_config_with_sources"]
@@ -52,6 +54,9 @@ class AppConfig:
     retention_days: int | None = None
     log_level: str = "INFO"
     workspace_root: Path | None = None
+    allowed_hosts: tuple[str, ...] = ()
+    """Host names (or `*.example.com`) served besides loopback ones. Enforced with a proxy's
+    user header or a users file; without login only loopback names are ever served."""
 
     def __post_init__(self) -> None:
         for spec in fields(self):
@@ -152,6 +157,16 @@ def _check_header(value: Any) -> str | None:
     return value.strip()
 
 
+def _check_allowed_hosts(value: Any) -> tuple[str, ...]:
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(isinstance(h, str) for h in items):
+        raise _BadValue("allowed_hosts", f"expected a list of host names, got {value!r}")
+    try:
+        return tuple(dict.fromkeys(host_pattern(h) for h in items if h.strip()))
+    except ValueError as exc:
+        raise _BadValue("allowed_hosts", str(exc)) from None
+
+
 def _check_retention(value: Any) -> int | None:
     if value is None:
         return None
@@ -180,6 +195,7 @@ _CHECKS: Final[dict[str, Callable[[Any], Any]]] = {
     "retention_days": _check_retention,
     "log_level": _check_log_level,
     "workspace_root": _path_check("workspace_root"),
+    "allowed_hosts": _check_allowed_hosts,
 }
 _FIELD_NAMES: Final = frozenset(_CHECKS)
 
@@ -228,6 +244,7 @@ _ENV_PARSERS: Final[dict[str, Callable[[str], Any]]] = {
     "retention_days": _env_optional_int,
     "log_level": str,
     "workspace_root": _env_optional,
+    "allowed_hosts": str,  # comma-separated; the check splits it
 }
 _ENV_NAMES: Final = {
     key: ENV_PREFIX + ("MODEL" if key == "models" else key.upper()) for key in _CHECKS

@@ -1,7 +1,14 @@
 """What keeps other web sites out of the app (the API and the page), as ASGI middleware.
 
-- `LoopbackHostOnly`: without login, only requests addressed to a loopback name are served
-  (a DNS-rebinding page on another site cannot reach the local app).
+- `AllowedHostsOnly`: only requests addressed (`Host`) to a loopback name or to a name the
+  operator listed (`GUI_AGENT_ALLOWED_HOSTS`) are served, so a page on another site that
+  made its own name resolve to this machine (DNS rebinding) reaches nothing. It guards the
+  trusted-proxy-header mode always (such a page could send the user header itself and be
+  anyone), and any other login mode when the list is set (`add_host_guard`).
+  `LoopbackHostOnly`: without login, loopback names only, whatever the list says: the
+  name alone is all that stands between a web page and the agent then, and a listed name
+  is only as safe as whoever answers for its DNS (the network's resolver, for a name such
+  as `gui.lan`), which would widen who can reach the app.
 - `NoCrossOrigin`: no other web site is ever allowed to read an answer (no CORS). Gradio
   would allow any origin, with credentials, whenever the app is served under a real host
   name (team mode), and any localhost origin otherwise; a page on another site could then
@@ -47,14 +54,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import logging
+from collections.abc import Collection, Sequence
 from urllib.parse import urlsplit
 
+from starlette.applications import Starlette
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from gui_agent.auth import is_loopback
+from gui_agent.auth.hosts import LOOPBACK_NAMES, host_allowed
+
+logger = logging.getLogger(__name__)
 
 CROSS_ORIGIN_REFUSED = (
     "GuiAgent does not answer requests from other web sites (no cross-origin access); "
@@ -64,6 +75,13 @@ CROSS_ORIGIN_REFUSED = (
 LOOPBACK_ONLY = (
     "GuiAgent runs without login, so it only answers requests addressed to localhost or "
     "127.0.0.1. Configure login (--auth-file) to serve it under another name."
+)
+HOST_NOT_ALLOWED = (
+    "GuiAgent refused this request: it was addressed to {host}, a name GuiAgent is not "
+    "told to answer to (a page on another site could otherwise reach it by making its own "
+    "name resolve to this machine). If GuiAgent is served under this name, add the name to "
+    "GUI_AGENT_ALLOWED_HOSTS (or --allowed-hosts), comma-separated, such as "
+    "chat.example.com,*.example.com; localhost and 127.0.0.1 are always answered."
 )
 
 WRITE_REFUSED = (
@@ -80,24 +98,80 @@ Origin = tuple[str, str, int]
 """scheme, host name (lower case, no brackets), port."""
 
 
-class LoopbackHostOnly:
-    """Without login, answer only requests addressed to a loopback name (Host header).
+class AllowedHostsOnly:
+    """Answer only requests (http and websocket) with one `Host` header that names a
+    loopback address or `localhost`, or matches `allowed` (normalised by
+    `gui_agent.auth.hosts.host_pattern`), whatever the port; refuse the others with 421
+    and `refusal` (its `{host}` is the name that was refused) before they reach the app."""
 
-    Otherwise a web page on another site could reach the local app through DNS rebinding
-    and drive the agent. Serving under another name needs login configured.
-    """
-
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(
+        self, app: ASGIApp, *, allowed: Collection[str] = (), refusal: str = HOST_NOT_ALLOWED
+    ) -> None:
         self.app = app
+        self.allowed = frozenset(allowed)
+        self.refusal = refusal
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket"):
-            host = Headers(scope=scope).get("host", "")
-            if not is_loopback(host_name(host)):
-                response = _refusal(scope, LOOPBACK_ONLY, status=421, code="misdirected_request")
+            hosts = Headers(scope=scope).getlist("host")
+            name = host_name(hosts[0]) if len(hosts) == 1 else ""
+            if not host_allowed(name, self.allowed):
+                shown = repr(name[:100]) if name else "no single host name"
+                message = self.refusal.replace("{host}", shown)
+                response = _refusal(scope, message, status=421, code="misdirected_request")
                 await response(scope, receive, send)
                 return
         await self.app(scope, receive, send)
+
+
+class LoopbackHostOnly(AllowedHostsOnly):
+    """Without login, answer only requests addressed to a loopback name (Host header).
+
+    Otherwise a web page on another site could reach the local app through DNS rebinding
+    and drive the agent. Serving under another name needs login configured; the allow-list
+    does not apply here (see the module docstring).
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        super().__init__(app, refusal=LOOPBACK_ONLY)
+
+
+def add_host_guard(
+    app: Starlette,
+    *,
+    proxy_header: str | None,
+    users_file: bool,
+    insecure_no_auth: bool,
+    allowed: Sequence[str],
+) -> None:
+    """Add the host check `app`'s login mode calls for, and log which names are answered:
+
+    - with a proxy's user header: loopback names and `allowed`, always;
+    - without login (and without `--insecure-no-auth`): loopback names only; a list set is
+      ignored, with a warning;
+    - otherwise (a users file, or no login with `--insecure-no-auth`): loopback names and
+      `allowed` when the list is set, no check when it is not (as before the list existed).
+    """
+    answered = ", ".join([*LOOPBACK_NAMES, *allowed])
+    if proxy_header is not None:
+        logger.info(
+            "the user comes from the %s header: answering only requests addressed to %s "
+            "(more names: GUI_AGENT_ALLOWED_HOSTS)",
+            proxy_header,
+            answered,
+        )
+        app.add_middleware(AllowedHostsOnly, allowed=allowed)
+    elif not users_file and not insecure_no_auth:
+        if allowed:
+            logger.warning(
+                "GUI_AGENT_ALLOWED_HOSTS (%s) is ignored without login: only localhost and "
+                "loopback addresses are answered. Configure login to serve other names",
+                ", ".join(allowed),
+            )
+        app.add_middleware(LoopbackHostOnly)
+    elif allowed:
+        logger.info("answering only requests addressed to %s (GUI_AGENT_ALLOWED_HOSTS)", answered)
+        app.add_middleware(AllowedHostsOnly, allowed=allowed)
 
 
 class NoCrossOrigin:

@@ -108,6 +108,7 @@ def test_a_config_cannot_be_changed_in_place() -> None:
         ({"GUI_AGENT_ROOT_PATH": "chat"}, ["root_path"]),
         ({"GUI_AGENT_TRUSTED_PROXY_HEADER": "X Bad"}, ["trusted_proxy_header"]),
         ({"GUI_AGENT_MODEL": "gpt-4o"}, ["models", "GUI_AGENT_MODEL"]),
+        ({"GUI_AGENT_ALLOWED_HOSTS": "a.example, b.example:8443"}, ["allowed_hosts", "port"]),
     ],
 )
 def test_a_bad_variable_names_the_key_and_the_variable(
@@ -146,3 +147,44 @@ def test_bad_flags_are_refused_too() -> None:
         AppConfig().with_overrides(colour="blue")
     with pytest.raises(ConfigError, match="port"):
         AppConfig(port=True)
+
+
+def test_allowed_hosts_come_as_a_list_or_comma_separated_and_are_normalised(
+    tmp_path: Path,
+) -> None:
+    env = {"GUI_AGENT_ALLOWED_HOSTS": " Chat.Example.com., *.Team.Example.org,,[::1], 10.0.0.5 "}
+    assert load_config(None, env=env).allowed_hosts == (
+        "chat.example.com",
+        "*.team.example.org",
+        "::1",
+        "10.0.0.5",
+    )
+    path = write(tmp_path, 'allowed_hosts = ["chat.example.com", "CHAT.example.com"]\n')
+    assert load_config(path, env={}).allowed_hosts == ("chat.example.com",)
+    assert AppConfig().with_overrides(allowed_hosts="a.example,b.example").allowed_hosts == (
+        "a.example",
+        "b.example",
+    )
+    assert AppConfig().allowed_hosts == ()
+
+
+@pytest.mark.parametrize(
+    ("entry", "why"),
+    [
+        ("https://chat.example.com", "without http://"),
+        ("chat.example.com/chat", "without http://"),
+        ("chat.example.com:443", "without a port"),
+        ("*", "only as the first label"),
+        ("chat.*.example.com", "only as the first label"),
+        ("*.10.0.0.1", "not an address"),
+        ("bücher.example", "xn--"),
+        ("chat example.com", "such as chat.example.com"),
+        ("-chat.example.com", "such as chat.example.com"),
+    ],
+)
+def test_a_malformed_allowed_host_stops_startup_saying_what_is_wrong(entry: str, why: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        load_config(None, env={"GUI_AGENT_ALLOWED_HOSTS": f"chat.example.com,{entry}"})
+    message = str(error.value)
+    assert message.startswith("allowed_hosts (from GUI_AGENT_ALLOWED_HOSTS): ")
+    assert repr(entry) in message and why in message

@@ -29,6 +29,7 @@ from gui_agent.store import DB_FILE_NAME, SQLiteStore
 from gui_agent.store.sqlite import to_micros
 from gui_agent.tokens import EstimateCounter
 from gui_agent.tools import ToolContext, ToolOutput, ToolRegistry, execution, tool
+from gui_agent.workspaces import session_folder
 from schema import MessageCompleted, Role
 from schema.requests import MAX_IMAGE_BYTES, MAX_IMAGES, MAX_MESSAGE_CHARS
 from tests.backends.api.live import (
@@ -175,6 +176,40 @@ def test_retention_keeps_deleting_while_the_server_runs(tmp_path: Path) -> None:
     finally:
         api.close()
         server.stop()
+
+
+def test_retention_at_start_deletes_the_chats_working_folders_too(tmp_path: Path) -> None:
+    """The sweep at start deletes an old chat with the files its tools made (its working
+    folder), as a delete by hand does; a fresh chat keeps its folder."""
+    data_dir = tmp_path / "data"
+    config = AppConfig(models=("scripted:echo",), data_dir=data_dir, port=0, retention_days=30)
+    first = ServerThread(lambda: build_server(config, probe_local=False)).start()
+    api = Api(first.base_url)
+    try:
+        api.login()
+        old, fresh = api.create_session(title="old"), api.create_session(title="fresh")
+        owner = api.session(old)["session"]["owner"]
+    finally:
+        api.close()
+        first.stop()
+    folders = {sid: session_folder(data_dir / "workspaces", owner, sid) for sid in (old, fresh)}
+    for folder in folders.values():
+        (folder / "out").mkdir(parents=True)
+        (folder / "out" / "result.txt").write_text("made by a tool")
+    with closing(sqlite3.connect(data_dir / DB_FILE_NAME, timeout=10)) as db:
+        long_ago = to_micros(datetime.now(UTC) - timedelta(days=31))
+        db.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (long_ago, old))
+        db.commit()
+    second = ServerThread(lambda: build_server(config, probe_local=False)).start()
+    api = Api(second.base_url)
+    try:
+        api.login()
+        assert [s["id"] for s in api.get("/api/sessions").json()["sessions"]] == [fresh]
+        assert not folders[old].exists()
+        assert (folders[fresh] / "out" / "result.txt").read_text() == "made by a tool"
+    finally:
+        api.close()
+        second.stop()
 
 
 @contextmanager
