@@ -212,6 +212,7 @@ def _form(page: Page) -> set[Any]:
         page.delay,
         page.token_budget,
         page.time_budget,
+        page.form_base,
         page.ticket,
     }
 
@@ -246,7 +247,7 @@ def _wire(
     demo.load(presence.keep_open, None, [page.tab_wake, page.chats_wake], **_EVENT)
     page.chats_wake.change(
         presence.follow,
-        [page.session_id, page.search],
+        [page.session_id, page.search, page.form_base],
         followed_components(page),
         trigger_mode="always_last",
         **_EVENT,
@@ -267,13 +268,15 @@ def _wire(
         [page.session_list, page.rename_box],
     ]
     loaded.then(*settle, **numbered, **_STREAM)
+    # Events that save the form also say what the tab's boxes are in step with (bases.py).
+    saved = [*streamed, page.form_base]
     # One event for both triggers. "multiple": a send while a reply streams is queued
     # behind it (page.js refuses a blank one, so Enter-then-click sends once).
     sent = gr.on(
         [page.send_btn.click, page.chat_input.submit],
         handlers.send,
         form,
-        streamed,
+        saved,
         trigger_mode="multiple",
         js=_ON_SEND_JS,
         **_STREAM,
@@ -284,12 +287,12 @@ def _wire(
     for trigger in (
         sent,
         page.retry_btn.click(
-            handlers.retry, form, streamed, trigger_mode="once", **numbered, **_STREAM
+            handlers.retry, form, saved, trigger_mode="once", **numbered, **_STREAM
         ),
         page.autochat_toggle.input(
             handlers.toggle_autochat,
             form,
-            streamed,
+            saved,
             trigger_mode="multiple",
             **numbered,
             **_STREAM,
@@ -392,7 +395,7 @@ def _wire(
     # Gradio 6.31 sometimes leaves the other event's outputs "pending" in the browser. A
     # queue-less event cannot show a toast, so the limits say what is wrong in a note. They
     # are numbered: each saves its own field, in the tab's order (saves.py).
-    note = [page.settings_note]
+    note = [page.settings_note, page.form_base]
     saving: dict[str, Any] = {"queue": False, **numbered, **_EVENT}
     page.system_prompt.blur(side_panel.settings_saver("system_prompt"), form, note, **saving)
     # The temperature is saved as it moves (arrow keys too, which end in no "release"),
@@ -407,7 +410,7 @@ def _wire(
         setting.input(
             side_panel.check_settings,
             form,
-            note,
+            [page.settings_note],
             trigger_mode="always_last",
             queue=False,
             **_EVENT,
@@ -423,7 +426,7 @@ def _wire(
         limit.input(
             side_panel.limit_saver(name),
             form,
-            [page.limits_note],
+            [page.limits_note, page.form_base],
             trigger_mode="always_last",
             **saving,
         )

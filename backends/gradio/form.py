@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from backends.gradio.bases import Base
 from backends.gradio.layout import SETTING_LABELS, Page
 from gui_agent.exceptions import InvalidRequest
 from schema import AutoChatSettings, SessionSettings
@@ -122,6 +123,8 @@ class Form:
     given: frozenset[str] = frozenset()
     """The settings and limits the form has a field for (`SessionSettings` and
     `AutoChatSettings` field names): what a send saves to its chat (`saves.py`)."""
+    base: Base | None = None
+    """What the tab's settings boxes last got from the server (bases.py; None: not said)."""
 
     @classmethod
     def read(cls, page: Page, data: Mapping[Any, Any]) -> Form:
@@ -152,6 +155,7 @@ class Form:
             given=frozenset(
                 name for name, component in form_fields(page).items() if component in data
             ),
+            base=Base.decode(data.get(page.form_base)),
         )
 
     def typed(self, name: str) -> object:
@@ -162,6 +166,10 @@ class Form:
         if name in ("system_prompt", "temperature"):
             return getattr(self, name)
         return dict(self.advanced).get(name)
+
+    def boxes(self) -> dict[str, object]:
+        """The settings and limits the form has a field for, as their boxes show them."""
+        return {name: self.typed(name) for name in self.given}
 
     def autochat_settings(self, *, enabled: bool | None = None) -> AutoChatSettings:
         """AutoChat settings from the form; 0 means "no budget". Raises InvalidRequest

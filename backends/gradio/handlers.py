@@ -4,10 +4,12 @@ collaborators: every call finds its session through `manager.get(session_id, own
 The owner of a session is the logged-in user (`request.username`), or "local" without
 login. A tab's only state is the session id (a hidden textbox, so the browser can remember
 it across a reload); an empty id means "new chat", and the session is created by the first
-message. What runs per tab on the server is its streams (`TabStreams`, by Gradio session):
-an event that replaces the tab's view ends them first, so no late update of the old chat
-can land over the new one. What a tab has to catch up on of changes made elsewhere is its
-news (`TabNews`, follow.py); the side panel's settings are saved by `SidePanel`.
+message; what its settings boxes last got from the server is kept in the page too
+(bases.py). What runs per tab on the server is its streams (`TabStreams`, by Gradio
+session): an event that replaces the tab's view ends them first, so no late update of the
+old chat can land over the new one. What a tab has to catch up on of changes made
+elsewhere is its news (`TabNews`, follow.py), gone when its keep-alive ends; the side
+panel's settings are saved by `SidePanel`.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any, Protocol
 import gradio as gr
 
 from backends.gradio.attach import Trays, attachments_note
+from backends.gradio.bases import Base, edited, in_step
 from backends.gradio.coalesce import DEFAULT_INTERVAL_S
 from backends.gradio.follow import TabNews, as_published
 from backends.gradio.form import Form, form_fields
@@ -173,7 +176,8 @@ class Handlers:
         }
 
     def settings_values(self, interpreter: Interpreter | None) -> Updates:
-        """The settings widgets showing a session's settings (or the defaults)."""
+        """The settings widgets showing a session's settings (or the defaults), and what
+        they show as the tab's base (bases.py)."""
         page = self.page
         if interpreter is None:
             settings, auto, agent, title = SessionSettings(), AutoChatSettings(), None, ""
@@ -209,7 +213,22 @@ class Handlers:
         }
         if agent is not None:
             values[page.role_picker] = agent.value
+        shows = {name: values[box] for name, box in form_fields(page).items()}
+        session_id = interpreter.id if interpreter is not None else ""
+        values[page.form_base] = Base(session_id, shows).encode()
         return values
+
+    def shows(self, interpreter: Interpreter) -> dict[str, object]:
+        """The chat's settings and AutoChat limits as their boxes show them, by field."""
+        values = self.settings_values(interpreter)
+        return {name: values[box] for name, box in form_fields(self.page).items()}
+
+    def base_after(self, interpreter: Interpreter, form: Form) -> Updates:
+        """The tab's base after a save (or a chat made from the form): the boxes that show
+        the chat's value now are in step with it (bases.py)."""
+        synced = in_step(form.boxes(), self.shows(interpreter))
+        base = (form.base or Base(interpreter.id)).with_values(interpreter.id, synced)
+        return {self.page.form_base: base.encode()}
 
     # -- page load, new chat, open ----------------------------------------------------------
 
@@ -423,7 +442,7 @@ class Handlers:
         # named, and that field keeps its value.
         first: Updates = {}
         if interpreter is not None:
-            await self._save_form(
+            first = await self._save_form(
                 interpreter, form, request, ticket, settings_note=SENT_WITH_PREVIOUS_SETTINGS
             )
         else:
@@ -437,9 +456,10 @@ class Handlers:
                 self.unsent.keep(tab, text, as_edit=False, images=images)
                 yield no_change()
                 return
-            first[self.page.session_id] = interpreter.id
+            first = {self.page.session_id: interpreter.id, **self.base_after(interpreter, form)}
         if interpreter.busy and not form.as_edit:
-            async for update in self._queue(interpreter, form, images, request, ticket):
+            queued = self._queue(interpreter, form, images, request, ticket, first=first)
+            async for update in queued:
                 yield update
             return
         target = interpreter
@@ -478,23 +498,26 @@ class Handlers:
         images: Sequence[ImagePart],
         request: gr.Request | None,
         ticket: int,
+        *,
+        first: Updates,
     ) -> AsyncIterator[Updates]:
         """A message sent while a turn (or AutoChat) runs waits for the current step to end
         (it ends AutoChat). Every tab showing the session shows it at once, marked queued;
-        a tab that was not following the session live does so from now on."""
+        a tab that was not following the session live does so from now on. `first` (the
+        tab's base after the send's saves) goes with the first update."""
         try:
             await interpreter.send(form.text, images=images)
         except InvalidRequest as exc:
             gr.Warning(str(exc))
             self.unsent.keep(tab_of(request), form.text, as_edit=False, images=images)
-            yield no_change()
+            yield first or no_change()
             return
         gr.Info(QUEUED_NOTE)
         self.streams.wake(interpreter.id)
         if self.streams.showing(tab_of(request), interpreter.id) or not interpreter.busy:
-            yield no_change()
+            yield first or no_change()
             return
-        async for update in self._stream_to_tab(interpreter, request, ticket):
+        async for update in self._stream_to_tab(interpreter, request, ticket, first=first):
             yield update
 
     async def attach(self, files: list[bytes] | None, request: gr.Request) -> Updates:
@@ -529,11 +552,14 @@ class Handlers:
             gr.Warning("There is nothing to retry yet.")
             yield no_change()
             return
+        first: Updates = {}
         if not interpreter.busy:  # (a retry while a turn runs is refused: nothing changes)
-            await self._save_form(
+            first = await self._save_form(
                 interpreter, form, request, ticket, settings_note=RAN_WITH_PREVIOUS_SETTINGS
             )
-        retrying = self._stream_to_tab(interpreter, request, ticket, action=interpreter.retry)
+        retrying = self._stream_to_tab(
+            interpreter, request, ticket, action=interpreter.retry, first=first
+        )
         async for update in retrying:
             yield update
 
@@ -546,32 +572,29 @@ class Handlers:
         *,
         settings_note: str,
         limits_note: str = SENT_WITH_PREVIOUS,
-    ) -> None:
+    ) -> Updates:
         """Save the settings and AutoChat limits the form shows to the chat before a turn
         runs (saves.py), naming in a toast a value that is wrong (that field keeps its
-        value, and the turn runs all the same)."""
-        # Only what the person changed: a box showing the chat's value as it stands is left
-        # out (an unset temperature shows as 1.0, and must stay unset).
-        shown = self.settings_values(interpreter)
-        boxes = form_fields(self.page)
-
-        def changed(name: str) -> bool:
-            box = boxes.get(name)
-            return box is None or box not in shown or form.typed(name) != shown[box]
-
+        value, and the turn runs all the same). Returns the tab's new base (`base_after`)."""
+        # Only the boxes the person changed in this tab: those that differ from what the tab
+        # last got for them (bases.py). Not those that differ from the chat's value now: a
+        # tab that missed a change made elsewhere would undo it (and an unset temperature
+        # shows as 1.0, and must stay unset).
+        changed = edited(form.boxes(), form.base, interpreter.id, self.shows(interpreter))
         problems = await save_form(
             self.news,
             tab_of(request),
             interpreter,
             form,
             ticket,
-            settings=[name for name in SETTINGS if changed(name)],
-            limits=[name for name in LIMITS if changed(name)],
+            settings=[name for name in SETTINGS if name in changed],
+            limits=[name for name in LIMITS if name in changed],
         )
         if problems.settings:
             gr.Warning(settings_note.format(problem=problems.settings))
         if problems.limits:
             gr.Warning(limits_note.format(problem=problems.limits))
+        return self.base_after(interpreter, form)
 
     async def toggle_autochat(
         self, data: dict[Any, Any], request: gr.Request
@@ -591,7 +614,7 @@ class Handlers:
             return
         # What the form shows goes with the switch (its first turn may run at once, as
         # after a send); then the switch.
-        await self._save_form(
+        first = await self._save_form(
             interpreter,
             form,
             request,
@@ -603,9 +626,9 @@ class Handlers:
         if interpreter.busy:
             await self._save_autochat(tab, interpreter, enabled)
             if self.streams.showing(tab, interpreter.id):
-                yield no_change()  # the running stream shows the effect
+                yield first  # the running stream shows the effect
             else:
-                async for update in self._stream_to_tab(interpreter, request, ticket):
+                async for update in self._stream_to_tab(interpreter, request, ticket, first=first):
                     yield update
             return
         target = interpreter
@@ -613,7 +636,7 @@ class Handlers:
         async def act() -> None:
             await self._save_autochat(tab, target, enabled)
 
-        async for update in self._stream_to_tab(target, request, ticket, action=act):
+        async for update in self._stream_to_tab(target, request, ticket, action=act, first=first):
             yield update
 
     async def _save_autochat(self, tab: str, interpreter: Interpreter, on: bool) -> None:

@@ -133,6 +133,9 @@ class Page:
     autochat_status: gr.Markdown
     memory_panel: gr.Markdown
     usage_panel: gr.Markdown
+    form_base: gr.Textbox
+    """The values the tab's settings boxes last got from the server, for the chat it shows
+    (bases.py): what a send tells the person's changes by."""
     tab_wake: gr.Textbox
     """Changed by the tab's keep-alive event when the chat it shows moves on elsewhere."""
     chats_wake: gr.Textbox
@@ -199,7 +202,10 @@ def build_page(
             delete_btn = gr.Button("Delete chat", elem_id="delete-btn", variant="stop", size="sm")
             with gr.Row(visible=False, elem_id="confirm-delete-row") as confirm_row:
                 confirm_delete_btn = gr.Button(
-                    "Yes, delete it", elem_id="confirm-delete-btn", variant="stop", size="sm"
+                    "Yes, delete it and its files",
+                    elem_id="confirm-delete-btn",
+                    variant="stop",
+                    size="sm",
                 )
                 cancel_delete_btn = gr.Button("Cancel", elem_id="cancel-delete-btn", size="sm")
             export_btn = gr.Button("Export as JSON", elem_id="export-btn", size="sm")
@@ -399,6 +405,8 @@ def build_page(
 
     # Created last on purpose: Gradio passes a form's inputs (a set) sorted by creation, so
     # the ticket is the last one, where the browser's event code puts it (see app.py).
+    # What the settings boxes last got from the server, kept by the browser (bases.py).
+    form_base = gr.Textbox("", visible="hidden", elem_id="form-base", label="Settings as got")
     # Changed by the tab's keep-alive event when its chat moves on elsewhere (presence.py).
     tab_wake = gr.Textbox("", visible="hidden", elem_id="tab-wake", label="Changed elsewhere")
     chats_wake = gr.Textbox("", visible="hidden", elem_id="chats-wake", label="Chats changed")
@@ -461,6 +469,7 @@ def build_page(
         autochat_status=autochat_status,
         memory_panel=memory_panel,
         usage_panel=usage_panel,
+        form_base=form_base,
         tab_wake=tab_wake,
         chats_wake=chats_wake,
         ticket=ticket,

@@ -34,8 +34,10 @@ from typing import Any
 
 import gradio as gr
 
+from backends.gradio.bases import Base
 from backends.gradio.handlers import Handlers, owner_of, tab_of
 from backends.gradio.layout import Page
+from backends.gradio.saves import LIMITS, SETTINGS
 from backends.gradio.stream import Updates, no_change
 from gui_agent.events import Subscription
 from gui_agent.interpreter import Interpreter
@@ -142,9 +144,12 @@ class Presence:
             self.handlers.streams.forget(tab)
             news.forget(tab)
 
-    async def follow(self, session_id: str, query: str, request: gr.Request) -> Updates:
+    async def follow(
+        self, session_id: str, query: str, request: gr.Request, base: str = ""
+    ) -> Updates:
         """Show the tab's news: its chats list as it is now, and the fields of the chat it
-        shows that changed elsewhere (other fields keep what the person may be editing)."""
+        shows that changed elsewhere (other fields keep what the person may be editing);
+        what those show is the tab's `base` for them from now on (bases.py)."""
         tab, handlers = tab_of(request), self.handlers
         fields = handlers.news.take(tab)
         shown = handlers.streams.shown(tab)
@@ -155,14 +160,25 @@ class Presence:
         if fields and current and current == session_id:
             interpreter = await handlers.lookup(current, request, quiet=True)
             if interpreter is not None:
-                updates.update(self._changed_fields(tab, interpreter, fields))
+                updates.update(self._changed_fields(tab, interpreter, fields, base))
         return updates
 
-    def _changed_fields(self, tab: str, interpreter: Interpreter, fields: set[str]) -> Updates:
+    def _changed_fields(
+        self, tab: str, interpreter: Interpreter, fields: set[str], base: str
+    ) -> Updates:
         page = self.handlers.page
         shows = field_components(page)
         values = self.handlers.settings_values(interpreter)
         updates = {c: values[c] for name in fields for c in shows.get(name, ())}
+        shown = self.handlers.shows(interpreter)
+        got = {
+            name: shown[name]
+            for part in fields
+            for name in BASE_FIELDS.get(part, ())
+            if name in shown
+        }
+        known = Base.decode(base) or Base(interpreter.id)
+        updates[page.form_base] = known.with_values(interpreter.id, got).encode()
         if "autochat" in fields and not self.handlers.streams.showing(tab, interpreter.id):
             updates[page.autochat_status] = self.handlers.view_of(interpreter).panels.autochat
         return updates
@@ -277,8 +293,12 @@ def field_components(page: Page) -> dict[str, list[Any]]:
     }
 
 
+BASE_FIELDS = {"settings": SETTINGS, "autochat": LIMITS}
+"""The fields of the tab's base (bases.py) each followed field of a chat holds."""
+
+
 def followed_components(page: Page) -> list[Any]:
     """Everything `Presence.follow` may change: the chats list, the shown chat's followed
-    fields and its AutoChat status line."""
+    fields, its AutoChat status line, and the tab's base."""
     fields = [c for shown in field_components(page).values() for c in shown]
-    return [page.session_list, *fields, page.autochat_status]
+    return [page.session_list, *fields, page.autochat_status, page.form_base]

@@ -1,8 +1,9 @@
 """Saving what the chat form shows (system prompt, temperature, the Advanced settings, the
 AutoChat limits) to a chat: field by field, and in the order the tab made the changes.
 
-Each box saves itself as it is changed (sidepanel.py), and a send saves whatever the form
-shows too: a box left by clicking Send saves itself in an event of its own, which can come
+Each box saves itself as it is changed (sidepanel.py), and a send saves the boxes the
+person changed in the tab too (those that differ from what the tab last got for them:
+bases.py): a box left by clicking Send saves itself in an event of its own, which can come
 after the message went, and the turn would run with the old value. These saves skip
 Gradio's queue, so the server may handle two of them in the other order than the tab made
 them. So each save changes only the fields it is about (a late save of one box cannot undo

@@ -81,7 +81,8 @@ class SidePanel:
         """The handler that saves the setting `name` (a `SessionSettings` field) as its box
         is changed, that field alone and in the tab's order (saves.py), or says under the
         settings what is wrong: with this box first, else with another (the event skips
-        the queue, which has no toasts: the note is its only way to say it)."""
+        the queue, which has no toasts: the note is its only way to say it). The boxes in
+        step with the chat then are the tab's base (bases.py)."""
         return self._saver(name, limit=False)
 
     def limit_saver(self, name: str) -> Callable[..., Awaitable[Updates]]:
@@ -99,21 +100,26 @@ class SidePanel:
 
         async def save(data: dict[Any, Any], request: gr.Request) -> Updates:
             form = Form.read(page, data)
+            tab, ticket = tab_of(request), ticket_of(data.get(page.ticket))
             problem = _problem(form, name, limit=limit)
+            base: Updates = {}
             if problem is None:
                 interpreter = await handlers.lookup(form.session_id, request, quiet=True)
                 if interpreter is not None:  # (a new chat takes the form's values when made)
                     await save_form(
                         handlers.news,
-                        tab_of(request),
+                        tab,
                         interpreter,
                         form,
-                        ticket_of(data.get(page.ticket)),
+                        ticket,
                         settings=() if limit else [name],
                         limits=[name] if limit else (),
                     )
+                    # (not when a later event of the tab shows another chat, or saved more)
+                    if not handlers.streams.overtaken(tab, ticket):
+                        base = handlers.base_after(interpreter, form)
                 problem = _problem(form, None, limit=limit)
-            return {note: "" if problem is None else words.format(problem=problem)}
+            return {note: "" if problem is None else words.format(problem=problem), **base}
 
         return save
 
