@@ -10,6 +10,7 @@ import argparse
 import asyncio
 import codecs
 import enum
+import errno
 import getpass
 import logging
 import os
@@ -150,7 +151,9 @@ GLOBAL_OPTIONS = ("--config", "--log-level")
 
 
 def with_default_command(argv: Sequence[str]) -> list[str]:
-    """Insert `serve` when no command is named: `gui-agent --host X` means `serve --host X`."""
+    """Insert `serve` when no command is named: `gui-agent --host X` means `serve --host X`.
+    A global option left without its value (`gui-agent --config`) is left for argparse to
+    report, not given `serve` as its value."""
     args = list(argv)
     index = 0
     while index < len(args):
@@ -158,6 +161,8 @@ def with_default_command(argv: Sequence[str]) -> list[str]:
         if arg in COMMANDS or arg in ("-h", "--help"):
             return args
         if arg in GLOBAL_OPTIONS:
+            if index + 1 == len(args):
+                return args
             index += 2
         elif arg.split("=", 1)[0] in GLOBAL_OPTIONS:
             index += 1
@@ -167,6 +172,17 @@ def with_default_command(argv: Sequence[str]) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """The `gui-agent` command; the process exit code."""
+    try:
+        code = _main(argv)
+        sys.stdout.flush()  # a reader that left shows here, not as a message at exit
+    except BrokenPipeError:  # `gui-agent chat | head`: whoever read the output has gone
+        detach_output()
+        return 128 + signal.SIGPIPE
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(with_default_command(sys.argv[1:] if argv is None else argv))
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
@@ -174,8 +190,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     try:
         config, sources = load_config_with_sources(args.config, os.environ)
+        level = args.log_level or config.log_level
+        if args.command == "chat" and not args.log_level and "log_level" not in sources:
+            level = "WARNING"  # INFO lines would land in the middle of the replies
         logging.basicConfig(
-            level=(args.log_level or config.log_level).upper(),
+            level=level.upper(),
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         )
         # the state machine library narrates every callback at INFO; our own
@@ -254,8 +273,9 @@ async def _show_models(args: argparse.Namespace, config: AppConfig, sources: dic
     )
     for info in registry.describe():
         mark = "*" if info.is_default else " "
-        sys.stdout.write(f"{mark} {info.name}\n    {info.note}\n")  # the note says where from
-    sys.stdout.write(f"\ndefault: {registry.default}\n")
+        # the note says where from; a probed server names its models itself: shown, not obeyed
+        sys.stdout.write(printable(f"{mark} {info.name}\n    {info.note}\n"))
+    sys.stdout.write(printable(f"\ndefault: {registry.default}\n"))
     return 0
 
 
@@ -358,8 +378,14 @@ class LineReader:
         """Answer the pending (or next) `readline` with ReadEnd.INTERRUPT."""
         self._queue.put_nowait(ReadEnd.INTERRUPT)
 
+    @property
+    def terminal(self) -> bool:
+        """Whether a person types the lines (a terminal), rather than a pipe or a file."""
+        return self._terminal
+
     async def readline(self, prompt: str) -> str | ReadEnd:
-        """The next line without its newline, or why there is none."""
+        """The next line without its newline, or why there is none. Cancelling the wait
+        loses no line: the next call gets it."""
         write_out(prompt)
         if self._ended:
             return ReadEnd.EOF
@@ -368,12 +394,49 @@ class LineReader:
         return line
 
 
+# Control characters the terminal would obey instead of showing: C0 but newline and tab,
+# DEL and C1. Carriage returns are dropped (a CR of a CRLF can end one streamed piece), the
+# others shown as their Unicode control pictures (ESC as ␛) or, for C1, as U+FFFD.
+_CONTROLS: dict[int, str | None] = {
+    **{code: chr(0x2400 + code) for code in range(0x20) if chr(code) not in "\n\t"},
+    ord("\r"): None,
+    0x7F: "\u2421",
+    **{code: "\ufffd" for code in range(0x80, 0xA0)},
+}
+
+
+def printable(text: str) -> str:
+    """`text` with every terminal control character made harmless and visible, so what a
+    model, a tool or a file says cannot move the cursor, erase a line, hide text (the code
+    an approval shows) or send commands to the terminal."""
+    return text.translate(_CONTROLS)
+
+
 def write_out(text: str) -> None:
-    """Show `text` on standard output now. Characters its encoding cannot show (an ASCII or
-    Latin-1 terminal) become `?` instead of ending the program."""
+    """Show `text` on standard output now, as `printable` text. Characters its encoding
+    cannot show (an ASCII or Latin-1 terminal) become `?` instead of ending the program.
+    A terminal that hung up (its window closed) takes nothing more: the chat ends in order
+    (SIGHUP) instead of failing on what it still had to say."""
     encoding = sys.stdout.encoding or "utf-8"
-    sys.stdout.write(text.encode(encoding, errors="replace").decode(encoding))
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(printable(text).encode(encoding, errors="replace").decode(encoding))
+        sys.stdout.flush()
+    except OSError as exc:
+        if exc.errno != errno.EIO:
+            raise
+        detach_output()
+
+
+def detach_output() -> None:
+    """Send whatever is still written to standard output and error nowhere: the terminal
+    hung up, or the pipe's reader left, and the program still has to end in order."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (AttributeError, ValueError, OSError):  # closed, or not a real file
+            continue
+    os.close(devnull)
 
 
 def install_interrupt(loop: asyncio.AbstractEventLoop, on_interrupt: Callable[[], object]) -> None:
@@ -382,3 +445,19 @@ def install_interrupt(loop: asyncio.AbstractEventLoop, on_interrupt: Callable[[]
         loop.add_signal_handler(signal.SIGINT, on_interrupt)
     except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix
         logger.debug("no SIGINT handler on this platform")
+
+
+ENDING_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+"""`kill` and a closed terminal: the chat ends, but in order (running tools are stopped)."""
+
+
+def install_ending(
+    loop: asyncio.AbstractEventLoop, on_end: Callable[[signal.Signals], object]
+) -> None:
+    """SIGTERM and SIGHUP call `on_end(signal)` instead of ending the process on the spot,
+    which would leave the code a tool runs (its own process group) running on its own."""
+    for number in ENDING_SIGNALS:
+        try:
+            loop.add_signal_handler(number, on_end, number)
+        except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix
+            logger.debug("no %s handler on this platform", number.name)

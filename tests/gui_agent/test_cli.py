@@ -226,3 +226,41 @@ def test_users_add_replace_sets_a_new_password_for_an_existing_user(tmp_path: Pa
     assert replaced.returncode == 0, replaced.stderr
     assert UserDB(users).verify("bob", "a second password")
     assert not UserDB(users).verify("bob", "the first password")
+
+
+def test_a_global_option_without_its_value_says_so_instead_of_taking_serve(
+    tmp_path: Path,
+) -> None:
+    for option in ("--config", "--log-level"):
+        result = run_cli(tmp_path, option)
+        assert result.returncode == 2
+        assert f"argument {option}: expected one argument" in result.stderr
+        assert "serve" not in result.stderr.splitlines()[-1]
+
+
+def test_the_terminal_chat_keeps_info_logs_out_of_the_conversation_unless_asked(
+    tmp_path: Path,
+) -> None:
+    chat = ("chat", "--model", "scripted:echo", "--no-probe", "--workdir", str(tmp_path))
+    quiet = run_cli(tmp_path, *chat, typed="hello\n/quit\n")
+    assert quiet.returncode == 0, quiet.stderr
+    assert "hello" in quiet.stdout
+    assert quiet.stderr == ""  # nothing lands between the label and the reply on a terminal
+    asked = run_cli(tmp_path, "--log-level", "info", *chat, typed="/quit\n")
+    from_env = run_cli(tmp_path, *chat, typed="/quit\n", extra_env={"GUI_AGENT_LOG_LEVEL": "INFO"})
+    for result in (asked, from_env):
+        assert result.returncode == 0, result.stderr
+        assert " INFO connectors.registry: model scripted:echo" in result.stderr
+
+
+def test_models_shows_control_characters_in_a_model_name_instead_of_obeying_them(
+    tmp_path: Path,
+) -> None:
+    # a probed local server names its models itself; here the name comes from --model
+    name = "openai-compatible:http://127.0.0.1:9/v1#na\x1b]0;retitled\x07me"
+    result = run_cli(tmp_path, "models", "--no-probe", "--model", name)
+    assert result.returncode == 0, result.stderr
+    assert "\x1b" not in result.stdout and "\x07" not in result.stdout
+    assert "default: openai-compatible:http://127.0.0.1:9/v1#na\u241b]0;retitled\u2407me" in (
+        result.stdout
+    )

@@ -89,3 +89,38 @@ def test_a_config_file_that_is_not_text_is_a_clear_error(tmp_path: Path) -> None
     assert result.stderr.decode() == (
         f"gui-agent: config file {config} is not valid TOML: not UTF-8 text (byte 0)\n"
     )
+
+
+def test_auto_shows_its_limits_and_sets_them_one_by_one(tmp_path: Path) -> None:
+    typed = b"/auto\n/auto turns 2\n/auto time 600\n/auto turns 0\n/auto tokens lots\n"
+    typed += b"hello\n/auto on\n/auto\n/quit\n"
+    argv = chat_argv(
+        ["first reply", "automatic one", "automatic two", "never"], workspace(tmp_path)
+    )
+    result = run(tmp_path, argv, typed, {})
+    assert result.returncode == 0, result.stderr.decode()
+    out = result.stdout.decode()
+    shown = "at most {} turns, no token budget, {}, 0 s between turns"
+    assert f"AutoChat off: {shown.format(5, 'no time budget')}" in out
+    assert f"AutoChat off: {shown.format(2, 'no time budget')}" in out
+    assert f"AutoChat off: {shown.format(2, '600 s in all')}" in out
+    assert "! /auto turns: Input should be greater than or equal to 1" in out
+    assert "! /auto tokens: expected a number, got 'lots'" in out
+    assert "AutoChat turn 2/2" in out and "AutoChat stopped: max_turns" in out
+    assert "never" not in out  # the third automatic turn was not taken
+    assert f"AutoChat on: {shown.format(2, '600 s in all')}" in out
+
+
+def test_a_block_in_triple_quotes_is_one_message_and_an_unfinished_one_is_not_sent(
+    tmp_path: Path,
+) -> None:
+    typed = b'"""\nfix this:\n/usr/bin/python: bad\n\n  indented\n"""\n"""never finished\n'
+    argv = [CLI, "chat", "--model", "scripted:echo", "--no-probe", "--workdir", str(tmp_path)]
+    result = run(tmp_path, argv, typed, {})
+    assert result.returncode == 0, result.stderr.decode()
+    out = result.stdout.decode()
+    assert "You said:\n\nfix this:\n/usr/bin/python: bad\n\n  indented\n  (completed)" in out
+    assert out.count("(completed)") == 1  # one message, one turn
+    assert "unknown command" not in out  # a line of the block starting with / is text
+    assert "(end of input: the message was not sent)" in out
+    assert "never finished" not in out
