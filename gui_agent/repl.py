@@ -120,7 +120,8 @@ def format_event(event: Event) -> str | None:
     if isinstance(event, AutoChatTurn):
         return f"\n  ↻ AutoChat turn {event.turn}/{event.max_turns}"
     if isinstance(event, AutoChatStopped):
-        return f"\n  ↻ AutoChat stopped: {event.reason.value} {event.detail}\n"
+        detail = f" ({event.detail})" if event.detail else ""
+        return f"\n  ↻ AutoChat stopped: {event.reason.value}{detail}\n"
     return None
 
 
