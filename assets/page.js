@@ -124,6 +124,47 @@
     const edit = document.querySelector("#edit-mode input[type=checkbox]");
     if (edit && edit.checked) edit.click();
   };
+  // The tab's keep-alive event brings it what changes elsewhere (presence.py). When it ends
+  // while the tab stays open (the server restarted, the event failed), the page starts it
+  // again (app.py calls this with the count of such starts, and starts it with the count
+  // returned): only once the server answers (while it is down, the page only asks whether
+  // it is back), after a wait that doubles with each start in a row that did not last, from
+  // half a second up to a minute, a little more or less each time (the tabs of a server that
+  // comes back do not all come at once). A tab that is signed out is not started again.
+  const KEEP_FIRST_MS = 500;
+  const KEEP_MOST_MS = 60000;
+  const KEEP_LASTED_MS = 60000;  // a keep-alive that lasted this long ended on its own
+  const keepAlive = {tries: 0, started: Date.now()};
+  const keepDelay = (tries) => Math.min(KEEP_MOST_MS, KEEP_FIRST_MS * 2 ** tries);
+  const serverAnswers = async () => {
+    // Where Gradio's client sends events (a login-checked page of its API).
+    const config = window.gradio_config || {};
+    const root = new URL(config.root || "/", window.location.href);
+    const base = root.hostname === window.location.hostname
+      ? window.location.origin + root.pathname : root.href;
+    const url = base.replace(/\/+$/, "") + (config.api_prefix || "/gradio_api") + "/info";
+    try {
+      const reply = await fetch(url, {cache: "no-store", credentials: "same-origin"});
+      if (reply.status === 401 || reply.status === 403) return "signed out";
+      return reply.ok ? "yes" : "no";
+    } catch (error) {
+      return "no";
+    }
+  };
+  window.guiAgentKeepAgain = async (again) => {
+    if (Date.now() - keepAlive.started >= KEEP_LASTED_MS) keepAlive.tries = 0;
+    for (;;) {
+      const wait = keepDelay(keepAlive.tries) * (0.75 + Math.random() / 2);
+      keepAlive.tries += 1;
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      const answer = await serverAnswers();
+      if (answer === "signed out") return again;
+      if (answer === "yes") break;
+    }
+    keepAlive.started = Date.now();
+    return String((Number.parseInt(again, 10) || 0) + 1);
+  };
+  window.guiAgentKeepAgain.delay = keepDelay;  // (before the jitter: the tests read it)
   // Follow the pushed state: Stop is enabled only while there is something to stop (a
   // turn RUNNING or WAITING, or AutoChat, also between its turns: the badge says so), and
   // the approval panel is shown only while an approval is open (its title holds one; text

@@ -21,7 +21,9 @@ How it is wired, and why:
 - Send and the AutoChat switch work while a reply streams ("multiple"): the message is
   queued (and ends AutoChat), the switch takes effect after the current turn; an event
   that replaces the view ends the tab's streams first (`TabStreams`);
-- the browser remembers the tab's chat (localStorage), and the page reopens it on load.
+- the browser remembers the tab's chat (localStorage), and the page reopens it on load;
+- a tab's keep-alive that ends while the tab stays open is started again by the page, which
+  then catches up on what changed meanwhile (presence.py, page.js).
 """
 
 from __future__ import annotations
@@ -73,6 +75,12 @@ _ON_SEND_JS = f"""(...inputs) => {{
 }}"""
 """Runs in the browser when a send really goes out: empties the input box (and numbers the
 event, like _TICKET_JS)."""
+
+_KEEP_AGAIN_JS = """async (again) => window.guiAgentKeepAgain
+  ? await window.guiAgentKeepAgain(again)
+  : again"""
+"""Runs in the browser when the tab's keep-alive event ended: the next count of its starts,
+once the server answers (page.js); the same count (no new start) if the tab is signed out."""
 
 _STORAGE_KEY = '"gui-agent-session:" + location.pathname'
 _REMEMBERED_JS = f"""() => {{
@@ -244,7 +252,20 @@ def _wire(
     # The keep-alive event also wakes the tab when its chat moves on elsewhere (another
     # tab, the API): the view then settles, and follows the chat while it runs. When the
     # user's chats or the shown chat's settings change elsewhere, the tab follows those.
-    demo.load(presence.keep_open, None, [page.tab_wake, page.chats_wake], **_EVENT)
+    # It starts with the page, and again whenever it ended while the tab stays open (the
+    # server restarted, the event failed): page.js waits until the server answers, then
+    # counts one more start in `keep_alive` (one at a time: "once"), and the keep-alive
+    # catches the tab up on what it missed (presence.py).
+    kept = gr.on(
+        [demo.load, page.keep_alive.change],
+        presence.keep_open,
+        [page.keep_alive, page.session_id],
+        [page.tab_wake, page.chats_wake],
+        trigger_mode="once",
+        **_EVENT,
+    )
+    for ended in (kept.then, kept.failure):  # (Gradio runs `then` only after a success)
+        ended(None, [page.keep_alive], [page.keep_alive], js=_KEEP_AGAIN_JS, **_EVENT)
     page.chats_wake.change(
         presence.follow,
         [page.session_id, page.search, page.form_base],

@@ -16,10 +16,15 @@ the base. Nothing else changes it, so it stays what the tab last got, however lo
 was cut off.
 
 It holds JSON, `{"session": id, "values": {field: value as its box shows it}}`, by schema
-field (`form_fields`). A base of another chat (a reply that came after the tab moved on), or
-none (a page served before this, an API caller), is not known: a box is then compared with
-the chat's value as it shows now, as before. A person's edit of a box in a tab that missed a
-change of it elsewhere is saved: they are the last to write it.
+field (`based_fields`: the form's, and the chat's title). A base of another chat (a reply
+that came after the tab moved on), or none (a page served before this, an API caller), is
+not known: a box is then compared with the chat's value as it shows now, as before. A
+person's edit of a box in a tab that missed a change of it elsewhere is saved: they are the
+last to write it.
+
+A tab whose keep-alive starts again catches up by its base too: a box whose value changed on
+the server meanwhile shows the new one, one that did not keeps what the person may be typing
+there (presence.py).
 """
 
 from __future__ import annotations

@@ -34,15 +34,23 @@ that the tab shows by the time it would be woken (its first message made it: `ha
 
 Everything kept per tab is bounded (`MAX_ECHOES`, `MAX_LIST_NEWS`) and dropped with the tab
 (`forget`); the feed's listener is the keep-alive's, closed when it ends.
+
+A keep-alive that ends while the tab stays open (the server restarted, the event failed) is
+started again by the page (page.js), and what happened meanwhile was never kept for it. So a
+keep-alive that starts again opens the tab's news as a `catch_up`: its whole list and every
+followed field of the chat it shows are news (`follow` then compares them with what the tab
+last got: presence.py). Each keep-alive holds the tab's news by its `lease`; a second one for
+the same tab supersedes the first, which ends without dropping the second's news.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pydantic import BaseModel
 
@@ -74,6 +82,8 @@ class _Tab:
     """One open tab's news: whose chats it lists, and what it has to catch up on."""
 
     owner: str
+    lease: int = 0
+    """Which of the tab's keep-alive events holds this news (`TabNews.open`)."""
     signal: asyncio.Event = field(default_factory=asyncio.Event)
     fields: set[str] = field(default_factory=set)
     """Fields of the chat the tab shows that changed elsewhere (shown by `take`)."""
@@ -88,6 +98,8 @@ class _Tab:
     """The user was removed from the server's users: the tab's keep-alive ends."""
     saved: dict[tuple[str, str], int] = field(default_factory=dict)
     """(session, field) → the ticket of the tab's newest save of it (`in_order`)."""
+    catch_up: bool = False
+    """The keep-alive started again: the tab may have missed anything (`take_catch_up`)."""
 
 
 class TabNews:
@@ -95,17 +107,49 @@ class TabNews:
 
     def __init__(self) -> None:
         self._tabs: dict[str, _Tab] = {}
+        self._leases = itertools.count(1)
         self._renamed: deque[tuple[str, str]] = deque(maxlen=MAX_ECHOES)
         """(session, title) of renames the feed announced lately: `notice` need not pass
         those on to the user's other tabs, the feed told them already."""
 
-    def open(self, tab: str, owner: str) -> None:
-        """The tab's keep-alive event starts: news for `owner`'s chats reach it."""
-        self._tabs.setdefault(tab, _Tab(owner))
+    def open(self, tab: str, owner: str, *, catch_up: bool = False) -> int:
+        """The tab's keep-alive event starts: news for `owner`'s chats reach it. Returns the
+        event's lease on the tab's news (`holds`, `forget`).
 
-    def forget(self, tab: str) -> None:
-        """The tab is closed."""
-        self._tabs.pop(tab, None)
+        `catch_up`: the keep-alive starts again after one that ended (page.js), and the tab
+        missed whatever happened meanwhile: it is woken at once to refresh its list and the
+        followed fields of the chat it shows. A keep-alive of the tab that still runs is
+        superseded: it no longer `holds` the news, and is woken to end; what the tab still
+        had to hear, and the order of its saves (`in_order`), go to the new one."""
+        lease = next(self._leases)
+        old = self._tabs.get(tab)
+        if old is not None and old.owner == owner:
+            news = replace(old, lease=lease, signal=asyncio.Event())
+        else:
+            news = _Tab(owner, lease=lease)
+        if old is not None:
+            old.signal.set()
+        if catch_up:
+            news.catch_up = news.refresh = True
+        if news.catch_up or news.refresh or news.listed or news.fields or news.removed:
+            news.signal.set()
+        self._tabs[tab] = news
+        return lease
+
+    def holds(self, tab: str, lease: int) -> bool:
+        """The keep-alive event with this lease is the tab's latest (its news is kept)."""
+        news = self._tabs.get(tab)
+        return news is not None and news.lease == lease
+
+    def following(self, tab: str) -> bool:
+        """A keep-alive event of the tab runs: news reach it."""
+        return tab in self._tabs
+
+    def forget(self, tab: str, lease: int | None = None) -> None:
+        """The tab is closed (its keep-alive with `lease` ended: only if no later one
+        superseded it)."""
+        if lease is None or self.holds(tab, lease):
+            self._tabs.pop(tab, None)
 
     def listening(self, tab: str) -> None:
         """The tab's keep-alive starts listening to a chat: forget the tab's echoes (no
@@ -203,7 +247,7 @@ class TabNews:
         if news is None or not news.signal.is_set():
             return False
         news.listed = [c for c in news.listed if not _created_here(c, showing)]
-        if news.listed or news.refresh or news.fields or news.removed:
+        if news.listed or news.refresh or news.fields or news.removed or news.catch_up:
             return True
         news.signal.clear()
         return False
@@ -239,6 +283,15 @@ class TabNews:
         news = self._tabs.get(tab)
         if news is not None:
             news.signal.clear()
+
+    def take_catch_up(self, tab: str) -> bool:
+        """Whether the tab has to catch up on everything (its keep-alive started again: `open`)
+        since the last `take_catch_up`."""
+        news = self._tabs.get(tab)
+        if news is None:
+            return False
+        catch_up, news.catch_up = news.catch_up, False
+        return catch_up
 
     def take(self, tab: str) -> set[str]:
         """The fields of the shown chat that changed elsewhere since the last `take`."""

@@ -15,7 +15,7 @@ from backends.gradio.layout import SETTING_LABELS, Page
 from gui_agent.exceptions import InvalidRequest
 from schema import AutoChatSettings, SessionSettings
 
-__all__ = ["SETTINGS_NOT_SAVED", "Form", "form_fields", "take_each"]
+__all__ = ["SETTINGS_NOT_SAVED", "Form", "based_fields", "form_fields", "take_each"]
 
 Settings = TypeVar("Settings", bound=BaseModel)
 
@@ -261,6 +261,12 @@ def form_fields(page: Page) -> dict[str, Any]:
         "token_budget": page.token_budget,
         "time_budget_s": page.time_budget,
     }
+
+
+def based_fields(page: Page) -> dict[str, Any]:
+    """The boxes whose values the tab's base keeps (bases.py), by schema field: the form's,
+    and the chat's title (its box under "Manage this chat", which a send does not read)."""
+    return {**form_fields(page), "title": page.rename_box}
 
 
 def take_each(

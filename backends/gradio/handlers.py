@@ -27,7 +27,7 @@ from backends.gradio.attach import Trays, attachments_note
 from backends.gradio.bases import Base, edited, in_step
 from backends.gradio.coalesce import DEFAULT_INTERVAL_S
 from backends.gradio.follow import TabNews, as_published
-from backends.gradio.form import Form, form_fields
+from backends.gradio.form import Form, based_fields
 from backends.gradio.layout import Page, setting_text
 from backends.gradio.markdown import escape_html
 from backends.gradio.panels import PanelState, badge_html
@@ -213,15 +213,16 @@ class Handlers:
         }
         if agent is not None:
             values[page.role_picker] = agent.value
-        shows = {name: values[box] for name, box in form_fields(page).items()}
+        shows = {name: values[box] for name, box in based_fields(page).items()}
         session_id = interpreter.id if interpreter is not None else ""
         values[page.form_base] = Base(session_id, shows).encode()
         return values
 
     def shows(self, interpreter: Interpreter) -> dict[str, object]:
-        """The chat's settings and AutoChat limits as their boxes show them, by field."""
+        """The chat's settings, AutoChat limits and title as their boxes show them, by field
+        (what the tab's base keeps: bases.py)."""
         values = self.settings_values(interpreter)
-        return {name: values[box] for name, box in form_fields(self.page).items()}
+        return {name: values[box] for name, box in based_fields(self.page).items()}
 
     def base_after(self, interpreter: Interpreter, form: Form) -> Updates:
         """The tab's base after a save (or a chat made from the form): the boxes that show

@@ -141,6 +141,9 @@ class Page:
     chats_wake: gr.Textbox
     """Changed by the tab's keep-alive event when its chats list, or the settings of the
     chat it shows, changed elsewhere (follow.py)."""
+    keep_alive: gr.Textbox
+    """How many times the page started the tab's keep-alive event again after it ended
+    ("" before: page.js, presence.py); each new count starts it."""
     ticket: gr.Textbox
     """Which of the tab's events the browser triggered later (a number it counts up): an
     event that replaces the view ends only the streams of events triggered before it."""
@@ -410,6 +413,8 @@ def build_page(
     # Changed by the tab's keep-alive event when its chat moves on elsewhere (presence.py).
     tab_wake = gr.Textbox("", visible="hidden", elem_id="tab-wake", label="Changed elsewhere")
     chats_wake = gr.Textbox("", visible="hidden", elem_id="chats-wake", label="Chats changed")
+    # The page counts here the keep-alive events it starts again (page.js, presence.py).
+    keep_alive = gr.Textbox("", visible="hidden", elem_id="keep-alive", label="Kept alive")
     ticket = gr.Textbox("", visible="hidden", elem_id="event-ticket", label="Event order")
 
     return Page(
@@ -472,6 +477,7 @@ def build_page(
         form_base=form_base,
         tab_wake=tab_wake,
         chats_wake=chats_wake,
+        keep_alive=keep_alive,
         ticket=ticket,
     )
 

@@ -21,6 +21,16 @@ shown chat that changed. Nothing polls: the keep-alive waits on these signals.
 When the tab's user is removed from the server's users (`SessionManager.revoke`), the
 keep-alive says so in a notification and ends; the server has ended the user's page login,
 so the tab's next request asks them to sign in.
+
+A keep-alive also ends while its tab stays open: the server shuts down (`Handlers.closing`)
+and starts again, or the event fails. The page then starts it again (page.js: once the
+server answers, waiting longer after each try in a row), saying how many times it did
+(`again`) and which chat it shows. One started again catches the tab up on what it missed:
+its view settles unless one of its streams shows the chat, and `follow` shows its chats
+list, and each box of the chat's settings, AutoChat and title whose value changed meanwhile
+(the tab's base says what it last got: bases.py); a box whose value did not change keeps
+what the person may be typing there. A tab has one keep-alive: a newer one supersedes an
+older one still running, which ends (`TabNews.open`).
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ from typing import Any
 import gradio as gr
 
 from backends.gradio.bases import Base
+from backends.gradio.form import based_fields
 from backends.gradio.handlers import Handlers, owner_of, tab_of
 from backends.gradio.layout import Page
 from backends.gradio.saves import LIMITS, SETTINGS
@@ -55,6 +66,9 @@ REMOVED_NOTE = (
 
 KEEP_OPEN_S = 15.0
 """How often the keep-alive event yields, so that Gradio notices a closed tab."""
+
+MAX_AGAIN_CHARS = 20
+"""The page's count of restarts, as the keep-alive takes it (it only marks the wakes)."""
 
 
 class Wake(enum.Enum):
@@ -96,7 +110,9 @@ class Presence:
         self.handlers = handlers
         self.keep_open_s = keep_open_s
 
-    async def keep_open(self, request: gr.Request) -> AsyncIterator[Updates]:
+    async def keep_open(
+        self, request: gr.Request, again: str = "", shown: str = ""
+    ) -> AsyncIterator[Updates]:
         """Holds the tab's event stream open for as long as the tab is, or until the server
         shuts down (`Handlers.closing`), and wakes the tab when its chat moves on elsewhere
         or its chats list or settings change.
@@ -108,26 +124,43 @@ class Presence:
         notices a closed tab and ends it (a handler that never yields would hold its queue
         slot). At shutdown it ends at once, so the tab's connection does not hold the
         server up.
+
+        `again` says how many times the page started it again after it ended ("" at page
+        load), and `shown` which chat the tab shows, as the browser says: one started again
+        catches the tab up on what it missed (module docstring).
         """
         tab, news, page = tab_of(request), self.handlers.news, self.handlers.page
-        owner = owner_of(request)
+        streams, owner = self.handlers.streams, owner_of(request)
         boxes = {Wake.VIEW: page.tab_wake, Wake.CHATS: page.chats_wake}
-        news.open(tab, owner)
+        again = (again or "").strip()[:MAX_AGAIN_CHARS]
+        if again:
+            streams.assume(tab, shown or "")
+            logger.info("a tab's keep-alive starts again (%s)", again)
+        lease = news.open(tab, owner, catch_up=bool(again))
         feed = self.handlers.manager.changes.listen(owner, functools.partial(news.changed, tab))
         wakes = 0
+
+        def mark() -> str:  # (unique in the page: a keep-alive started again counts anew)
+            return f"{again}.{wakes}" if again else str(wakes)
+
         listening: _Listening | None = None
         try:
             closing = self.handlers.closing
-            yield no_change()
-            while not closing.is_set():
+            current = streams.shown(tab)
+            if again and current and not streams.showing(tab, current):
+                wakes += 1
+                yield {boxes[Wake.VIEW]: mark()}  # the chat may have moved on meanwhile
+            else:
+                yield no_change()
+            while not closing.is_set() and news.holds(tab, lease):
                 if news.removed(tab):
                     gr.Warning(REMOVED_NOTE, duration=None)
                     yield no_change()
                     break
                 listening = await self._listen(tab, request, listening)
                 wake = await self._next_wake(tab, listening)
-                if closing.is_set():
-                    break
+                if closing.is_set() or not news.holds(tab, lease):
+                    break  # (superseded: a newer keep-alive of the tab runs)
                 if news.removed(tab):
                     continue  # said at the top of the loop
                 if wake is None:
@@ -136,13 +169,14 @@ class Presence:
                 wakes += 1
                 if wake is Wake.CHATS:
                     news.told(tab)
-                yield {boxes[wake]: str(wakes)}
+                yield {boxes[wake]: mark()}
         finally:
             feed.close()
             if listening is not None:
                 listening.close()
-            self.handlers.streams.forget(tab)
-            news.forget(tab)
+            if news.holds(tab, lease):
+                streams.forget(tab)
+                news.forget(tab, lease)
 
     async def follow(
         self, session_id: str, query: str, request: gr.Request, base: str = ""
@@ -152,15 +186,49 @@ class Presence:
         what those show is the tab's `base` for them from now on (bases.py)."""
         tab, handlers = tab_of(request), self.handlers
         fields = handlers.news.take(tab)
+        catch_up = handlers.news.take_catch_up(tab)
         shown = handlers.streams.shown(tab)
         current = session_id if shown is None else shown
-        if not handlers.news.take_list(tab, showing=current) and not fields:
+        listed = handlers.news.take_list(tab, showing=current)
+        if not listed and not fields and not catch_up:
             return no_change()  # the tab's own change came back: it shows it already
         updates = await handlers.session_list_update(owner_of(request), current, query)
-        if fields and current and current == session_id:
+        if (fields or catch_up) and current and current == session_id:
             interpreter = await handlers.lookup(current, request, quiet=True)
-            if interpreter is not None:
+            if interpreter is not None and catch_up:
+                updates.update(self._caught_up(tab, interpreter, base))
+            elif interpreter is not None:
                 updates.update(self._changed_fields(tab, interpreter, fields, base))
+        return updates
+
+    def _caught_up(self, tab: str, interpreter: Interpreter, base: str) -> Updates:
+        """The chat's settings, AutoChat and title, for a tab whose keep-alive started again
+        (it may have missed any change). A box whose value on the server differs from what
+        the tab last got for it (its base) changed meanwhile, and shows the value now; one
+        that did not keeps what it shows, which the person may be typing. The model picker
+        and the AutoChat switch save when they are used: they show the chat's. What the
+        boxes show now is the tab's base."""
+        page, handlers = self.handlers.page, self.handlers
+        values = handlers.settings_values(interpreter)
+        known = Base.decode(base)
+        got = known.of(interpreter.id) if known is not None else {}
+        moved = {
+            name: value
+            for name, value in handlers.shows(interpreter).items()
+            if name not in got or got[name] != value
+        }
+        boxes = based_fields(page)
+        updates: Updates = {boxes[name]: values[boxes[name]] for name in moved}
+        for box in (page.model_picker, page.model_note, page.autochat_toggle):
+            updates[box] = values[box]
+        if any(name in moved for name in SETTINGS):
+            updates[page.settings_note] = ""  # (it spoke of a box that changed)
+        if any(name in moved for name in LIMITS):
+            updates[page.limits_note] = ""
+        kept = known if known is not None else Base(interpreter.id)
+        updates[page.form_base] = kept.with_values(interpreter.id, moved).encode()
+        if not handlers.streams.showing(tab, interpreter.id):
+            updates[page.autochat_status] = handlers.view_of(interpreter).panels.autochat
         return updates
 
     def _changed_fields(
@@ -293,7 +361,7 @@ def field_components(page: Page) -> dict[str, list[Any]]:
     }
 
 
-BASE_FIELDS = {"settings": SETTINGS, "autochat": LIMITS}
+BASE_FIELDS = {"settings": SETTINGS, "autochat": LIMITS, "title": ("title",)}
 """The fields of the tab's base (bases.py) each followed field of a chat holds."""
 
 

@@ -201,6 +201,15 @@ class TabStreams:
         latest = self._floor.get(tab)
         return None if latest is None else latest[1]
 
+    def assume(self, tab: str, session_id: str) -> None:
+        """The tab shows `session_id`, as the browser says, if the server knows nothing of
+        what it shows (its keep-alive starts again after the server restarted or forgot the
+        tab: presence.py). Shown by no event: any event of the tab supersedes it."""
+        if tab not in self._floor:
+            self._floor[tab] = (0, session_id)
+            while len(self._floor) > MAX_TABS:
+                del self._floor[next(iter(self._floor))]
+
     def _latest(self, tab: str) -> int:
         latest = self._floor.get(tab)
         return 0 if latest is None else latest[0]

@@ -27,7 +27,7 @@ from backends.gradio.layout import build_page
 from connectors.function import FunctionInfo, FunctionModel, ModelFunction
 from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
-from gui_agent.store import MemoryStore
+from gui_agent.store import MemoryStore, SessionStore
 from schema import AgentName, Message, ModelResponse, Role, ToolCall
 from tests.backends.conftest import LiveServer, live_server, started
 
@@ -93,16 +93,18 @@ async def build() -> tuple[FastAPI, Served]:
     return await build_playing(play)
 
 
-async def build_playing(function: ModelFunction) -> tuple[FastAPI, Served]:
-    """The test app, its model played by `function`."""
+async def build_playing(
+    function: ModelFunction, *, store: SessionStore | None = None, workspace: Path | None = None
+) -> tuple[FastAPI, Served]:
+    """The test app, its model played by `function` (its chats kept in `store`, in memory by
+    default, and their folders under `workspace`, a new one by default)."""
     # Gradio summarises its queue statistics with pandas after every event, which warns
     # (an error under this suite's filterwarnings) and costs time: never summarise here.
     os.environ["GRADIO_ANALYTICS_CACHE_FREQUENCY"] = str(10**9)
-    workspace = Path(tempfile.mkdtemp(prefix="gui-agent-page-"))
     manager = SessionManager(
         models=StaticCatalog(FunctionModel(function, name="scripted-function")),
-        store=MemoryStore(),
-        workspace_root=workspace,
+        store=store if store is not None else MemoryStore(),
+        workspace_root=workspace or Path(tempfile.mkdtemp(prefix="gui-agent-page-")),
     )
     closing = asyncio.Event()
     blocks = create_app(manager, notice=NOTICE, title="GuiAgent test", closing=closing)
