@@ -4,6 +4,8 @@ always shows the picked one, a reload reopens the chat, and a second tab sees it
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
@@ -108,7 +110,7 @@ def test_retry_while_a_reply_streams_is_refused_and_the_reply_keeps_streaming(
 def test_switching_chats_during_a_reply_always_shows_the_picked_chat(
     tab: Page, server: LiveServer, switch: str
 ) -> None:
-    other = f"the other chat ({switch})"
+    other = f"the other chat ({switch}, {uuid.uuid4().hex[:8]})"  # (unique: a rerun too)
     send(tab, other)
     wait_idle(tab)
     for attempt in range(4):  # it was a race: try it a few times
