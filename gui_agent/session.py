@@ -9,7 +9,6 @@ from datetime import datetime
 from pathlib import Path
 
 from gui_agent.exceptions import ConfigError
-from gui_agent.workspaces import owner_folder
 from schema import (
     AgentName,
     AutoChatSettings,
@@ -57,10 +56,6 @@ class Session:
     unreported_usage: UsageReported | None = None
     """The usage of a model call cut short (Stop, an error mid-stream), counted into `usage`
     by the agent but not yet announced: the interpreter says it as the turn ends."""
-
-    def owner_folder(self) -> str:
-        """A folder name for the owner that cannot escape its parent."""
-        return owner_folder(self.owner)
 
     def workdir_path(self) -> Path:
         """The folder this session's tools may touch. Set by the interpreter."""

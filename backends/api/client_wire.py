@@ -26,6 +26,7 @@ from urllib.parse import quote
 import httpx
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from connectors.resilience import parse_retry_after
 from gui_agent.changes import ChatChange, ChatChangeKind
 from schema import (
     EVENT_ADAPTER,
@@ -121,7 +122,7 @@ def api_error(status: int, code: str, message: str, retry_after: float | None = 
 def error_from(response: httpx.Response) -> ApiError:
     """The error an answer that is not a success stands for. Its body must have been read."""
     status = response.status_code
-    retry_after = _seconds(response.headers.get("retry-after"))
+    retry_after = parse_retry_after(response.headers)
     try:
         error = json.loads(response.content)["error"]
         code, message = error["code"], error["message"]
@@ -136,12 +137,6 @@ def error_from(response: httpx.Response) -> ApiError:
         kind = response.headers.get("content-type", "no content type")
         text = f"{response.reason_phrase or 'error'} ({kind}): {response.text[:200]!r}"
     return api_error(status, NOT_THE_API, text, retry_after)
-
-
-def _seconds(value: str | None) -> float | None:
-    if value is None or not value.strip().isdigit():
-        return None
-    return float(value.strip())
 
 
 # -- requests and answers ----------------------------------------------------------------

@@ -99,6 +99,11 @@ def tab_of(request: gr.Request | None) -> str:
     return f"{owner_of(request)}\0{session_hash or ''}"
 
 
+def shown_fields(page: Page, values: Updates) -> dict[str, object]:
+    """Of `settings_values`, what each field the tab's base keeps shows, by field."""
+    return {name: values[box] for name, box in based_fields(page).items()}
+
+
 class Handlers:
     """The callbacks of one page layout, bound to a session manager."""
 
@@ -213,16 +218,16 @@ class Handlers:
         }
         if agent is not None:
             values[page.role_picker] = agent.value
-        shows = {name: values[box] for name, box in based_fields(page).items()}
         session_id = interpreter.id if interpreter is not None else ""
-        values[page.form_base] = Base(session_id, shows).encode()
+        values[page.form_base] = Base(session_id, shown_fields(page, values)).encode()
         return values
 
-    def shows(self, interpreter: Interpreter) -> dict[str, object]:
+    def shows(self, interpreter: Interpreter, values: Updates | None = None) -> dict[str, object]:
         """The chat's settings, AutoChat limits and title as their boxes show them, by field
-        (what the tab's base keeps: bases.py)."""
-        values = self.settings_values(interpreter)
-        return {name: values[box] for name, box in based_fields(self.page).items()}
+        (what the tab's base keeps: bases.py). `values`: its `settings_values`, if at hand."""
+        if values is None:
+            values = self.settings_values(interpreter)
+        return shown_fields(self.page, values)
 
     def base_after(self, interpreter: Interpreter, form: Form) -> Updates:
         """The tab's base after a save (or a chat made from the form): the boxes that show

@@ -214,7 +214,7 @@ class Presence:
         got = known.of(interpreter.id) if known is not None else {}
         moved = {
             name: value
-            for name, value in handlers.shows(interpreter).items()
+            for name, value in handlers.shows(interpreter, values).items()
             if name not in got or got[name] != value
         }
         boxes = based_fields(page)
@@ -238,7 +238,7 @@ class Presence:
         shows = field_components(page)
         values = self.handlers.settings_values(interpreter)
         updates = {c: values[c] for name in fields for c in shows.get(name, ())}
-        shown = self.handlers.shows(interpreter)
+        shown = self.handlers.shows(interpreter, values)
         got = {
             name: shown[name]
             for part in fields
