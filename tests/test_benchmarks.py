@@ -22,9 +22,11 @@ CASES = {
 
 
 @pytest.mark.parametrize("script", sorted(CASES))
-def test_benchmark_runs_and_ends_with_its_figures(script: str) -> None:
+def test_benchmark_runs_and_ends_with_its_figures(script: str, tmp_path: Path) -> None:
     args, key = CASES[script]
-    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False"}
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "TMPDIR": str(scratch)}
     done = subprocess.run(
         [sys.executable, str(BENCH / script), *args],
         capture_output=True,
@@ -36,6 +38,9 @@ def test_benchmark_runs_and_ends_with_its_figures(script: str) -> None:
     assert done.returncode == 0, done.stderr[-2000:]
     figures = json.loads(done.stdout.strip().splitlines()[-1])
     assert key in figures
+    # Gradio keeps its own shared cache in $TMPDIR/gradio; anything else is a leftover.
+    left = sorted(p.name for p in scratch.iterdir() if p.name != "gradio")
+    assert not left, f"the benchmark left its temporary files behind: {left}"
     if script == "bench_core.py":
         assert figures["one_tool"]["events_per_run"] == 19
         assert figures["ten_tools"]["events_per_run"] == 46

@@ -281,10 +281,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--sessions", type=int, default=10_000)
     args = parser.parse_args()
-    workdir = Path(tempfile.mkdtemp(prefix="bench-core-"))
-    one = asyncio.run(measure(args.runs, 1, workdir))
-    ten = asyncio.run(measure(max(200, args.runs // 4), 10, workdir))
-    per_session = idle_memory(args.sessions, workdir)
+    with tempfile.TemporaryDirectory(prefix="bench-core-") as folder:
+        workdir = Path(folder)
+        one = asyncio.run(measure(args.runs, 1, workdir))
+        ten = asyncio.run(measure(max(200, args.runs // 4), 10, workdir))
+        per_session = idle_memory(args.sessions, workdir)
     rows = [one, ten]
     print(
         f"{'tool calls':>10} {'events':>7} {'GuiAgent med':>13} {'p99':>9} "

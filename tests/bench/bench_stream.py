@@ -77,7 +77,7 @@ def serve(port: int, *, gc_freeze: bool = False) -> None:
                 ScriptedModel(name=PACED_MODEL, default=reply_text(PACED_TOKENS), delay_s=0.02),
             ),
             store=MemoryStore(),
-            workspace_root=Path(tempfile.mkdtemp(prefix="gui-agent-bench-")),
+            workspace_root=Path(os.environ["GUI_AGENT_BENCH_WORKSPACES"]),
         )
         page = create_app(manager, title="bench")
         plain = plain_chat()
@@ -346,12 +346,24 @@ async def plain_baseline(client: httpx.AsyncClient, base: str, pid: int) -> dict
 
 @contextlib.contextmanager
 def server_process(*, gc_freeze: bool = False) -> Any:
+    with tempfile.TemporaryDirectory(prefix="gui-agent-bench-") as workspaces:
+        yield from _server_process(workspaces, gc_freeze=gc_freeze)
+
+
+def _server_process(workspaces: str, *, gc_freeze: bool) -> Any:
+    """Start the bench server; the caller owns the chats' folders (`workspaces`), so they
+    are removed although the server is ended with a signal."""
     import socket
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    env = {**os.environ, "GRADIO_ANALYTICS_ENABLED": "False", "HF_HUB_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "GRADIO_ANALYTICS_ENABLED": "False",
+        "HF_HUB_OFFLINE": "1",
+        "GUI_AGENT_BENCH_WORKSPACES": workspaces,
+    }
     command = [sys.executable, __file__, "--serve", str(port)]
     if gc_freeze:
         command.append("--gc-freeze")
