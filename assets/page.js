@@ -113,6 +113,27 @@
       event.stopPropagation();
     }
   }, true);
+  // What the person is typing is kept in the tab's session storage as they type, so a
+  // reload (theirs, or the page's own after a lost connection) gives it back: app.py calls
+  // guiAgentDraftBack once the reloaded page has its chat. A send empties the box, and so
+  // the kept draft. Nothing is kept if the browser refuses storage.
+  const DRAFT_KEY = "gui-agent-draft:" + location.pathname;
+  document.addEventListener("input", (event) => {
+    const box = input();
+    if (!box || event.target !== box) return;
+    try {
+      if (box.value) sessionStorage.setItem(DRAFT_KEY, box.value);
+      else sessionStorage.removeItem(DRAFT_KEY);
+    } catch (error) {}
+  }, true);
+  window.guiAgentDraftBack = () => {
+    let text = "";
+    try { text = sessionStorage.getItem(DRAFT_KEY) || ""; } catch (error) {}
+    const box = input();
+    if (!text || !box || box.value) return;  // never over what was typed since
+    box.value = text;
+    box.dispatchEvent(new Event("input", {bubbles: true}));
+  };
   // The send event calls this when a message really goes out: empty the input box and
   // untick "edit my last message" (the server does not send these back while streaming).
   window.guiAgentSent = () => {

@@ -82,6 +82,10 @@ _KEEP_AGAIN_JS = """async (again) => window.guiAgentKeepAgain
 """Runs in the browser when the tab's keep-alive event ended: the next count of its starts,
 once the server answers (page.js); the same count (no new start) if the tab is signed out."""
 
+_DRAFT_BACK_JS = "() => { window.guiAgentDraftBack?.(); return []; }"
+"""Runs in the browser once a (re)loaded page has its chat: puts back the message being
+typed before the reload, kept in the tab's session storage (page.js)."""
+
 _STORAGE_KEY = '"gui-agent-session:" + location.pathname'
 _REMEMBERED_JS = f"""() => {{
   const key = {_STORAGE_KEY};
@@ -289,6 +293,8 @@ def _wire(
         [page.session_list, page.rename_box],
     ]
     loaded.then(*settle, **numbered, **_STREAM)
+    # Once the page has its chat, give back what was being typed before a reload (page.js).
+    loaded.then(None, None, None, js=_DRAFT_BACK_JS, **_EVENT)
     # Events that save the form also say what the tab's boxes are in step with (bases.py).
     saved = [*streamed, page.form_base]
     # One event for both triggers. "multiple": a send while a reply streams is queued

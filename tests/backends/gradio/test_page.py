@@ -203,6 +203,31 @@ def test_a_picked_role_shows_the_same_after_a_reload(tab: Page) -> None:
     assert tab.locator(lines).all_inner_texts() == seen  # its reason and its place
 
 
+def test_a_message_being_typed_is_given_back_after_a_reload_and_gone_once_sent(
+    tab: Page,
+) -> None:
+    send(tab, "a chat to come back to")
+    wait_idle(tab)
+    box = tab.locator("#chat-input textarea")
+    box.fill("half a thought,\nnot sent yet")
+    tab.reload(wait_until="load")
+    expect(user_messages(tab)).to_have_count(1)  # the chat is back, and so is the draft
+    expect(box).to_have_value("half a thought,\nnot sent yet")
+    other = tab.context.new_page()  # another tab of the same browser: a draft is per tab
+    other.goto(tab.url, wait_until="load")
+    expect(other.locator("#state-badge")).to_have_text(re.compile("INIT|STOP"))
+    expect(other.locator("#chat-input textarea")).to_have_value("")
+    other.close()
+    box.press("Enter")
+    expect(bot_messages(tab).last).to_contain_text("You said: half a thought,")
+    wait_idle(tab)
+    expect(box).to_have_value("")
+    tab.reload(wait_until="load")  # the sent message is not given back as a draft
+    expect(user_messages(tab)).to_have_count(2)
+    tab.wait_for_timeout(500)  # (a draft would be back by now)
+    expect(box).to_have_value("")
+
+
 def test_the_planner_shows_its_plan_and_each_step(tab: Page) -> None:
     pick(tab, "role-picker", "LLM_PLANNER")
     send(tab, "plan a picnic")
