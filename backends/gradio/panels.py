@@ -17,6 +17,7 @@ from schema import (
     ApprovalRequested,
     ApprovalResolved,
     AutoChatStopped,
+    AutoChatStopReason,
     AutoChatTurn,
     Event,
     InterpreterState,
@@ -132,6 +133,14 @@ class AutoChatStatus:
             if isinstance(enabled, bool) and enabled != self.enabled:
                 # A run that is going on says itself when it stops (after its turn).
                 self.enabled, self.stopped = enabled, None
+
+    def replay(self, event: Event) -> None:
+        """`apply` for a view built after the events (a reload, another tab): the chat's
+        switch is known at a stop (a run goes on only while it is on, unless it was switched
+        off), so a switch made after the stop ends its news as it does in a live view."""
+        self.apply(event)
+        if isinstance(event, AutoChatStopped):
+            self.enabled = event.reason is not AutoChatStopReason.DISABLED
 
     def text(self) -> str:
         turn = self.tally.announced

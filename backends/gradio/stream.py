@@ -134,6 +134,8 @@ class PageView:
             elif interpreter.autochat_active:  # where the AutoChat run is
                 panels.auto.apply(event)
                 chat.autochat.apply(event)
+            else:  # why the last run stopped, while that is still news
+                panels.auto.replay(event)
         panels.auto.active = interpreter.autochat_active
         panels.auto.enabled = session.autochat.enabled
         panels.total = session.usage

@@ -9,6 +9,7 @@ from typing import Any
 import gradio as gr
 
 from backends.gradio.layout import Page, build_page
+from backends.gradio.panels import AutoChatStatus
 from backends.gradio.renderer import ChatView
 from backends.gradio.stream import PageView
 from backends.gradio.switches import placed_notes
@@ -17,6 +18,7 @@ from gui_agent.quick import create_interpreter
 from schema import (
     AgentName,
     AgentSwitched,
+    AutoChatSettings,
     AutoChatStopped,
     AutoChatStopReason,
     ErrorEvent,
@@ -69,6 +71,42 @@ async def test_a_picked_role_keeps_its_reason_and_place_when_the_view_is_rebuilt
     assert texts(reopened.chat) == shown
     switch = next(i for i, text in enumerate(shown) if PICKED in text)
     assert shown[switch + 1] == "after the switch"
+
+
+async def test_a_view_built_after_autochat_stopped_says_why_until_it_is_switched(
+    tmp_path: Path,
+) -> None:
+    """A tab that opens or catches up on a chat after its AutoChat run stopped (a reload,
+    another tab following it, a keep-alive started again) says why it stopped, as a tab
+    that watched the run does, until the switch is moved."""
+    interpreter = create_interpreter(ScriptedModel(default="noted"), workdir=tmp_path)
+    on = AutoChatSettings(enabled=True, max_turns=1, delay_s=0)
+    async with interpreter.subscribe() as subscription:
+        await interpreter.update(autochat=on)
+        await interpreter.send("keep going")
+        stopped = False
+        while not stopped:
+            events, _more = await subscription.next_events(stop_at_idle=False)
+            stopped = any(isinstance(event, AutoChatStopped) for event in events)
+    await interpreter.wait_idle()
+
+    def watched() -> str:  # a tab open since before AutoChat was switched on
+        live = AutoChatStatus()
+        for event in interpreter.events_since(0):
+            live.apply(event)
+        return live.text()
+
+    def rebuilt() -> str:
+        return PageView.of(make_page(), interpreter, icons={}).panels.auto.text()
+
+    assert not interpreter.autochat_active
+    assert rebuilt().startswith("AutoChat stopped after 1 automatic turn: max_turns")
+    assert rebuilt() == watched()
+    await interpreter.update(autochat=on.model_copy(update={"max_turns": 3}))  # a limit only
+    assert rebuilt().startswith("AutoChat stopped after 1 automatic turn: max_turns")
+    assert rebuilt() == watched()
+    await interpreter.update(autochat=on.model_copy(update={"enabled": False}))
+    assert rebuilt() == watched() == "AutoChat is off."
 
 
 def _said(text: str, role: Role = Role.USER) -> Message:
