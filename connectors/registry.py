@@ -149,6 +149,21 @@ DEFAULT_LOCAL_SERVERS: Final = (
 )
 
 
+def _loggable(text: object) -> str:
+    """`text` fit for one log line: as it is when every character in it is printable, else
+    with each that is not (a newline, an escape sequence's ESC, a line separator) written
+    as its escape (``\\n``, ``\\x1b``, ``\\u2028``). Model names come from a local
+    server's listing, the environment or a config file: one holding a newline must not
+    start a log line of its own, nor one holding a terminal escape rewrite the screen."""
+    shown = str(text)
+    if shown.isprintable():
+        return shown
+    return "".join(
+        char if char.isprintable() else char.encode("unicode_escape").decode("ascii")
+        for char in shown
+    )
+
+
 def parse_model(text: str, *, source: str) -> ModelSpec:
     """A `--model` string as a spec; ConfigError listing the accepted forms when it is none.
 
@@ -255,7 +270,7 @@ async def _probe_one(client: httpx.AsyncClient, server: LocalServer) -> ModelSpe
             source = (
                 f"{server.label} answering on {server.host}:{server.port}, still loading its model"
             )
-            logger.info("%s is still loading its model; offering it all the same", base)
+            logger.info("%s is still loading its model; offering it all the same", _loggable(base))
             return ModelSpec("openai-compatible", LOADING_MODEL_NAME, f"{base}/v1", source)
         if response.status_code == 200:
             models = [str(item["id"]) for item in response.json().get("data", []) if "id" in item]
@@ -267,7 +282,12 @@ async def _probe_one(client: httpx.AsyncClient, server: LocalServer) -> ModelSpe
         return None
     chat_models = [m for m in models if not _NOT_CHAT.search(m)]
     if not chat_models:
-        logger.info("%s answers on %s but lists no chat model (%s)", server.label, base, models)
+        logger.info(
+            "%s answers on %s but lists no chat model (%s)",
+            _loggable(server.label),
+            _loggable(base),
+            models,  # a list shows its names escaped
+        )
         return None
     source = f"{server.label} answering on {server.host}:{server.port}"
     return ModelSpec("openai-compatible", chat_models[0], f"{base}/v1", source)
@@ -352,7 +372,11 @@ class ModelRegistry:
         self._check_usable(spec)
         name = spec.name
         if name in self._specs:
-            logger.debug("model %s already registered from %s", name, self._specs[name].source)
+            logger.debug(
+                "model %s already registered from %s",
+                _loggable(name),
+                _loggable(self._specs[name].source),
+            )
             return name
         self._specs[name] = spec
         if self._default is None:
@@ -397,7 +421,7 @@ class ModelRegistry:
         if provider is None:
             provider = self._build(spec)
             self._providers[name] = provider
-            logger.info("model %s ready (from %s)", name, spec.source)
+            logger.info("model %s ready (from %s)", _loggable(name), _loggable(spec.source))
         return provider
 
     def token_counter(self, name: str | None = None) -> TokenCounter:
@@ -547,6 +571,9 @@ async def resolve_models(
         logger.warning("no model configured; using the echo model. %s", ECHO_NOTICE)
     for info in registry.describe():
         logger.info(
-            "model %s%s (%s)", info.name, " [default]" if info.is_default else "", info.spec.source
+            "model %s%s (%s)",
+            _loggable(info.name),
+            " [default]" if info.is_default else "",
+            _loggable(info.spec.source),
         )
     return registry

@@ -383,3 +383,59 @@ async def test_adding_a_model_later_makes_it_pickable() -> None:
     assert registry.default == "scripted:echo"
     with pytest.raises(ConfigError, match="OPENAI_API_KEY"):
         registry.add(parse_model("openai:gpt-4o", source="ui"))
+
+
+# --- log lines ---------------------------------------------------------------------------------
+
+FORGED = "qwen\nWARNING connectors.openai: all\u2028good\x1b[2K"
+"""A model name as a hostile local server or a careless config file could give it: a newline
+that starts a log line of its own, a terminal escape that erases one, a line separator."""
+FORGED_SHOWN = "qwen\\nWARNING connectors.openai: all\\u2028good\\x1b[2K"
+
+
+def registry_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "connectors.registry"]
+
+
+async def test_model_names_and_sources_cannot_forge_log_lines(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Every line the registry logs about a model stays one line: a newline or an escape in
+    its name or source is written as its escape, and the name is still there to read."""
+    caplog.set_level(logging.DEBUG, logger="connectors.registry")
+    text = f"openai-compatible:http://127.0.0.1:9/v1#{FORGED}"
+    registry = await resolve(explicit=[text, text], explicit_source="config file /tmp/a\nb.toml")
+    registry.get()  # "ready" line
+    lines = registry_lines(caplog)
+    assert len(lines) == 3  # already registered, ready, the startup line
+    for line in lines:
+        assert not any(c in line for c in "\n\r\x1b\u2028"), line
+        assert FORGED_SHOWN in line and "/tmp/a\\nb.toml" in line, line
+    assert (
+        f"model openai-compatible:http://127.0.0.1:9/v1#{FORGED_SHOWN} [default] "
+        "(config file /tmp/a\\nb.toml)"
+    ) in lines
+    assert registry.names() == [f"openai-compatible:http://127.0.0.1:9/v1#{FORGED}"]
+
+
+async def test_a_model_name_a_local_server_lists_cannot_forge_log_lines(
+    peers: list[ScriptedPeer], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="connectors.registry")
+    server = start_peer(peers, Reply.json(200, {"data": [{"id": FORGED}]}))
+    registry = await resolve(
+        probe_local=True, local_servers=[LocalServer("Ollama", server.port)], probe_timeout_s=2.0
+    )
+    assert registry.spec(registry.default).model == FORGED  # offered as the server named it
+    (line,) = registry_lines(caplog)
+    assert "\n" not in line and "\x1b" not in line and FORGED_SHOWN in line
+
+
+async def test_ordinary_model_names_are_logged_as_they_are(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="connectors.registry")
+    await resolve(explicit=["scripted:echo"], explicit_source="config file /tmp/ä b\\c.toml")
+    assert registry_lines(caplog) == [
+        "model scripted:echo [default] (config file /tmp/ä b\\c.toml)"
+    ]
