@@ -9,6 +9,7 @@ import json
 import os
 import re
 import tempfile
+import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import contextmanager
@@ -157,6 +158,15 @@ def send(page: Page, text: str) -> None:
 
 def wait_idle(page: Page) -> None:
     expect(badge(page)).to_have_text("STOP")
+
+
+def eventually(page: Page, condition: Callable[[], bool], what: str) -> None:
+    """Wait until `condition` holds (something on the server the page does not show), for
+    as long as `expect` waits; fail naming `what`. The page goes on meanwhile."""
+    deadline = time.monotonic() + WAIT_MS / 1000
+    while not condition():
+        assert time.monotonic() < deadline, f"waited {WAIT_MS / 1000:.0f} s for {what}"
+        page.wait_for_timeout(50)
 
 
 def session_of(server: LiveServer, page: Page) -> Any:

@@ -35,6 +35,7 @@ from tests.backends.gradio.kit import (
     badge,
     bot_messages,
     chat,
+    eventually,
     pick,
     record_texts,
     recorded_texts,
@@ -456,10 +457,19 @@ def test_images_attach_to_the_next_message_and_non_images_are_refused(
     assert last_question.content == "no picture now" and last_question.images == ()
 
 
-def test_retry_edit_and_clear(tab: Page) -> None:
+def test_retry_edit_and_clear(tab: Page, server: LiveServer) -> None:
     send(tab, "original question")
     wait_idle(tab)
+    interpreter = session_of(server, tab)
+    answered = interpreter.session.history[-1].id
     tab.get_by_role("button", name="Retry last turn").click()
+    # The retried reply reads as the first did, and the badge says STOP before and after:
+    # wait for the new reply on the server, else Edit can come before the retry is done.
+    eventually(
+        tab,
+        lambda: not interpreter.busy and interpreter.session.history[-1].id != answered,
+        "the retried reply",
+    )
     expect(badge(tab)).to_have_text("STOP")
     expect(bot_messages(tab).filter(has_text="You said: original question")).to_have_count(1)
     tab.get_by_role("button", name="Edit last message").click()
