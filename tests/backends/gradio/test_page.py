@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -458,7 +459,8 @@ def test_images_attach_to_the_next_message_and_non_images_are_refused(
 
 
 def test_retry_edit_and_clear(tab: Page, server: LiveServer) -> None:
-    send(tab, "original question")
+    question = f"original question {uuid.uuid4().hex[:8]}"  # (a rerun finds its own chat)
+    send(tab, question)
     wait_idle(tab)
     interpreter = session_of(server, tab)
     answered = interpreter.session.history[-1].id
@@ -471,16 +473,16 @@ def test_retry_edit_and_clear(tab: Page, server: LiveServer) -> None:
         "the retried reply",
     )
     expect(badge(tab)).to_have_text("STOP")
-    expect(bot_messages(tab).filter(has_text="You said: original question")).to_have_count(1)
+    expect(bot_messages(tab).filter(has_text=f"You said: {question}")).to_have_count(1)
     tab.get_by_role("button", name="Edit last message").click()
     box = tab.locator("#chat-input textarea")
-    expect(box).to_have_value("original question")
+    expect(box).to_have_value(question)
     expect(tab.locator("#edit-mode input")).to_be_checked()
     box.fill("edited question")
     box.press("Enter")
     expect(bot_messages(tab).last).to_contain_text("You said: edited question")
     wait_idle(tab)
-    assert "original question" not in chat(tab).inner_text()
+    assert question not in chat(tab).inner_text()
     tab.get_by_role("button", name="Clear chat").click()
     tab.get_by_role("button", name="Yes, clear it").click()
     expect(user_messages(tab)).to_have_count(0)
