@@ -1,0 +1,250 @@
+"""What a turn's events change in its interpreter, and how that is saved.
+
+The replies being streamed (`Partial`), the tool calls running, the approvals open: each
+event that opens or closes one of them goes to its handler in `TRACKERS`; every event is
+published to the session's `EventHub`. Store calls are awaited through a Stop
+(`uninterrupted`), and a failed one is reported and repaired at the turn's end, never raised.
+
+`EventTracking` is the interpreter's lowest layer (see `gui_agent.interpreter`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from types import MappingProxyType
+from typing import Any, Final
+
+from gui_agent.agents.base import AgentDeps
+from gui_agent.events import EventHub
+from gui_agent.exceptions import StoreError
+from gui_agent.session import Session
+from gui_agent.state import StateMachine, Trigger
+from gui_agent.store.base import SessionStore as Store
+from schema import (
+    ApprovalRequested,
+    ApprovalResolved,
+    ErrorEvent,
+    Event,
+    InterpreterState,
+    Message,
+    MessageCompleted,
+    MessageStarted,
+    MessageStatus,
+    Role,
+    StateChanged,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+
+logger = logging.getLogger(__name__)
+
+PARTIAL_SAVE_INTERVAL_S = 0.5
+"""How often a streaming reply is saved, so a crash loses at most this much of it."""
+
+
+class Partial:
+    """A reply being streamed: what its `message_started` said, and the text so far."""
+
+    __slots__ = ("content", "reasoning", "saved_at", "started")
+
+    def __init__(self, started: MessageStarted) -> None:
+        self.started = started
+        self.content: list[str] = []
+        self.reasoning: list[str] = []
+        self.saved_at = 0.0
+
+    def message(
+        self, message_id: str, status: MessageStatus, failure: ErrorEvent | None = None
+    ) -> Message:
+        """The reply as it stands. `failure`: the error that ended the turn, kept with the
+        reply (`metadata["error"]`), so the reason outlives the event that announced it."""
+        started = self.started
+        role = started.role
+        metadata: dict[str, object] = {}
+        if started.parent_id is not None:  # a worker's message: kept for people only
+            metadata = {"display_only": True, "delegated_by": started.parent_id}
+        if role is Role.TOOL:  # output a role streamed as a tool's: no call id to answer
+            role, metadata = (
+                Role.ASSISTANT,
+                {**metadata, "display_only": True, "streamed_as": "tool"},
+            )
+        if failure is not None:
+            metadata["error"] = {"code": failure.code, "message": failure.message}
+        return Message(
+            id=message_id,
+            role=role,
+            type=started.message_type,
+            agent=started.agent,
+            language=started.language,
+            content="".join(self.content),
+            reasoning="".join(self.reasoning) or None,
+            status=status,
+            metadata=metadata,
+        )
+
+
+class EventTracking:
+    """Publishes a session's events and keeps what they open (replies, calls, approvals)
+    and the store in step. The attributes are set by `Interpreter.__init__`."""
+
+    session: Session
+    deps: AgentDeps
+    _store: Store | None
+    _hub: EventHub
+    _machine: StateMachine
+    _run_id: str
+    _open: dict[str, Partial]
+    _open_calls: dict[str, ToolCallStarted]  # started, not finished: for front ends
+    _open_approvals: dict[str, ApprovalRequested]
+    _unsaved: bool  # a store write failed: write the history again at the turn's end
+
+    @property
+    def id(self) -> str:
+        return self.session.id
+
+    @property
+    def state(self) -> InterpreterState:
+        return self._machine.state
+
+    def _publish(self, event: Event) -> None:
+        self._hub.publish(event, self._run_id)
+
+    def _on_state_change(
+        self, source: InterpreterState, dest: InterpreterState, reason: str
+    ) -> None:
+        self._publish(StateChanged(from_state=source, to_state=dest, reason=reason))
+
+    async def _emit(self, event: Event) -> None:
+        """Publish an event from a turn, keeping state, partial replies and the store in step."""
+        saving = self._track(event)
+        if saving is not None:
+            await self._store_call(saving)
+
+    def _track(self, event: Event) -> Awaitable[None] | None:
+        """`_emit` without the store: publishes `event` and returns the store call to await,
+        if any. Synchronous, because most events need no I/O and a turn emits many; events
+        that change what the interpreter tracks go to their handler in `TRACKERS`."""
+        handler = TRACKERS.get(type(event))
+        if handler is None:
+            self._hub.publish(event, self._run_id)
+            return None
+        return handler(self, event)
+
+    def _track_delta(self, event: TextDelta) -> Awaitable[None] | None:
+        self._hub.publish(event, self._run_id)
+        partial = self._open.get(event.message_id)
+        if partial is None:
+            return None
+        (partial.content if event.channel == "content" else partial.reasoning).append(event.delta)
+        store = self._store
+        if store is not None:
+            now = time.monotonic()
+            if now - partial.saved_at >= PARTIAL_SAVE_INTERVAL_S:
+                partial.saved_at = now
+                message = partial.message(event.message_id, MessageStatus.INTERRUPTED)
+                return store.upsert_partial(self.id, message)
+        return None
+
+    def _track_completed(self, event: MessageCompleted) -> Awaitable[None] | None:
+        self._open.pop(event.message.id, None)
+        self._hub.publish(event, self._run_id)
+        store = self._store
+        return None if store is None else store.append_message(self.id, event.message)
+
+    def _track_started(self, event: MessageStarted) -> None:
+        partial = Partial(event)
+        if self._store is not None:
+            partial.saved_at = time.monotonic()
+        self._open[event.message_id] = partial
+        self._hub.publish(event, self._run_id)
+
+    def _track_call_started(self, event: ToolCallStarted) -> None:
+        self._open_calls[event.call.id] = event
+        self._hub.publish(event, self._run_id)
+
+    def _track_call_finished(self, event: ToolCallFinished) -> None:
+        self._open_calls.pop(event.result.call_id, None)
+        self._hub.publish(event, self._run_id)
+
+    def _track_approval_requested(self, event: ApprovalRequested) -> None:
+        self._open_approvals[event.approval_id] = event
+        if self.state is InterpreterState.RUNNING:  # WAITING: another question is still open
+            self._machine.fire(Trigger.AWAIT_APPROVAL, "approval needed")
+        self._hub.publish(event, self._run_id)
+
+    def _track_approval_resolved(self, event: ApprovalResolved) -> None:
+        self._open_approvals.pop(event.approval_id, None)
+        self._hub.publish(event, self._run_id)
+        if self.state is InterpreterState.WAITING and not self._open_approvals:
+            self._machine.fire(Trigger.RESUME, event.decision.value)
+
+    async def _store_call(self, operation: Awaitable[None]) -> None:
+        """Await a store call to its end, even through a Stop meanwhile (which is passed on
+        once the write is done): a write cut short could lose what was said, or land after
+        the writes that follow it. A failure is reported (and logged), never raised: what
+        was said stays in the session, the turn goes on, and the history is written again
+        whole when the turn ends (`_finish_saving`)."""
+        write = asyncio.ensure_future(operation)
+        interrupted = await uninterrupted(write)
+        try:
+            write.result()
+        except StoreError as exc:
+            logger.error("session %s: could not save: %s", self.id, exc)
+            self._publish(ErrorEvent(code="store_error", message=f"could not save: {exc}"))
+            self._unsaved = True
+        except Exception as exc:  # a bug or an unexpected value: say so, keep the session
+            logger.exception("session %s: saving failed", self.id)
+            self._publish(
+                ErrorEvent(code="store_error", message=f"could not save: {type(exc).__name__}")
+            )
+            self._unsaved = True
+        if interrupted:
+            raise asyncio.CancelledError
+
+    async def _save_history(self) -> None:
+        """Write the whole history again after a write failed (a database locked too long),
+        so a restart finds everything that was said."""
+        store = self._store
+        if store is None or not self._unsaved:
+            return
+        self._unsaved = False
+        await self._store_call(store.replace_messages(self.id, list(self.session.history)))
+        if not self._unsaved:
+            logger.info("session %s: history saved again after a failed write", self.id)
+
+    async def _save_record(self) -> None:
+        if self._store is not None:
+            await self._store_call(self._store.update_session(self.session.to_record(self.state)))
+
+
+_Tracker = Callable[[EventTracking, Any], Awaitable[None] | None]
+TRACKERS: Final[Mapping[type, _Tracker]] = MappingProxyType(
+    {
+        TextDelta: EventTracking._track_delta,
+        MessageCompleted: EventTracking._track_completed,
+        MessageStarted: EventTracking._track_started,
+        ToolCallStarted: EventTracking._track_call_started,
+        ToolCallFinished: EventTracking._track_call_finished,
+        ApprovalRequested: EventTracking._track_approval_requested,
+        ApprovalResolved: EventTracking._track_approval_resolved,
+    }
+)
+"""Events that change what an interpreter tracks, by exact type (events are not subclassed);
+every other event is only published."""
+
+
+async def uninterrupted(future: asyncio.Future[None]) -> bool:
+    """Wait until `future` is done, also when the waiting task is cancelled meanwhile (the
+    future goes on). Returns whether it was: the caller then raises CancelledError itself,
+    once it has finished what must not be cut short."""
+    cancelled = False
+    while not future.done():
+        try:
+            await asyncio.wait((future,))
+        except asyncio.CancelledError:
+            cancelled = True
+    return cancelled

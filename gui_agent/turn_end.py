@@ -1,0 +1,222 @@
+"""How a turn ends, whatever ended it: finished, failed, stopped or cut short by AutoChat's
+time budget.
+
+Everything the turn left open is closed in one synchronous step (`_close_turn`), so a Stop
+cannot cut it short: the replies being streamed are kept (marked interrupted, or failed with
+the error), every call left without a result is answered, running steps and open approvals
+are closed, `run_finished` is said and the state goes to STOP. The hooks and store writes
+that follow run to their end even through a second Stop (`_finish_saving`). Messages a
+stopped turn never took up stay in the history, unanswered (`_file_unanswered`).
+
+One layer of `Interpreter` (see `gui_agent.interpreter`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Mapping
+
+from gui_agent.autochat_driver import AutoChatDriver
+from gui_agent.hooks import call_hook
+from gui_agent.session import Session, unanswered_call_result, unanswered_calls
+from gui_agent.state import Trigger
+from gui_agent.tracking import uninterrupted
+from schema import (
+    ApprovalDecision,
+    ApprovalResolved,
+    AutoChatStopReason,
+    ErrorEvent,
+    InterpreterState,
+    Message,
+    MessageCompleted,
+    MessageStatus,
+    RunFinished,
+    RunOutcome,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolResult,
+)
+from schema.messages import utcnow
+
+
+class TurnEnding(AutoChatDriver):
+    """Ends a session's turns and files what they leave behind."""
+
+    def _abandon_turn(self, detail: str) -> None:
+        """The last resort when the run task failed in the interpreter's own code (closing
+        the turn raised): end what it left open, without the store (nothing can be awaited
+        here), so the session is never left RUNNING, WAITING or in AutoChat."""
+        if self._auto.active:
+            self._end_autochat(AutoChatStopReason.ERROR, detail)
+        self._disarm_deadline()
+        self._open.clear()
+        self._open_calls.clear()
+        for approval_id in list(self._open_approvals):
+            del self._open_approvals[approval_id]
+            resolved = ApprovalDecision.DENY
+            self._publish(ApprovalResolved(approval_id=approval_id, decision=resolved, by="policy"))
+        if self.state in (InterpreterState.RUNNING, InterpreterState.WAITING):
+            self._publish(RunFinished(outcome=RunOutcome.ERROR, detail=detail))
+            self._machine.fire(Trigger.FINISH, RunOutcome.ERROR.value)
+
+    async def _fail(self, detail: str, error: BaseException, failure: ErrorEvent) -> None:
+        """End the turn on `error`: say `failure`, then file the partial replies as failed,
+        each keeping `failure` (see `tracking.Partial.message`)."""
+        self._publish(failure)
+        await self._end_turn(RunOutcome.ERROR, detail, MessageStatus.ERROR, error, failure)
+
+    async def _end_turn(
+        self,
+        outcome: RunOutcome,
+        detail: str,
+        status: MessageStatus,
+        error: BaseException | None = None,
+        failure: ErrorEvent | None = None,
+    ) -> None:
+        """Close what the turn left open, so the history stays whole and sendable, and end
+        the turn (state STOP). Then save, even through another Stop (see `_finish_saving`)."""
+        saves = self._close_turn(outcome, detail, status, failure)
+        if saves or self._store is not None or self.deps.hooked:
+            await self._finish_saving(saves, outcome, error)
+
+    def _close_turn(
+        self,
+        outcome: RunOutcome,
+        detail: str,
+        status: MessageStatus,
+        failure: ErrorEvent | None = None,
+    ) -> list[Awaitable[None]]:
+        """Everything that ends a turn and needs no waiting: complete the partial replies,
+        answer calls left without a result, close steps and approvals, say `run_finished`,
+        fire FINISH. Returns the store calls to make. Synchronous, so a Stop cannot cut it
+        short: once it has run, the turn is over."""
+        session = self.session
+        saves: list[Awaitable[None]] = []
+        recent = {m.id: m for m in session.history[-8:]} if self._open else {}
+        for message_id, partial in list(self._open.items()):
+            message = recent.get(message_id)
+            if message is None:
+                message = partial.message(message_id, status, failure)
+                session.add(message)
+            if (saving := self._track(MessageCompleted(message=message))) is not None:
+                saves.append(saving)
+        reason = detail or outcome.value
+        for message in _answer_dangling_calls(session, reason, self._open_calls):
+            self._open_calls.pop(message.tool_call_id or "", None)
+            self._publish(ToolCallFinished(result=_tool_result(message)))
+            session.add(message)
+            if (saving := self._track(MessageCompleted(message=message))) is not None:
+                saves.append(saving)
+        for started in self._open_calls.values():  # e.g. a supervisor's worker's call: no
+            # answer is owed to any model, but the step a front end shows must not stay running
+            self._publish(
+                ToolCallFinished(
+                    result=ToolResult(
+                        call_id=started.call.id,
+                        name=started.call.name,
+                        content=f"Not finished: the turn ended ({reason}).",
+                        is_error=True,
+                        duration_ms=_ran_ms(started),
+                    )
+                )
+            )
+        self._open_calls.clear()
+        for approval_id in list(self._open_approvals):
+            del self._open_approvals[approval_id]
+            self._publish(
+                ApprovalResolved(
+                    approval_id=approval_id,
+                    decision=ApprovalDecision.DENY,
+                    note=detail or "the turn ended",
+                    by="policy",
+                )
+            )
+        unreported = session.unreported_usage  # a model call cut short: its estimate
+        if unreported is not None:
+            session.unreported_usage = None
+            self._publish(unreported)
+        self._publish(RunFinished(outcome=outcome, detail=detail))
+        self._machine.fire(Trigger.FINISH, outcome.value)
+        return saves
+
+    async def _finish_saving(
+        self, saves: list[Awaitable[None]], outcome: RunOutcome, error: BaseException | None
+    ) -> None:
+        """The hooks and store calls that follow a turn's end, each run to completion even
+        if the task is cancelled meanwhile (a second Stop); the cancellation is passed on
+        when they are done."""
+        steps: list[Awaitable[None]] = []
+        if self.deps.hooked:
+            if error is not None:
+                steps.append(call_hook(self.deps.hooks.on_error(self.session, error)))
+            steps.append(call_hook(self.deps.hooks.on_end(self.session, outcome.value)))
+        steps.extend(self._store_call(saving) for saving in saves)
+        if self._store is not None:
+            steps.append(self._save_history())
+            steps.append(self._save_record())
+        cancelled = False
+        for step in steps:
+            cancelled |= await uninterrupted(asyncio.ensure_future(step))
+        if cancelled:
+            raise asyncio.CancelledError
+
+    async def _file_unanswered(self) -> None:
+        """A Stop before the turn took up its message, and messages queued behind it: they
+        stay in the history, unanswered. Nothing said is lost."""
+        prompt, self._unfiled = self._unfiled, None
+        if prompt is not None:
+            self.session.add(prompt)
+            await self._emit(MessageCompleted(message=prompt))
+        await self._flush_inbox()
+
+    async def _flush_inbox(self) -> None:
+        """Messages queued behind a stopped turn stay in the history, unanswered."""
+        while self.session.inbox:
+            message = self.session.inbox.popleft()
+            self.session.add(message)
+            await self._emit(MessageCompleted(message=message))
+
+
+def _answer_dangling_calls(
+    session: Session, reason: str, started: Mapping[str, ToolCallStarted]
+) -> list[Message]:
+    """TOOL messages for calls of the last assistant message that got no result. A call in
+    `started` was running when the turn ended (it may have done part of its work, for as
+    long as its `duration_ms` says); the others never ran.
+
+    Only the newest assistant message can have unanswered calls: every turn ends here, so
+    older ones were answered when their turn ended.
+    """
+    found = unanswered_calls(session.history)
+    if found is None:
+        return []
+    message, calls = found
+    return [
+        unanswered_call_result(
+            call,
+            f"Interrupted while running: the turn ended ({reason}). It may have done "
+            "part of its work; check before running it again."
+            if call.id in started
+            else f"Not run: the turn ended ({reason}).",
+            agent=message.agent,
+            was_running=call.id in started,
+            duration_ms=_ran_ms(started[call.id]) if call.id in started else None,
+        )
+        for call in calls
+    ]
+
+
+def _tool_result(message: Message) -> ToolResult:
+    duration = message.metadata.get("duration_ms")
+    return ToolResult(
+        call_id=message.tool_call_id or "",
+        name=message.name or "",
+        content=message.content,
+        is_error=True,
+        duration_ms=duration if isinstance(duration, float) else 0.0,
+    )
+
+
+def _ran_ms(started: ToolCallStarted) -> float:
+    """How long the call has been running, from its `tool_call_started` event."""
+    return round(max((utcnow() - started.at).total_seconds() * 1000, 0.0), 3)
