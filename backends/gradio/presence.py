@@ -227,8 +227,9 @@ class Presence:
             updates[page.limits_note] = ""
         kept = known if known is not None else Base(interpreter.id)
         updates[page.form_base] = kept.with_values(interpreter.id, moved).encode()
-        if not handlers.streams.showing(tab, interpreter.id):
-            updates[page.autochat_status] = handlers.view_of(interpreter).panels.autochat
+        status = self._autochat_status(tab, interpreter)
+        if status is not None:
+            updates[page.autochat_status] = status
         return updates
 
     def _changed_fields(
@@ -247,9 +248,21 @@ class Presence:
         }
         known = Base.decode(base) or Base(interpreter.id)
         updates[page.form_base] = known.with_values(interpreter.id, got).encode()
-        if "autochat" in fields and not self.handlers.streams.showing(tab, interpreter.id):
-            updates[page.autochat_status] = self.handlers.view_of(interpreter).panels.autochat
+        status = self._autochat_status(tab, interpreter) if "autochat" in fields else None
+        if status is not None:
+            updates[page.autochat_status] = status
         return updates
+
+    def _autochat_status(self, tab: str, interpreter: Interpreter) -> str | None:
+        """What the AutoChat panel says of the chat, for an update that is not a stream of
+        it; None while the chat runs or a stream of it shows it. The tab's stream of a
+        running chat says how AutoChat goes (the keep-alive starts one, `moves_on`), and a
+        status taken here during the run could reach the tab after that stream's last word,
+        and stay ("automatic turn 1 of 1" after it stopped)."""
+        busy = interpreter.busy or interpreter.autochat_active
+        if busy or self.handlers.streams.showing(tab, interpreter.id):
+            return None
+        return self.handlers.view_of(interpreter).panels.autochat
 
     async def _listen(
         self, tab: str, request: gr.Request | None, listening: _Listening | None

@@ -15,7 +15,7 @@ from connectors.scripted import ScriptedModel
 from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
 from gui_agent.store import MemoryStore
-from schema import AutoChatSettings, SessionUpdated
+from schema import AutoChatSettings, AutoChatTurn, SessionUpdated
 from tests.backends.gradio.kit import make_page
 
 A, B, C = "alice\0tab-a", "alice\0tab-b", "carol\0tab-c"
@@ -84,3 +84,42 @@ async def test_a_tab_is_woken_for_a_change_made_elsewhere_and_shows_just_that(
     assert [value for _label, value in shown[page.session_list]["choices"]] == [interpreter.id]
     handlers.closing.set()
     await keep.aclose()
+
+
+async def test_a_follow_leaves_the_autochat_status_to_the_stream_while_the_chat_runs(
+    tmp_path: Path,
+) -> None:
+    """A status taken while AutoChat runs could reach the tab after the last word of the
+    stream that shows the run, and stay; so a follow says it only once the run is over."""
+    page = make_page()
+    manager = SessionManager(
+        models=StaticCatalog(ScriptedModel(default="hi")),
+        store=MemoryStore(),
+        workspace_root=tmp_path,
+    )
+    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    interpreter = await manager.create("local")
+    tab = tab_of(None)
+    handlers.news.open(tab, "local")
+    await handlers.streams.supersede(tab, 1, interpreter.id)  # the tab shows this chat
+    presence = Presence(handlers)
+    running = AutoChatSettings(enabled=True, max_turns=3, delay_s=60)
+    async with interpreter.subscribe() as subscription:
+        await interpreter.update(autochat=running)
+        await interpreter.send("keep going")
+        announced = False
+        while not announced:  # its first automatic turn waits out the delay
+            events, _more = await subscription.next_events(stop_at_idle=False)
+            announced = any(isinstance(event, AutoChatTurn) for event in events)
+    limits = {"autochat": as_published(running.model_copy(update={"max_turns": 4}))}
+    await interpreter.update(autochat=running.model_copy(update={"max_turns": 4}))
+    handlers.news.notice(tab, interpreter.id, SessionUpdated(fields=limits))
+    shown = await presence.follow(interpreter.id, "", None)  # type: ignore[arg-type]
+    assert shown[page.max_turns] == 4  # the change is shown
+    assert page.autochat_status not in shown  # the stream of the run says how it goes
+    await interpreter.update(autochat=running.model_copy(update={"enabled": False}))
+    await interpreter.wait_idle()
+    handlers.news.notice(tab, interpreter.id, SessionUpdated(fields=limits))
+    shown = await presence.follow(interpreter.id, "", None)  # type: ignore[arg-type]
+    assert str(shown[page.autochat_status]).startswith("AutoChat stopped after 0 automatic")
+    await manager.close()

@@ -57,8 +57,8 @@ def test_a_second_tab_follows_the_title_autochat_and_its_limits(
         tab.locator("#autochat-toggle input").check()  # starts at once: idle after a turn
         expect(other.locator("#autochat-toggle input")).to_be_checked()
         expect(other.locator("#autochat-status")).to_contain_text("AutoChat")
-        for page in (tab, other):
-            expect(page.locator("#autochat-status")).to_contain_text(
+        for name, page in (("first", tab), ("second", other)):
+            expect(page.locator("#autochat-status"), f"the {name} tab").to_contain_text(
                 "AutoChat stopped after 1 automatic turn"
             )
             wait_idle(page)
