@@ -29,6 +29,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx2
 
+from connectors.log_text import loggable
 from connectors.resilience import CircuitBreaker, RetryPolicy, resilient_stream, wait_text
 from gui_agent.exceptions import ModelConnectionError, ModelResponseError, ModelTimeout
 from gui_agent.llm import generate_from_stream
@@ -137,7 +138,11 @@ async def next_item(
     except (TimeoutError, ModelTimeout, ModelConnectionError) as error:
         if after_finish_s is None:
             raise
-        logger.info("%s: the stream did not end cleanly after the reply (%s)", provider, error)
+        logger.info(
+            "%s: the stream did not end cleanly after the reply (%s)",
+            loggable(provider),
+            loggable(error),
+        )
         return None
 
 

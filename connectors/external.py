@@ -36,6 +36,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
+from connectors.log_text import loggable
 from gui_agent.approvals import ApprovalBroker, Verdict
 from gui_agent.converter import (
     AssemblyStep,
@@ -267,8 +268,14 @@ async def _call_off_loop(fn: Callable[..., object], /, *args: Any, **kwargs: Any
 def _drop_late_result(future: asyncio.Future[object]) -> None:
     if future.cancelled():
         return
-    if future.exception() is not None:
-        logger.info("an abandoned interpreter call failed", exc_info=future.exception())
+    error = future.exception()
+    if error is not None:
+        # On one line, escaped, without the traceback (which would repeat the words raw):
+        # they are the interpreter's, and may quote a model or a program's output.
+        logger.info(
+            "an abandoned interpreter call failed: %s",
+            loggable(f"{type(error).__name__}: {error}"),
+        )
         return
     result = future.result()
     if inspect.iscoroutine(result) or inspect.isgenerator(result):

@@ -45,6 +45,7 @@ from connectors.llama_mapping import (
     to_chat_messages,
     tool_instructions,
 )
+from connectors.log_text import loggable
 from gui_agent.exceptions import ConfigError, InvalidRequest, ModelError
 from gui_agent.llm import generate_from_stream
 from schema import (
@@ -283,7 +284,7 @@ class LlamaLocalProvider:
             self._format = await asyncio.to_thread(_formatter, llama)
             self._llama = llama
             self.load_seconds = time.perf_counter() - started
-            logger.info("loaded %s in %.2f s", path.name, self.load_seconds)
+            logger.info("loaded %s in %.2f s", loggable(path.name), self.load_seconds)
 
     async def generate(
         self,

@@ -61,6 +61,7 @@ from connectors.base import (
     StreamingProvider,
     next_item,
 )
+from connectors.log_text import loggable
 from connectors.openai_client import KEY_ENV, NO_KEY, openai_client, provider_name
 from connectors.openai_dialect import ServerDialect
 from connectors.openai_errors import error_message
@@ -287,7 +288,7 @@ class OpenAIProvider(StreamingProvider):
                 opened = await self._create(body, silence_s)
             except ModelError as error:
                 if change := self._dialect.learn(body, str(error), history, model=self.model):
-                    logger.warning("%s: %s (%s)", self._name, change, error)
+                    logger.warning("%s: %s (%s)", loggable(self._name), change, loggable(error))
                     continue
                 if "stream_options" in body and error.status in (400, 422):
                     body.pop("stream_options")
@@ -298,7 +299,8 @@ class OpenAIProvider(StreamingProvider):
                 # Some compatible servers reject `stream_options`: stop sending it (usage is
                 # then not streamed, and counted here: see `_counted`).
                 logger.info(
-                    "%s: the server refused stream_options; streaming without it", self._name
+                    "%s: the server refused stream_options; streaming without it",
+                    loggable(self._name),
                 )
                 self._dialect.stream_usage = False
             return opened
@@ -362,7 +364,7 @@ class OpenAIProvider(StreamingProvider):
             if accumulator.template_opened_think != self.template_opens_think:
                 logger.info(
                     "%s: the chat template %s the model's <think> itself",
-                    self._name,
+                    loggable(self._name),
                     "opens" if accumulator.template_opened_think else "no longer opens",
                 )
             self.template_opens_think = accumulator.template_opened_think

@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from enum import StrEnum
 
+from connectors.log_text import loggable
 from gui_agent.exceptions import (
     CircuitOpen,
     ConfigError,
@@ -184,7 +185,9 @@ class CircuitBreaker:
             return
         if state is BreakerState.HALF_OPEN and not self._trial_running:
             self._trial_running = True
-            logger.info("%s: circuit half-open, sending one trial request", provider or "model")
+            logger.info(
+                "%s: circuit half-open, sending one trial request", loggable(provider or "model")
+            )
             return
         raise self.open_error(provider)
 
@@ -303,7 +306,7 @@ async def resilient_stream(
                     )
                     loading_waited_s += delay
                     number -= 1
-                    logger.info("%s; asking again in %.2f s", error, delay)
+                    logger.info("%s; asking again in %.2f s", loggable(error), delay)
                     await retry.sleep(delay)
                     continue
                 gave_up = _gave_up_loading(error, loading_waited_s, patience_setting)
@@ -320,7 +323,7 @@ async def resilient_stream(
             delay = retry.delay_s(error, number)
             logger.warning(
                 "%s; retrying in %.2f s (attempt %d of %d)",
-                error,
+                loggable(error),
                 delay,
                 number + 1,
                 retry.max_attempts,

@@ -26,6 +26,7 @@ from typing import Generic, TypeVar
 
 import httpx2
 
+from connectors.log_text import loggable
 from connectors.resilience import shorten
 from gui_agent.exceptions import ModelError, ModelNotFound, ModelResponseError
 
@@ -84,12 +85,16 @@ async def read_non_stream_body(
         body += piece
         _check_size(body, limit_bytes, kind=kind, provider=provider)
     if (_first_line(body) or b"").startswith(_EVENT_FIELDS):
-        logger.info("%s: the server sent an event stream labelled %s", provider, kind)
+        logger.info(
+            "%s: the server sent an event stream labelled %s", loggable(provider), loggable(kind)
+        )
         return event_data(bytes(body), pieces, limit_bytes=limit_bytes, provider=provider)
     async for piece in pieces:
         body += piece
         _check_size(body, limit_bytes, kind=kind, provider=provider)
-    logger.info("%s: the server answered with %s, not an event stream", provider, kind)
+    logger.info(
+        "%s: the server answered with %s, not an event stream", loggable(provider), loggable(kind)
+    )
     return body.decode("utf-8", errors="replace")
 
 
