@@ -23,14 +23,15 @@ import connectors.registry
 import gui_agent.repl
 from connectors.function import FunctionModel
 from connectors.scripted import call
-from gui_agent.cli import LineReader, main
+from gui_agent.cli import main
+from gui_agent.repl_input import ChatInput
 from gui_agent.llm import StaticCatalog
 from schema import ModelResponse, Role
 
 steps = json.loads(sys.argv[1])
 line_queued = asyncio.Event()
 
-class Reader(LineReader):
+class Reader(ChatInput):
     def _put(self, item):
         queued = super()._put(item)
         if queued:  # scheduled after the line itself: set means it is in the queue
@@ -59,7 +60,7 @@ async def resolve_models(**_options):
     return StaticCatalog(FunctionModel(model, name="function:live"))
 
 connectors.registry.resolve_models = resolve_models
-gui_agent.repl.LineReader = Reader
+gui_agent.repl.ChatInput = Reader
 sys.exit(main(["chat", *sys.argv[2:]]))
 """
 

@@ -1,0 +1,168 @@
+"""The terminal chat's slash commands: /stop, /auto, /role, /model, /window, /help.
+
+A command acts on the session and returns the line to show; a mistyped one raises
+InvalidRequest with one line saying what is accepted. /quit is the chat loop's own (it
+ends the loop), and so are the blocks that three double quotes open (`BLOCK`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Final
+
+from pydantic import ValidationError
+
+from gui_agent.exceptions import InvalidRequest
+from gui_agent.interpreter import Interpreter
+from gui_agent.manager import SessionManager
+from schema import AgentName, AutoChatSettings
+
+HELP = "commands: /stop /auto [on|off] /auto LIMIT VALUE /role NAME /model NAME /window /help /quit"
+KEYS = "keys: Ctrl-C stops the reply (at the prompt: press twice to leave), Ctrl-D leaves"
+EDITING_KEYS = (
+    "editing (in a terminal): Left/Right, Home/End and Ctrl-A/E move in the line, "
+    "Ctrl-U/K/W delete, Up/Down bring back what you typed before in this chat"
+)
+AUTO_USAGE = (
+    "usage: /auto on|off; /auto shows AutoChat and its limits; /auto turns N, "
+    "/auto tokens N|off, /auto time SECONDS|off, /auto delay SECONDS set them"
+)
+BLOCK = '"""'
+BLOCKS = f"{BLOCK} at the start of a line opens a message of several lines; {BLOCK} ends it"
+
+ROLE_NAMES: Final[Mapping[str, AgentName]] = {
+    "executor": AgentName.AGENT_EXECUTOR,
+    "planner": AgentName.LLM_PLANNER,
+    "supervisor": AgentName.SUPERVISOR,
+    "crew": AgentName.CREW,
+    "thought": AgentName.THOUGHT,
+}
+"""The role names the README uses; the enum names (AGENT_EXECUTOR, ...) work as well."""
+
+
+def role_label(agent: AgentName) -> str:
+    """The name a person types for `agent`: `executor` for AGENT_EXECUTOR."""
+    return next((name for name, role in ROLE_NAMES.items() if role is agent), agent.value.lower())
+
+
+def parse_role(text: str, available: Iterable[AgentName]) -> AgentName:
+    """The role a person named (`planner`, `LLM_PLANNER`, any case), or InvalidRequest
+    naming the roles this chat offers."""
+    offered = list(available)
+    key = text.strip().lower()
+    role = ROLE_NAMES.get(key) or next((a for a in AgentName if a.value.lower() == key), None)
+    if role is None or role not in offered:
+        choices = ", ".join(role_label(agent) for agent in offered)
+        raise InvalidRequest(f"unknown role {text!r}; choose one of: {choices}")
+    return role
+
+
+AUTO_LIMITS: Final[Mapping[str, tuple[str, type[int] | type[float]]]] = {
+    "turns": ("max_turns", int),
+    "tokens": ("token_budget", int),
+    "time": ("time_budget_s", float),
+    "delay": ("delay_s", float),
+}
+"""`/auto NAME VALUE`: the AutoChat limit each name sets, and the kind of number it takes."""
+
+
+def autochat_summary(settings: AutoChatSettings) -> str:
+    """AutoChat's switch and every limit, in one line."""
+    tokens = f"{settings.token_budget:,} tokens" if settings.token_budget else "no token budget"
+    time = f"{settings.time_budget_s:g} s in all" if settings.time_budget_s else "no time budget"
+    return (
+        f"AutoChat {'on' if settings.enabled else 'off'}: at most {settings.max_turns} "
+        f"turn{'' if settings.max_turns == 1 else 's'}, "
+        f"{tokens}, {time}, {settings.delay_s:g} s between turns"
+    )
+
+
+def parse_limit(name: str, value: str, current: AutoChatSettings) -> AutoChatSettings:
+    """`current` with the limit `/auto NAME VALUE` sets, or InvalidRequest saying why not."""
+    if name not in AUTO_LIMITS:
+        raise InvalidRequest(AUTO_USAGE)
+    field, kind = AUTO_LIMITS[name]
+    number: int | float | None
+    if value.lower() in ("off", "none") and field in ("token_budget", "time_budget_s"):
+        number = None
+    else:
+        try:
+            number = kind(value)
+        except ValueError:
+            raise InvalidRequest(f"/auto {name}: expected a number, got {value!r}") from None
+    try:
+        return AutoChatSettings.model_validate({**current.model_dump(), field: number})
+    except ValidationError as exc:
+        raise InvalidRequest(f"/auto {name}: {exc.errors()[0]['msg']}") from None
+
+
+Command = Callable[[list[str], Interpreter, SessionManager], Awaitable[str]]
+"""A slash command: its arguments, the chat's session and manager; the text to show."""
+
+
+async def run_command(
+    name: str, args: list[str], interpreter: Interpreter, manager: SessionManager
+) -> str:
+    """Run one slash command and return what to show; InvalidRequest (one line, with the
+    choices) when it is wrong."""
+    handler = COMMANDS.get(name.lower())
+    if handler is None:
+        raise InvalidRequest(f"unknown command {name}; {HELP}")
+    return await handler(args, interpreter, manager)
+
+
+async def _stop(args: list[str], interpreter: Interpreter, manager: SessionManager) -> str:
+    return "" if await interpreter.stop() else "nothing is running\n"
+
+
+async def _auto(args: list[str], interpreter: Interpreter, manager: SessionManager) -> str:
+    current = interpreter.session.autochat
+    if not args:
+        return autochat_summary(current) + "\n"
+    if len(args) == 1 and args[0].lower() in ("on", "off"):
+        enabled = args[0].lower() == "on"
+        await interpreter.update(autochat=current.model_copy(update={"enabled": enabled}))
+        return f"AutoChat {'on' if enabled else 'off'}\n"
+    if len(args) != 2:
+        raise InvalidRequest(AUTO_USAGE)
+    updated = parse_limit(args[0].lower(), args[1], current)
+    await interpreter.update(autochat=updated)
+    return autochat_summary(updated) + "\n"
+
+
+async def _role(args: list[str], interpreter: Interpreter, manager: SessionManager) -> str:
+    if len(args) != 1:
+        choices = ", ".join(role_label(agent) for agent in interpreter.architectures)
+        raise InvalidRequest(f"usage: /role NAME; roles: {choices}")
+    role = parse_role(args[0], interpreter.architectures)
+    await interpreter.set_agent(role)
+    return f"role: {role_label(role)}\n"
+
+
+async def _model(args: list[str], interpreter: Interpreter, manager: SessionManager) -> str:
+    names = manager.models.names()
+    if len(args) != 1:
+        raise InvalidRequest(f"usage: /model NAME; models: {', '.join(names)}")
+    if args[0] not in names:
+        raise InvalidRequest(f"unknown model {args[0]!r}; choose one of: {', '.join(names)}")
+    await manager.set_model(interpreter, args[0])
+    return f"model: {args[0]}\n"
+
+
+async def _window(args: list[str], interpreter: Interpreter, manager: SessionManager) -> str:
+    window = interpreter.window()
+    return f"{len(window.messages)} messages, {window.token_count} tokens in the window\n"
+
+
+async def _help(args: list[str], interpreter: Interpreter, manager: SessionManager) -> str:
+    return f"{HELP}\n{AUTO_USAGE}\n{KEYS}\n{EDITING_KEYS}\n{BLOCKS}\n"
+
+
+COMMANDS: Final[Mapping[str, Command]] = {
+    "/stop": _stop,
+    "/auto": _auto,
+    "/role": _role,
+    "/model": _model,
+    "/window": _window,
+    "/help": _help,
+}

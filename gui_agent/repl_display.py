@@ -1,0 +1,102 @@
+"""How the terminal chat shows what happens: events as lines of text, approval questions.
+
+Pure text: nothing here writes. `format_event` says how one event reads in the terminal;
+`approval_question` shows what a person is asked to allow exactly as it will run, and
+`parse_decision` reads their answer (only a whole `y`/`yes` or `s`/`session` allows).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from schema import (
+    AgentSwitched,
+    ApprovalDecision,
+    ApprovalRequested,
+    ApprovalResolved,
+    AutoChatStopped,
+    AutoChatTurn,
+    ErrorEvent,
+    Event,
+    MessageCompleted,
+    MessageStarted,
+    MessageType,
+    Role,
+    RunFinished,
+    TextDelta,
+    ToolCallFinished,
+    ToolCallStarted,
+    UsageReported,
+)
+
+APPROVAL_PROMPT = "  allow? [y]es once / [s]ession / [N]o: "
+CUT_OFF_NOTE = "cut off at the model's output limit: raise max_tokens or say 'continue'"
+
+
+def format_event(event: Event) -> str | None:
+    """How the terminal shows one event; None for events it does not print."""
+    if isinstance(event, MessageStarted):
+        who = event.agent.value if event.agent else event.role.value
+        return f"\n[{who}] "
+    if isinstance(event, TextDelta):
+        return event.delta if event.channel == "content" else None
+    if isinstance(event, MessageCompleted):
+        message = event.message
+        if message.role is Role.TOOL:
+            label = "console" if message.type is MessageType.CONSOLE else message.name or "tool"
+            body = message.content if len(message.content) < 2000 else message.content[:2000] + "…"
+            return f"\n  ┆ {label}:\n" + "\n".join("  ┆ " + line for line in body.splitlines())
+        if message.role is Role.ASSISTANT and message.status.value != "complete":
+            return f"  [{message.status.value}]"
+        if message.role is Role.ASSISTANT and message.metadata.get("cut_off"):
+            return f"\n  [{CUT_OFF_NOTE}]"
+        return None
+    if isinstance(event, ToolCallStarted):
+        return f"\n  → {event.call.name}({event.call.arguments})"
+    if isinstance(event, ToolCallFinished):
+        mark = "✗" if event.result.is_error else "✓"
+        return f"\n  {mark} {event.result.name} ({event.result.duration_ms:.0f} ms)"
+    if isinstance(event, ApprovalResolved):
+        return f"\n  approval: {event.decision.value} ({event.by})"
+    if isinstance(event, AgentSwitched):
+        return f"\n  ⇄ agent: {event.to_agent.value}"
+    if isinstance(event, UsageReported):
+        return None
+    if isinstance(event, ErrorEvent):
+        return f"\n  ! {event.code}: {event.message}"
+    if isinstance(event, RunFinished):
+        return f"\n  ({event.outcome.value}{': ' + event.detail if event.detail else ''})\n"
+    if isinstance(event, AutoChatTurn):
+        return f"\n  ↻ AutoChat turn {event.turn}/{event.max_turns}"
+    if isinstance(event, AutoChatStopped):
+        detail = f" ({event.detail})" if event.detail else ""
+        return f"\n  ↻ AutoChat stopped: {event.reason.value}{detail}\n"
+    return None
+
+
+ALLOW_ONCE_ANSWERS: Final = frozenset({"y", "yes"})
+ALLOW_SESSION_ANSWERS: Final = frozenset({"s", "session"})
+
+
+def parse_decision(answer: str | None) -> ApprovalDecision:
+    """`y` or `yes` allows once, `s` or `session` for the session (any case); anything
+    else, or end of input, denies. Whole words only: `stop`, `sure` or `skip` deny."""
+    choice = (answer or "").strip().lower()
+    if choice in ALLOW_ONCE_ANSWERS:
+        return ApprovalDecision.ALLOW_ONCE
+    if choice in ALLOW_SESSION_ANSWERS:
+        return ApprovalDecision.ALLOW_SESSION
+    return ApprovalDecision.DENY
+
+
+# Bidirectional embeddings, overrides and isolates: they reorder how a line is shown, so the
+# code an approval shows could read differently from the code that runs ("Trojan Source").
+_BIDI_CONTROLS: Final = {
+    code: f"<U+{code:04X}>" for code in (*range(0x202A, 0x202F), *range(0x2066, 0x206A))
+}
+
+
+def approval_question(request: ApprovalRequested) -> str:
+    """What a person is asked to allow, shown exactly: no character in it can reorder or
+    hide what will run (terminal controls are made visible when it is written out)."""
+    return f"\n  ? {request.summary}\n{request.detail}\n".translate(_BIDI_CONTROLS)

@@ -1,0 +1,217 @@
+"""What the terminal chat reads: lines from a pipe as they come, or, on a terminal, lines a
+person edits as in any terminal chat.
+
+On a terminal (standard input and output both, and TERM not `dumb`) the terminal is put in
+non-canonical mode without echo for the chat's length, so keys arrive one by one: Left and
+Right, Home and End (and Ctrl-A/E/B/F) move in the line, Backspace, Delete, Ctrl-U/K/W
+delete, and Up and Down bring back the lines the chat took as messages or commands
+(`remember`; answers to approval questions are not kept). Nothing is written to disk: the
+chat keeps its history in memory only. Signals stay on (ISIG), so Ctrl-C, Ctrl-Z and
+Ctrl-\\ still reach the program as before; Ctrl-C also drops the line being typed, as the
+terminal itself does. The keys are decoded on the event loop, where all the chat's output is
+written too (`write`), so the line being typed is drawn again below anything written while
+it is typed. The terminal's settings are given back by `close`, and again after the program
+was stopped (Ctrl-Z) and continued, in case the shell changed them meanwhile.
+
+From a pipe, or a terminal that cannot edit, `ChatInput` reads exactly as `LineReader`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import errno
+import logging
+import os
+import signal
+import sys
+import termios
+from collections.abc import Mapping
+from typing import Any, Final, TextIO
+
+from gui_agent.cli import LineReader, ReadEnd, detach_output, printable, write_out
+from gui_agent.line_display import LineDisplay
+from gui_agent.line_editor import KeyDecoder, LineEditor
+
+logger = logging.getLogger(__name__)
+
+DROPPED: Final = "^C"
+"""Shown after a line Ctrl-C dropped, as the terminal's own echo shows it."""
+DEFAULT_COLUMNS: Final = 80
+
+
+def _descriptor(stream: TextIO | None) -> int | None:
+    try:
+        return stream.fileno() if stream is not None else None
+    except (AttributeError, ValueError, OSError):  # closed, or not a real file
+        return None
+
+
+def editable_terminal(environ: Mapping[str, str]) -> int | None:
+    """The descriptor of the terminal a person types into, when the chat also writes to it
+    and it moves its cursor on request (TERM is not `dumb`, as in Emacs' shell buffers)."""
+    typed, shown = _descriptor(sys.stdin), _descriptor(sys.stdout)
+    if typed is None or shown is None or environ.get("TERM") == "dumb":
+        return None
+    return typed if os.isatty(typed) and os.isatty(shown) else None
+
+
+def _emit(text: str) -> None:
+    """Write `text` as it is (it holds the display's own escape sequences), as `write_out`
+    writes: characters the terminal cannot show become `?`, a hung-up terminal takes nothing."""
+    encoding = sys.stdout.encoding or "utf-8"
+    try:
+        sys.stdout.write(text.encode(encoding, errors="replace").decode(encoding))
+        sys.stdout.flush()
+    except OSError as exc:
+        if exc.errno != errno.EIO:
+            raise
+        detach_output()
+
+
+def _columns() -> int:
+    try:
+        return os.get_terminal_size(sys.stdout.fileno()).columns or DEFAULT_COLUMNS
+    except (AttributeError, ValueError, OSError):
+        return DEFAULT_COLUMNS
+
+
+class ChatInput(LineReader):
+    """The chat's input and output: `readline`, plus `write` for everything the chat shows,
+    `remember` for what Up brings back, `drop_line` for Ctrl-C, and `close` at the end."""
+
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, environ: Mapping[str, str] = os.environ
+    ) -> None:
+        self._own_settings: list[Any] | None = None  # the terminal's, while it is edited here
+        self._edit_settings: list[Any] = []
+        self._editor = LineEditor()
+        self._keys = KeyDecoder()
+        self._display = LineDisplay(_columns)
+        self._tty = editable_terminal(environ)
+        if self._tty is not None and self._take_terminal(self._tty):
+            try:
+                loop.add_signal_handler(signal.SIGCONT, self._continued)
+            except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix
+                logger.debug("no SIGCONT handler on this platform")
+        super().__init__(loop)  # starts reading: the terminal is already set for editing
+
+    @property
+    def editing(self) -> bool:
+        """Whether keys are edited here (a terminal), rather than lines read as they come."""
+        return self._own_settings is not None
+
+    def write(self, text: str) -> None:
+        """Show `text` as `write_out` does; a line being typed is drawn again after it."""
+        if self.editing:
+            _emit(self._display.output(printable(text)))
+        else:
+            write_out(text)
+
+    def remember(self, line: str) -> None:
+        """Keep `line` for Up: the chat took it as a message or a command."""
+        if self.editing:
+            self._editor.remember(line)
+
+    def drop_line(self) -> None:
+        """Ctrl-C: forget the line being typed and show `^C` after it, as a terminal does."""
+        if self.editing:
+            self._editor.clear()
+            _emit(self._display.finish(DROPPED))
+
+    async def readline(self, prompt: str) -> str | ReadEnd:
+        if not self.editing:
+            return await super().readline(prompt)
+        _emit(self._display.ask(printable(prompt)))
+        try:
+            return await super().readline("")
+        finally:
+            self._display.settle()  # answered or given up: the prompt stays as it is shown
+
+    def close(self) -> None:
+        """Give the terminal its own settings back (the chat is over); a line left half
+        typed stays shown, and what is written next starts below it."""
+        if self.editing and self._display.text:
+            _emit(self._display.finish("\n"))
+        settings, self._own_settings = self._own_settings, None
+        if settings is not None and self._tty is not None:
+            self._loop.remove_signal_handler(signal.SIGCONT)
+            _set_terminal(self._tty, settings)
+
+    # -- the terminal ----------------------------------------------------------------------
+
+    def _take_terminal(self, tty: int) -> bool:
+        """Keys one by one, not echoed, signals on; False when the terminal refuses (then
+        lines are read as they come)."""
+        try:
+            own = termios.tcgetattr(tty)
+        except (termios.error, OSError) as exc:
+            logger.debug("the terminal cannot edit lines: %s", exc)
+            return False
+        edit = list(own)
+        edit[3] = own[3] & ~(termios.ICANON | termios.ECHO | termios.IEXTEN)
+        edit[6] = list(own[6])
+        edit[6][termios.VMIN], edit[6][termios.VTIME] = 1, 0
+        if not _set_terminal(tty, edit):
+            return False
+        self._own_settings, self._edit_settings = own, edit
+        return True
+
+    def _continued(self) -> None:
+        """After Ctrl-Z and `fg`: the shell may have set the terminal for itself."""
+        if self.editing and self._tty is not None and _set_terminal(self._tty, self._edit_settings):
+            _emit(self._display.edit(self._editor.text, self._editor.cursor))
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def _pump(self) -> None:
+        if not self.editing:
+            super()._pump()
+            return
+        decoder = codecs.getincrementaldecoder(self._encoding)(errors="replace")
+        while True:
+            try:
+                chunk = os.read(self._fd, 4096) if self._fd is not None else b""
+            except OSError as exc:  # the terminal went away
+                logger.debug("standard input failed: %s", exc)
+                chunk = b""
+            try:
+                if not chunk:
+                    self._loop.call_soon_threadsafe(self._hung_up)
+                    return
+                self._loop.call_soon_threadsafe(self._typed, decoder.decode(chunk))
+            except RuntimeError:  # the loop is closed: the chat is over
+                return
+
+    def _hung_up(self) -> None:
+        """The terminal is gone: the end of input, for good (as from a pipe)."""
+        self._terminal = False
+        self._put(ReadEnd.EOF)
+
+    def _typed(self, text: str) -> None:
+        """Keys the person pressed, on the loop: edit the line, hand on each finished one."""
+        if not self.editing:
+            return  # the chat is over
+        changed = False
+        for key in self._keys.feed(text):
+            done = self._editor.press(key)
+            if isinstance(done, str):
+                self._display.text = done
+                _emit(self._display.finish("\n"))
+                self._put(done)
+                changed = False
+            elif done is ReadEnd.EOF:
+                self._put(done)
+            else:
+                changed = True
+        if changed:
+            _emit(self._display.edit(self._editor.text, self._editor.cursor))
+
+
+def _set_terminal(tty: int, settings: list[Any]) -> bool:
+    try:
+        termios.tcsetattr(tty, termios.TCSANOW, settings)
+    except (termios.error, OSError) as exc:  # hung up
+        logger.debug("cannot set the terminal: %s", exc)
+        return False
+    return True

@@ -1,0 +1,118 @@
+"""The line being typed as a terminal shows it, wrapped, below what the chat writes.
+
+What `LineDisplay` writes is played on a small screen (`screen.Screen`) and the screen is
+checked: the rows a person would see and where the cursor is.
+"""
+
+from __future__ import annotations
+
+from gui_agent.line_display import LineDisplay, cell_width, last_row, place
+from gui_agent.line_editor import Key, LineEditor
+from tests.gui_agent.screen import Screen
+
+COLUMNS = 12
+
+
+class Typing:
+    """A display, an editor and a screen, fed as the chat feeds them."""
+
+    def __init__(self, columns: int = COLUMNS) -> None:
+        self.screen = Screen(columns, lines=10)
+        self.display = LineDisplay(lambda: columns)
+        self.editor = LineEditor()
+
+    def keys(self, *keys: str | Key) -> None:
+        for key in keys:
+            done = self.editor.press(key)
+            if isinstance(done, str):
+                self.display.text = done
+                self.screen.feed(self.display.finish("\n"))
+            else:
+                self.screen.feed(self.display.edit(self.editor.text, self.editor.cursor))
+
+    def show(self, text: str) -> None:
+        self.screen.feed(self.display.output(text))
+
+    def ask(self, prompt: str) -> None:
+        self.screen.feed(self.display.ask(prompt))
+
+
+def test_columns_are_counted_as_a_terminal_counts_them() -> None:
+    assert [cell_width(c) for c in "a漢\u0301\u200b"] == [1, 2, 0, 0]
+    assert place("abcd", 4)[-1] == (0, 4)  # the cursor waits on the last column
+    assert place("abcde", 4)[-1] == (1, 1)
+    assert place("abc漢", 4)[-1] == (1, 2)  # a wide character that does not fit wraps
+    assert place("a\tb\nc", 20)[-1] == (1, 1)
+    assert last_row("abcdefg\nhijklm", 4) == "lm"
+    assert last_row("abcd", 4) == "abcd"
+
+
+def test_a_long_line_wraps_and_the_cursor_moves_across_rows() -> None:
+    typing = Typing()
+    typing.ask("\nyou> ")
+    typing.keys("abcdefghijklmnopqrst")
+    assert typing.screen.rows == ["", "you> abcdefg", "hijklmnopqrs", "t"]
+    assert typing.screen.cursor == (3, 1)
+    for _ in range(14):
+        typing.keys(Key.LEFT)
+    assert typing.screen.cursor == (1, 11)  # on the g, the row above
+    typing.keys("XY")
+    assert typing.screen.rows == ["", "you> abcdefX", "Yghijklmnopq", "rst"]
+    assert typing.screen.cursor == (2, 1)
+    typing.keys(Key.END, Key.BACKSPACE, Key.BACKSPACE, Key.BACKSPACE, Key.BACKSPACE)
+    assert typing.screen.rows == ["", "you> abcdefX", "Yghijklmnop"]
+    typing.keys(Key.ENTER)
+    assert typing.screen.cursor == (3, 0)
+    typing.show("[bot] hi")
+    assert typing.screen.rows[-1] == "[bot] hi"
+
+
+def test_output_while_a_line_is_typed_goes_above_it_and_the_line_is_whole_again() -> None:
+    typing = Typing()
+    typing.show("[bot] one ")
+    typing.keys("/stp", Key.LEFT)
+    assert typing.screen.rows == ["[bot] one /s", "tp"]
+    typing.show("two three\nfour ")
+    assert typing.screen.rows == ["[bot] one tw", "o three", "four /stp"]
+    assert typing.screen.cursor == (2, 8)  # still before the p
+    typing.keys("o", Key.ENTER)
+    typing.show("(stopped)")
+    assert typing.screen.rows == ["[bot] one tw", "o three", "four /stop", "(stopped)"]
+
+
+def test_a_prompt_alone_stays_where_it_is_when_output_follows() -> None:
+    typing = Typing()
+    typing.ask("\nyou> ")
+    typing.show("\n  (SIGTERM)\n")
+    assert typing.screen.rows == ["", "you>", "  (SIGTERM)"]
+
+
+def test_a_line_typed_ahead_moves_behind_the_next_prompt() -> None:
+    typing = Typing()
+    typing.show("[bot] done")
+    typing.keys("next")
+    typing.ask("\nyou> ")
+    assert typing.screen.rows == ["[bot] done", "you> next"]
+    assert typing.screen.cursor == (1, 9)
+
+
+def test_a_line_that_fills_its_row_and_wide_characters_at_the_edge() -> None:
+    typing = Typing(columns=8)
+    typing.ask("you> ")
+    typing.keys("abc")
+    assert typing.screen.rows == ["you> abc"]
+    typing.keys("漢", Key.LEFT)
+    assert typing.screen.rows == ["you> abc", "漢"]
+    assert typing.screen.cursor == (1, 0)
+    typing.keys(Key.HOME)
+    assert typing.screen.cursor == (0, 5)
+
+
+def test_ctrl_c_leaves_the_dropped_line_shown_with_a_mark() -> None:
+    typing = Typing()
+    typing.ask("\nyou> ")
+    typing.keys("half")
+    typing.editor.clear()
+    typing.screen.feed(typing.display.finish("^C"))
+    typing.show("\n  (Ctrl-C)")
+    assert typing.screen.rows == ["", "you> half^C", "  (Ctrl-C)"]
