@@ -14,7 +14,8 @@ Answers are the API's own models (`backends.api.responses`, `schema`); failures 
 errors drawn in `client_wire`: `ApiError` (`Unauthorized`, `NotFound`, `Conflict`,
 `RateLimited`) when the server said no, `ConnectionFailed` when it could not be reached or
 did not answer in time, `BadResponse` for an answer the API does not send; never a bare
-httpx error.
+httpx error. `AsyncGuiAgentClient` (`async_client`) is the same client for asyncio: the
+same methods as coroutines, `events()` as an async iterator.
 
 An event stream remembers the id of the last event it handed out. When its connection
 breaks (or the server says it `fell_behind`), it connects again with `Last-Event-ID` and
@@ -40,18 +41,24 @@ in the environment. Nothing is printed: reconnects and skipped events are logged
 
 from __future__ import annotations
 
-import ipaddress
-import json
 import time
-from collections.abc import Generator, Iterator, Mapping, Sequence
-from http.cookiejar import CookieJar, DefaultCookiePolicy
-from typing import Any, Generic, Protocol, Self, TypeVar
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Generic, Self, TypeVar
 
 import httpx
-from pydantic import BaseModel
 
+from backends.api import client_calls as calls
 from backends.api import client_wire as wire
-from backends.api.app import DEFAULT_KEEPALIVE_S
+from backends.api.async_client import AsyncChangeStream, AsyncEventStream, AsyncGuiAgentClient
+from backends.api.client_http import (
+    DEFAULT_TIMEOUT_S,
+    MAX_RECONNECTS,
+    STREAM_READ_TIMEOUT_S,
+    checked_base_url,
+    http_settings,
+    stream_request,
+    stream_timeout,
+)
 from backends.api.client_wire import (
     ApiError,
     BadResponse,
@@ -63,10 +70,9 @@ from backends.api.client_wire import (
     RateLimited,
     ResyncRequired,
     Step,
+    StreamCursor,
     StreamHello,
     Unauthorized,
-    json_body,
-    session_path,
 )
 from backends.api.responses import (
     AgentsAnswer,
@@ -76,10 +82,8 @@ from backends.api.responses import (
     LoginAnswer,
     MessageAccepted,
     ModelsAnswer,
-    SessionAnswer,
     SessionDetail,
     SessionList,
-    StopAnswer,
     TurnStarted,
 )
 from gui_agent.changes import ChatChange
@@ -87,7 +91,12 @@ from schema import AgentName, ApprovalDecision, Event, ImagePart, SessionRecord
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
+    "MAX_RECONNECTS",
+    "STREAM_READ_TIMEOUT_S",
     "ApiError",
+    "AsyncChangeStream",
+    "AsyncEventStream",
+    "AsyncGuiAgentClient",
     "BadResponse",
     "ChangeStream",
     "ClientError",
@@ -102,15 +111,8 @@ __all__ = [
     "Unauthorized",
 ]
 
-DEFAULT_TIMEOUT_S = 30.0
-MAX_RECONNECTS = 5
-STREAM_READ_TIMEOUT_S = 4 * DEFAULT_KEEPALIVE_S
-"""Silence on an event stream longer than this (four of the server's keep-alives) is taken
-for a dead connection, and the stream is opened again."""
-
-_M = TypeVar("_M", bound=BaseModel)
+_R = TypeVar("_R")
 _T = TypeVar("_T")
-_T_co = TypeVar("_T_co", covariant=True)
 
 
 class GuiAgentClient:
@@ -126,19 +128,12 @@ class GuiAgentClient:
         timeout: float = DEFAULT_TIMEOUT_S,
         max_reconnects: int = MAX_RECONNECTS,
     ) -> None:
-        self.base_url = _checked(base_url)
+        self.base_url = checked_base_url(base_url)
         self.token = token
         """The bearer token sent with each request; `login` sets it."""
         self.max_reconnects = max_reconnects
-        self._stream_timeout = httpx.Timeout(timeout, read=max(timeout, STREAM_READ_TIMEOUT_S))
-        self._http = httpx.Client(
-            base_url=self.base_url,
-            auth=_Bearer(self),
-            timeout=timeout,
-            follow_redirects=False,
-            cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
-            trust_env=not _loopback(self.base_url),
-        )
+        self._stream_timeout = stream_timeout(timeout)
+        self._http = httpx.Client(**http_settings(self.base_url, self, timeout))
 
     def close(self) -> None:
         self._http.close()
@@ -153,21 +148,20 @@ class GuiAgentClient:
 
     def health(self) -> HealthAnswer:
         """Needs no token; `auth` says how to log in ("password", "proxy" or "none")."""
-        return self._read(HealthAnswer, self._send("GET", "api/health"))
+        return self._call(calls.health())
 
     def login(self, username: str | None = None, password: str | None = None) -> LoginAnswer:
         """Log in and keep the token for the next requests. A server without a users file
         (`health().auth == "none"`) wants no name or password."""
-        body = json_body(username=username, password=password) if username is not None else None
-        answer = self._read(LoginAnswer, self._send("POST", "api/login", body))
+        answer = self._call(calls.login(username, password))
         self.token = answer.token
         return answer
 
     def models(self) -> ModelsAnswer:
-        return self._read(ModelsAnswer, self._send("GET", "api/models"))
+        return self._call(calls.models())
 
     def agents(self) -> AgentsAnswer:
-        return self._read(AgentsAnswer, self._send("GET", "api/agents"))
+        return self._call(calls.agents())
 
     # -- sessions ----------------------------------------------------------------------------
 
@@ -175,9 +169,7 @@ class GuiAgentClient:
         self, *, query: str | None = None, limit: int | None = None, offset: int = 0
     ) -> SessionList:
         """The caller's sessions, most recently used first; `query` searches them."""
-        params = {"q": query, "limit": limit, "offset": offset}
-        answer = self._send("GET", "api/sessions", params=params)
-        return self._read(SessionList, answer)
+        return self._call(calls.list_sessions(query, limit, offset))
 
     def create_session(
         self,
@@ -188,14 +180,12 @@ class GuiAgentClient:
         title: str | None = None,
     ) -> SessionRecord:
         """`settings` holds only the fields to change from the defaults."""
-        body = json_body(agent=agent, model=model, settings=settings, title=title)
-        return self._read(SessionAnswer, self._send("POST", "api/sessions", body)).session
+        return self._call(calls.create_session(agent, model, settings, title))
 
     def get_session(self, session_id: str, *, limit: int | None = None) -> SessionDetail:
         """The session, its last `limit` messages (all by default), what it is doing, and
         where its events are at (`last_seq`, `epoch`: where `events` can resume)."""
-        answer = self._send("GET", session_path(session_id), params={"limit": limit})
-        return self._read(SessionDetail, answer)
+        return self._call(calls.get_session(session_id, limit))
 
     def update_session(
         self,
@@ -208,28 +198,29 @@ class GuiAgentClient:
         model: str | None = None,
     ) -> SessionRecord:
         """Change only what is given; `settings` and `autochat` field by field."""
-        body = json_body(
-            title=title, settings=settings, autochat=autochat, agent=agent, model=model
+        return self._call(
+            calls.update_session(
+                session_id,
+                title=title,
+                settings=settings,
+                autochat=autochat,
+                agent=agent,
+                model=model,
+            )
         )
-        answer = self._send("PATCH", session_path(session_id), body)
-        return self._read(SessionAnswer, answer).session
 
     def delete_session(self, session_id: str) -> None:
         """The session, its history and its working folder, for good."""
-        self._send("DELETE", session_path(session_id))
+        self._call(calls.delete_session(session_id))
 
     def export_session(self, session_id: str, *, allow_unimportable: bool = False) -> bytes:
         """The export document (JSON), as the file to save. A session too large to import
         back is `ApiError` 413 unless `allow_unimportable`."""
-        params = {"allow_unimportable": "true" if allow_unimportable else None}
-        return self._send("GET", session_path(session_id, "export"), params=params).content
+        return self._call(calls.export_session(session_id, allow_unimportable))
 
     def import_session(self, document: bytes | str | Mapping[str, Any]) -> ImportAnswer:
         """A new session from an export document (what it did not carry over: `reset`)."""
-        if isinstance(document, Mapping):
-            document = json.dumps(document)
-        body = document.encode() if isinstance(document, str) else document
-        return self._read(ImportAnswer, self._send("POST", "api/sessions/import", body))
+        return self._call(calls.import_session(document))
 
     # -- a conversation ----------------------------------------------------------------------
 
@@ -242,14 +233,11 @@ class GuiAgentClient:
         agent: AgentName | None = None,
     ) -> MessageAccepted:
         """Starts a turn, or waits behind the running one (`queued`)."""
-        body = json_body(text=text, images=list(images) or None, agent=agent)
-        answer = self._send("POST", session_path(session_id, "messages"), body)
-        return self._read(MessageAccepted, answer)
+        return self._call(calls.send_message(session_id, text, images, agent))
 
     def stop(self, session_id: str) -> bool:
         """Stop the running turn, keeping its reply; False when nothing was running."""
-        answer = self._send("POST", session_path(session_id, "stop"))
-        return self._read(StopAnswer, answer).stopped
+        return self._call(calls.stop(session_id))
 
     def answer_approval(
         self,
@@ -261,23 +249,21 @@ class GuiAgentClient:
     ) -> ApprovalAnswer:
         """Answer an `ApprovalRequested` event; the agent reads the note either way. An
         approval answered already (another tab, the timeout) is `Conflict`."""
-        path = session_path(session_id, "approvals", wire.segment(approval_id))
-        answer = self._send("POST", path, json_body(decision=decision, note=note))
-        return self._read(ApprovalAnswer, answer)
+        return self._call(calls.answer_approval(session_id, approval_id, decision, note))
 
     def retry(self, session_id: str) -> TurnStarted:
         """Answer the last message again (`Conflict` while a turn runs)."""
-        return self._control(session_id, "retry")
+        return self._call(calls.control(session_id, "retry"))
 
     def edit_last(
         self, session_id: str, text: str, *, images: Sequence[ImagePart] = ()
     ) -> TurnStarted:
         """Replace the person's last message with this one, and answer it again."""
-        return self._control(session_id, "edit_last", text, images)
+        return self._call(calls.control(session_id, "edit_last", text, images))
 
     def clear(self, session_id: str) -> None:
         """Empty the conversation (`Conflict` while a turn runs)."""
-        self._send("POST", session_path(session_id, "control"), json_body(action="clear"))
+        self._call(calls.clear(session_id))
 
     def events(
         self, session_id: str, *, since: int | str | None = None, epoch: str | None = None
@@ -295,99 +281,19 @@ class GuiAgentClient:
 
     # -- the wire ----------------------------------------------------------------------------
 
-    def _control(
-        self,
-        session_id: str,
-        action: str,
-        text: str | None = None,
-        images: Sequence[ImagePart] = (),
-    ) -> TurnStarted:
-        body = json_body(action=action, text=text, images=list(images) or None)
-        answer = self._send("POST", session_path(session_id, "control"), body)
-        return self._read(TurnStarted, answer)
-
-    def _send(
-        self,
-        method: str,
-        path: str,
-        body: bytes | None = None,
-        *,
-        params: Mapping[str, str | int | None] | None = None,
-    ) -> httpx.Response:
-        """The success answer to one request; the client's error for anything else."""
-        headers = {"Content-Type": "application/json"} if body is not None else None
-        query = {k: v for k, v in (params or {}).items() if v is not None}
-        request = self._http.build_request(
-            method, path, content=body, params=query, headers=headers
-        )
+    def _call(self, call: calls.Call[_R]) -> _R:
+        """What the success answer to `call` says; the client's error for anything else."""
+        request = call.request(self._http)
         try:
             response = self._http.send(request)
         except httpx.HTTPError as exc:
-            raise _failed(exc, request) from exc
+            raise wire.request_failed(exc, request) from exc
         if not response.is_success:
             raise wire.error_from(response)
-        return response
-
-    @staticmethod
-    def _read(model: type[_M], response: httpx.Response) -> _M:
-        return wire.parse(model, response.content)
-
-
-class _Bearer(httpx.Auth):
-    """`Authorization: Bearer <token>` on requests to the client's own origin only."""
-
-    def __init__(self, client: GuiAgentClient) -> None:
-        self._client = client
-        self._origin = _origin(client.base_url)
-
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        token = self._client.token
-        if token and _origin(request.url) == self._origin:
-            request.headers["Authorization"] = f"Bearer {token}"
-        yield request
-
-
-def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
-    return url.scheme, url.host, url.port or {"http": 80, "https": 443}.get(url.scheme)
-
-
-def _checked(base_url: str) -> httpx.URL:
-    url = httpx.URL(base_url)
-    if url.scheme not in ("http", "https") or not url.host:
-        raise ValueError(f"base_url must be an http(s) URL with a host, not {base_url!r}")
-    if url.userinfo or url.query or url.fragment:
-        raise ValueError("base_url takes no user name, password, query or fragment")
-    return url.copy_with(path=url.path.rstrip("/") + "/")
-
-
-def _loopback(url: httpx.URL) -> bool:
-    """A loopback address names this machine: through a proxy it would name the proxy's."""
-    try:
-        return url.host == "localhost" or ipaddress.ip_address(url.host).is_loopback
-    except ValueError:
-        return False
-
-
-def _failed(exc: httpx.HTTPError, request: httpx.Request) -> ClientError:
-    """The client's error for a request that got no answer it could read."""
-    where = f"{request.method} {request.url.copy_with(query=None)}"
-    if isinstance(exc, httpx.DecodingError):
-        return BadResponse(f"{where}: the answer could not be decoded: {exc}")
-    return ConnectionFailed(f"{where}: {wire.describe(exc)}")
+        return call.read(response.content)
 
 
 # -- event streams -------------------------------------------------------------------------
-
-
-class _Cursor(Protocol[_T_co]):
-    """What a stream's frames mean (`client_wire.EventCursor`, `ChangeCursor`)."""
-
-    @property
-    def path(self) -> str: ...
-    @property
-    def closed(self) -> ApiError | None: ...
-    def opening(self) -> dict[str, str]: ...
-    def feed(self, frame: wire.Frame) -> _T_co | Step: ...
 
 
 class _Stream(Generic[_T]):
@@ -396,10 +302,10 @@ class _Stream(Generic[_T]):
     connection breaks."""
 
     def __init__(
-        self, client: GuiAgentClient, cursor: _Cursor[_T], reconnects: wire.Reconnects
+        self, client: GuiAgentClient, cursor: StreamCursor[_T], reconnects: wire.Reconnects
     ) -> None:
-        self._client, self._cursor, self._reconnects = client, cursor, reconnects
-        self._parser = wire.FrameParser()
+        self._client, self._cursor = client, cursor
+        self._reading = wire.StreamReading(cursor, reconnects)
         self._response: httpx.Response | None = None
         self._lines: Iterator[str] | None = None
         self._done = False
@@ -452,38 +358,28 @@ class _Stream(Generic[_T]):
                 return Step.END
             except httpx.TransportError as exc:  # the connection broke, or went silent
                 self._disconnect()
-                self._reconnects.failed(exc, f"the stream {self._cursor.path}")
+                self._reading.broke(exc)
                 continue
-            frame = self._parser.feed(line)
-            if frame is None:
+            step = self._reading.line(line)
+            if step is None:
                 continue
-            if frame.retry_ms is not None:
-                self._reconnects.retry_s = frame.retry_ms / 1000
-            step = self._cursor.feed(frame)
             if step is Step.RECONNECT:
                 self._disconnect()
                 continue
             if step is Step.END:
                 self.close()
-            elif step is Step.HELLO:
-                self._reconnects.hello()
             return step
 
     def _connect(self) -> None:
         http = self._client._http
         while self._lines is None:
-            if delay := self._reconnects.delay():
+            if delay := self._reading.reconnects.delay():
                 time.sleep(delay)
-            request = http.build_request(
-                "GET",
-                self._cursor.path,
-                headers=self._cursor.opening(),
-                timeout=self._client._stream_timeout,
-            )
+            request = stream_request(http, self._reading, self._client._stream_timeout)
             try:
                 response = http.send(request, stream=True)
             except httpx.TransportError as exc:
-                self._reconnects.failed(exc, f"opening {self._cursor.path}")
+                self._reading.refused(exc)
                 continue
             if not response.is_success:
                 response.read()
@@ -492,7 +388,6 @@ class _Stream(Generic[_T]):
             self._response, self._lines = response, response.iter_lines()
 
     def _disconnect(self) -> None:
-        self._parser.reset()
         self._lines = None
         if self._response is not None:
             self._response.close()

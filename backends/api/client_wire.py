@@ -1,7 +1,9 @@
 """What `backends.api.client` reads and writes, without I/O: request bodies and paths, the
 API's errors as exceptions, and Server-Sent Events as frames, then as typed events, with the
-resume state of a session's event stream. Plain functions and small objects, tested
-without a socket; the client only moves bytes. The errors it raises:
+resume state of a session's event stream (`StreamReading`: what each line of a stream
+means across its connections). Plain functions and small objects, tested without a socket;
+the clients (`GuiAgentClient`, `AsyncGuiAgentClient`) only move bytes. The errors they
+raise:
 
     ClientError               anything the client raises on purpose
     ├── ApiError              the server answered with an error: status, code, message
@@ -20,7 +22,7 @@ import enum
 import json
 import logging
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, get_args
+from typing import Any, Generic, Protocol, TypeVar, get_args
 from urllib.parse import quote
 
 import httpx
@@ -40,6 +42,8 @@ from schema import (
 logger = logging.getLogger(__name__)
 
 _M = TypeVar("_M", bound=BaseModel)
+_T = TypeVar("_T")
+_T_co = TypeVar("_T_co", covariant=True)
 
 NOT_THE_API = "unexpected_response"
 """`ApiError.code` of an error answer that is not in the API's shape (a proxy's page)."""
@@ -52,7 +56,7 @@ EVENT_TYPES = frozenset(
 
 
 class ClientError(Exception):
-    """Base of every error `GuiAgentClient` raises on purpose."""
+    """Base of every error `GuiAgentClient` (and `AsyncGuiAgentClient`) raises on purpose."""
 
 
 class ApiError(ClientError):
@@ -137,6 +141,14 @@ def error_from(response: httpx.Response) -> ApiError:
         kind = response.headers.get("content-type", "no content type")
         text = f"{response.reason_phrase or 'error'} ({kind}): {response.text[:200]!r}"
     return api_error(status, NOT_THE_API, text, retry_after)
+
+
+def request_failed(exc: httpx.HTTPError, request: httpx.Request) -> ClientError:
+    """The client's error for a request that got no answer it could read."""
+    where = f"{request.method} {request.url.copy_with(query=None)}"
+    if isinstance(exc, httpx.DecodingError):
+        return BadResponse(f"{where}: the answer could not be decoded: {exc}")
+    return ConnectionFailed(f"{where}: {describe(exc)}")
 
 
 # -- requests and answers ----------------------------------------------------------------
@@ -418,3 +430,53 @@ class Reconnects:
 
 def describe(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+class StreamCursor(Protocol[_T_co]):
+    """What a stream's frames mean (`EventCursor`, `ChangeCursor`)."""
+
+    @property
+    def path(self) -> str: ...
+    @property
+    def closed(self) -> ApiError | None: ...
+    def opening(self) -> dict[str, str]: ...
+    def feed(self, frame: Frame) -> _T_co | Step: ...
+
+
+@dataclass(slots=True)
+class StreamReading(Generic[_T]):
+    """What the lines of one Server-Sent Events stream mean, across all the connections
+    it takes: frames parsed, handed to `cursor`, the server's `retry:` and each `hello`
+    told to `reconnects`. The clients' streams feed it lines and act on its answers: an
+    item to hand out, or a `Step` (RECONNECT: open it again; END: the server ended it)."""
+
+    cursor: StreamCursor[_T]
+    reconnects: Reconnects
+    parser: FrameParser = field(default_factory=FrameParser)
+
+    def opening(self) -> dict[str, str]:
+        """The headers of a new connection (`Last-Event-ID` when there is one)."""
+        self.parser.reset()
+        return self.cursor.opening()
+
+    def line(self, line: str) -> _T | Step | None:
+        """What `line` means; None while a frame is still being read."""
+        frame = self.parser.feed(line)
+        if frame is None:
+            return None
+        if frame.retry_ms is not None:
+            self.reconnects.retry_s = frame.retry_ms / 1000
+        step = self.cursor.feed(frame)
+        if step is Step.HELLO:
+            self.reconnects.hello()
+        return step
+
+    def broke(self, exc: Exception) -> None:
+        """The connection broke, or went silent: forget the frame half read, and raise
+        `ConnectionFailed` unless it may be opened again."""
+        self.parser.reset()
+        self.reconnects.failed(exc, f"the stream {self.cursor.path}")
+
+    def refused(self, exc: Exception) -> None:
+        """Opening the stream failed: `ConnectionFailed` unless it may be tried again."""
+        self.reconnects.failed(exc, f"opening {self.cursor.path}")

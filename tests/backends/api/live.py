@@ -28,7 +28,7 @@ from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
 from gui_agent.store import DB_FILE_NAME, SQLiteStore
 from gui_agent.tokens import EstimateCounter
-from schema import EVENT_ADAPTER, Event, Message
+from schema import EVENT_ADAPTER, Event, Message, MessageCompleted, TextDelta
 
 SECRET = "test-signing-secret-" + "k" * 40
 SLOW_CHUNKS = 3000
@@ -186,6 +186,15 @@ class EventReader:
 
 def is_idle(event: Event) -> bool:
     return event.type == "state_changed" and event.to_state.value == "STOP"
+
+
+def tick(n: int) -> Callable[[Event], bool]:
+    """The slow model's delta number `n`."""
+    return lambda event: isinstance(event, TextDelta) and event.delta == f"tick{n} "
+
+
+def completed(events: Sequence[Event]) -> list[MessageCompleted]:
+    return [event for event in events if isinstance(event, MessageCompleted)]
 
 
 # -- the client ----------------------------------------------------------------------------

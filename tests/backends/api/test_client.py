@@ -3,13 +3,11 @@ models): a conversation, approvals, Stop, a dropped stream resumed, typed errors
 
 from __future__ import annotations
 
-import contextlib
 import re
 import socket
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
@@ -37,13 +35,13 @@ from schema import (
     ApprovalResolved,
     Event,
     InterpreterState,
-    MessageCompleted,
     MessageStatus,
     Role,
     RunFinished,
     TextDelta,
 )
-from tests.backends.api.live import Backend, is_idle, running_backend
+from tests.backends.api.live import Backend, completed, is_idle, running_backend, tick
+from tests.backends.api.relay import Relay
 
 ROOT = Path(__file__).resolve().parents[3]
 ALICE = ("alice", "alice-password-1")
@@ -64,15 +62,6 @@ def until(stream: EventStream, predicate: Callable[[Event], bool]) -> list[Event
         if predicate(event):
             return seen
     raise AssertionError(f"the stream ended after {seen[-3:]}")
-
-
-def tick(n: int) -> Callable[[Event], bool]:
-    """The slow model's delta number `n`."""
-    return lambda event: isinstance(event, TextDelta) and event.delta == f"tick{n} "
-
-
-def completed(events: list[Event]) -> list[MessageCompleted]:
-    return [event for event in events if isinstance(event, MessageCompleted)]
 
 
 # -- a conversation ------------------------------------------------------------------------
@@ -178,68 +167,6 @@ def test_stop_mid_stream_keeps_the_partial_reply(client: GuiAgentClient) -> None
 
 
 # -- a dropped connection ----------------------------------------------------------------
-
-
-class Relay:
-    """A TCP relay to the server on a loopback port of its own, whose connections the test
-    can cut at any moment, as a proxy or a network dropping them would."""
-
-    def __init__(self, target: str) -> None:
-        address = urlsplit(target)
-        self._target = (address.hostname or "127.0.0.1", address.port or 80)
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.base_url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-        self.accepted = 0
-        self._lock = threading.Lock()
-        self._open: list[socket.socket] = []
-        self._all: list[socket.socket] = []
-        self._threads = [threading.Thread(target=self._accept, daemon=True)]
-        self._threads[0].start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                downstream, _ = self._listener.accept()
-            except OSError:  # closed
-                return
-            upstream = socket.create_connection(self._target)
-            with self._lock:
-                self.accepted += 1
-                self._open += [downstream, upstream]
-                self._all += [downstream, upstream]
-            for source, sink in ((downstream, upstream), (upstream, downstream)):
-                pump = threading.Thread(target=self._pump, args=(source, sink), daemon=True)
-                self._threads.append(pump)
-                pump.start()
-
-    @staticmethod
-    def _pump(source: socket.socket, sink: socket.socket) -> None:
-        with contextlib.suppress(OSError):  # (cut)
-            while data := source.recv(65536):
-                sink.sendall(data)
-        for end in (source, sink):
-            _shut(end)
-
-    def cut(self) -> None:
-        """Break every connection open now."""
-        with self._lock:
-            cutting, self._open = self._open, []
-        for end in cutting:
-            _shut(end)
-
-    def close(self) -> None:
-        _shut(self._listener)  # wakes the accept() waiting on it
-        self._listener.close()
-        self.cut()
-        for thread in self._threads:
-            thread.join(timeout=10)
-        for end in self._all:
-            end.close()
-
-
-def _shut(end: socket.socket) -> None:
-    with contextlib.suppress(OSError):  # (shut already)
-        end.shutdown(socket.SHUT_RDWR)
 
 
 def test_a_dropped_stream_resumes_with_no_gap_and_no_duplicate(

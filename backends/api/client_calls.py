@@ -1,0 +1,181 @@
+"""What each request of the API clients sends, and how its answer reads, without I/O.
+
+One function per endpoint builds a `Call`: the method, the path (relative to the base URL,
+each id one path segment), the JSON body, the query, and how to read the success answer.
+`GuiAgentClient` sends calls with `httpx.Client`, `AsyncGuiAgentClient` with
+`httpx.AsyncClient`; what is sent and what comes back is decided here, once for both.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Generic, TypeVar
+
+import httpx
+
+from backends.api.client_wire import json_body, parse, segment, session_path
+from backends.api.responses import (
+    AgentsAnswer,
+    ApprovalAnswer,
+    HealthAnswer,
+    ImportAnswer,
+    LoginAnswer,
+    MessageAccepted,
+    ModelsAnswer,
+    SessionAnswer,
+    SessionDetail,
+    SessionList,
+    StopAnswer,
+    TurnStarted,
+)
+from schema import AgentName, ApprovalDecision, ImagePart, SessionRecord
+
+_R = TypeVar("_R")
+
+Params = Mapping[str, str | int | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[_R]):
+    """One request, and what its success answer's body means (`read`)."""
+
+    method: str
+    path: str
+    read: Callable[[bytes], _R]
+    body: bytes | None = None
+    params: Params = field(default_factory=dict)
+
+    def request(self, http: httpx.Client | httpx.AsyncClient) -> httpx.Request:
+        """The request, for `http` to send (parameters that are None are left out)."""
+        headers = {"Content-Type": "application/json"} if self.body is not None else None
+        query = {k: v for k, v in self.params.items() if v is not None}
+        return http.build_request(
+            self.method, self.path, content=self.body, params=query, headers=headers
+        )
+
+
+def _nothing(_: bytes) -> None:
+    return None
+
+
+def _as_is(data: bytes) -> bytes:
+    return data
+
+
+def _session(data: bytes) -> SessionRecord:
+    return parse(SessionAnswer, data).session
+
+
+def _stopped(data: bytes) -> bool:
+    return parse(StopAnswer, data).stopped
+
+
+# -- who, and what is on offer -----------------------------------------------------------
+
+
+def health() -> Call[HealthAnswer]:
+    return Call("GET", "api/health", partial(parse, HealthAnswer))
+
+
+def login(username: str | None, password: str | None) -> Call[LoginAnswer]:
+    body = json_body(username=username, password=password) if username is not None else None
+    return Call("POST", "api/login", partial(parse, LoginAnswer), body)
+
+
+def models() -> Call[ModelsAnswer]:
+    return Call("GET", "api/models", partial(parse, ModelsAnswer))
+
+
+def agents() -> Call[AgentsAnswer]:
+    return Call("GET", "api/agents", partial(parse, AgentsAnswer))
+
+
+# -- sessions ----------------------------------------------------------------------------
+
+
+def list_sessions(query: str | None, limit: int | None, offset: int) -> Call[SessionList]:
+    params = {"q": query, "limit": limit, "offset": offset}
+    return Call("GET", "api/sessions", partial(parse, SessionList), params=params)
+
+
+def create_session(
+    agent: AgentName | None,
+    model: str | None,
+    settings: Mapping[str, Any] | None,
+    title: str | None,
+) -> Call[SessionRecord]:
+    body = json_body(agent=agent, model=model, settings=settings, title=title)
+    return Call("POST", "api/sessions", _session, body)
+
+
+def get_session(session_id: str, limit: int | None) -> Call[SessionDetail]:
+    path = session_path(session_id)
+    return Call("GET", path, partial(parse, SessionDetail), params={"limit": limit})
+
+
+def update_session(
+    session_id: str,
+    *,
+    title: str | None,
+    settings: Mapping[str, Any] | None,
+    autochat: Mapping[str, Any] | None,
+    agent: AgentName | None,
+    model: str | None,
+) -> Call[SessionRecord]:
+    body = json_body(title=title, settings=settings, autochat=autochat, agent=agent, model=model)
+    return Call("PATCH", session_path(session_id), _session, body)
+
+
+def delete_session(session_id: str) -> Call[None]:
+    return Call("DELETE", session_path(session_id), _nothing)
+
+
+def export_session(session_id: str, allow_unimportable: bool) -> Call[bytes]:
+    params = {"allow_unimportable": "true" if allow_unimportable else None}
+    return Call("GET", session_path(session_id, "export"), _as_is, params=params)
+
+
+def import_session(document: bytes | str | Mapping[str, Any]) -> Call[ImportAnswer]:
+    if isinstance(document, Mapping):
+        document = json.dumps(document)
+    body = document.encode() if isinstance(document, str) else document
+    return Call("POST", "api/sessions/import", partial(parse, ImportAnswer), body)
+
+
+# -- a conversation ----------------------------------------------------------------------
+
+
+def send_message(
+    session_id: str, text: str, images: Sequence[ImagePart], agent: AgentName | None
+) -> Call[MessageAccepted]:
+    body = json_body(text=text, images=list(images) or None, agent=agent)
+    path = session_path(session_id, "messages")
+    return Call("POST", path, partial(parse, MessageAccepted), body)
+
+
+def stop(session_id: str) -> Call[bool]:
+    return Call("POST", session_path(session_id, "stop"), _stopped)
+
+
+def answer_approval(
+    session_id: str, approval_id: str, decision: ApprovalDecision | str, note: str | None
+) -> Call[ApprovalAnswer]:
+    path = session_path(session_id, "approvals", segment(approval_id))
+    body = json_body(decision=decision, note=note)
+    return Call("POST", path, partial(parse, ApprovalAnswer), body)
+
+
+def control(
+    session_id: str, action: str, text: str | None = None, images: Sequence[ImagePart] = ()
+) -> Call[TurnStarted]:
+    """retry or edit_last: the new turn started."""
+    body = json_body(action=action, text=text, images=list(images) or None)
+    return Call("POST", session_path(session_id, "control"), partial(parse, TurnStarted), body)
+
+
+def clear(session_id: str) -> Call[None]:
+    body = json_body(action="clear")
+    return Call("POST", session_path(session_id, "control"), _nothing, body)

@@ -1,0 +1,85 @@
+"""Who, and what is on offer: login and logout, health, the models and the agent roles.
+
+POST /api/login   -> {token, expires_at, user} (and the login cookie, see `auth`)
+POST /api/logout  -> 204, the login cookie removed
+GET  /api/health  -> {status, protocol_version, auth}   (no token needed)
+GET  /api/models | /api/agents
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request, Response
+
+from backends.api.auth import LoginBody, clear_token_cookie, set_token_cookie
+from backends.api.context import ApiContext
+from backends.api.openapi import errors
+from backends.api.responses import (
+    AgentEntry,
+    AgentsAnswer,
+    HealthAnswer,
+    LoginAnswer,
+    ModelEntry,
+    ModelsAnswer,
+    send,
+    success,
+)
+from schema import PROTOCOL_VERSION
+
+PUBLIC_PATHS = ("/api/login", "/api/logout", "/api/health")
+"""The endpoints that need no token."""
+
+
+def add_access_routes(app: FastAPI, api: ApiContext) -> None:
+    auth, manager = api.auth, api.manager
+
+    @app.post(
+        "/api/login",
+        responses={
+            **success(LoginAnswer, "A bearer token for the other endpoints"),
+            **errors(400, 401, 413, 415, 429, 503),
+        },
+        openapi_extra=api.bodies.body(
+            LoginBody,
+            required=False,
+            description="Needed when login is by password (GET /api/health says `auth`).",
+        ),
+    )
+    async def login(request: Request) -> Response:
+        answer = await auth.login(request)
+        return set_token_cookie(send(answer), answer, secure=request.url.scheme == "https")
+
+    @app.post(
+        "/api/logout",
+        status_code=204,
+        responses={204: {"description": "The login cookie is removed"}},
+    )
+    async def logout(request: Request) -> Response:
+        """Remove the login cookie the event streams accept (a bearer token stays valid
+        until it expires)."""
+        return clear_token_cookie(Response(status_code=204), secure=request.url.scheme == "https")
+
+    @app.get("/api/health", responses=success(HealthAnswer, "The server is up; how to log in"))
+    async def health() -> Response:
+        return send(HealthAnswer(protocol_version=PROTOCOL_VERSION, auth=auth.mode))
+
+    @app.get(
+        "/api/models",
+        responses={**success(ModelsAnswer, "The configured models"), **errors(401, 503)},
+    )
+    async def models(request: Request) -> Response:
+        await auth.owner(request)
+        default = manager.models.default
+        entries = [ModelEntry(name=n, default=n == default) for n in manager.models.names()]
+        return send(ModelsAnswer(default=default, models=entries, notice=api.notice))
+
+    @app.get(
+        "/api/agents",
+        responses={**success(AgentsAnswer, "The agent roles on offer"), **errors(401, 503)},
+    )
+    async def agents(request: Request) -> Response:
+        await auth.owner(request)
+        roles = manager.architectures_factory()
+        entries = [
+            AgentEntry(name=name, description=role.description) for name, role in roles.items()
+        ]
+        return send(AgentsAnswer(default=next(iter(roles), None), agents=entries))

@@ -1,0 +1,329 @@
+"""The caller's sessions as records: listed (and followed as they change), created,
+imported, read, changed, deleted and exported.
+
+    GET    /api/sessions?q=&limit=&offset=             -> {sessions: [record], ...}
+    GET    /api/sessions/changes  (SSE, see `changes`)
+    POST   /api/sessions          {agent?, model?, settings?, title?}  -> 201 {session}
+    POST   /api/sessions/import   (an export document) -> 201 {session, message_count, ...}
+    GET    /api/sessions/{id}     ?limit=              -> {session, messages, state, ...}
+    PATCH  /api/sessions/{id}     {title?, settings?, autochat?, agent?, model?}  (partial)
+    DELETE /api/sessions/{id}                          -> 204 (its working folder too)
+    GET    /api/sessions/{id}/export ?allow_unimportable=  -> the export, as an attachment
+
+PATCH and create merge `settings` (and PATCH `autochat`) field by field into what the
+session has (see `merged`); an import is untrusted (see `backends.api.app`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+from fastapi import FastAPI, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from backends.api.bodies import read_body, read_object, validate
+from backends.api.changes import change_stream
+from backends.api.context import ApiContext
+from backends.api.errors import ApiError, describe_validation
+from backends.api.openapi import errors
+from backends.api.responses import (
+    ImportAnswer,
+    SessionAnswer,
+    SessionDetail,
+    SessionList,
+    send,
+    success,
+)
+from backends.api.sse import EventStreamResponse
+from gui_agent.export import ExportDocument, encode_export, read_import, too_large_to_import
+from schema import (
+    PROTOCOL_VERSION,
+    AgentName,
+    AutoChatSettings,
+    Message,
+    SessionSettings,
+)
+from schema.requests import MAX_TITLE_CHARS
+
+logger = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 200
+PAGE_SIZE = 200
+MAX_PAGE_SIZE = 1000
+MAX_OFFSET = 1_000_000_000
+"""Far past any real list, and well inside SQLite's 64-bit integers."""
+CHANGES_PATH = "/api/sessions/changes"
+_S = TypeVar("_S", SessionSettings, AutoChatSettings)
+
+
+class CreateSession(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    agent: AgentName | None = None
+    model: str | None = None
+    settings: dict[str, Any] | None = None
+    title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
+
+
+class PatchSession(BaseModel):
+    """A partial update: `settings` and `autochat` hold only the fields to change."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    title: str | None = Field(default=None, max_length=MAX_TITLE_CHARS)
+    settings: dict[str, Any] | None = None
+    autochat: dict[str, Any] | None = None
+    agent: AgentName | None = None
+    model: str | None = None
+
+
+def add_session_routes(app: FastAPI, api: ApiContext) -> None:
+    auth, manager, bodies = api.auth, api.manager, api.bodies
+
+    @app.get(
+        "/api/sessions",
+        responses={
+            **success(SessionList, "The caller's sessions, most recently used first"),
+            **errors(400, 401, 503),
+        },
+    )
+    async def list_sessions(
+        request: Request,
+        q: str | None = None,
+        limit: int = Query(PAGE_SIZE, ge=1, le=MAX_PAGE_SIZE),
+        offset: int = Query(0, ge=0, le=MAX_OFFSET),
+    ) -> Response:
+        owner = await auth.owner(request)
+        query = q.strip()[:MAX_QUERY_CHARS] if q and q.strip() else None
+        records = await manager.store.list_sessions(owner, query=query, limit=limit, offset=offset)
+        return send(SessionList(sessions=list(records), limit=limit, offset=offset))
+
+    @app.get(
+        CHANGES_PATH,
+        status_code=200,
+        response_class=EventStreamResponse,
+        responses={
+            200: {
+                "description": "The caller's chats created, imported, renamed or deleted, "
+                "as Server-Sent Events (see `changes`)"
+            },
+            **errors(401, 503),
+        },
+    )
+    async def session_changes(request: Request) -> EventStreamResponse:
+        owner = await auth.owner(request, cookie=True)
+        return EventStreamResponse(
+            change_stream(
+                manager.changes,
+                owner,
+                keepalive_s=api.keepalive_s,
+                recheck=lambda: auth.owner(request, cookie=True),
+                recheck_s=api.auth_recheck_s,
+                closing=api.closing,
+            )
+        )
+
+    @app.post(
+        "/api/sessions",
+        status_code=201,
+        responses={
+            **success(SessionAnswer, "The new session", 201),
+            **errors(400, 401, 413, 415, 503),
+        },
+        openapi_extra=bodies.body(CreateSession, required=False),
+    )
+    async def create_session(request: Request) -> Response:
+        owner = await auth.owner(request)
+        raw = await read_object(request, api.max_body_bytes, optional=True)
+        body = validate(CreateSession, raw)
+        settings = None
+        if body.settings is not None:
+            settings = merged(SessionSettings(), body.settings, "settings")
+        sent_model = settings.model if settings and "model" in (body.settings or {}) else None
+        check_model(body.model, sent_model, manager.models.names())
+        if body.agent is not None and body.agent not in manager.architectures_factory():
+            raise ApiError(400, "invalid_request", f"no agent role {body.agent.value!r} here")
+        title = body.title if body.title and body.title.strip() else None
+        interpreter = await manager.create(
+            owner, agent=body.agent, model=body.model, settings=settings, title=title
+        )
+        return send(SessionAnswer(session=await api.record_of(interpreter)), 201)
+
+    @app.post(
+        "/api/sessions/import",
+        status_code=201,
+        responses={
+            **success(ImportAnswer, "The new session made from the document", 201),
+            **errors(400, 401, 413, 415, 503),
+        },
+        openapi_extra=bodies.body(ExportDocument, description="A session export document."),
+    )
+    async def import_(request: Request) -> Response:
+        owner = await auth.owner(request)
+        limit = api.max_import_bytes
+        raw = await _read_import_body(request, limit)
+        imported = await asyncio.to_thread(read_import, raw, owner=owner, max_bytes=limit)
+        record, messages = imported.record, imported.messages
+        interpreter = await manager.import_session(record, messages)
+        logger.info("imported session %s for %s (%d messages)", record.id, owner, len(messages))
+        answer = ImportAnswer(
+            session=await api.record_of(interpreter),
+            message_count=len(messages),
+            reset=list(imported.reset),
+            repairs=imported.repairs.as_dict(),
+        )
+        return send(answer, 201)
+
+    @app.get(
+        "/api/sessions/{session_id}",
+        responses={
+            **success(SessionDetail, "The session, its messages and what it is doing"),
+            **errors(400, 401, 404, 503),
+        },
+    )
+    async def get_session(
+        request: Request, session_id: str, limit: int | None = Query(None, ge=0)
+    ) -> Response:
+        interpreter = await api.session_of(request, session_id)
+        history: Sequence[Message] = interpreter.session.history
+        if limit is not None:
+            history = history[len(history) - limit :] if limit else []
+        detail = SessionDetail(
+            session=await api.record_of(interpreter),
+            messages=list(history),
+            message_count=len(interpreter.session.history),
+            state=interpreter.state,
+            busy=interpreter.busy,
+            pending_approvals=list(interpreter.pending_approvals),
+            streaming=list(interpreter.streaming),
+            last_seq=interpreter.last_seq,
+            epoch=api.epoch_of(interpreter),
+            protocol_version=PROTOCOL_VERSION,
+        )
+        return send(detail)
+
+    @app.patch(
+        "/api/sessions/{session_id}",
+        responses={
+            **success(SessionAnswer, "The session as it is now"),
+            **errors(400, 401, 404, 413, 415, 503),
+        },
+        openapi_extra=bodies.body(PatchSession),
+    )
+    async def patch_session(request: Request, session_id: str) -> Response:
+        interpreter = await api.session_of(request, session_id)
+        body = validate(PatchSession, await read_object(request, api.max_body_bytes))
+        session = interpreter.session
+        settings: SessionSettings | None = None
+        autochat: AutoChatSettings | None = None
+        if body.settings is not None:
+            settings = merged(session.settings, body.settings, "settings")
+        if body.autochat is not None:
+            autochat = merged(session.autochat, body.autochat, "autochat")
+        sent_model = settings.model if settings and "model" in (body.settings or {}) else None
+        model = check_model(body.model, sent_model, manager.models.names())
+        if body.agent is not None and body.agent not in interpreter.architectures:
+            raise ApiError(400, "invalid_request", f"no agent role {body.agent.value!r} here")
+        if settings is not None or autochat is not None or body.title is not None:
+            if settings is not None:  # the model changes through set_model below
+                settings = settings.model_copy(update={"model": session.settings.model})
+            await manager.update(
+                interpreter, settings=settings, autochat=autochat, title=body.title
+            )
+        if body.agent is not None:
+            await interpreter.set_agent(body.agent)
+        if model is not None and model != interpreter.session.settings.model:
+            await manager.set_model(interpreter, model)
+        return send(SessionAnswer(session=await api.record_of(interpreter)))
+
+    @app.delete("/api/sessions/{session_id}", status_code=204, responses=errors(401, 404, 503))
+    async def delete_session(request: Request, session_id: str) -> Response:
+        interpreter = await api.session_of(request, session_id)
+        await manager.delete(interpreter.id, interpreter.session.owner)
+        return Response(status_code=204)
+
+
+def add_export_route(app: FastAPI, api: ApiContext) -> None:
+    """GET /api/sessions/{id}/export (registered after the conversation's routes, where
+    it has always been in the OpenAPI document)."""
+
+    @app.get(
+        "/api/sessions/{session_id}/export",
+        responses={
+            **success(ExportDocument, "The export document, as an attachment"),
+            **errors(400, 401, 404, 413, 503),
+        },
+    )
+    async def export(
+        request: Request, session_id: str, allow_unimportable: bool = False
+    ) -> Response:
+        """413 when the document could not be imported back (its size, or its number of
+        messages, is over what an import takes), naming both; `allow_unimportable=true`
+        sends it anyway."""
+        interpreter = await api.session_of(request, session_id)
+        record = await api.record_of(interpreter)
+        messages = list(interpreter.session.history)
+        encoded = await asyncio.to_thread(
+            encode_export, record, messages, max_bytes=api.max_import_bytes
+        )
+        if encoded.problem is not None:
+            logger.warning("export of session %s: %s", record.id, encoded.problem)
+            if not allow_unimportable:
+                raise ApiError(
+                    413 if encoded.too_large else 400,
+                    "too_large" if encoded.too_large else "not_importable",
+                    f"this chat could not be imported back: {encoded.problem}; add "
+                    "?allow_unimportable=true to download it anyway",
+                )
+        return Response(
+            encoded.data,
+            media_type="application/json",
+            headers={"Content-Disposition": _attachment(interpreter.id)},
+        )
+
+
+def check_model(model: str | None, in_settings: str | None, names: Sequence[str]) -> str | None:
+    """The model a create or PATCH names (`model`, or `settings.model`), if any; ApiError
+    400 when the two name different models or it is not configured (an empty name too:
+    it is never taken as "no change" or "the default")."""
+    if model is not None and in_settings is not None and model != in_settings:
+        raise ApiError(400, "invalid_request", "'model' and 'settings.model' name different models")
+    chosen = model if model is not None else in_settings
+    if chosen is not None and chosen not in names:
+        raise ApiError(400, "invalid_request", f"unknown model {chosen!r}; see GET /api/models")
+    return chosen
+
+
+def merged(current: _S, changes: Mapping[str, Any], where: str) -> _S:
+    """`current` with the fields in `changes` replaced, validated as a whole; ApiError 400
+    naming the field for an unknown field or a value that does not validate."""
+    model = type(current)
+    unknown = sorted(set(changes) - set(model.model_fields))
+    if unknown:
+        raise ApiError(400, "invalid_request", f"{where}: unknown field(s) {', '.join(unknown)}")
+    try:
+        return model.model_validate({**current.model_dump(), **changes})
+    except ValidationError as exc:
+        raise ApiError(400, "invalid_request", f"{where}.{describe_validation(exc)}") from None
+
+
+async def _read_import_body(request: Request, limit: int) -> bytes:
+    """An import's body, refused with 413 over `limit` in the words the page uses too."""
+    declared = request.headers.get("content-length", "").strip()
+    if declared.isdigit() and int(declared) > limit:
+        raise ApiError(413, "too_large", too_large_to_import(int(declared), limit))
+    try:
+        return await read_body(request, limit)
+    except ApiError as exc:
+        if exc.status != 413:
+            raise
+        raise ApiError(413, "too_large", too_large_to_import(None, limit)) from None
+
+
+def _attachment(session_id: str) -> str:
+    """The export's Content-Disposition: a file named after the session id."""
+    name = "".join(c if c.isascii() and (c.isalnum() or c in "_.-") else "_" for c in session_id)
+    return f'attachment; filename="gui-agent-session-{name}.json"'
