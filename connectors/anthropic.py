@@ -33,6 +33,8 @@ from connectors.base import (
     DEFAULT_TIMEOUT_S,
     TIMEOUT_ATTEMPTS,
     StreamingProvider,
+    answer_mismatch,
+    connection_failed,
     map_transport_errors,
     next_item,
     shown_url,
@@ -125,17 +127,9 @@ def map_errors(
     except anthropic.APITimeoutError as error:
         raise timeout_error(provider, timeout_s, timeout_setting) from error
     except anthropic.APIConnectionError as error:
-        cause = error.__cause__
-        raise ModelConnectionError(
-            f"{provider}: the connection to the server failed"
-            + (f" ({type(cause).__name__}: {cause})" if cause else ""),
-            provider=provider,
-        ) from error
+        raise connection_failed(provider, error) from error
     except anthropic.APIResponseValidationError as error:
-        raise ModelResponseError(
-            f"{provider}: the server's answer did not match the API: {error.message}",
-            provider=provider,
-        ) from error
+        raise answer_mismatch(provider, error.message) from error
     except anthropic.AnthropicError as error:
         raise ModelError(f"{provider}: {error}", provider=provider) from error
 

@@ -87,6 +87,23 @@ def timeout_error(provider: str, timeout_s: float | None, setting: str = "") -> 
     )
 
 
+def connection_failed(provider: str, error: BaseException) -> ModelConnectionError:
+    """The error for a vendor SDK's failed connection, naming what failed below it."""
+    cause = error.__cause__
+    return ModelConnectionError(
+        f"{provider}: the connection to the server failed"
+        + (f" ({type(cause).__name__}: {cause})" if cause else ""),
+        provider=provider,
+    )
+
+
+def answer_mismatch(provider: str, detail: str) -> ModelResponseError:
+    """The error for an answer the vendor SDK could not read as its API's."""
+    return ModelResponseError(
+        f"{provider}: the server's answer did not match the API: {detail}", provider=provider
+    )
+
+
 @contextmanager
 def map_transport_errors(
     provider: str, *, timeout_s: float | None = None, timeout_setting: str = ""

@@ -19,16 +19,19 @@ from contextlib import contextmanager
 import httpx2
 import openai
 
-from connectors.base import map_transport_errors, timeout_error
+from connectors.base import (
+    answer_mismatch,
+    connection_failed,
+    map_transport_errors,
+    timeout_error,
+)
 from connectors.openai_client import KEY_ENV
 from connectors.openai_errors import error_codes, error_message, error_status
 from connectors.resilience import error_for_status, parse_retry_after, shorten
 from connectors.stream_bodies import html_page, wrong_endpoint, wrong_endpoint_status
 from gui_agent.exceptions import (
-    ModelConnectionError,
     ModelError,
     ModelRateLimited,
-    ModelResponseError,
     ModelServerError,
 )
 
@@ -92,17 +95,9 @@ def map_errors(
     except openai.APITimeoutError as error:
         raise timeout_error(provider, timeout_s, timeout_setting) from error
     except openai.APIConnectionError as error:
-        cause = error.__cause__
-        raise ModelConnectionError(
-            f"{provider}: the connection to the server failed"
-            + (f" ({type(cause).__name__}: {cause})" if cause else ""),
-            provider=provider,
-        ) from error
+        raise connection_failed(provider, error) from error
     except openai.APIResponseValidationError as error:
-        raise ModelResponseError(
-            f"{provider}: the server's answer did not match the API: {error.message}",
-            provider=provider,
-        ) from error
+        raise answer_mismatch(provider, error.message) from error
     except openai.APIError as error:
         # An error object inside an otherwise successful stream: the error of the HTTP
         # status it names (`error_status`: a 400 is not retried, a 401 names the key).
