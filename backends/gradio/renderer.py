@@ -21,29 +21,31 @@ What each thing looks like:
   picked is also kept with the message that next started a turn, so a view of the history
   alone shows it too (once);
 - a reply the model cut off at its output limit ends with a note that says so.
+
+The view's parts: its entries (chat_entries.py), tool and approval steps (tool_steps.py),
+and the text of a history message (message_text.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from backends.gradio.autoturns import TurnTally, turns_phrase
+from backends.gradio.chat_entries import ChatbotMessage, Entry
 from backends.gradio.looks import (
-    CUT_OFF_MARK,
     ERROR_MARK,
     INTERRUPTED_MARK,
     agent_header,
-    arguments_markdown,
     body_markdown,
-    confirmation_markdown,
     preview,
-    result_markdown,
     tool_step_id,
 )
-from backends.gradio.markdown import escape_html, escape_title, fence, images_markdown
+from backends.gradio.markdown import escape_html
+from backends.gradio.message_text import failure_of, header, message_text
 from backends.gradio.switches import kept_switch
+from backends.gradio.tool_steps import Call, ToolSteps
 from gui_agent.session import is_handover
 from schema import (
     AgentName,
@@ -54,11 +56,9 @@ from schema import (
     AutoChatTurn,
     ErrorEvent,
     Event,
-    ImagePart,
     Message,
     MessageCompleted,
     MessageStarted,
-    MessageStatus,
     MessageType,
     Role,
     RunFinished,
@@ -68,7 +68,6 @@ from schema import (
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
-    ToolResult,
 )
 
 __all__ = [
@@ -77,44 +76,9 @@ __all__ = [
     "ChatView",
     "ChatbotMessage",
     "agent_header",
+    "failure_of",
     "tool_step_id",
 ]
-
-ChatbotMessage = dict[str, Any]
-"""One chatbot message in Gradio 6's normalized `messages` form, which is both a valid
-Chatbot value and exactly what the browser receives, so a streaming handler can skip
-Gradio's postprocessing: {"role", "metadata" (dict or None), "content": [{"text", "type":
-"text"}], "options": None}."""
-
-
-@dataclass(slots=True, eq=False)
-class _Entry:
-    """One chatbot message. `anchor`: the history index it belongs to (for truncation)."""
-
-    key: str
-    role: Literal["user", "assistant"]
-    anchor: int
-    text: str = ""
-    metadata: dict[str, Any] | None = None
-    transient: bool = False
-    cache: ChatbotMessage | None = None
-
-    def set(self, text: str | None = None, **metadata: Any) -> None:
-        if text is not None:
-            self.text = text
-        if metadata:
-            self.metadata = {**(self.metadata or {}), **metadata}
-        self.cache = None
-
-    def render(self) -> ChatbotMessage:
-        if self.cache is None:
-            self.cache = {
-                "role": self.role,
-                "metadata": dict(self.metadata) if self.metadata else None,
-                "content": [{"text": self.text, "type": "text"}],
-                "options": None,
-            }
-        return self.cache
 
 
 @dataclass(slots=True)
@@ -129,36 +93,23 @@ class _Live:
     reasoning: list[str] = field(default_factory=list)
 
 
-@dataclass(slots=True)
-class _Call:
-    name: str
-    arguments: str
-    anchor: int
-
-
-class ChatView:
+class ChatView(ToolSteps):
     """The chatbot's content for one session, kept in step with its events."""
 
     def __init__(self, *, icons: Mapping[str, str] | None = None) -> None:
+        super().__init__()
         self._icons: Mapping[str, str] = icons or {}
-        self._entries: list[_Entry] = []
-        self._by_key: dict[str, _Entry] = {}
         self._live: dict[str, _Live] = {}
-        self._calls: dict[str, _Call] = {}
-        self._history: list[str] = []
         self._committed: set[str] = set()
         self._previews: dict[str, tuple[str, str]] = {}
         self._speaker: AgentName | None = None
         self._announced: AgentName | None = None
         """The role the last agent_switched event this view saw switched to: a message that
         keeps that switch (`kept_switch`) does not show it again."""
-        self._serial = 0
         self._errors_shown: set[tuple[str, str]] = set()  # (code, message) of error notes
         self.autochat = TurnTally()
         """The AutoChat run's turns as the events tell them (a view of a session caught up
         mid-run is told its buffered ones: `PageView.of`)."""
-        self.version = 0
-        """Bumped on every visible change: compare to know whether to send the chatbot."""
 
     # -- building -------------------------------------------------------------------------
 
@@ -221,15 +172,11 @@ class ChatView:
         self._render_message(message, index)
         if message.role is Role.ASSISTANT:
             for call in message.tool_calls:
-                self._calls[call.id] = _Call(call.name, call.arguments, index)
+                self._calls[call.id] = Call(call.name, call.arguments, index)
                 self._tool_step(call.id, call.name, call.arguments, anchor=index)
         self.version += 1
 
     # -- reading ----------------------------------------------------------------------------
-
-    def messages(self) -> list[ChatbotMessage]:
-        """The chatbot value (a fresh list; unchanged messages are reused, not rebuilt)."""
-        return [entry.render() for entry in self._entries]
 
     @property
     def history_ids(self) -> tuple[str, ...]:
@@ -301,44 +248,11 @@ class ChatView:
         self._speaker = None
         self.version += 1
 
-    # -- internals --------------------------------------------------------------------------
-
-    def _tail(self) -> int:
-        return len(self._history)
-
-    def _append(self, entry: _Entry, *, before: str | None = None) -> _Entry:
-        self._by_key[entry.key] = entry
-        target = self._by_key.get(before) if before else None
-        if target is not None and target is not entry:
-            self._entries.insert(self._entries.index(target), entry)
-        else:
-            self._entries.append(entry)
-        self.version += 1
-        return entry
-
-    def _remove(self, key: str) -> None:
-        entry = self._by_key.pop(key, None)
-        if entry is not None:
-            self._entries.remove(entry)
-            self.version += 1
-
-    def _transient_key(self, kind: str) -> str:
-        self._serial += 1
-        return f"{kind}:{self._serial}"
-
-    def _note(self, text: str) -> None:
-        self._append(
-            _Entry(self._transient_key("note"), "assistant", self._tail(), text, transient=True)
-        )
-
     def _autochat_stopped(self, event: AutoChatStopped) -> None:
         """Say why AutoChat stopped and after how many turns that ran (as the status line)."""
         ran = turns_phrase(self.autochat.stop(event))
         detail = f": {escape_html(event.detail)}" if event.detail else ""
         self._note(f"_AutoChat stopped ({event.reason.value}) after {ran}{detail}_")
-
-    def _header(self, agent: AgentName | None) -> str:
-        return agent_header(agent, self._icons) + "\n\n" if agent is not None else ""
 
     def _see_speaker(self, agent: AgentName | None, before: str | None = None) -> None:
         """Mark a change of speaker that no agent_switched event announced."""
@@ -386,7 +300,7 @@ class ChatView:
             f"Switched to {to_agent.value}{source}{why}</span>"
         )
         self._append(
-            _Entry(self._transient_key("switch"), "assistant", self._tail(), text, transient=True),
+            Entry(self._transient_key("switch"), "assistant", self._tail(), text, transient=True),
             before=before,
         )
 
@@ -396,7 +310,7 @@ class ChatView:
         live = _Live(event.role, event.message_type, event.agent, event.language)
         self._live[event.message_id] = live
         role: Literal["user", "assistant"] = "user" if event.role is Role.USER else "assistant"
-        entry = _Entry(event.message_id, role, self._tail())
+        entry = Entry(event.message_id, role, self._tail())
         self._append(entry)
         if role == "assistant" and event.parent_id is None:  # a worker speaks for the supervisor
             self._see_speaker(event.agent, before=event.message_id)
@@ -418,7 +332,7 @@ class ChatView:
         if entry is None:
             return
         body = body_markdown(live.type, "".join(live.content), live.language, ())
-        text = (self._header(live.agent) if entry.role == "assistant" else "") + body
+        text = (header(live.agent, self._icons) if entry.role == "assistant" else "") + body
         entry.set(text.rstrip("\n"))
         self.version += 1
 
@@ -428,7 +342,7 @@ class ChatView:
         if entry is None:
             anchor = self._by_key[message_id].anchor if message_id in self._by_key else self._tail()
             entry = self._append(
-                _Entry(key, "assistant", anchor, metadata={"title": "Reasoning"}),
+                Entry(key, "assistant", anchor, metadata={"title": "Reasoning"}),
                 before=message_id,
             )
         entry.set(escape_html(text), status="pending" if pending else "done")
@@ -443,171 +357,21 @@ class ChatView:
             "user" if message.role is Role.USER and not handover else "assistant"
         )
         if entry is None:
-            entry = self._append(_Entry(message.id, role, index))
+            entry = self._append(Entry(message.id, role, index))
             speaks = message.type is not MessageType.CONFIRMATION and not handover
             if role == "assistant" and speaks:
                 self._see_speaker(message.agent, before=message.id)
         entry.anchor = index
         entry.role = role
-        entry.set(self._message_text(message))
+        entry.set(message_text(message, icons=self._icons, errors_shown=self._errors_shown))
         if message.reasoning:
             self._reasoning(message.id, message.reasoning, pending=False)
             self._by_key[f"{message.id}:reasoning"].anchor = index
         self.version += 1
 
-    def _message_text(self, message: Message) -> str:
-        if message.type is MessageType.CONFIRMATION:
-            return confirmation_markdown(message)
-        if message.role is Role.USER:
-            text = escape_html(message.content)
-            if message.metadata.get("delegated_by"):  # the supervisor's task for a worker
-                worker = escape_html(str(message.metadata.get("worker", "a worker")))
-                text = f'<span class="ga-autochat">Task for {worker}:</span> {text}'
-            elif message.metadata.get("crew_member"):
-                member = escape_html(str(message.metadata["crew_member"]))
-                text = f'<span class="ga-autochat">Crew, over to the {member}:</span> {text}'
-            elif message.metadata.get("autochat"):
-                turn = message.metadata.get("autochat_turn")
-                label = f"AutoChat turn {turn}" if turn else "AutoChat"
-                text = f'<span class="ga-autochat">{label}:</span> {text}'
-            elif message.metadata.get("plan_step"):
-                meta = message.metadata
-                label = f"Plan step {meta['plan_step']}/{meta.get('plan_steps', '?')}"
-                step = escape_html(str(meta.get("step", ""))) or text
-                text = f'<span class="ga-autochat">{escape_html(label)}:</span> {step}'
-            images = images_markdown(message.images, "attached image")
-            return "\n\n".join(part for part in (text, images) if part)
-        prefix = ""
-        if message.role is Role.SYSTEM:
-            prefix = '<span class="ga-note">System:</span> '
-        body = body_markdown(message.type, message.content, message.language, message.images)
-        text = self._header(message.agent) + prefix + body
-        if message.status is MessageStatus.INTERRUPTED:
-            text = text.rstrip("\n") + "\n\n" + INTERRUPTED_MARK
-        elif message.status is MessageStatus.ERROR:
-            text = text.rstrip("\n") + "\n\n" + self._error_mark(message)
-        if message.role is Role.ASSISTANT and message.metadata.get("cut_off") is True:
-            text = text.rstrip("\n") + "\n\n" + CUT_OFF_MARK
-        return text.rstrip("\n")
-
-    def _error_mark(self, message: Message) -> str:
-        """How a failed reply ends: with the error it keeps, unless this view already
-        shows that error as a note (a tab that watched it live)."""
-        error = failure_of(message)
-        if error is None or error in self._errors_shown:
-            return ERROR_MARK
-        code, text = error
-        return f"{ERROR_MARK} **Error** ({escape_html(code)}): {escape_html(text)}"
-
-    def _tool_step(self, call_id: str, name: str, arguments: str, *, anchor: int) -> _Entry:
-        key = f"tool:{call_id}"
-        entry = self._by_key.get(key)
-        if entry is None:
-            entry = self._append(
-                _Entry(
-                    key,
-                    "assistant",
-                    anchor,
-                    arguments_markdown(name, arguments),
-                    metadata={
-                        "title": escape_title(name),
-                        "id": tool_step_id(call_id),
-                        "status": "pending",
-                    },
-                )
-            )
-        return entry
-
-    def _finished(self, result: ToolResult) -> None:
-        call = self._calls.get(result.call_id)
-        self._tool_result(
-            result.call_id,
-            name=result.name,
-            content=result.content,
-            is_error=result.is_error,
-            duration_ms=result.duration_ms,
-            message_type=result.message_type,
-            images=result.images,
-            status=MessageStatus.ERROR if result.is_error else MessageStatus.COMPLETE,
-            arguments=call.arguments if call else None,
-            anchor=call.anchor if call else self._tail(),
-        )
-
-    def _tool_result(
-        self,
-        call_id: str,
-        *,
-        name: str,
-        content: str,
-        is_error: bool,
-        duration_ms: float | None,
-        message_type: MessageType,
-        images: Sequence[ImagePart],
-        status: MessageStatus,
-        arguments: str | None,
-        anchor: int,
-        was_running: bool = False,
-    ) -> None:
-        call = self._calls.get(call_id)
-        step = self._tool_step(
-            call_id,
-            call.name if call else name,
-            call.arguments if call else (arguments or "{}"),
-            anchor=call.anchor if call else anchor,
-        )
-        log = "interrupted" if status is MessageStatus.INTERRUPTED else "error" if is_error else ""
-        extra: dict[str, Any] = {"status": "done", "log": log}
-        if duration_ms:
-            extra["duration"] = round(duration_ms / 1000, 3)
-        step.set(**extra)
-        out_key = f"tool:{call_id}:out"
-        body = result_markdown(content, message_type, images)
-        title = "Error" if is_error else "Output"
-        if status is MessageStatus.INTERRUPTED:
-            title = "Interrupted" if was_running else "Not run"
-        metadata = {
-            "title": title,
-            "id": f"{tool_step_id(call_id)}-out",
-            "parent_id": tool_step_id(call_id),
-        }
-        existing = self._by_key.get(out_key)
-        if existing is None:
-            position = self._entries.index(step) + 1
-            entry = _Entry(out_key, "assistant", step.anchor, body, metadata=metadata)
-            self._by_key[out_key] = entry
-            self._entries.insert(position, entry)
-        else:
-            existing.set(body, **metadata)
-        self.version += 1
-
-    def _approval(self, event: ApprovalRequested) -> None:
-        detail = fence(event.detail, event.language) if event.detail else ""
-        self._append(
-            _Entry(
-                f"approval:{event.approval_id}",
-                "assistant",
-                self._tail(),
-                detail or escape_html(event.summary),
-                metadata={
-                    "title": f"Waiting for your approval: {escape_title(event.summary)}",
-                    "id": f"approval-{event.approval_id}",
-                    "status": "pending",
-                },
-                transient=True,
-            )
-        )
-
 
 def _float(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) else None
-
-
-def failure_of(message: Message) -> tuple[str, str] | None:
-    """(code, message) of the error a failed reply keeps (`metadata["error"]`), if any."""
-    error = message.metadata.get("error")
-    if message.status is not MessageStatus.ERROR or not isinstance(error, dict):
-        return None
-    return str(error.get("code", "error")), str(error.get("message", ""))
 
 
 def _key(event: ErrorEvent) -> tuple[str, str]:

@@ -1,0 +1,113 @@
+"""The quick controls of the chat a tab shows: stop, the answer to an approval, the last
+message back in the box to edit, clear (with a confirmation), and the images attached for
+the next message (a mixin of `Handlers`: handler_base.py)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import gradio as gr
+
+from backends.gradio.handler_base import HandlerBase
+from backends.gradio.owners import tab_of
+from backends.gradio.panels import badge_html
+from backends.gradio.stream import Updates, no_change
+from gui_agent.exceptions import InvalidRequest
+from gui_agent.session import written_by_person
+from schema import ApprovalDecision
+
+__all__ = ["NOTE_FIRST", "QuickControls"]
+
+NOTE_FIRST = "Enter denies with your note: write why first, or use the buttons."
+
+
+class QuickControls(HandlerBase):
+    """The handlers of the buttons that act at once on the tab's chat or its message."""
+
+    async def stop(self, session_id: str, request: gr.Request) -> Updates:
+        interpreter = await self.lookup(session_id, request)
+        if interpreter is None:
+            return no_change()
+        await interpreter.stop()
+        stoppable = interpreter.busy or interpreter.autochat_active
+        return {self.page.badge: badge_html(interpreter.state, stoppable=stoppable)}
+
+    def approver(
+        self, decision: ApprovalDecision, *, needs_note: bool = False
+    ) -> Callable[[str, str, str, gr.Request], Awaitable[Updates]]:
+        """Answer the open approval with `decision` and the note. `needs_note`: only with a
+        note (Enter in the note box denies with it; an empty box decides nothing)."""
+
+        async def answer(
+            session_id: str, approval_id: str, note: str, request: gr.Request
+        ) -> Updates:
+            interpreter = await self.lookup(session_id, request)
+            if interpreter is None or not approval_id:
+                return no_change()
+            if needs_note and not (note or "").strip():
+                gr.Info(NOTE_FIRST)
+                return no_change()
+            if not interpreter.approve(approval_id, decision, (note or "").strip() or None):
+                gr.Warning("That request was already answered or has expired.")
+            return {
+                self.page.approval_title: "",  # hides the panel (page.js)
+                self.page.approval_code: "",
+                self.page.approval_id: "",
+                self.page.approval_note: "",
+            }
+
+        return answer
+
+    async def edit_last(self, session_id: str, request: gr.Request) -> Updates:
+        """The person's last message back in the box, to send as its edit; its images go
+        back in the tray with it (the edit replaces the whole message: without them, it
+        would lose its pictures unless they were attached again)."""
+        interpreter = await self.lookup(session_id, request)
+        history = interpreter.session.history if interpreter else []
+        for message in reversed(history):
+            if written_by_person(message):
+                count = self.trays.restore(tab_of(request), message.images)
+                return {
+                    self.page.chat_input: message.content,
+                    self.page.edit_mode: True,
+                    **self._tray(count),
+                }
+        gr.Warning("There is no message of yours to edit.")
+        return no_change()
+
+    def ask_clear(self, session_id: str) -> Updates:
+        if not session_id:
+            gr.Warning("There is nothing to clear yet.")
+            return no_change()
+        return {self.page.confirm_clear_row: gr.update(visible=True)}
+
+    def cancel_clear(self) -> Updates:
+        return {self.page.confirm_clear_row: gr.update(visible=False)}
+
+    async def clear(self, session_id: str, request: gr.Request) -> Updates:
+        hide = {self.page.confirm_clear_row: gr.update(visible=False)}
+        interpreter = await self.lookup(session_id, request)
+        if interpreter is None:
+            return hide
+        try:
+            await interpreter.clear()
+        except InvalidRequest as exc:
+            gr.Warning(str(exc))
+            return hide
+        return {**self.view_of(interpreter).updates(full=True), **hide}
+
+    async def attach(self, files: list[bytes] | None, request: gr.Request) -> Updates:
+        """Keep the uploaded images for the tab's next message; refuse what is not an image."""
+        count, problems = self.trays.add(tab_of(request), files or [])
+        for problem in problems:
+            gr.Warning(f"Not attached: {problem}.")
+        return self._tray(count)
+
+    async def detach(self, request: gr.Request) -> Updates:
+        """The person took the images back."""
+        self.trays.take(tab_of(request))
+        return self._tray(0)
+
+    async def hide_tray(self) -> Updates:
+        """A send went out with the images (the send itself takes them from the tray)."""
+        return self._tray(0)

@@ -1,0 +1,241 @@
+"""What the page's handlers share (`Handlers` is made of this and the mixins beside it:
+navigation.py, controls.py, sending.py): their collaborators, finding a tab's chat, what the
+page shows of it (its view, its settings boxes and the tab's base, the chats list, the
+attachments tray), and streaming a session to a tab until it is idle."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping, Sequence
+from datetime import UTC
+from typing import Protocol
+
+import gradio as gr
+
+from backends.gradio.attach import Trays, attachments_note
+from backends.gradio.bases import Base, in_step
+from backends.gradio.coalesce import DEFAULT_INTERVAL_S
+from backends.gradio.follow import TabNews
+from backends.gradio.form import Form, based_fields
+from backends.gradio.layout import Page, setting_text
+from backends.gradio.markdown import escape_html
+from backends.gradio.owners import owner_of, tab_of
+from backends.gradio.panels import PanelState
+from backends.gradio.renderer import ChatView
+from backends.gradio.stream import PageView, Updates, no_change, stream_session
+from backends.gradio.tabs import TabStreams
+from backends.gradio.unsent import Unsent
+from gui_agent.exceptions import InvalidRequest
+from gui_agent.interpreter import Interpreter
+from gui_agent.manager import SessionManager, SessionNotFound
+from schema import AutoChatSettings, SessionRecord, SessionSettings
+
+__all__ = ["LISTED_CHATS", "HandlerBase", "ModelInfoLike", "shown_fields"]
+
+logger = logging.getLogger(__name__)
+
+LISTED_CHATS = 200
+"""The chats list shows this many, the most recent first; past that it says to search."""
+
+
+class ModelInfoLike(Protocol):
+    """A configured model as the model picker lists it (connectors.registry.ModelInfo)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def is_default(self) -> bool: ...
+    @property
+    def note(self) -> str: ...
+
+
+def shown_fields(page: Page, values: Updates) -> dict[str, object]:
+    """Of `settings_values`, what each field the tab's base keeps shows, by field."""
+    return {name: values[box] for name, box in based_fields(page).items()}
+
+
+class HandlerBase:
+    """The collaborators of one page layout's callbacks, and what they share."""
+
+    def __init__(
+        self,
+        manager: SessionManager,
+        page: Page,
+        *,
+        icons: Mapping[str, str],
+        languages: Collection[str | None],
+        models: Sequence[ModelInfoLike],
+        interval_s: float = DEFAULT_INTERVAL_S,
+        closing: asyncio.Event | None = None,
+    ) -> None:
+        self.manager = manager
+        self.page = page
+        self.icons = icons
+        self.languages = languages
+        self.notes = {model.name: model.note for model in models}
+        self.interval_s = interval_s
+        self.trays = Trays()
+        self.unsent = Unsent()
+        """Messages refused after the browser emptied the input box (`give_back`)."""
+        self.streams = TabStreams()
+        self.news = TabNews()
+        """What each tab has to catch up on of changes made elsewhere (follow.py)."""
+        self.closing = closing if closing is not None else asyncio.Event()
+        """Set when the server shuts down: every tab's keep-alive event ends (presence.py)."""
+        self.role_notes = {
+            name.value: role.description for name, role in manager.architectures_factory().items()
+        }
+
+    # -- lookups ----------------------------------------------------------------------------
+
+    async def lookup(
+        self, session_id: str, request: gr.Request | None, *, quiet: bool = False
+    ) -> Interpreter | None:
+        """The tab's session, or None for a new chat (or one deleted meanwhile)."""
+        if not session_id:
+            return None
+        try:
+            return await self.manager.get(session_id, owner_of(request))
+        except SessionNotFound:
+            if not quiet:
+                gr.Warning("This chat no longer exists; starting a new one.")
+            return None
+
+    def view_of(self, interpreter: Interpreter) -> PageView:
+        return PageView.of(self.page, interpreter, icons=self.icons, languages=self.languages)
+
+    def blank_view(self) -> PageView:
+        return PageView(self.page, ChatView(icons=self.icons), PanelState())
+
+    async def session_choices(self, owner: str, query: str | None = None) -> list[tuple[str, str]]:
+        """The owner's chats whose title holds `query` (spaces around it do not count)."""
+        records = await self.manager.list(
+            owner, query=(query or "").strip() or None, limit=LISTED_CHATS
+        )
+        return [(_label(record), record.id) for record in records]
+
+    async def session_list_update(self, owner: str, current: str, query: str = "") -> Updates:
+        choices = await self.session_choices(owner, query)
+        ids = {value for _label_, value in choices}
+        if len(choices) >= LISTED_CHATS:  # there may be more: say how to reach them
+            kind = "matching chats" if query.strip() else "chats"
+            info = f"Your {LISTED_CHATS} most recent {kind}: search to find others."
+        elif choices or not query.strip():
+            info = ""  # (None would leave an earlier "no chats match" in place)
+        else:
+            info = f"No chats match “{escape_html(query.strip()[:80])}”."
+        return {
+            self.page.session_list: gr.update(
+                choices=choices, value=current if current in ids else None, info=info
+            )
+        }
+
+    def settings_values(self, interpreter: Interpreter | None) -> Updates:
+        """The settings widgets showing a session's settings (or the defaults), and what
+        they show as the tab's base (bases.py)."""
+        page = self.page
+        if interpreter is None:
+            settings, auto, agent, title = SessionSettings(), AutoChatSettings(), None, ""
+        else:
+            session = interpreter.session
+            settings, auto, agent, title = (
+                session.settings,
+                session.autochat,
+                session.agent,
+                session.title,
+            )
+        model = settings.model or self.manager.models.default
+        values: Updates = {
+            page.model_picker: model,
+            page.model_note: escape_html(self.notes.get(model, "")),
+            page.system_prompt: settings.system_prompt,
+            page.temperature: settings.temperature if settings.temperature is not None else 1.0,
+            **{
+                box: setting_text(getattr(settings, name))
+                for name, box in page.advanced_settings().items()
+            },
+            page.settings_note: "",
+            page.autochat_toggle: auto.enabled,
+            page.max_turns: auto.max_turns,
+            page.delay: auto.delay_s,
+            page.token_budget: auto.token_budget or 0,
+            page.time_budget: auto.time_budget_s or 0,
+            page.rename_box: title,
+            page.edit_mode: False,
+            page.confirm_row: gr.update(visible=False),
+            page.confirm_clear_row: gr.update(visible=False),
+            page.limits_note: "",
+        }
+        if agent is not None:
+            values[page.role_picker] = agent.value
+        session_id = interpreter.id if interpreter is not None else ""
+        values[page.form_base] = Base(session_id, shown_fields(page, values)).encode()
+        return values
+
+    def shows(self, interpreter: Interpreter, values: Updates | None = None) -> dict[str, object]:
+        """The chat's settings, AutoChat limits and title as their boxes show them, by field
+        (what the tab's base keeps: bases.py). `values`: its `settings_values`, if at hand."""
+        if values is None:
+            values = self.settings_values(interpreter)
+        return shown_fields(self.page, values)
+
+    def base_after(self, interpreter: Interpreter, form: Form) -> Updates:
+        """The tab's base after a save (or a chat made from the form): the boxes that show
+        the chat's value now are in step with it (bases.py)."""
+        synced = in_step(form.boxes(), self.shows(interpreter))
+        base = (form.base or Base(interpreter.id)).with_values(interpreter.id, synced)
+        return {self.page.form_base: base.encode()}
+
+    def _tray(self, count: int) -> Updates:
+        page = self.page
+        return {
+            page.attach_note: attachments_note(count),
+            page.detach_btn: gr.update(visible=bool(count)),
+        }
+
+    async def _stream_to_tab(
+        self,
+        interpreter: Interpreter,
+        request: gr.Request | None,
+        ticket: int,
+        *,
+        action: Callable[[], Awaitable[object]] | None = None,
+        first: Updates | None = None,
+    ) -> AsyncIterator[Updates]:
+        """Run `action` (send, retry, …; none to follow a busy session) and stream the
+        session to the tab until it is idle. `first` goes with the first update.
+
+        The tab's older streams (ones still finishing) end first, so their last updates come
+        before these; but an action meeting a busy session (an edit or a retry while a turn
+        runs) is refused, in a toast, and the stream showing that turn is left running."""
+        tab = tab_of(request)
+        if action is None or not interpreter.busy:
+            await self.streams.supersede(tab, ticket, interpreter.id)
+        yielded = False
+        with self.streams.watch(tab, interpreter.id, ticket) as watch:
+            stream = stream_session(
+                interpreter,
+                lambda: self.view_of(interpreter),
+                action=action,
+                first=first,
+                interval_s=self.interval_s,
+                watch=watch,
+            )
+            try:
+                async with contextlib.aclosing(stream):
+                    async for update in stream:
+                        yielded = True
+                        yield update
+            except InvalidRequest as exc:
+                gr.Warning(str(exc))
+        if not yielded:
+            yield no_change()  # a streaming handler must yield once, or Gradio blanks its outputs
+
+
+def _label(record: SessionRecord) -> str:
+    """A chat in the list: its title and when it last changed, in UTC and saying so (the
+    server does not know the browser's time zone)."""
+    when = record.updated_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"{record.title or 'Untitled chat'} · {when}"

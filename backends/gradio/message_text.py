@@ -1,0 +1,90 @@
+"""What a history message shows as in the chatbot: a person's text as text (with the label
+of a prompt the app or an agent wrote for them) and its images; an agent's reply under its
+header, as Markdown, ending with a mark when it was interrupted, failed or cut off. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+from backends.gradio.looks import (
+    CUT_OFF_MARK,
+    ERROR_MARK,
+    INTERRUPTED_MARK,
+    agent_header,
+    body_markdown,
+    confirmation_markdown,
+)
+from backends.gradio.markdown import escape_html, images_markdown
+from schema import AgentName, Message, MessageStatus, MessageType, Role
+
+__all__ = ["error_mark", "failure_of", "header", "message_text", "user_text"]
+
+
+def header(agent: AgentName | None, icons: Mapping[str, str]) -> str:
+    """The agent's icon and name above what it says (nothing without an agent)."""
+    return agent_header(agent, icons) + "\n\n" if agent is not None else ""
+
+
+def message_text(
+    message: Message, *, icons: Mapping[str, str], errors_shown: Collection[tuple[str, str]]
+) -> str:
+    """The chatbot text of a history message. `errors_shown`: the (code, message) of the
+    errors the view shows as notes already, which a failed reply does not repeat."""
+    if message.type is MessageType.CONFIRMATION:
+        return confirmation_markdown(message)
+    if message.role is Role.USER:
+        return user_text(message)
+    prefix = ""
+    if message.role is Role.SYSTEM:
+        prefix = '<span class="ga-note">System:</span> '
+    body = body_markdown(message.type, message.content, message.language, message.images)
+    text = header(message.agent, icons) + prefix + body
+    if message.status is MessageStatus.INTERRUPTED:
+        text = text.rstrip("\n") + "\n\n" + INTERRUPTED_MARK
+    elif message.status is MessageStatus.ERROR:
+        text = text.rstrip("\n") + "\n\n" + error_mark(message, errors_shown)
+    if message.role is Role.ASSISTANT and message.metadata.get("cut_off") is True:
+        text = text.rstrip("\n") + "\n\n" + CUT_OFF_MARK
+    return text.rstrip("\n")
+
+
+def user_text(message: Message) -> str:
+    """A user message: its text shown as text, labelled when the app or an agent wrote it
+    (a supervisor's task, a crew's hand-over, AutoChat's prompt, a plan step), then its
+    images."""
+    text = escape_html(message.content)
+    if message.metadata.get("delegated_by"):  # the supervisor's task for a worker
+        worker = escape_html(str(message.metadata.get("worker", "a worker")))
+        text = f'<span class="ga-autochat">Task for {worker}:</span> {text}'
+    elif message.metadata.get("crew_member"):
+        member = escape_html(str(message.metadata["crew_member"]))
+        text = f'<span class="ga-autochat">Crew, over to the {member}:</span> {text}'
+    elif message.metadata.get("autochat"):
+        turn = message.metadata.get("autochat_turn")
+        label = f"AutoChat turn {turn}" if turn else "AutoChat"
+        text = f'<span class="ga-autochat">{label}:</span> {text}'
+    elif message.metadata.get("plan_step"):
+        meta = message.metadata
+        label = f"Plan step {meta['plan_step']}/{meta.get('plan_steps', '?')}"
+        step = escape_html(str(meta.get("step", ""))) or text
+        text = f'<span class="ga-autochat">{escape_html(label)}:</span> {step}'
+    images = images_markdown(message.images, "attached image")
+    return "\n\n".join(part for part in (text, images) if part)
+
+
+def error_mark(message: Message, errors_shown: Collection[tuple[str, str]]) -> str:
+    """How a failed reply ends: with the error it keeps, unless the view already shows
+    that error as a note (a tab that watched it live)."""
+    error = failure_of(message)
+    if error is None or error in errors_shown:
+        return ERROR_MARK
+    code, text = error
+    return f"{ERROR_MARK} **Error** ({escape_html(code)}): {escape_html(text)}"
+
+
+def failure_of(message: Message) -> tuple[str, str] | None:
+    """(code, message) of the error a failed reply keeps (`metadata["error"]`), if any."""
+    error = message.metadata.get("error")
+    if message.status is not MessageStatus.ERROR or not isinstance(error, dict):
+        return None
+    return str(error.get("code", "error")), str(error.get("message", ""))

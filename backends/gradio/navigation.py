@@ -1,0 +1,98 @@
+"""What replaces a tab's view: the page opening (on the chat this browser showed last), a
+new chat, a chat picked in the list, and `settle`, which runs after each of them to put the
+view right (a mixin of `Handlers`: handler_base.py)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import gradio as gr
+
+from backends.gradio.handler_base import HandlerBase
+from backends.gradio.owners import account_note, owner_of, tab_of
+from backends.gradio.stream import Updates, no_change
+from backends.gradio.tabs import ticket_of
+
+__all__ = ["Navigation"]
+
+
+class Navigation(HandlerBase):
+    """The handlers that change which chat a tab shows."""
+
+    async def on_load(self, remembered: str, ticket: str, request: gr.Request) -> Updates:
+        """The page opens on the chat this browser showed last (a reload, a server restart),
+        else on a new chat; with login, it says who is signed in."""
+        owner, tab, order = owner_of(request), tab_of(request), ticket_of(ticket)
+        interpreter = await self.lookup(remembered or "", request, quiet=True)
+        await self.streams.supersede(tab, order, interpreter.id if interpreter else "")
+        # A new chat is what the page shows already: leave it (and a message sent at once).
+        opened: Updates = {}
+        if interpreter is not None and not self.streams.overtaken(tab, order):
+            opened = {
+                **self.view_of(interpreter).updates(full=True),
+                **self.settings_values(interpreter),
+            }
+        current = interpreter.id if opened and interpreter is not None else ""
+        return {
+            **opened,
+            **await self.session_list_update(owner, current),
+            self.page.account: account_note(request),
+        }
+
+    async def new_chat(self, ticket: str, request: gr.Request) -> Updates:
+        tab, order = tab_of(request), ticket_of(ticket)
+        await self.streams.supersede(tab, order, "")
+        view = self.blank_view()
+        if self.streams.overtaken(tab, order):
+            return no_change()
+        return {
+            self.page.session_id: "",
+            self.page.chat_input: "",
+            **view.updates(full=True),
+            **self.settings_values(None),
+            # The list shows every chat again: so does the search box (not a stale query).
+            self.page.search: "",
+            **await self.session_list_update(owner_of(request), ""),
+        }
+
+    async def open_session(self, selected: str | None, ticket: str, request: gr.Request) -> Updates:
+        tab, order = tab_of(request), ticket_of(ticket)
+        await self.streams.supersede(tab, order, selected or "")
+        interpreter = await self.lookup(selected or "", request)
+        if interpreter is None:
+            return await self.new_chat(ticket, request)
+        if self.streams.overtaken(tab, order):
+            return no_change()
+        return {
+            self.page.session_id: interpreter.id,
+            **self.view_of(interpreter).updates(full=True),
+            **self.settings_values(interpreter),
+        }
+
+    async def settle(
+        self, session_id: str, ticket: str, request: gr.Request
+    ) -> AsyncIterator[Updates]:
+        """Show in full what the tab shows now, as the server knows it (the tab's latest
+        view-changing event), and keep showing it while it is busy (opened mid-turn, or
+        AutoChat running).
+
+        Runs after every event that replaces the view. Gradio's browser applies each
+        event's updates in a loop of its own, so an update a replaced stream sent just
+        before the change can still be applied after the new view; this one comes later
+        and puts the view right. Its `session_id` input is what the browser said, which
+        such a late update may have changed too: it counts only if the server knows
+        nothing of the tab (API clients)."""
+        tab, order = tab_of(request), ticket_of(ticket)
+        await self.streams.opened(tab)  # a first message sent meanwhile shows its new chat
+        shown = self.streams.shown(tab)
+        target = session_id if shown is None else shown
+        interpreter = await self.lookup(target, request, quiet=True)
+        if self.streams.overtaken(tab, order) or (interpreter is None and shown is None):
+            yield no_change()
+        elif interpreter is None:
+            yield self.blank_view().updates(full=True)
+        elif not interpreter.busy:
+            yield self.view_of(interpreter).updates(full=True)
+        else:
+            async for update in self._stream_to_tab(interpreter, request, order):
+                yield update

@@ -1,0 +1,309 @@
+"""Sending a message (or the edit of the last one), retrying the last turn and switching
+AutoChat: each saves first what the form shows, then streams the session to the tab; a
+message sent while a turn runs is queued, and one the server refuses goes back in the box
+(a mixin of `Handlers`: handler_base.py)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import gradio as gr
+
+from backends.gradio.bases import edited
+from backends.gradio.follow import as_published
+from backends.gradio.form import Form
+from backends.gradio.handler_base import HandlerBase
+from backends.gradio.owners import owner_of, tab_of
+from backends.gradio.saves import LIMITS, SETTINGS, save_form
+from backends.gradio.stream import Updates, no_change
+from backends.gradio.tabs import ticket_of
+from gui_agent.exceptions import InvalidRequest
+from gui_agent.interpreter import Interpreter
+from schema import MAX_MESSAGE_CHARS, AgentName, AutoChatSettings, ImagePart, SessionSettings
+
+__all__ = [
+    "NOTHING_TO_EDIT",
+    "NOT_SAVED",
+    "QUEUED_NOTE",
+    "RAN_WITH_PREVIOUS_SETTINGS",
+    "SENT_WITH_DEFAULTS",
+    "SENT_WITH_PREVIOUS",
+    "SENT_WITH_PREVIOUS_SETTINGS",
+    "Sending",
+]
+
+QUEUED_NOTE = "Queued: the agent reads it when the current step ends."
+SENT_WITH_DEFAULTS = (
+    "{problem}. Your message was sent; the new chat keeps that setting's default until you fix it."
+)
+NOT_SAVED = "{problem}. Not saved: AutoChat keeps that limit as it was until you fix it."
+NOTHING_TO_EDIT = (
+    "This chat has no message of yours to edit yet: untick “Send as an edit of my last "
+    "message” to send it as a new message. Your text is back in the box."
+)
+SENT_WITH_PREVIOUS = "{problem}. Your message was sent; AutoChat keeps that limit as it was."
+RAN_WITH_PREVIOUS_SETTINGS = (
+    "{problem}. The turn runs with that setting as it was until you fix it."
+)
+SENT_WITH_PREVIOUS_SETTINGS = (
+    "{problem}. Your message was sent; the chat keeps that setting as it was until you fix it."
+)
+
+
+class Sending(HandlerBase):
+    """The handlers that run turns: send, retry, the AutoChat switch."""
+
+    async def send(self, data: dict[Any, Any], request: gr.Request) -> AsyncIterator[Updates]:
+        """Send the message (or the edit of the last one) with the attached images, and
+        stream the reply. The images leave the tray with this send (as the text leaves the
+        input box); a send the server refuses keeps them, and the text, for `give_back`."""
+        form = Form.read(self.page, data)
+        ticket = ticket_of(data.get(self.page.ticket))
+        tab = tab_of(request)
+        text, images = form.text, self.trays.take(tab)
+        if not text.strip() and not images:
+            yield no_change()  # nothing sent, nothing changes
+            return
+
+        def refuse(problem: str) -> Updates:
+            gr.Warning(problem)
+            self.unsent.keep(tab, text, as_edit=form.as_edit, images=images)
+            return no_change()
+
+        if len(text) > MAX_MESSAGE_CHARS:
+            yield refuse(
+                f"Your message has {len(text):,} characters; the limit is "
+                f"{MAX_MESSAGE_CHARS:,}. Please shorten it."
+            )
+            return
+        interpreter = await self.lookup(form.session_id, request)
+        if interpreter is None and form.as_edit:
+            yield refuse(NOTHING_TO_EDIT)  # (and no empty chat is made for it)
+            return
+        # A first message makes its chat: until the chat's stream starts, the tab's `settle`
+        # waits for it (tabs.Opening), so it does not show the empty new chat over it.
+        opening = self.streams.opening(tab) if interpreter is None else None
+        try:
+            async for update in self._send_to(interpreter, form, images, request, ticket):
+                if opening is not None:
+                    opening.close()
+                yield update
+        finally:
+            if opening is not None:
+                opening.close()
+
+    async def _send_to(
+        self,
+        interpreter: Interpreter | None,
+        form: Form,
+        images: Sequence[ImagePart],
+        request: gr.Request,
+        ticket: int,
+    ) -> AsyncIterator[Updates]:
+        """`send`, once the message is known to be sendable (`interpreter` None: to a new
+        chat, created here)."""
+        tab, text = tab_of(request), form.text
+        # The message goes with the settings and AutoChat limits the form shows: a new chat
+        # is made with them, an open one saves them first (each box saves itself too, but
+        # that save can come after a send made at once: saves.py). A value that is wrong is
+        # named, and that field keeps its value.
+        first: Updates = {}
+        if interpreter is not None:
+            first = await self._save_form(
+                interpreter, form, request, ticket, settings_note=SENT_WITH_PREVIOUS_SETTINGS
+            )
+        else:
+            auto, problem = form.autochat_or(AutoChatSettings())
+            if problem:
+                gr.Warning(SENT_WITH_PREVIOUS.format(problem=problem))
+            try:
+                interpreter = await self._create(form, auto, request)
+            except InvalidRequest as exc:
+                gr.Warning(str(exc))
+                self.unsent.keep(tab, text, as_edit=False, images=images)
+                yield no_change()
+                return
+            first = {self.page.session_id: interpreter.id, **self.base_after(interpreter, form)}
+        if interpreter.busy and not form.as_edit:
+            queued = self._queue(interpreter, form, images, request, ticket, first=first)
+            async for update in queued:
+                yield update
+            return
+        target = interpreter
+
+        async def act() -> None:
+            try:
+                if form.as_edit:
+                    await target.edit_last(text, images=images)
+                else:
+                    await target.send(text, images=images)
+            except InvalidRequest:  # said in a toast by _stream_to_tab
+                self.unsent.keep(tab, text, as_edit=form.as_edit, images=images)
+                raise
+
+        async for update in self._stream_to_tab(target, request, ticket, action=act, first=first):
+            yield update
+
+    async def give_back(self, box: str, request: gr.Request) -> Updates:
+        """After a send: a message the server refused goes back in the input box (with the
+        "edit" tick and its images), unless something new was typed there meanwhile."""
+        tab = tab_of(request)
+        draft = self.unsent.take(tab)
+        if draft is None or (box or "").strip():
+            return no_change()
+        count = self.trays.put_back(tab, draft.images)
+        return {
+            self.page.chat_input: draft.text,
+            self.page.edit_mode: draft.as_edit,
+            **self._tray(count),
+        }
+
+    async def _queue(
+        self,
+        interpreter: Interpreter,
+        form: Form,
+        images: Sequence[ImagePart],
+        request: gr.Request | None,
+        ticket: int,
+        *,
+        first: Updates,
+    ) -> AsyncIterator[Updates]:
+        """A message sent while a turn (or AutoChat) runs waits for the current step to end
+        (it ends AutoChat). Every tab showing the session shows it at once, marked queued;
+        a tab that was not following the session live does so from now on. `first` (the
+        tab's base after the send's saves) goes with the first update."""
+        try:
+            await interpreter.send(form.text, images=images)
+        except InvalidRequest as exc:
+            gr.Warning(str(exc))
+            self.unsent.keep(tab_of(request), form.text, as_edit=False, images=images)
+            yield first or no_change()
+            return
+        gr.Info(QUEUED_NOTE)
+        self.streams.wake(interpreter.id)
+        if self.streams.showing(tab_of(request), interpreter.id) or not interpreter.busy:
+            yield first or no_change()
+            return
+        async for update in self._stream_to_tab(interpreter, request, ticket, first=first):
+            yield update
+
+    async def retry(self, data: dict[Any, Any], request: gr.Request) -> AsyncIterator[Updates]:
+        """Run the last turn again, with the settings the form shows (as a send does)."""
+        form = Form.read(self.page, data)
+        ticket = ticket_of(data.get(self.page.ticket))
+        interpreter = await self.lookup(form.session_id, request)
+        if interpreter is None:
+            gr.Warning("There is nothing to retry yet.")
+            yield no_change()
+            return
+        first: Updates = {}
+        if not interpreter.busy:  # (a retry while a turn runs is refused: nothing changes)
+            first = await self._save_form(
+                interpreter, form, request, ticket, settings_note=RAN_WITH_PREVIOUS_SETTINGS
+            )
+        retrying = self._stream_to_tab(
+            interpreter, request, ticket, action=interpreter.retry, first=first
+        )
+        async for update in retrying:
+            yield update
+
+    async def _save_form(
+        self,
+        interpreter: Interpreter,
+        form: Form,
+        request: gr.Request | None,
+        ticket: int,
+        *,
+        settings_note: str,
+        limits_note: str = SENT_WITH_PREVIOUS,
+    ) -> Updates:
+        """Save the settings and AutoChat limits the form shows to the chat before a turn
+        runs (saves.py), naming in a toast a value that is wrong (that field keeps its
+        value, and the turn runs all the same). Returns the tab's new base (`base_after`)."""
+        # Only the boxes the person changed in this tab: those that differ from what the tab
+        # last got for them (bases.py). Not those that differ from the chat's value now: a
+        # tab that missed a change made elsewhere would undo it (and an unset temperature
+        # shows as 1.0, and must stay unset).
+        changed = edited(form.boxes(), form.base, interpreter.id, self.shows(interpreter))
+        problems = await save_form(
+            self.news,
+            tab_of(request),
+            interpreter,
+            form,
+            ticket,
+            settings=[name for name in SETTINGS if name in changed],
+            limits=[name for name in LIMITS if name in changed],
+        )
+        if problems.settings:
+            gr.Warning(settings_note.format(problem=problems.settings))
+        if problems.limits:
+            gr.Warning(limits_note.format(problem=problems.limits))
+        return self.base_after(interpreter, form)
+
+    async def toggle_autochat(
+        self, data: dict[Any, Any], request: gr.Request
+    ) -> AsyncIterator[Updates]:
+        """Switch AutoChat on (it starts at once when idle after a turn) or off (it stops
+        after the current turn)."""
+        form = Form.read(self.page, data)
+        ticket = ticket_of(data.get(self.page.ticket))
+        interpreter = await self.lookup(form.session_id, request)
+        tab = tab_of(request)
+        if interpreter is None:
+            _auto, problem = form.autochat_or(AutoChatSettings())
+            if problem:
+                gr.Warning(NOT_SAVED.format(problem=problem))
+            on = "AutoChat is on: it starts with your first message."
+            yield {self.page.autochat_status: on if form.autochat else "AutoChat is off."}
+            return
+        # What the form shows goes with the switch (its first turn may run at once, as
+        # after a send); then the switch.
+        first = await self._save_form(
+            interpreter,
+            form,
+            request,
+            ticket,
+            settings_note=RAN_WITH_PREVIOUS_SETTINGS,
+            limits_note=NOT_SAVED,
+        )
+        enabled = form.autochat
+        if interpreter.busy:
+            await self._save_autochat(tab, interpreter, enabled)
+            if self.streams.showing(tab, interpreter.id):
+                yield first  # the running stream shows the effect
+            else:
+                async for update in self._stream_to_tab(interpreter, request, ticket, first=first):
+                    yield update
+            return
+        target = interpreter
+
+        async def act() -> None:
+            await self._save_autochat(tab, target, enabled)
+
+        async for update in self._stream_to_tab(target, request, ticket, action=act, first=first):
+            yield update
+
+    async def _save_autochat(self, tab: str, interpreter: Interpreter, on: bool) -> None:
+        """Save the tab's AutoChat switch, with the chat's limits as they are then (the tab
+        knows it: follow.py)."""
+        auto = interpreter.session.autochat.model_copy(update={"enabled": on})
+        self.news.saving(tab, interpreter.id, {"autochat": as_published(auto)})
+        await interpreter.update(autochat=auto)
+
+    async def _create(self, form: Form, auto: AutoChatSettings, request: gr.Request) -> Interpreter:
+        # A setting out of range is named and keeps its default: the message still goes.
+        settings, problem = form.settings_or(SessionSettings())
+        if problem:
+            gr.Warning(SENT_WITH_DEFAULTS.format(problem=problem))
+        agent = AgentName(form.role) if form.role in AgentName.__members__ else None
+        interpreter = await self.manager.create(
+            owner_of(request),
+            agent=agent,
+            model=form.model or None,
+            settings=settings,
+            origin=tab_of(request),
+        )
+        if auto != interpreter.session.autochat:
+            await interpreter.update(autochat=auto)
+        return interpreter
