@@ -52,6 +52,8 @@ _CAP_VERSION_3 = 0x20080522
 _INSPECTION_CAPS = (16, 17, 19, 21, 38, 39)
 
 _SUPERVISOR_IGNORES = ("SIGHUP", "SIGINT", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM")
+_CODE_DEFAULTS = ("SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGALRM", "SIGTERM")
+"""Signals whose default action the code gets, whatever the server inherited."""
 _CLEANUP_POLL_S = 0.1
 
 
@@ -281,7 +283,17 @@ def child_main(argv: list[str]) -> None:
     drop_inspection_capabilities()
     if _prctl(_PR_SET_CHILD_SUBREAPER, 1) == 0:
         _fork_supervisor()  # returns in the new process, which runs the code
+    _default_signals()
     _run_script(script)
+
+
+def _default_signals() -> None:
+    """Give the code the signal handling of a program started from a shell. A server
+    started in the background of a script has SIGINT and SIGQUIT ignored (and under nohup
+    SIGHUP), and an ignored signal stays ignored across exec: the code would not see them."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # KeyboardInterrupt, as usual
+    for name in _CODE_DEFAULTS:
+        signal.signal(getattr(signal, name), signal.SIG_DFL)
 
 
 def _run_script(script: str) -> None:

@@ -262,6 +262,24 @@ async def test_a_timeout_kills_processes_that_left_the_process_group(workdir: Pa
 
 
 @linux_only
+async def test_the_code_gets_the_signals_a_server_started_in_the_background_ignores(
+    workdir: Path,
+) -> None:
+    """A script's `gui-agent serve &` ignores SIGINT and SIGQUIT (and nohup SIGHUP); an
+    ignored signal stays ignored across exec, but the code gets the usual handling."""
+    ignored = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)
+    before = [signal.signal(number, signal.SIG_IGN) for number in ignored]
+    try:
+        interrupted = await run(workdir, "import os, signal\nos.killpg(0, signal.SIGINT)\n")
+        hung_up = await run(workdir, "import os, signal\nos.kill(os.getpid(), signal.SIGHUP)\n")
+    finally:
+        for number, handler in zip(ignored, before, strict=True):
+            signal.signal(number, handler)
+    assert interrupted.content.splitlines()[-2:] == ["KeyboardInterrupt", "exit code 1"]
+    assert hung_up.is_error and "SIGHUP" in hung_up.content
+
+
+@linux_only
 async def test_signals_to_the_whole_group_reach_the_code_not_the_supervisor(
     workdir: Path,
 ) -> None:
