@@ -10,7 +10,9 @@ import json
 import os
 import pty
 import select
+import signal
 import sys
+import time
 from pathlib import Path
 
 from tests.gui_agent.test_repl_errors import DRIVER, WRITE_A_FILE, env
@@ -19,6 +21,8 @@ CLI = str(Path(sys.executable).parent / "gui-agent")
 CTRL_C = b"\x03"
 CTRL_D = b"\x04"
 LEAVE_HINT = b"(Ctrl-C again, Ctrl-D or /quit leaves the chat)"
+ENDS_WITHIN_S = 60
+RESTORED_SIGNALS = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGPIPE, signal.SIGXFSZ)
 
 
 class Terminal:
@@ -29,6 +33,11 @@ class Terminal:
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: become the program (nothing else runs here)
             try:
+                # As a person's shell starts it: no signal ignored. (A suite started in the
+                # background of a script has SIGINT and SIGQUIT ignored, and an ignored
+                # signal stays ignored across exec.)
+                for number in RESTORED_SIGNALS:
+                    signal.signal(number, signal.SIG_DFL)
                 os.chdir(tmp_path)
                 os.execve(argv[0], argv, environment)
             finally:
@@ -51,9 +60,20 @@ class Terminal:
         return self.seen[start : self._read_to]
 
     def exit_code(self) -> int:
-        """Wait for the program to end (reading what it still prints) and return its code."""
-        while self._read():
-            pass
+        """Wait for the program to end (reading what it still prints) and return its code;
+        after 60 s it is killed and the test fails, showing what it printed."""
+        deadline = time.monotonic() + ENDS_WITHIN_S
+        while True:
+            left = deadline - time.monotonic()
+            ready, _, _ = select.select([self.fd], [], [], max(0.0, left))
+            if not ready:
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+                os.close(self.fd)
+                tail = self.seen.decode(errors="replace")[-3000:]
+                raise AssertionError(f"still running after {ENDS_WITHIN_S} s:\n{tail}")
+            if not self._read():
+                break
         _, status = os.waitpid(self.pid, 0)
         os.close(self.fd)
         return os.waitstatus_to_exitcode(status)

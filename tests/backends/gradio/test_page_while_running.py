@@ -110,11 +110,12 @@ def test_retry_while_a_reply_streams_is_refused_and_the_reply_keeps_streaming(
 def test_switching_chats_during_a_reply_always_shows_the_picked_chat(
     tab: Page, server: LiveServer, switch: str
 ) -> None:
-    other = f"the other chat ({switch}, {uuid.uuid4().hex[:8]})"  # (unique: a rerun too)
+    run = uuid.uuid4().hex[:8]  # (every chat's text is unique: a rerun's too)
+    other = f"the other chat ({switch}, {run})"
     send(tab, other)
     wait_idle(tab)
     for attempt in range(4):  # it was a race: try it a few times
-        first = f"slow race, {switch}, {attempt}"
+        first = f"slow race, {switch}, {run}, {attempt}"
         if user_messages(tab).count():  # (New chat empties the input box: wait for it)
             tab.locator("#new-session-btn").click()
             expect(user_messages(tab)).to_have_count(0)
@@ -140,7 +141,8 @@ def test_switching_chats_during_a_reply_always_shows_the_picked_chat(
         shown = "" if switch == "new chat" else session_starting(server, other).id
         expect(tab.locator("#session-id textarea")).to_have_value(shown)  # what Send uses
         running = session_starting(server, first)
-        assert running.busy  # switching the view does not stop the chat left
+        # switching the view does not stop the chat left
+        assert running.busy, (attempt, running.state, running.session.history[-1:])
         stop_session(server, running)
 
 
