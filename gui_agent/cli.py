@@ -349,12 +349,7 @@ class LineReader:
         decoder = codecs.getincrementaldecoder(self._encoding)(errors="replace")
         pending = ""
         while True:
-            try:
-                chunk = os.read(self._fd, 65536) if self._fd is not None else b""
-            except OSError as exc:  # the terminal went away
-                logger.debug("standard input failed: %s", exc)
-                chunk = b""
-                self._terminal = False
+            chunk = self._read_chunk(65536)
             pending += decoder.decode(chunk, final=not chunk)
             *lines, pending = pending.split("\n")
             if not chunk and pending:  # a last line without a newline
@@ -365,6 +360,15 @@ class LineReader:
                     return
             if not chunk and (not self._put(ReadEnd.EOF) or not self._terminal):
                 return
+
+    def _read_chunk(self, size: int) -> bytes:
+        """The next bytes of standard input: b"" at its end, or once the terminal went away."""
+        try:
+            return os.read(self._fd, size) if self._fd is not None else b""
+        except OSError as exc:
+            logger.debug("standard input failed: %s", exc)
+            self._terminal = False
+            return b""
 
     def _put(self, item: str | ReadEnd) -> bool:
         """Hand `item` to the loop; False once the loop is closed (the chat is over)."""

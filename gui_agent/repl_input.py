@@ -170,11 +170,7 @@ class ChatInput(LineReader):
             return
         decoder = codecs.getincrementaldecoder(self._encoding)(errors="replace")
         while True:
-            try:
-                chunk = os.read(self._fd, 4096) if self._fd is not None else b""
-            except OSError as exc:  # the terminal went away
-                logger.debug("standard input failed: %s", exc)
-                chunk = b""
+            chunk = self._read_chunk(4096)
             try:
                 if not chunk:
                     self._loop.call_soon_threadsafe(self._hung_up)
