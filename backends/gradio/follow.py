@@ -40,7 +40,9 @@ started again by the page (page.js), and what happened meanwhile was never kept 
 keep-alive that starts again opens the tab's news as a `catch_up`: its whole list and every
 followed field of the chat it shows are news (`follow` then compares them with what the tab
 last got: presence.py). Each keep-alive holds the tab's news by its `lease`; a second one for
-the same tab supersedes the first, which ends without dropping the second's news.
+the same tab supersedes the first, which ends without dropping the second's news. A tab
+catches up the same way on the chat's fields (not its list) when they changed after it
+opened the chat but before its keep-alive listened to it (`missed`: presence.py).
 """
 
 from __future__ import annotations
@@ -159,6 +161,15 @@ class TabNews:
         if news is not None:
             news.echoes.clear()
             news.fields.clear()
+
+    def missed(self, tab: str) -> None:
+        """The tab may have missed changes of the followed fields of the chat it shows (made
+        after it opened the chat, before its keep-alive listened to it): `follow` compares
+        them all with what the tab last got, as after a keep-alive started again."""
+        news = self._tabs.get(tab)
+        if news is not None:
+            news.catch_up = True
+            news.signal.set()
 
     def saving(self, tab: str, session_id: str, changes: Mapping[str, object]) -> None:
         """The tab saves these fields now (valued as `session_updated` carries them)."""

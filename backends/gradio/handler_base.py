@@ -109,6 +109,16 @@ class HandlerBase:
     def blank_view(self) -> PageView:
         return PageView(self.page, ChatView(icons=self.icons), PanelState())
 
+    def opened(self, tab: str, interpreter: Interpreter) -> Updates:
+        """The chat in full, view and settings boxes, for a tab that opens it; the tab's
+        keep-alive reads the chat's events from here on (`TabStreams.built`: a change saved
+        before it listens is not missed)."""
+        self.streams.built(tab, interpreter.id, interpreter.last_seq)
+        return {
+            **self.view_of(interpreter).updates(full=True),
+            **self.settings_values(interpreter),
+        }
+
     async def session_choices(self, owner: str, query: str | None = None) -> list[tuple[str, str]]:
         """The owner's chats whose title holds `query` (spaces around it do not count)."""
         records = await self.manager.list(

@@ -28,10 +28,7 @@ class Navigation(HandlerBase):
         # A new chat is what the page shows already: leave it (and a message sent at once).
         opened: Updates = {}
         if interpreter is not None and not self.streams.overtaken(tab, order):
-            opened = {
-                **self.view_of(interpreter).updates(full=True),
-                **self.settings_values(interpreter),
-            }
+            opened = self.opened(tab, interpreter)
         current = interpreter.id if opened and interpreter is not None else ""
         return {
             **opened,
@@ -63,11 +60,7 @@ class Navigation(HandlerBase):
             return await self.new_chat(ticket, request)
         if self.streams.overtaken(tab, order):
             return no_change()
-        return {
-            self.page.session_id: interpreter.id,
-            **self.view_of(interpreter).updates(full=True),
-            **self.settings_values(interpreter),
-        }
+        return {self.page.session_id: interpreter.id, **self.opened(tab, interpreter)}
 
     async def settle(
         self, session_id: str, ticket: str, request: gr.Request

@@ -45,6 +45,7 @@ from typing import Any
 import gradio as gr
 
 from backends.gradio.bases import Base
+from backends.gradio.follow import FOLLOWED_FIELDS
 from backends.gradio.form import based_fields
 from backends.gradio.handlers import Handlers, owner_of, tab_of
 from backends.gradio.layout import Page
@@ -90,13 +91,23 @@ def moves_on(event: Event) -> bool:
 
 class _Listening:
     """The chat a tab's keep-alive listens to, and its subscription (kept across the
-    keep-alive's yields, so no event is missed between two waits)."""
+    keep-alive's yields, so no event is missed between two waits).
 
-    def __init__(self, interpreter: Interpreter) -> None:
+    `since`: the chat's event the tab opened it at (`TabStreams.built`). The events after it
+    that came before the subscription are the tab's `missed` ones, read first; `lost` when
+    the chat no longer holds them all (its buffer moved on, or it was loaded again)."""
+
+    def __init__(self, interpreter: Interpreter, since: int | None = None) -> None:
         self.interpreter = interpreter
         self.subscription: Subscription = interpreter.subscribe()
         self.ended = False
         """The chat closed (deleted, or unloaded): look it up again."""
+        self.missed: list[Event] = []
+        self.lost = False
+        start = interpreter.last_seq  # (no await since subscribing: later events come to it)
+        if since is not None and start > since:
+            self.missed = [e for e in interpreter.events_since(since) if e.seq <= start]
+            self.lost = not self.missed or self.missed[0].seq != since + 1
 
     def close(self) -> None:
         self.subscription.close()
@@ -277,7 +288,7 @@ class Presence:
         if interpreter is None or self.handlers.streams.shown(tab) != interpreter.id:
             return None
         self.handlers.news.listening(tab)
-        return _Listening(interpreter)
+        return _Listening(interpreter, since=self.handlers.streams.built_at(tab, interpreter.id))
 
     async def _next_wake(self, tab: str, listening: _Listening | None) -> Wake | None:
         """Wait, at most `keep_open_s`, for a reason to wake the tab: the chat it shows
@@ -288,6 +299,10 @@ class Presence:
         def has_news() -> bool:  # (a chat the tab itself just created is not news to it)
             return news.has_news(tab, showing=streams.shown(tab) or "")
 
+        if listening is not None and (listening.missed or listening.lost):
+            missed = self._missed(tab, listening)
+            if missed is not None:
+                return missed
         if has_news():
             return Wake.CHATS
         loop = asyncio.get_running_loop()
@@ -321,6 +336,24 @@ class Presence:
             return Wake.CHATS if not moved_or_closing and has_news() else None
         finally:
             await _cancel(stops)
+
+    def _missed(self, tab: str, listening: _Listening) -> Wake | None:
+        """What the tab missed of its chat before its keep-alive listened: a run or a cut
+        of the history wakes its view; a change of a followed field has the tab catch up on
+        them all, by what it last got (a change it saved itself is no news then)."""
+        missed, lost = listening.missed, listening.lost
+        listening.missed, listening.lost = [], False
+        interpreter, streams = listening.interpreter, self.handlers.streams
+        if lost or any(map(_changes_followed, missed)):
+            self.handlers.news.missed(tab)
+        if (lost or any(map(moves_on, missed))) and not streams.showing(tab, interpreter.id):
+            return Wake.VIEW
+        return None
+
+
+def _changes_followed(event: Event) -> bool:
+    """The event changes a field a tab shows outside the chat's view (follow.py)."""
+    return isinstance(event, SessionUpdated) and any(f in event.fields for f in FOLLOWED_FIELDS)
 
 
 async def _first(

@@ -23,8 +23,11 @@ holds an `Opening` until its stream starts, and `settle` waits for the tab's ope
 
 `wake` asks the streams showing a session to render again for something that is not one of
 its events (a message queued behind the running turn); `moved` waits for the tab's next view
-change (the keep-alive event listens to the chat the tab shows: presence.py). A tab's entry
-is dropped with its last stream, or with `forget` when the tab closes.
+change (the keep-alive event listens to the chat the tab shows: presence.py). An event that
+opens a chat in the tab says up to which of the chat's events its view and settings boxes
+are (`built`): the keep-alive starts listening only after that, and reads what it missed in
+between from there (`built_at`). A tab's entry is dropped with its last stream, or with
+`forget` when the tab closes.
 """
 
 from __future__ import annotations
@@ -112,6 +115,9 @@ class TabStreams:
         """Per tab waiting in `moved`, the signal of its next view change."""
         self._openings: dict[str, list[Opening]] = {}
         """Per tab, its events making the chat it will show (`opening`)."""
+        self._built: dict[str, tuple[str, int]] = {}
+        """Per tab, the chat it last opened and the `seq` of the chat's last event then
+        (`built`)."""
 
     @contextlib.contextmanager
     def watch(self, tab: str, session_id: str, ticket: int = 0) -> Iterator[Watch]:
@@ -210,6 +216,20 @@ class TabStreams:
             while len(self._floor) > MAX_TABS:
                 del self._floor[next(iter(self._floor))]
 
+    def built(self, tab: str, session_id: str, seq: int) -> None:
+        """The tab opens `session_id` (its view and settings boxes) as it is after its event
+        numbered `seq`."""
+        self._built.pop(tab, None)  # (re-inserted last: the oldest go first)
+        self._built[tab] = (session_id, seq)
+        while len(self._built) > MAX_TABS:
+            del self._built[next(iter(self._built))]
+
+    def built_at(self, tab: str, session_id: str) -> int | None:
+        """The `seq` the tab last opened `session_id` at, once (None: it did not open it since
+        the last call, or opened another chat since)."""
+        built = self._built.pop(tab, None)
+        return built[1] if built is not None and built[0] == session_id else None
+
     def _latest(self, tab: str) -> int:
         latest = self._floor.get(tab)
         return 0 if latest is None else latest[0]
@@ -221,6 +241,7 @@ class TabStreams:
     def forget(self, tab: str) -> None:
         """The tab is closed."""
         self._floor.pop(tab, None)
+        self._built.pop(tab, None)
         moved = self._moves.pop(tab, None)
         if moved is not None:
             moved.set()
