@@ -88,6 +88,7 @@ from backends.api.routes_sessions import (
 )
 from backends.api.routes_turns import SETTLE_TIMEOUT_S, add_turn_routes
 from backends.api.sse import DEFAULT_RECHECK_S
+from backends.api.timing import DEFAULT_KEEPALIVE_S
 from gui_agent.auth import ProxyHeaderAuth, TokenService, UserDB
 from gui_agent.exceptions import ConfigError
 from gui_agent.export import MAX_IMPORT_BYTES
@@ -115,7 +116,6 @@ __all__ = [  # (with the names other modules and tests have long imported from h
 DEFAULT_MAX_BODY_BYTES = MAX_MESSAGE_BODY_BYTES
 """The largest JSON body accepted: a message with every image and all the text a message
 may carry (see `bodies.MAX_MESSAGE_BODY_BYTES`); imports have their own cap."""
-DEFAULT_KEEPALIVE_S = 15.0
 DEFAULT_AUTH_RECHECK_S = DEFAULT_RECHECK_S
 """How often an open event stream checks its token is still good and its user still in
 the users file: a removed user's streams end within this many seconds."""

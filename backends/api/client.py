@@ -37,6 +37,9 @@ followed, cookies are not kept (the login's cookie is for browsers), every id is
 one path segment, and a loopback server is reached directly, never through a proxy named
 in the environment. Nothing is printed: reconnects and skipped events are logged (logger
 `backends.api.client_wire`).
+
+Importing it is light (httpx, pydantic and `schema`, no FastAPI, store or interpreter): the
+`backends.api` and `gui_agent` packages load their server and core names only on first use.
 """
 
 from __future__ import annotations

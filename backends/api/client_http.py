@@ -19,8 +19,8 @@ from typing import Protocol, TypedDict, TypeVar
 
 import httpx
 
-from backends.api.app import DEFAULT_KEEPALIVE_S
 from backends.api.client_wire import StreamReading
+from backends.api.timing import DEFAULT_KEEPALIVE_S
 
 _T = TypeVar("_T")
 

@@ -9,12 +9,10 @@ the `schema` models the rest of GuiAgent uses: a `SessionRecord`, `Message`s, th
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from fastapi import Response
 from pydantic import BaseModel, ConfigDict
 
-from backends.api.openapi import JSON
 from schema import (
     AgentName,
     ApprovalDecision,
@@ -23,6 +21,9 @@ from schema import (
     Message,
     SessionRecord,
 )
+
+if TYPE_CHECKING:
+    from fastapi import Response
 
 AuthMode = Literal["password", "proxy", "none"]
 
@@ -137,6 +138,11 @@ class TurnStarted(_Answer):
 
 def send(answer: BaseModel, status: int = 200) -> Response:
     """`answer` as the JSON body of a response."""
+    # Imported here, not above: the API clients read these models without loading FastAPI.
+    from fastapi import Response
+
+    from backends.api.openapi import JSON
+
     return Response(answer.model_dump_json(), status_code=status, media_type=JSON)
 
 
