@@ -130,6 +130,25 @@ class LineDisplay:
         written = self._to_start() + CLEAR_BELOW + self.lead + self._after_lead(text)
         return self._draw(written)
 
+    def above(self, text: str) -> str:
+        """Write `text` (already printable: a log record) on rows of its own. The bottom of
+        the terminal (the unfinished row of output, the prompt and the typed text) is taken
+        away and drawn again below it as it was, the cursor where it stood: what is typed is
+        neither cut in two nor lost, and the output row goes on below."""
+        if not text:
+            return ""
+        ending = "" if text.endswith("\n") else "\n"
+        return self._draw(self._to_start() + CLEAR_BELOW + text + ending + self.lead)
+
+    def take_back(self, echo: str) -> str:
+        """Erase `echo`: what the terminal itself showed of keys typed before the line was
+        edited here, written from the start of the row the line starts on. Those keys are
+        then typed into the line (`edit`), so they show once, where they can be edited."""
+        if not echo:
+            return ""
+        rows = place(echo, self.columns())[-1][0]
+        return (f"\x1b[{rows}A" if rows else "") + "\r" + CLEAR_BELOW
+
     def finish(self, ending: str) -> str:
         """Show the line whole, then `ending` (`\\n` for Enter, `^C` when it is dropped); what
         is written next goes on after that."""

@@ -16,6 +16,10 @@ terminal chat, and Up brings back the messages and commands typed before (`repl_
 answers to approval questions are not among them. SIGTERM and SIGHUP end the chat in order:
 the running turn and the code its tools run are stopped; the exit code is 128 + the signal.
 How events read is `repl_display`'s.
+
+The chat takes the terminal (`ChatInput`) first thing, before it writes anything, so that keys
+typed while it starts are shown once, in the line, not also where the terminal echoed them;
+from then on everything it writes, log records too (`repl_logging`), goes through the input.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from gui_agent.repl_display import (
     parse_decision,
 )
 from gui_agent.repl_input import ChatInput
+from gui_agent.repl_logging import logs_above_the_line
 from gui_agent.telemetry import tracing_from_env
 from schema import ApprovalRequested, ApprovalResolved
 
@@ -103,6 +108,30 @@ async def run_repl(
     """Chat in the terminal until /quit; the exit code (128 + the signal's number when
     SIGTERM or SIGHUP ended it). The tools work in `workdir` itself when given, else in a
     new folder under the data folder. `source` says where `models` were named."""
+    reader = ChatInput(asyncio.get_running_loop())  # before anything is written: see above
+    try:
+        with logs_above_the_line(reader):
+            ended_by = await _open(
+                reader, models, probe=probe, workdir=workdir, auto=auto, source=source
+            )
+    finally:
+        reader.close()  # also when the models cannot be had: the terminal is given back
+    if ended_by is not None:
+        return 128 + ended_by
+    write_out("\n")
+    return 0
+
+
+async def _open(
+    reader: ChatInput,
+    models: tuple[str, ...],
+    *,
+    probe: bool,
+    workdir: Path | None,
+    auto: bool,
+    source: str,
+) -> signal.Signals | None:
+    """Resolve the models, open a session and converse in it; the signal that ended it."""
     from connectors.registry import resolve_models
     from gui_agent.store import MemoryStore, default_data_dir
 
@@ -123,21 +152,18 @@ async def run_repl(
             await interpreter.update(
                 autochat=interpreter.session.autochat.model_copy(update={"enabled": True})
             )
-        write_out(f"model: {registry.default}   {HELP}\n")
-        ended_by = await _converse(interpreter, manager)
+        reader.write(f"model: {registry.default}   {HELP}\n")
+        return await _converse(interpreter, manager, reader)
     finally:
         await manager.close()  # stops a running turn and the code its tools run
-    if ended_by is not None:
-        return 128 + ended_by
-    write_out("\n")
-    return 0
 
 
-async def _converse(interpreter: Interpreter, manager: SessionManager) -> signal.Signals | None:
+async def _converse(
+    interpreter: Interpreter, manager: SessionManager, reader: ChatInput
+) -> signal.Signals | None:
     """Read lines until /quit, end of input or Ctrl-C twice in a row at the prompt. SIGTERM
     or SIGHUP ends it wherever it is (a turn, a question); it returns that signal."""
     loop = asyncio.get_running_loop()
-    reader = ChatInput(loop)
     stopping: set[asyncio.Task[bool]] = set()
     conversation = asyncio.current_task()
     ended_by: list[signal.Signals] = []

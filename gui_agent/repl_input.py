@@ -13,6 +13,14 @@ written too (`write`), so the line being typed is drawn again below anything wri
 it is typed. The terminal's settings are given back by `close`, and again after the program
 was stopped (Ctrl-Z) and continued, in case the shell changed them meanwhile.
 
+Keys typed before the chat took the terminal (while the program was starting) were echoed
+by the terminal itself, and wait unread: taking the terminal does not drop them. They are
+read at once, what the terminal showed of them is erased (`echo_of`), and they are typed
+into the line as fresh keys, so they show once, in the line, where they can be edited. The
+chat takes the terminal before it writes anything, so the echo is the last thing shown.
+A log record written while a line is edited goes through the display too (`write_log`,
+`repl_logging`), above the line, which is drawn again below it.
+
 From a pipe, or a terminal that cannot edit, `ChatInput` reads exactly as `LineReader`.
 """
 
@@ -21,13 +29,15 @@ from __future__ import annotations
 import asyncio
 import codecs
 import errno
+import fcntl
 import logging
 import os
 import signal
+import struct
 import sys
 import termios
 from collections.abc import Mapping
-from typing import Any, Final, TextIO
+from typing import Any, Final
 
 from gui_agent.cli import LineReader, ReadEnd, detach_output, printable, write_out
 from gui_agent.line_display import LineDisplay
@@ -40,9 +50,10 @@ DROPPED: Final = "^C"
 DEFAULT_COLUMNS: Final = 80
 
 
-def _descriptor(stream: TextIO | None) -> int | None:
+def _descriptor(stream: object) -> int | None:
+    fileno = getattr(stream, "fileno", None)
     try:
-        return stream.fileno() if stream is not None else None
+        return int(fileno()) if callable(fileno) else None
     except (AttributeError, ValueError, OSError):  # closed, or not a real file
         return None
 
@@ -54,6 +65,41 @@ def editable_terminal(environ: Mapping[str, str]) -> int | None:
     if typed is None or shown is None or environ.get("TERM") == "dumb":
         return None
     return typed if os.isatty(typed) and os.isatty(shown) else None
+
+
+def echo_of(typed: str, modes: int) -> str:
+    """What a terminal in its own (canonical) mode showed when `typed` was typed, given its
+    local `modes`: nothing without ECHO, control characters as `^X` with ECHOCTL, a line
+    break as a new row. (Keys the terminal acted on, such as Backspace, are no longer in
+    `typed`, and it took their echo back itself.) NUL is what Ctrl-D leaves: not shown."""
+    if not modes & termios.ECHO:
+        return ""
+    shown: list[str] = []
+    for char in typed:
+        if char == "\0":
+            continue
+        control = ord(char) < 0x20 or char == "\x7f"
+        if control and char not in "\n\t" and modes & termios.ECHOCTL:
+            shown.append("^" + chr(ord(char) ^ 0x40))
+        else:
+            shown.append(char)
+    return "".join(shown)
+
+
+def _waiting(tty: int) -> bytes:
+    """What was typed and is not read yet. The terminal is set for keys one by one already,
+    so a read takes what is there, and a line not ended with Enter is there too."""
+    waiting = bytearray()
+    try:
+        count = struct.unpack("i", fcntl.ioctl(tty, termios.FIONREAD, b"\0" * 4))[0]
+        while len(waiting) < count:
+            chunk = os.read(tty, count - len(waiting))
+            if not chunk:
+                break
+            waiting += chunk
+    except OSError as exc:  # hung up: the reading thread finds out too
+        logger.debug("cannot read what was typed ahead: %s", exc)
+    return bytes(waiting)
 
 
 def _emit(text: str) -> None:
@@ -89,12 +135,18 @@ class ChatInput(LineReader):
         self._keys = KeyDecoder()
         self._display = LineDisplay(_columns)
         self._tty = editable_terminal(environ)
+        typed_ahead = b""
         if self._tty is not None and self._take_terminal(self._tty):
+            typed_ahead = _waiting(self._tty)  # before the reading thread starts: in order
             try:
                 loop.add_signal_handler(signal.SIGCONT, self._continued)
             except (NotImplementedError, RuntimeError):  # pragma: no cover - non-Unix
                 logger.debug("no SIGCONT handler on this platform")
         super().__init__(loop)  # starts reading: the terminal is already set for editing
+        if typed_ahead and self._own_settings is not None:
+            text = typed_ahead.decode(self._encoding, errors="replace")
+            _emit(self._display.take_back(echo_of(text, self._own_settings[3])))
+            self._typed(text)
 
     @property
     def editing(self) -> bool:
@@ -107,6 +159,26 @@ class ChatInput(LineReader):
             _emit(self._display.output(printable(text)))
         else:
             write_out(text)
+
+    def write_log(self, text: str) -> None:
+        """Show `text`, a log record, on rows of its own above the line being typed, which is
+        drawn again below it as it was (while editing: else it is written as it comes)."""
+        if self.editing:
+            _emit(self._display.above(printable(text)))
+        else:
+            sys.stderr.write(text if text.endswith("\n") else text + "\n")
+            sys.stderr.flush()
+
+    def draws_on(self, stream: object) -> bool:
+        """Whether writing to `stream` shows on the terminal the line is edited on (the
+        chat's standard error, mostly: unless it was sent to a file)."""
+        written, shown = _descriptor(stream), _descriptor(sys.stdout)
+        if not self.editing or written is None or shown is None:
+            return False
+        try:
+            return os.isatty(written) and os.path.samestat(os.fstat(written), os.fstat(shown))
+        except OSError:
+            return False
 
     def remember(self, line: str) -> None:
         """Keep `line` for Up: the chat took it as a message or a command."""

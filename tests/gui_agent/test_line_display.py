@@ -116,3 +116,36 @@ def test_ctrl_c_leaves_the_dropped_line_shown_with_a_mark() -> None:
     typing.screen.feed(typing.display.finish("^C"))
     typing.show("\n  (Ctrl-C)")
     assert typing.screen.rows == ["", "you> half^C", "  (Ctrl-C)"]
+
+
+def test_a_log_record_goes_on_rows_of_its_own_and_the_line_comes_back_below_it() -> None:
+    typing = Typing()
+    typing.ask("\nyou> ")
+    typing.keys("hello world", *[Key.LEFT] * 6)  # the cursor after "hello"
+    typing.screen.feed(typing.display.above("W: disk\nalmost full\n"))
+    assert typing.screen.rows == ["", "W: disk", "almost full", "you> hello w", "orld"]
+    assert typing.screen.cursor == (3, 10)  # where it stood, before the space
+    typing.keys(",", Key.ENTER)
+    assert typing.screen.rows[-2:] == ["you> hello,", "world"]  # rows shown without trailing blanks
+
+
+def test_a_log_record_takes_the_place_of_an_unfinished_row_which_goes_on_below_it() -> None:
+    typing = Typing()
+    typing.show("[bot] one ")
+    typing.screen.feed(typing.display.above("W: late"))  # a line break is added
+    assert typing.screen.rows == ["W: late", "[bot] one"]
+    typing.show("two")
+    assert typing.screen.rows == ["W: late", "[bot] one tw", "o"]
+
+
+def test_what_the_terminal_echoed_before_the_line_was_edited_is_taken_back() -> None:
+    typing = Typing()
+    typing.screen.feed("first line\r\nsecond line, long")  # as the terminal echoed it
+    assert typing.screen.rows == ["first line", "second line,", " long"]
+    typing.screen.feed(typing.display.take_back("first line\nsecond line, long"))
+    assert typing.screen.rows == []
+    assert typing.screen.cursor == (0, 0)
+    typing.screen.feed("exactly12chr")  # a full row: the cursor waits on its last column
+    typing.screen.feed(typing.display.take_back("exactly12chr"))
+    assert typing.screen.rows == []
+    assert typing.display.take_back("") == ""

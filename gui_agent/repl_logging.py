@@ -1,0 +1,97 @@
+"""The chat's log records on the terminal where a line is being edited.
+
+The CLI logs to standard error, which on a terminal is where the chat draws the line being
+typed: a record written there as it comes lands in the middle of that line, and the line is
+not drawn again. So while the chat edits lines, each handler on the root logger that writes
+to that terminal (the one `logging.basicConfig` put there) is swapped, in its place, for one
+that writes through the line's display (`ChatInput.write_log`): the line is taken away, the
+record is written on rows of its own, and the line is drawn again below it, the cursor where
+it was. The swapped handler keeps the level, filters and format of the one it stands for.
+
+The display is only touched on the event loop (where the keys are edited and the chat writes
+too), so a record logged by another thread is handed to the loop. Once the line is no longer
+edited (the chat closed its input), records go to the handler they were meant for, as they
+do from a pipe, or when standard error goes to a file: then nothing is swapped at all. When
+the chat ends, the handlers are put back in their places, exactly as they were.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from gui_agent.repl_input import ChatInput
+
+
+class _AboveTheLine(logging.Handler):
+    """Writes what `shown` would write, through the chat's display while a line is edited."""
+
+    def __init__(
+        self,
+        shown: logging.StreamHandler[Any],
+        reader: ChatInput,
+        loop: asyncio.AbstractEventLoop,
+    ) -> None:
+        super().__init__(shown.level)
+        self.filters = shown.filters  # the same list: a filter added to it later counts too
+        self._shown = shown
+        self._reader = reader
+        self._loop = loop
+        self._loop_thread = threading.get_ident()  # made on the loop, for its chat
+
+    def format(self, record: logging.LogRecord) -> str:
+        return self._shown.format(record)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if not self._reader.editing:
+            self._shown.handle(record)
+            return
+        try:
+            text = self.format(record)  # now: the record's arguments may change later
+        except Exception:
+            self.handleError(record)
+            return
+        if threading.get_ident() == self._loop_thread:
+            self._show(text, record)
+            return
+        try:
+            self._loop.call_soon_threadsafe(self._show, text, record)
+        except RuntimeError:  # the loop is closed: the chat is over
+            self._shown.handle(record)
+
+    def _show(self, text: str, record: logging.LogRecord) -> None:
+        """On the loop: through the display, or as it comes once the line is not edited."""
+        if not self._reader.editing:
+            self._shown.handle(record)
+            return
+        try:
+            self._reader.write_log(text)
+        except RecursionError:
+            raise
+        except Exception:
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def logs_above_the_line(reader: ChatInput, logger: logging.Logger | None = None) -> Iterator[None]:
+    """For the block's length, records `logger` (the root logger by default) writes to the
+    terminal `reader` edits lines on are written above the line being typed. Call it on the
+    event loop `reader` reads on."""
+    target = logger if logger is not None else logging.getLogger()
+    loop = asyncio.get_running_loop()
+    swapped: list[tuple[logging.Handler, logging.Handler]] = []
+    for index, handler in enumerate(list(target.handlers)):
+        if isinstance(handler, logging.StreamHandler) and reader.draws_on(handler.stream):
+            ours = _AboveTheLine(handler, reader, loop)
+            target.handlers[index] = ours  # in its place: the order of handlers is kept
+            swapped.append((ours, handler))
+    try:
+        yield
+    finally:
+        for stand_in, handler in swapped:
+            if stand_in in target.handlers:
+                target.handlers[target.handlers.index(stand_in)] = handler
