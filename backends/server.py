@@ -69,6 +69,7 @@ from gui_agent.auth import (
 from gui_agent.config import AppConfig, load_config_with_sources
 from gui_agent.exceptions import AuthError, ConfigError, GuiAgentError
 from gui_agent.export import MAX_IMPORT_BYTES
+from gui_agent.log_text import loggable
 from gui_agent.manager import SessionManager
 from gui_agent.store import DB_FILE_NAME, SQLiteStore, default_data_dir
 from gui_agent.telemetry import tracing_from_env
@@ -243,7 +244,7 @@ async def _keep_retention(manager: SessionManager, days: int, every_s: float) ->
         try:
             await manager.expire(days=days)
         except GuiAgentError as exc:
-            logger.error("retention: the sweep failed: %s", exc)
+            logger.error("retention: the sweep failed: %s", loggable(exc))
 
 
 class _Removals:
@@ -265,17 +266,17 @@ class _Removals:
     async def apply(self, change: UsersChange) -> None:
         for name in sorted(change.added):
             self.manager.readmit(name)
-            logger.info("%s is in the users file again: served after signing in", name)
+            logger.info("%s is in the users file again: served after signing in", loggable(name))
         for name in sorted(change.password_changed):
             signed_out = _sign_out(self.page, name)
-            logger.info("%s has a new password: %d page login(s) ended", name, signed_out)
+            logger.info("%s has a new password: %d page login(s) ended", loggable(name), signed_out)
         for name in sorted(change.removed):
             signed_out = _sign_out(self.page, name)
             stopped = await self.manager.revoke(name, reason=REMOVED_REASON)
             logger.info(
                 "%s was removed from the users file: %d page login(s) ended, %d open "
                 "session(s) stopped",
-                name,
+                loggable(name),
                 signed_out,
                 stopped,
             )

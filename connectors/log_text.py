@@ -4,21 +4,13 @@ Model names (from a config file, the environment or a local server's listing), b
 the provider names built from them, and what a server or an interpreter said are logged
 through `loggable`: a newline in one would start a log line of its own (a forged record),
 a terminal escape would rewrite what a person reads on the console.
+
+`loggable` lives in `gui_agent.log_text`, which the core logs through too (the core may not
+import the connectors); this name stays for the connectors and for code that imported it here.
 """
 
 from __future__ import annotations
 
+from gui_agent.log_text import loggable
+
 __all__ = ["loggable"]
-
-
-def loggable(text: object) -> str:
-    """`text` fit for one log line: as it is when every character in it is printable, else
-    with each that is not (a newline, an escape sequence's ESC, a line separator) written
-    as its escape (``\\n``, ``\\x1b``, ``\\u2028``)."""
-    shown = str(text)
-    if shown.isprintable():
-        return shown
-    return "".join(
-        char if char.isprintable() else char.encode("unicode_escape").decode("ascii")
-        for char in shown
-    )

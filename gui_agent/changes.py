@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import TracebackType
 
+from gui_agent.log_text import loggable, loggable_traceback
+
 __all__ = ["ChangeFeed", "ChangeListener", "ChatChange", "ChatChangeKind", "Listening"]
 
 logger = logging.getLogger(__name__)
@@ -100,8 +102,13 @@ class ChangeFeed:
         for listener in tuple(self._listeners.get(change.owner, ())):
             try:
                 listener(change)
-            except Exception:
-                logger.exception("a listener of %s's chats failed on %s", change.owner, change)
+            except Exception as error:
+                logger.error(
+                    "a listener of %s's chats failed on %s: %s",
+                    loggable(change.owner),
+                    change,
+                    loggable_traceback(error),
+                )
 
     def _remove(self, owner: str, listener: ChangeListener) -> None:
         listeners = self._listeners.get(owner)

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from gui_agent.config import LOG_LEVELS, AppConfig, load_config_with_sources
 from gui_agent.exceptions import ConfigError, GuiAgentError, InvalidRequest
+from gui_agent.log_text import loggable_traceback
 
 logger = logging.getLogger("gui_agent")
 
@@ -246,7 +247,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if command == "users":
             return _users(args, config)
     except GuiAgentError as exc:
-        logger.debug("command failed", exc_info=True)
+        logger.debug("command failed: %s", loggable_traceback(exc))
         sys.stderr.write(f"gui-agent: {exc}\n")
         return 2
     except KeyboardInterrupt:  # Ctrl-C before the chat's own handler, or at a password

@@ -82,6 +82,7 @@ from gui_agent.export_format import (
 )
 from gui_agent.history_repair import HistoryRepairs, sendable_history
 from gui_agent.import_checks import check_messages, check_record, read_contents, read_events
+from gui_agent.log_text import loggable
 from schema import (
     Event,
     InterpreterState,
@@ -245,7 +246,7 @@ def _log_reset(imported: Imported) -> Imported:
         logger.info(
             "import as session %s for %s: history made sendable (%s)",
             imported.record.id,
-            imported.record.owner,
+            loggable(imported.record.owner),
             ", ".join(f"{k}={v}" for k, v in imported.repairs.as_dict().items() if v),
         )
     if imported.reset:
@@ -253,7 +254,7 @@ def _log_reset(imported: Imported) -> Imported:
             "import as session %s for %s: reset %s (an import never carries tool "
             "permissions or a running AutoChat)",
             imported.record.id,
-            imported.record.owner,
+            loggable(imported.record.owner),
             ", ".join(imported.reset),
         )
     return imported

@@ -6,6 +6,7 @@ import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
+from gui_agent.log_text import loggable_traceback
 from schema import Message, ModelResponse, ToolCall, ToolResult
 
 if TYPE_CHECKING:
@@ -63,5 +64,5 @@ async def call_hook(awaitable: Awaitable[None]) -> None:
     """Await a hook; a hook that raises is logged and does not break the turn."""
     try:
         await awaitable
-    except Exception:
-        logger.exception("a lifecycle hook failed")
+    except Exception as error:
+        logger.error("a lifecycle hook failed: %s", loggable_traceback(error))

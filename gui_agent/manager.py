@@ -24,6 +24,7 @@ from gui_agent.exceptions import AuthError, InvalidRequest, SessionNotFound
 from gui_agent.hooks import AgentHooks
 from gui_agent.interpreter import Interpreter
 from gui_agent.llm import ModelCatalog
+from gui_agent.log_text import loggable
 from gui_agent.memory import SlidingWindowMemory
 from gui_agent.session import Session, unanswered_call_result, unanswered_calls
 from gui_agent.store.base import SessionStore as Store
@@ -251,7 +252,9 @@ class SessionManager:
         for interpreter in theirs:
             await interpreter.stop(reason)
             await interpreter.close()
-        logger.debug("%s revoked: %d open session(s) stopped and closed", owner, len(theirs))
+        logger.debug(
+            "%s revoked: %d open session(s) stopped and closed", loggable(owner), len(theirs)
+        )
         self.changes.announce(ChatChange(ChatChangeKind.OWNER_REMOVED, owner))
         return len(theirs)
 
@@ -301,7 +304,7 @@ class SessionManager:
         """Serve `owner` again (added back to the users file after `revoke`)."""
         if owner in self._removed:
             self._removed.discard(owner)
-            logger.debug("%s readmitted", owner)
+            logger.debug("%s readmitted", loggable(owner))
 
     def removed(self, owner: str) -> bool:
         """`owner` was revoked and not readmitted."""

@@ -48,6 +48,7 @@ from types import TracebackType
 from typing import Any, Final, Generic, TypeVar, cast, overload
 
 from gui_agent.exceptions import UserError
+from gui_agent.log_text import loggable, loggable_failure, loggable_traceback
 
 __all__ = ["StreamWrapper"]
 
@@ -87,8 +88,12 @@ def _close_sync(source: object) -> None:
         return
     try:
         close()
-    except Exception:
-        logger.warning("closing the stream source %r failed", source, exc_info=True)
+    except Exception as error:
+        logger.warning(
+            "closing the stream source %s failed: %s",
+            loggable(repr(source)),
+            loggable_failure(error),
+        )
 
 
 async def _close_async(source: object) -> None:
@@ -99,8 +104,12 @@ async def _close_async(source: object) -> None:
         return
     try:
         await aclose()
-    except Exception:
-        logger.warning("closing the stream source %r failed", source, exc_info=True)
+    except Exception as error:
+        logger.warning(
+            "closing the stream source %s failed: %s",
+            loggable(repr(source)),
+            loggable_failure(error),
+        )
 
 
 class _ThreadStepper(Generic[T]):
@@ -253,10 +262,13 @@ class StreamWrapper(Generic[T]):
         if self._agen is not None:
             try:
                 await self._agen.aclose()
-            except RuntimeError:
+            except RuntimeError as error:
                 # Another task is inside the stream right now; it closes the source when it
                 # leaves (the generator's `finally`). Touching the source here would race it.
-                logger.warning("stream closed while another task was reading it", exc_info=True)
+                logger.warning(
+                    "stream closed while another task was reading it: %s",
+                    loggable_traceback(error),
+                )
                 return
         await self._close_current()
         if not self._claimed:

@@ -19,6 +19,7 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProces
 from opentelemetry.trace import Span, Status, StatusCode
 
 from gui_agent.hooks import AgentHooks
+from gui_agent.log_text import loggable
 from schema import Message, ModelResponse, ToolCall, ToolResult
 
 if TYPE_CHECKING:
@@ -102,7 +103,9 @@ def tracing_from_env(env: Mapping[str, str]) -> AgentHooks:
     if not mode:
         return AgentHooks()
     if mode != "console":
-        logger.warning("GUI_AGENT_TRACE=%s is not supported (use 'console'); tracing off", mode)
+        logger.warning(
+            "GUI_AGENT_TRACE=%s is not supported (use 'console'); tracing off", loggable(mode)
+        )
         return AgentHooks()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=sys.stderr)))

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from gui_agent.log_text import loggable
 from schema import Message
 
 if TYPE_CHECKING:
@@ -326,9 +327,9 @@ def counter_for_encoding(encoding_name: str, *, estimated: bool = False) -> Toke
         fallback = EstimateCounter()
         logger.warning(
             "tiktoken encoding %s unavailable (%s: %s); token counts are estimates (%s)",
-            encoding_name,
+            loggable(encoding_name),
             type(exc).__name__,
-            exc,
+            loggable(exc),
             fallback.name,
         )
         return fallback

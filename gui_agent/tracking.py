@@ -20,6 +20,7 @@ from typing import Any, Final
 from gui_agent.agents.base import AgentDeps
 from gui_agent.events import EventHub
 from gui_agent.exceptions import StoreError
+from gui_agent.log_text import loggable, loggable_traceback
 from gui_agent.session import Session
 from gui_agent.state import StateMachine, Trigger
 from gui_agent.store.base import SessionStore as Store
@@ -193,11 +194,11 @@ class EventTracking:
         try:
             write.result()
         except StoreError as exc:
-            logger.error("session %s: could not save: %s", self.id, exc)
+            logger.error("session %s: could not save: %s", self.id, loggable(exc))
             self._publish(ErrorEvent(code="store_error", message=f"could not save: {exc}"))
             self._unsaved = True
         except Exception as exc:  # a bug or an unexpected value: say so, keep the session
-            logger.exception("session %s: saving failed", self.id)
+            logger.error("session %s: saving failed: %s", self.id, loggable_traceback(exc))
             self._publish(
                 ErrorEvent(code="store_error", message=f"could not save: {type(exc).__name__}")
             )

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, cast
 from gui_agent.agents.base import Architecture
 from gui_agent.exceptions import GuiAgentError, ModelError, SessionNotFound
 from gui_agent.hooks import call_hook
+from gui_agent.log_text import loggable_traceback
 from gui_agent.state import Trigger
 from gui_agent.tracking import TRACKERS
 from gui_agent.turn_end import TurnEnding
@@ -80,7 +81,9 @@ class TurnRunner(TurnEnding):
         if task.cancelled():
             self._hub.idle()
         elif (exc := task.exception()) is not None:
-            logger.error("session %s: run task failed", self.id, exc_info=exc)
+            # A bug in the interpreter: its traceback, escaped (its message may quote a
+            # model's or a tool's words).
+            logger.error("session %s: run task failed: %s", self.id, loggable_traceback(exc))
             self._publish(ErrorEvent(code="internal", message=str(exc), recoverable=True))
             self._abandon_turn(f"internal error: {type(exc).__name__}: {exc}")
             self._hub.idle()
@@ -141,8 +144,10 @@ class TurnRunner(TurnEnding):
             if titled and self._on_titled is not None:
                 try:
                     self._on_titled(cast("Interpreter", self))  # the only subclass
-                except Exception:  # whoever listens, the turn goes on
-                    logger.exception("session %s: on_titled failed", self.id)
+                except Exception as error:  # whoever listens, the turn goes on
+                    logger.error(
+                        "session %s: on_titled failed: %s", self.id, loggable_traceback(error)
+                    )
             publish, run_id, trackers = self._hub.publish, self._run_id, TRACKERS
             async for event in architecture.run(session, self.deps, prompt):
                 # `_track`, inlined: this runs for every event of every turn
@@ -169,7 +174,12 @@ class TurnRunner(TurnEnding):
             await self._fail(name, exc, ErrorEvent(code="agent_failed", message=name))
             raise
         except BaseException as exc:  # any other failure of the agent: the session goes on
-            logger.exception("session %s: the %s agent failed", self.id, architecture.name.value)
+            logger.error(
+                "session %s: the %s agent failed: %s",
+                self.id,
+                architecture.name.value,
+                loggable_traceback(exc),
+            )
             failure = ErrorEvent(code="agent_failed", message=f"{type(exc).__name__}: {exc}")
             await self._fail(str(exc), exc, failure)
             return RunOutcome.ERROR

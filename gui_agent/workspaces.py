@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from gui_agent.log_text import loggable
+
 logger = logging.getLogger(__name__)
 
 
@@ -49,7 +51,7 @@ def remove_session_folder(root: Path, owner: str, session_id: str) -> bool:
             session_id,
             len(problems),
             folder,
-            problems[0],
+            loggable(problems[0]),
         )
     return True
 

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect
 
 from backends.api.errors import ApiError, describe_validation
+from gui_agent.log_text import loggable
 from schema import ImagePart
 from schema.requests import (
     IMAGE_MEDIA_TYPES,
@@ -70,8 +71,8 @@ async def read_body(request: Request, limit: int) -> bytes:
         logger.debug(
             "client hung up after %d bytes of the body of %s %s",
             total,
-            request.method,
-            request.url.path,
+            loggable(request.method),
+            loggable(request.url.path),
         )
         raise ApiError(
             400, "client_disconnected", "the connection closed before the whole body arrived"

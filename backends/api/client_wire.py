@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from connectors.resilience import parse_retry_after
 from gui_agent.changes import ChatChange, ChatChangeKind
+from gui_agent.log_text import loggable
 from schema import (
     EVENT_ADAPTER,
     PROTOCOL_VERSION,
@@ -342,10 +343,10 @@ class EventCursor:
         if frame.event not in EVENT_TYPES:  # `unencodable`, or a type newer than ours
             logger.warning(
                 "session %s: event %s (%s) skipped: %s",
-                self.session_id,
-                frame.id,
-                frame.event,
-                frame.data[:200],
+                loggable(self.session_id),
+                loggable(frame.id),
+                loggable(frame.event),
+                loggable(frame.data[:200]),
             )
             return Step.SKIP
         try:
@@ -419,7 +420,7 @@ class Reconnects:
         if not self.greeted or self.failures > self.limit:
             tries = f" ({self.failures} tries)" if self.greeted else ""
             raise ConnectionFailed(f"{what} failed{tries}: {describe(exc)}") from exc
-        logger.info("%s broke (%s); opening it again", what, describe(exc))
+        logger.info("%s broke (%s); opening it again", what, loggable(describe(exc)))
 
     def delay(self) -> float:
         return self.retry_s if self.failures > 1 else 0.0

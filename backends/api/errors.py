@@ -28,6 +28,7 @@ from gui_agent.exceptions import (
     StoreError,
     UserError,
 )
+from gui_agent.log_text import loggable
 from gui_agent.manager import SessionNotFound
 
 logger = logging.getLogger(__name__)
@@ -139,7 +140,7 @@ def install_error_handlers(app: FastAPI) -> None:
             return error_response(409, "conflict", str(exc))
         if isinstance(exc, InvalidRequest | UserError):
             return error_response(400, "invalid_request", str(exc))
-        logger.error("store error while serving %s: %s", request.url.path, exc)
+        logger.error("store error while serving %s: %s", loggable(request.url.path), loggable(exc))
         return error_response(
             503, "store_unavailable", "the session store failed; the server log says why"
         )

@@ -39,6 +39,7 @@ from backends.api.responses import (
 )
 from backends.api.sse import EventStreamResponse
 from gui_agent.export import ExportDocument, encode_export, read_import, too_large_to_import
+from gui_agent.log_text import loggable
 from schema import (
     PROTOCOL_VERSION,
     AgentName,
@@ -168,7 +169,9 @@ def add_session_routes(app: FastAPI, api: ApiContext) -> None:
         imported = await asyncio.to_thread(read_import, raw, owner=owner, max_bytes=limit)
         record, messages = imported.record, imported.messages
         interpreter = await manager.import_session(record, messages)
-        logger.info("imported session %s for %s (%d messages)", record.id, owner, len(messages))
+        logger.info(
+            "imported session %s for %s (%d messages)", record.id, loggable(owner), len(messages)
+        )
         answer = ImportAnswer(
             session=await api.record_of(interpreter),
             message_count=len(messages),
@@ -270,7 +273,7 @@ def add_export_route(app: FastAPI, api: ApiContext) -> None:
             encode_export, record, messages, max_bytes=api.max_import_bytes
         )
         if encoded.problem is not None:
-            logger.warning("export of session %s: %s", record.id, encoded.problem)
+            logger.warning("export of session %s: %s", record.id, loggable(encoded.problem))
             if not allow_unimportable:
                 raise ApiError(
                     413 if encoded.too_large else 400,

@@ -79,6 +79,7 @@ from starlette.types import Receive, Scope, Send
 from backends.api.errors import ApiError
 from gui_agent.events import MAX_BEHIND, Subscription
 from gui_agent.interpreter import Interpreter
+from gui_agent.log_text import loggable
 from schema import Event
 
 logger = logging.getLogger(__name__)
@@ -99,7 +100,9 @@ def encode_event(event: Event, epoch: str) -> bytes:
     try:
         data = event.model_dump_json()
     except ValueError as exc:  # PydanticSerializationError
-        logger.error("session %s: event %d cannot be sent: %s", event.session_id, event.seq, exc)
+        logger.error(
+            "session %s: event %d cannot be sent: %s", event.session_id, event.seq, loggable(exc)
+        )
         name = UNENCODABLE_EVENT
         data = json.dumps(
             {

@@ -12,6 +12,7 @@ from backends.gradio.handler_base import HandlerBase
 from backends.gradio.owners import tab_of
 from backends.gradio.panels import badge_html
 from backends.gradio.stream import Updates, no_change
+from backends.gradio.toasts import toast_text
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.session import written_by_person
 from schema import ApprovalDecision
@@ -92,7 +93,7 @@ class QuickControls(HandlerBase):
         try:
             await interpreter.clear()
         except InvalidRequest as exc:
-            gr.Warning(str(exc))
+            gr.Warning(toast_text(exc))
             return hide
         return {**self.view_of(interpreter).updates(full=True), **hide}
 

@@ -26,6 +26,7 @@ from backends.gradio.panels import PanelState
 from backends.gradio.renderer import ChatView
 from backends.gradio.stream import PageView, Updates, no_change, stream_session
 from backends.gradio.tabs import TabStreams
+from backends.gradio.toasts import toast_text
 from backends.gradio.unsent import Unsent
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.interpreter import Interpreter
@@ -239,7 +240,7 @@ class HandlerBase:
                         yielded = True
                         yield update
             except InvalidRequest as exc:
-                gr.Warning(str(exc))
+                gr.Warning(toast_text(exc))
         if not yielded:
             yield no_change()  # a streaming handler must yield once, or Gradio blanks its outputs
 

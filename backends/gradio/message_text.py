@@ -61,8 +61,8 @@ def user_text(message: Message) -> str:
         text = f'<span class="ga-autochat">Crew, over to the {member}:</span> {text}'
     elif message.metadata.get("autochat"):
         turn = message.metadata.get("autochat_turn")
-        label = f"AutoChat turn {turn}" if turn else "AutoChat"
-        text = f'<span class="ga-autochat">{label}:</span> {text}'
+        label = f"AutoChat turn {turn}" if turn else "AutoChat"  # (an import may set it)
+        text = f'<span class="ga-autochat">{escape_html(label)}:</span> {text}'
     elif message.metadata.get("plan_step"):
         meta = message.metadata
         label = f"Plan step {meta['plan_step']}/{meta.get('plan_steps', '?')}"

@@ -156,7 +156,8 @@ class AutoChatStatus:
             return "AutoChat is on: after this reply the agent keeps going on its own."
         if self.stopped is not None:
             stop = self.stopped
-            detail = f" ({stop.detail})" if stop.detail else ""
+            # (the agent's words when it declared the task done, an error's message)
+            detail = f" ({escape_html(stop.detail)})" if stop.detail else ""
             ran = turns_phrase(stop.turns)
             return f"AutoChat stopped after {ran}: {stop.reason.value}{detail}."
         if self.enabled:

@@ -53,6 +53,7 @@ from backends.gradio.saves import LIMITS, SETTINGS
 from backends.gradio.stream import Updates, no_change
 from gui_agent.events import Subscription
 from gui_agent.interpreter import Interpreter
+from gui_agent.log_text import loggable
 from schema import AgentSwitched, Event, InterpreterState, SessionUpdated, StateChanged
 
 __all__ = ["KEEP_OPEN_S", "REMOVED_NOTE", "Presence", "Wake", "moves_on"]
@@ -146,7 +147,7 @@ class Presence:
         again = (again or "").strip()[:MAX_AGAIN_CHARS]
         if again:
             streams.assume(tab, shown or "")
-            logger.info("a tab's keep-alive starts again (%s)", again)
+            logger.info("a tab's keep-alive starts again (%s)", loggable(again))
         lease = news.open(tab, owner, catch_up=bool(again))
         feed = self.handlers.manager.changes.listen(owner, functools.partial(news.changed, tab))
         wakes = 0

@@ -18,6 +18,7 @@ from backends.gradio.owners import owner_of, tab_of
 from backends.gradio.saves import LIMITS, SETTINGS, save_form
 from backends.gradio.stream import Updates, no_change
 from backends.gradio.tabs import ticket_of
+from backends.gradio.toasts import toast_text
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.interpreter import Interpreter
 from schema import MAX_MESSAGE_CHARS, AgentName, AutoChatSettings, ImagePart, SessionSettings
@@ -120,7 +121,7 @@ class Sending(HandlerBase):
             try:
                 interpreter = await self._create(form, auto, request)
             except InvalidRequest as exc:
-                gr.Warning(str(exc))
+                gr.Warning(toast_text(exc))
                 self.unsent.keep(tab, text, as_edit=False, images=images)
                 yield no_change()
                 return
@@ -176,7 +177,7 @@ class Sending(HandlerBase):
         try:
             await interpreter.send(form.text, images=images)
         except InvalidRequest as exc:
-            gr.Warning(str(exc))
+            gr.Warning(toast_text(exc))
             self.unsent.keep(tab_of(request), form.text, as_edit=False, images=images)
             yield first or no_change()
             return

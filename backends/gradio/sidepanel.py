@@ -19,6 +19,7 @@ from backends.gradio.markdown import escape_html
 from backends.gradio.saves import save_form
 from backends.gradio.stream import Updates, no_change
 from backends.gradio.tabs import ticket_of
+from backends.gradio.toasts import toast_text
 from gui_agent.exceptions import InvalidRequest
 from schema import AgentName, AutoChatSettings, SessionSettings
 
@@ -47,7 +48,7 @@ class SidePanel:
             view.apply(subscription.pending())
             return {handlers.page.chatbot: view.chat.messages()}
         except InvalidRequest as exc:
-            gr.Warning(str(exc))
+            gr.Warning(toast_text(exc))
             return {handlers.page.role_picker: interpreter.session.agent.value}
         finally:
             subscription.close()
@@ -67,7 +68,7 @@ class SidePanel:
         try:
             await handlers.manager.set_model(interpreter, model)
         except InvalidRequest as exc:
-            gr.Warning(str(exc))
+            gr.Warning(toast_text(exc))  # it names the model the request picked
             return {handlers.page.model_picker: interpreter.session.settings.model}
         return note
 

@@ -20,6 +20,7 @@ from backends.gradio.coalesce import Coalescer
 from backends.gradio.handlers import Handlers, owner_of, tab_of
 from backends.gradio.stream import Updates, no_change
 from backends.gradio.tabs import ticket_of
+from backends.gradio.toasts import toast_text
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.export import (
     MAX_IMPORT_BYTES,
@@ -31,6 +32,7 @@ from gui_agent.export import (
     read_import,
     replay_events,
 )
+from gui_agent.log_text import loggable
 from schema import Event, Message, MessageCompleted
 
 __all__ = ["REPLAY_STEP_S", "Transfer", "complete_events", "import_notice"]
@@ -84,9 +86,9 @@ class Transfer:
             indent=2,
         )
         if encoded.problem is not None:
-            logger.warning("export of session %s: %s", session.id, encoded.problem)
+            logger.warning("export of session %s: %s", session.id, loggable(encoded.problem))
             gr.Warning(
-                f"Exported, but this file cannot be imported back: {encoded.problem}. "
+                f"Exported, but this file cannot be imported back: {toast_text(encoded.problem)}. "
                 "It holds the whole chat: keep it as a record.",
                 duration=None,
                 title="Export too large to import",
@@ -104,7 +106,7 @@ class Transfer:
                 read_import, data, owner=owner, max_bytes=self.max_import_bytes
             )
         except InvalidRequest as exc:
-            gr.Warning(f"Could not import: {exc}")
+            gr.Warning(f"Could not import: {toast_text(exc)}")  # it may quote the file
             return no_change()
         record = imported.record
         # The user's other tabs hear of it from the manager's feed (follow.py).
@@ -132,7 +134,7 @@ class Transfer:
         try:
             events = replay_events(parse_export(data, max_bytes=self.max_import_bytes))
         except InvalidRequest as exc:
-            gr.Warning(f"Could not replay: {exc}")
+            gr.Warning(f"Could not replay: {toast_text(exc)}")
             yield no_change()
             return
         tab, order = tab_of(request), ticket_of(ticket)

@@ -34,6 +34,7 @@ from gui_agent.agents.executor import (
 )
 from gui_agent.agents.thought import ThoughtAgent
 from gui_agent.exceptions import ModelError
+from gui_agent.log_text import loggable_failure
 from gui_agent.session import Session
 from gui_agent.tools import ToolRegistry, task_complete, tool
 from gui_agent.tools.execution import decode_arguments
@@ -308,7 +309,7 @@ class SupervisorAgent:
                         calls.pop(event.result.call_id, None)
                     yield event
         except Exception as error:  # the worker's failure is its answer; Stop goes through
-            logger.info("the %s worker failed", worker.name.value, exc_info=True)
+            logger.info("the %s worker failed: %s", worker.name.value, loggable_failure(error))
             failure = error
         finally:
             session.usage = context.usage

@@ -33,6 +33,7 @@ from typing import (
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from gui_agent.exceptions import ToolDefinitionError
+from gui_agent.log_text import loggable_traceback
 from gui_agent.tools._docstrings import parse_docstring
 from schema import ImagePart, MessageType, ToolCall, ToolSchema
 
@@ -390,9 +391,11 @@ def approval_view(tool: Tool, call: ToolCall) -> ApprovalView:
             ):
                 return view
             raise TypeError(f"it returned {view!r:.80}, not an ApprovalView of texts")
-        except Exception:
+        except Exception as error:  # a bug in the view; the arguments are the model's
             logger.warning(
-                "approval view of %s failed; showing raw arguments", tool.name, exc_info=True
+                "approval view of %s failed; showing raw arguments: %s",
+                tool.name,
+                loggable_traceback(error),
             )
     return ApprovalView(
         summary=f"Call {tool.name}",

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from gui_agent.eager import start
 from gui_agent.exceptions import PathEscape
+from gui_agent.log_text import loggable, loggable_failure, loggable_traceback
 from gui_agent.tools.definition import Tool, ToolContext, ToolOutput
 from gui_agent.tools.registry import ToolRegistry
 from schema import ToolCall, ToolResult, valid_text
@@ -102,7 +103,9 @@ def _json_safe(tool: Tool, metadata: dict[str, Any]) -> dict[str, Any]:
         text = json.dumps(metadata, ensure_ascii=False, default=_json_default)
         safe = json.loads(text)
     except Exception as error:  # keys that are not text, cycles, a value that cannot print
-        logger.warning("tool %s: metadata is not JSON (%s); kept as text", tool.name, error)
+        logger.warning(
+            "tool %s: metadata is not JSON (%s); kept as text", tool.name, loggable(error)
+        )
         return {_printed(key): _printed(value) for key, value in metadata.items()}
     if not isinstance(safe, dict):
         return {}
@@ -157,7 +160,9 @@ def _to_text(value: Any) -> str:
     except (TypeError, ValueError, RecursionError) as error:
         # Not JSON (tuple keys, a value that contains itself, a field that cannot be
         # copied): the tool did its work, so its result is shown as Python writes it.
-        logger.debug("tool result of type %s is not JSON (%s)", type(value).__name__, error)
+        logger.debug(
+            "tool result of type %s is not JSON (%s)", type(value).__name__, loggable(error)
+        )
         return repr(value)
 
 
@@ -294,11 +299,13 @@ async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext)
             raise  # a Stop, or a parallel call being ended: it must reach the turn
         # The tool's own: something it awaited was cancelled (a task of its own, a
         # library's). Not a Stop, so the model is told, and the turn goes on.
-        logger.info("tool %s raised CancelledError by itself", tool.name, exc_info=True)
+        logger.info(
+            "tool %s raised CancelledError by itself: %s", tool.name, loggable_traceback(error)
+        )
         detail = str(error) or "something it waited for was cancelled"
         return _error(call, f"{tool.name} raised CancelledError: {detail}", started)
     except BaseException as error:  # anything a tool raises, KeyboardInterrupt included, is data
-        logger.info("tool %s raised %s", tool.name, type(error).__name__, exc_info=True)
+        logger.info("tool %s raised %s", tool.name, loggable_failure(error))
         detail = str(error) or "(no message)"
         return _error(call, f"{tool.name} raised {type(error).__name__}: {detail}", started)
 

@@ -8,8 +8,10 @@ from pathlib import Path
 from connectors.scripted import ScriptedModel, ScriptedReply
 from gui_agent.events import Subscription
 from gui_agent.interpreter import Interpreter
-from gui_agent.llm import LLMProvider
+from gui_agent.llm import LLMProvider, StaticCatalog
+from gui_agent.manager import SessionManager
 from gui_agent.quick import create_interpreter
+from gui_agent.store import MemoryStore
 from gui_agent.tools import Tool
 from schema import AutoChatSettings, Event, PermissionMode
 
@@ -28,6 +30,16 @@ def make(
         model, tools=tools, workdir=tmp_path, permissions=permissions, autochat=autochat
     )
     return interpreter, model
+
+
+def scripted_manager(tmp_path: Path, reply: str = "hi") -> SessionManager:
+    """A session manager on the scripted model (it answers `reply`), kept in memory, with its
+    chats' folders under `tmp_path`."""
+    return SessionManager(
+        models=StaticCatalog(ScriptedModel(default=reply)),
+        store=MemoryStore(),
+        workspace_root=tmp_path,
+    )
 
 
 async def next_event(sub: Subscription, predicate: Callable[[Event], bool]) -> Event:

@@ -14,22 +14,15 @@ from backends.gradio.handlers import Handlers, tab_of
 from backends.gradio.presence import Presence
 from backends.gradio.stream import Updates, no_change
 from backends.gradio.tabs import TabStreams
-from connectors.scripted import ScriptedModel
-from gui_agent.llm import StaticCatalog
-from gui_agent.manager import SessionManager
-from gui_agent.store import MemoryStore
 from tests.backends.gradio.kit import make_page
+from tests.gui_agent.helpers import scripted_manager
 
 TAB = tab_of(None)  # (no request: user "local")
 
 
 @pytest.fixture
 async def handlers(tmp_path: Path) -> AsyncIterator[Handlers]:
-    manager = SessionManager(
-        models=StaticCatalog(ScriptedModel(default="the reply")),
-        store=MemoryStore(),
-        workspace_root=tmp_path,
-    )
+    manager = scripted_manager(tmp_path, "the reply")
     yield Handlers(manager, make_page(), icons={}, languages=(), models=())
     await manager.close()
 
