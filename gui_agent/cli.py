@@ -248,7 +248,7 @@ def _main(argv: Sequence[str] | None) -> int:
             return _users(args, config)
     except GuiAgentError as exc:
         logger.debug("command failed: %s", loggable_traceback(exc))
-        sys.stderr.write(f"gui-agent: {exc}\n")
+        sys.stderr.write(printable(f"gui-agent: {exc}\n"))  # (it may quote a server, a file)
         return 2
     except KeyboardInterrupt:  # Ctrl-C before the chat's own handler, or at a password
         sys.stderr.write("\n")

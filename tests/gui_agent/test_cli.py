@@ -195,6 +195,17 @@ def test_users_file_that_cannot_be_written_is_one_clear_error(tmp_path: Path) ->
     )
 
 
+def test_a_cli_error_shows_control_characters_it_quotes_as_harmless_symbols(
+    tmp_path: Path,
+) -> None:
+    a_file = tmp_path / "data\x1b[2J"  # an escape sequence that would clear the terminal
+    a_file.write_text("")
+    result = run_cli(tmp_path, "users", "remove", "bob", "--data-dir", str(a_file / "sub"))
+    assert result.returncode == 2
+    assert "\x1b" not in result.stderr
+    assert f"{tmp_path}/data\u241b[2J/sub/users.json" in result.stderr
+
+
 def test_removing_a_user_that_does_not_exist_says_so(tmp_path: Path) -> None:
     data = tmp_path / "users"
     result = run_cli(tmp_path, "users", "remove", "nobody", "--data-dir", str(data))
