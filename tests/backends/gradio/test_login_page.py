@@ -3,6 +3,7 @@ own conversations, and a wrong password gets nowhere."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import httpx
@@ -54,20 +55,23 @@ def say(page: Page, text: str) -> None:
 
 
 def test_two_people_see_only_their_own_sessions(chromium: Browser, server: LiveServer) -> None:
+    run = uuid.uuid4().hex[:8]  # (a rerun's chats differ from the first attempt's)
+    plan, groceries = f"alice's secret plan {run}", f"bob's grocery list {run}"
     alice = log_in(chromium, server.url, "alice", USERS["alice"])
     expect(alice.locator("#chat-input")).to_be_visible(timeout=30_000)
-    say(alice, "alice's secret plan")
+    say(alice, plan)
     bob = log_in(chromium, server.url, "bob", USERS["bob"])
     expect(bob.locator("#chat-input")).to_be_visible(timeout=30_000)
-    say(bob, "bob's grocery list")
-    expect(bob.locator("#session-list")).to_contain_text("bob's grocery list")
-    assert "alice's secret plan" not in bob.content()
+    say(bob, groceries)
+    expect(bob.locator("#session-list")).to_contain_text(groceries)
+    assert plan not in bob.content()
     alice.reload(wait_until="load")
-    expect(alice.locator("#session-list")).to_contain_text("alice's secret plan")
-    assert "bob's grocery list" not in alice.content()
-    assert server.call(_titles_by_owner(server)) == {
-        "alice": ["alice's secret plan"],
-        "bob": ["bob's grocery list"],
+    expect(alice.locator("#session-list")).to_contain_text(plan)
+    assert groceries not in alice.content()
+    titles = server.call(_titles_by_owner(server))
+    assert {name: [t for t in kept if run in t] for name, kept in titles.items()} == {
+        "alice": [plan],
+        "bob": [groceries],
         "carol": [],
     }
 
