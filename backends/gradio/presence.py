@@ -8,7 +8,10 @@ another role. The tab would keep showing the chat as it was (STOP while it runs,
 approval panel, Stop disabled). So the keep-alive event listens to the chat the tab shows,
 and when it moves on while none of the tab's streams shows it, it changes the tab's hidden
 `tab_wake` box; that box's change event `settle`s the view (app.py), which shows the chat
-as it is now and follows it while it runs.
+as it is now and follows it while it runs. It starts listening only after the tab opened
+the chat, so it first reads what the chat did in between, from the event the tab opened
+it at (`TabStreams.built`): a turn there settles the view too, and a changed field has
+the tab catch up on its fields (`TabNews.missed`).
 
 The chats list and the settings widgets are not part of that view. When the chat's title,
 AutoChat or settings change elsewhere (`TabNews.notice`), a chat of the user is created,
