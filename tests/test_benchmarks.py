@@ -17,7 +17,10 @@ CASES = {
     "bench_core.py": (["--runs", "30", "--sessions", "100"], "one_tool"),
     "bench_connectors.py": (["--chunks", "50", "--runs", "1", "--no-llama"], "overhead"),
     "bench_stream.py": (["--quick"], "plain_gradio"),
-    "bench_store.py": (["--sessions", "1000", "--messages", "11000"], "appends_per_s"),
+    "bench_store.py": (
+        ["--sessions", "1000", "--messages", "1000", "--long", "1000"],
+        "appends_per_s",
+    ),
 }
 
 

@@ -29,6 +29,10 @@ import uvicorn
 from fastapi import FastAPI
 from playwright.sync_api import Browser, expect, sync_playwright
 
+from backends.gradio.gradio_import import import_gradio
+
+import_gradio()  # as the app does, before a test module here imports Gradio itself
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
     "--headless",

@@ -1,15 +1,19 @@
 """How the SQLite session store scales. A script, not a test (pytest does not collect it).
 
     .venv/bin/python tests/bench/bench_store.py [--sessions 1000] [--messages 100000]
+                                                 [--long 10000]
 
 On a temporary database file it measures:
 
 - appends: N messages spread over S sessions, each committed on its own (appends/s);
-- opening a 10,000-message session (load_messages) and windowing it with
+- opening a 10,000-message session (`--long`; load_messages) and windowing it with
   SlidingWindowMemory (ms: cold, again, and after a turn appended a reply and a tool
   result, when the memory extends its last window);
 - listing 1,000 sessions (ms);
 - one append at conversation length 100 vs 10,000 (ms): it should not grow.
+
+The JSON keys name the long session `long` (`load_long_ms`, `append_at_long_ms`) and give
+its length as `long_messages`.
 
 Prints a table, then one JSON object on the last line.
 """
@@ -36,6 +40,7 @@ OWNER = "bench"
 LONG_SESSION = 10_000
 SAMPLES = 200
 WINDOW_SAMPLES = 20
+MIN_LONG = 2 * SAMPLES + 100
 _WORDS = ("the", "agent", "reads", "a", "file", "then", "runs", "tests", "and", "reports", "why")
 
 
@@ -69,7 +74,7 @@ async def fill(store: SQLiteStore, session_id: str, count: int, start: int = 0) 
         await store.append_message(session_id, message(index))
 
 
-async def run(sessions: int, messages: int, folder: Path) -> dict[str, float]:
+async def run(sessions: int, messages: int, long_messages: int, folder: Path) -> dict[str, float]:
     results: dict[str, float] = {}
     async with SQLiteStore(folder / "bench.db") as store:
         ids = []
@@ -89,13 +94,13 @@ async def run(sessions: int, messages: int, folder: Path) -> dict[str, float]:
         await store.create_session(long)
         await fill(store, long.id, 100)
         results["append_at_100_ms"] = await append_latency_ms(store, long.id, 100)
-        await fill(store, long.id, LONG_SESSION - 2 * SAMPLES - 100, start=100 + SAMPLES)
-        results["append_at_10000_ms"] = await append_latency_ms(
-            store, long.id, LONG_SESSION - SAMPLES
+        await fill(store, long.id, long_messages - 2 * SAMPLES - 100, start=100 + SAMPLES)
+        results["append_at_long_ms"] = await append_latency_ms(
+            store, long.id, long_messages - SAMPLES
         )
 
         seconds, history = await timed(lambda: store.load_messages(long.id))
-        results["load_10000_ms"] = seconds * 1000
+        results["load_long_ms"] = seconds * 1000
         results["loaded_messages"] = len(history)
         memory = SlidingWindowMemory(counter=counter_for_model("gpt-4o"))
         prompt = "You are a helpful assistant."
@@ -135,7 +140,7 @@ async def run(sessions: int, messages: int, folder: Path) -> dict[str, float]:
     return results
 
 
-def table(results: dict[str, float], sessions: int, messages: int) -> str:
+def table(results: dict[str, float], sessions: int, messages: int, long_messages: int) -> str:
     rows = [
         (
             f"append {messages:,} messages over {sessions:,} sessions",
@@ -145,14 +150,14 @@ def table(results: dict[str, float], sessions: int, messages: int) -> str:
         ("  mean time per append", "ms", results["append_mean_ms"]),
         ("append at conversation length 100-300 (median)", "ms", results["append_at_100_ms"]),
         (
-            "append at conversation length 9,800-10,000 (median)",
+            f"append at conversation length {long_messages - SAMPLES:,}-{long_messages:,} (median)",
             "ms",
-            results["append_at_10000_ms"],
+            results["append_at_long_ms"],
         ),
         (
-            f"open a {LONG_SESSION:,}-message session (load_messages)",
+            f"open a {long_messages:,}-message session (load_messages)",
             "ms",
-            results["load_10000_ms"],
+            results["load_long_ms"],
         ),
         ("window it with SlidingWindowMemory, cold", "ms", results["window_cold_ms"]),
         ("window it again (median)", "µs", results["window_again_us"]),
@@ -171,16 +176,20 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--long", type=int, default=LONG_SESSION, help="the long session's length")
     args = parser.parse_args()
     if args.sessions < 1000:
         parser.error("--sessions must be at least 1000 (the listing step lists 1,000)")
+    if args.long < MIN_LONG:
+        parser.error(f"--long must be at least {MIN_LONG} (two samples of {SAMPLES} and 100)")
     with tempfile.TemporaryDirectory(prefix="gui-agent-bench-") as folder:
-        results = asyncio.run(run(args.sessions, args.messages, Path(folder)))
-    print(table(results, args.sessions, args.messages))
-    growth = results["append_at_10000_ms"] / results["append_at_100_ms"]
-    print(f"append cost at 10,000 vs 100 messages: x{growth:.2f}")
+        results = asyncio.run(run(args.sessions, args.messages, args.long, Path(folder)))
+    print(table(results, args.sessions, args.messages, args.long))
+    growth = results["append_at_long_ms"] / results["append_at_100_ms"]
+    print(f"append cost at {args.long:,} vs 100 messages: x{growth:.2f}")
     summary = {key: round(value, 3) for key, value in results.items()}
-    summary["append_growth_10000_vs_100"] = round(growth, 3)
+    summary["append_growth_long_vs_100"] = round(growth, 3)
+    summary["long_messages"] = args.long
     print(json.dumps(summary, sort_keys=True))
     sys.stdout.flush()
     return 0

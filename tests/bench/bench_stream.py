@@ -60,7 +60,9 @@ def serve(port: int, *, gc_freeze: bool = False) -> None:
     os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     sys.path.insert(0, str(ROOT))
-    import gradio as gr
+    from backends.gradio.gradio_import import import_gradio
+
+    gr = import_gradio()  # as the app's server imports it: without Gradio's stub writer
     import uvicorn
     from fastapi import FastAPI
 
@@ -164,6 +166,7 @@ class Endpoint:
             "system-prompt": "You are a helpful assistant.",
             "temperature": 1.0,
             "chatbot": [],
+            "event-ticket": "2",  # the tab's second event: its load had ticket 1
         }
         return [values.get(name) for name in self.inputs]
 
@@ -180,17 +183,20 @@ class Run:
 
 
 async def open_tab(client: httpx.AsyncClient, endpoint: Endpoint) -> str:
-    """What a browser tab does before the person types: load the page (its load event)."""
+    """What a browser tab does before the person types: load the page (its load event, with
+    what a new tab's page script gives it: no remembered chat, and the tab's first ticket)."""
     session = uuid.uuid4().hex[:12]
     if endpoint.load_index is None:
         return session
-    body = {"data": [], "fn_index": endpoint.load_index, "session_hash": session}
+    body = {"data": ["", "1"], "fn_index": endpoint.load_index, "session_hash": session}
     (await client.post(f"{endpoint.base}/gradio_api/queue/join", json=body)).raise_for_status()
     params = {"session_hash": session}
     url = f"{endpoint.base}/gradio_api/queue/data"
     async with client.stream("GET", url, params=params) as stream:
         async for line in stream.aiter_lines():
             if '"process_completed"' in line:
+                if not json.loads(line.removeprefix("data:")).get("success", False):
+                    raise RuntimeError(f"the page's load event failed: {line[:300]}")
                 break
     return session
 
