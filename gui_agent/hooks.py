@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
@@ -60,9 +61,17 @@ def has_hooks(hooks: AgentHooks) -> bool:
     )
 
 
+_PASSED_ON = (asyncio.CancelledError, KeyboardInterrupt, SystemExit, GeneratorExit)
+"""What a hook may raise and have passed on: what stops a turn (Stop) or the program."""
+
+
 async def call_hook(awaitable: Awaitable[None]) -> None:
-    """Await a hook; a hook that raises is logged and does not break the turn."""
+    """Await a hook; a hook that raises is logged and does not break the turn. That holds
+    for a `BaseException` of the hook's own too (not an `Exception`, not one of
+    `_PASSED_ON`): it would otherwise end the turn's task with nothing to report it."""
     try:
         await awaitable
-    except Exception as error:
+    except _PASSED_ON:
+        raise
+    except BaseException as error:
         logger.error("a lifecycle hook failed: %s", loggable_traceback(error))

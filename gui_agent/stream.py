@@ -89,11 +89,7 @@ def _close_sync(source: object) -> None:
     try:
         close()
     except Exception as error:
-        logger.warning(
-            "closing the stream source %s failed: %s",
-            loggable(repr(source)),
-            loggable_failure(error),
-        )
+        _close_failed(source, error)
 
 
 async def _close_async(source: object) -> None:
@@ -105,11 +101,13 @@ async def _close_async(source: object) -> None:
     try:
         await aclose()
     except Exception as error:
-        logger.warning(
-            "closing the stream source %s failed: %s",
-            loggable(repr(source)),
-            loggable_failure(error),
-        )
+        _close_failed(source, error)
+
+
+def _close_failed(source: object, error: Exception) -> None:
+    logger.warning(
+        "closing the stream source %s failed: %s", loggable(repr(source)), loggable_failure(error)
+    )
 
 
 class _ThreadStepper(Generic[T]):
