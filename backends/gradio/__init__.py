@@ -1,8 +1,8 @@
 """The Gradio chat page: `create_app(manager, ...)` returns the Blocks to mount."""
 
-from backends.gradio.gradio_import import import_gradio
+from backends.gradio import gradio_import
 
-import_gradio()  # before any module here imports it: see gradio_import
+gradio_import.import_gradio()  # before any module here imports Gradio: see gradio_import
 
 from backends.gradio.app import create_app  # noqa: E402
 
