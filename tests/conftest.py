@@ -69,3 +69,16 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         handle = getattr(utils, name, None)
         if handle is not None and not handle.closed:
             handle.close()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Why each rerun test failed its first attempt (the rerun's own report replaces it in
+    the usual summary, so a flaky test's cause would otherwise be lost with the run)."""
+    reruns = terminalreporter.stats.get("rerun", [])
+    if not reruns:
+        return
+    terminalreporter.section("first attempts of the rerun tests")
+    for report in reruns:
+        terminalreporter.write_line(f"--- {report.nodeid}")
+        text = str(getattr(report, "longrepr", "") or "(no report)")
+        terminalreporter.write_line(text[-4000:])

@@ -168,13 +168,14 @@ def test_a_reload_reopens_the_chat_and_follows_a_running_reply(tab: Page) -> Non
 def test_a_message_queued_from_a_second_tab_shows_in_both(
     tab: Page, chromium: Browser, server: LiveServer
 ) -> None:
-    send(tab, "shared between tabs")
+    title = f"shared between tabs {uuid.uuid4().hex[:8]}"  # a rerun's chat is its own
+    send(tab, title)
     wait_idle(tab)
     other = open_tab(chromium, server)
     try:
-        other.locator("#session-search textarea").fill("shared between tabs")
-        other.locator("#session-list").get_by_text("shared between tabs").first.click()
-        expect(bot_messages(other).last).to_contain_text("You said: shared between tabs")
+        other.locator("#session-search textarea").fill(title)
+        other.locator("#session-list").get_by_text(title).first.click()
+        expect(bot_messages(other).last).to_contain_text(f"You said: {title}")
         send(tab, "stream 1000")  # 20 s: streaming still when the second tab checks, under load
         expect(bot_messages(tab).last).to_contain_text("word3")
         send(other, "from the second tab")
@@ -197,13 +198,14 @@ def test_a_message_queued_from_a_second_tab_shows_in_both(
 def test_a_tab_left_on_a_chat_follows_what_another_tab_does_there(
     tab: Page, chromium: Browser, server: LiveServer
 ) -> None:
-    send(tab, "watched from a second tab")
+    title = f"watched from a second tab {uuid.uuid4().hex[:8]}"  # a rerun's chat is its own
+    send(tab, title)
     wait_idle(tab)
     other = open_tab(chromium, server)
     try:
-        other.locator("#session-search textarea").fill("watched from a second tab")
-        other.locator("#session-list").get_by_text("watched from a second tab").first.click()
-        expect(bot_messages(other).last).to_contain_text("You said: watched from a second tab")
+        other.locator("#session-search textarea").fill(title)
+        other.locator("#session-list").get_by_text(title).first.click()
+        expect(bot_messages(other).last).to_contain_text(f"You said: {title}")
         send(tab, "python: print('approved in the other tab')")
         # the idle tab shows the run it did not start, and can answer its approval
         expect(badge(other)).to_have_text("WAITING")
