@@ -80,5 +80,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     terminalreporter.section("first attempts of the rerun tests")
     for report in reruns:
         terminalreporter.write_line(f"--- {report.nodeid}")
-        text = str(getattr(report, "longrepr", "") or "(no report)")
-        terminalreporter.write_line(text[-4000:])
+        crash = getattr(report.longrepr, "reprcrash", None)
+        if crash is not None:  # where it failed, and the error's words (its first 4,000)
+            terminalreporter.write_line(f"{crash.path}:{crash.lineno}: {crash.message[:4000]}")
+        else:
+            terminalreporter.write_line(str(report.longrepr or "(no report)")[-4000:])
