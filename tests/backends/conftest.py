@@ -29,9 +29,7 @@ import uvicorn
 from fastapi import FastAPI
 from playwright.sync_api import Browser, expect, sync_playwright
 
-from backends.gradio.gradio_import import import_gradio
-
-import_gradio()  # as the app does, before a test module here imports Gradio itself
+import backends.gradio  # noqa: F401  imports Gradio as the app does (gradio_import), first
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
