@@ -1,5 +1,6 @@
 """Fixtures of the chat page's browser tests: one app server per test module, and a fresh
-tab (a browser context of its own) per test."""
+tab (a browser context of its own) per test; after each test, every run still going on the
+server is stopped."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect
 
 from tests.backends.conftest import LiveServer
-from tests.backends.gradio.kit import WAIT_MS, build, served
+from tests.backends.gradio.kit import WAIT_MS, build, served, stop_running
 
 
 @pytest.fixture(scope="module")
@@ -25,5 +26,9 @@ def tab(chromium: Browser, server: LiveServer) -> Iterator[Page]:
     page.set_default_timeout(WAIT_MS)
     page.goto(server.url, wait_until="load")
     expect(page.locator("#state-badge")).to_have_text("INIT")
-    yield page
-    context.close()
+    try:
+        yield page
+    finally:
+        context.close()
+        if server.loop is not None and server.loop.is_running():
+            stop_running(server)  # (what a failed test left streaming stops here)

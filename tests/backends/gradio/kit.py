@@ -5,6 +5,7 @@ The `server` and `tab` fixtures are in this folder's conftest.py."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import re
@@ -13,7 +14,7 @@ import time
 import zlib
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +38,49 @@ HOSTILE = '<script>window.__pwned = 1</script> <img src=x onerror="window.__pwne
 WAIT_MS = 15_000
 
 
-async def play(messages: list[Message], info: FunctionInfo) -> Any:
+HOLD_LIMIT_S = 120.0
+"""The longest a held reply streams when the test never lets it go (it failed midway)."""
+
+
+@dataclass
+class Holds:
+    """Replies a test holds open. The message "hold KEY" is answered with words, one every
+    50 ms, until the test lets KEY go (`let_go`): for a check that needs a reply still
+    streaming, however long the machine takes to get there (a reply of a fixed length may
+    be over by then), and that then needs the reply to end."""
+
+    gates: dict[str, asyncio.Event] = field(default_factory=dict)
+
+    def gate(self, key: str) -> asyncio.Event:
+        return self.gates.setdefault(key, asyncio.Event())
+
+
+async def _held(gate: asyncio.Event) -> AsyncIterator[str]:
+    deadline = time.monotonic() + HOLD_LIMIT_S
+    number = 0
+    while not gate.is_set() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+        yield f"word{number} "
+        number += 1
+    yield "(let go)"
+
+
+def let_go(server: LiveServer, key: str) -> None:
+    """End the held reply "hold KEY" (as soon as its next word is out)."""
+    holds: Holds = server.state.holds
+
+    async def release() -> None:
+        holds.gate(key).set()
+
+    server.call(release())
+
+
+async def play(messages: list[Message], info: FunctionInfo, *, holds: Holds | None = None) -> Any:
     """The scripted model. The last message decides:
 
     - a tool result: "Result: <its text>";
     - "stream N": N words, one every 20 ms; "slow…": words every 50 ms, for a long time;
+    - "hold KEY": words every 50 ms until the test lets KEY go (`Holds`; with `holds`);
     - "python: CODE": a run_python call with CODE;
     - "html": a reply full of markup; "autochat …" and continuations: one short step;
     - anything else: "You said: …".
@@ -71,6 +110,8 @@ async def play(messages: list[Message], info: FunctionInfo) -> Any:
         return _words(int(match.group(1)), 0.02)
     if text.startswith("slow"):
         return _words(2000, 0.05)
+    if holds is not None and text.startswith("hold "):
+        return _held(holds.gate(text.removeprefix("hold ").strip()))
     if text.startswith("autochat") or last.metadata.get("autochat"):
         return _words(8, 0.05, prefix="step")
     return f"You said: {text}"
@@ -84,21 +125,29 @@ async def _words(count: int, delay_s: float, prefix: str = "word") -> AsyncItera
 
 @dataclass(frozen=True)
 class Served:
-    """What a test server holds: the sessions, and the event that says it is closing."""
+    """What a test server holds: the sessions, the event that says it is closing, and the
+    replies the tests hold open (`Holds`: with `play`)."""
 
     manager: SessionManager
     closing: asyncio.Event
+    holds: Holds = field(default_factory=Holds)
 
 
 async def build() -> tuple[FastAPI, Served]:
-    return await build_playing(play)
+    holds = Holds()
+    return await build_playing(functools.partial(play, holds=holds), holds=holds)
 
 
 async def build_playing(
-    function: ModelFunction, *, store: SessionStore | None = None, workspace: Path | None = None
+    function: ModelFunction,
+    *,
+    store: SessionStore | None = None,
+    workspace: Path | None = None,
+    holds: Holds | None = None,
 ) -> tuple[FastAPI, Served]:
     """The test app, its model played by `function` (its chats kept in `store`, in memory by
-    default, and their folders under `workspace`, a new one by default)."""
+    default, and their folders under `workspace`, a new one by default; `holds`: the held
+    replies `function` plays)."""
     # Gradio summarises its queue statistics with pandas after every event, which warns
     # (an error under this suite's filterwarnings) and costs time: never summarise here.
     os.environ["GRADIO_ANALYTICS_CACHE_FREQUENCY"] = str(10**9)
@@ -112,7 +161,7 @@ async def build_playing(
 
     app = FastAPI(lifespan=lambda _app: started(manager))
     app = gr.mount_gradio_app(app, blocks, path="/", allowed_paths=[str(ASSETS_DIR)])
-    return app, Served(manager, closing)
+    return app, Served(manager, closing, holds if holds is not None else Holds())
 
 
 async def closing(server: LiveServer) -> None:
@@ -172,16 +221,7 @@ def eventually(page: Page, condition: Callable[[], bool], what: str) -> None:
 def session_of(server: LiveServer, page: Page) -> Any:
     """The interpreter behind a tab, found by the (unique) text of its first message."""
     first = user_messages(page).first.inner_text().strip()
-
-    async def find() -> Any:
-        manager: SessionManager = server.state.manager
-        for interpreter in manager._live.values():
-            history = interpreter.session.history
-            if history and history[0].content.strip() == first:
-                return interpreter
-        raise AssertionError(f"no session starts with {first!r}")
-
-    return server.call(find())
+    return session_starting(server, first)
 
 
 def record_texts(page: Page, selector: str) -> None:
@@ -258,15 +298,21 @@ def tiny_png() -> bytes:
 
 
 def session_starting(server: LiveServer, text: str) -> Any:
-    """The interpreter whose conversation starts with `text` (as the server sees it)."""
+    """The interpreter whose conversation starts with `text` (as the server sees it): the
+    newest one, should there be more (a failed first attempt of a rerun test leaves its
+    chat on the module's server)."""
 
     async def find() -> Any:
         manager: SessionManager = server.state.manager
-        for interpreter in manager._live.values():
-            history = interpreter.session.history
-            if history and history[0].content.strip() == text:
-                return interpreter
-        raise AssertionError(f"no session starts with {text!r}")
+        found = [
+            interpreter
+            for interpreter in manager._live.values()
+            if interpreter.session.history
+            and interpreter.session.history[0].content.strip() == text
+        ]
+        if not found:
+            raise AssertionError(f"no session starts with {text!r}")
+        return max(found, key=lambda interpreter: interpreter.session.created_at)
 
     return server.call(find())
 
@@ -274,6 +320,26 @@ def session_starting(server: LiveServer, text: str) -> Any:
 def stop_session(server: LiveServer, interpreter: Any) -> None:
     """Stop a session's run from the server's side (clean-up after a test)."""
     server.call(interpreter.stop())
+
+
+def stop_running(server: LiveServer) -> int:
+    """Stop every run still going on the server (after each test: a test that failed midway
+    leaves its long replies streaming, which would slow the next tests down and could be
+    mistaken for theirs). Returns how many it stopped."""
+    state = server.state
+    manager: SessionManager | None = getattr(
+        state, "manager", getattr(getattr(state, "__self__", None), "manager", None)
+    )
+    if manager is None:
+        return 0
+
+    async def stop_all() -> int:
+        running = [i for i in manager._live.values() if i.busy or i.autochat_active]
+        for interpreter in running:
+            await interpreter.stop()
+        return len(running)
+
+    return server.call(stop_all())
 
 
 def toast(page: Page, text: str) -> Any:

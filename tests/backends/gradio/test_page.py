@@ -88,7 +88,7 @@ def test_a_reply_streams_in_with_markdown_usage_and_memory(tab: Page, artifacts:
 
 
 def test_stop_ends_the_stream_and_keeps_the_partial_reply(tab: Page, server: LiveServer) -> None:
-    send(tab, "slow")
+    send(tab, f"slow, then stopped ({uuid.uuid4().hex[:8]})")  # a rerun's chat is its own
     expect(bot_messages(tab).last).to_contain_text("word3")
     expect(tab.locator("#stop-btn")).to_be_enabled()
     tab.locator("#chat-input textarea").fill("not now")

@@ -14,6 +14,7 @@ from tests.backends.gradio.kit import (
     badge,
     bot_messages,
     chat,
+    let_go,
     open_tab,
     record_sequence,
     recorded_sequence,
@@ -39,8 +40,11 @@ def start_autochat(page: Page, *, max_turns: int, delay_s: int, goal: str) -> No
     send(page, goal)
 
 
-def test_a_message_sent_while_a_reply_streams_is_shown_queued_then_answered(tab: Page) -> None:
-    send(tab, "stream 400")  # 8 s: still streaming when the second message goes, even under load
+def test_a_message_sent_while_a_reply_streams_is_shown_queued_then_answered(
+    tab: Page, server: LiveServer
+) -> None:
+    key = uuid.uuid4().hex[:8]
+    send(tab, f"hold {key}")  # streams until let go: still streaming however slow the checks
     expect(bot_messages(tab).last).to_contain_text("word3")
     tab.locator("#chat-input textarea").fill("and then this")
     tab.locator("#send-btn").click()
@@ -49,10 +53,12 @@ def test_a_message_sent_while_a_reply_streams_is_shown_queued_then_answered(tab:
     expect(user_messages(tab).last).to_contain_text("queued")
     expect(tab.locator("#chat-input textarea")).to_have_value("")
     expect(badge(tab)).to_have_text("RUNNING")
-    # after the 8 s stream, however slow the machine is at the moment
-    expect(bot_messages(tab).last).to_contain_text("You said: and then this", timeout=30_000)
+    shown = len(bot_messages(tab).last.inner_text().split())
+    expect(bot_messages(tab).last).to_contain_text(f"word{shown + 3}")  # still streaming
+    let_go(server, key)
+    expect(bot_messages(tab).last).to_contain_text("You said: and then this")
     wait_idle(tab)
-    expect(bot_messages(tab).filter(has_text="word399")).to_have_count(1)  # the first reply
+    expect(bot_messages(tab).filter(has_text="(let go)")).to_have_count(1)  # the first reply
     expect(user_messages(tab)).to_have_count(2)
     expect(chat(tab)).not_to_contain_text("queued")
 
@@ -95,15 +101,20 @@ def test_writing_ends_autochat_and_the_message_is_answered_at_once(
 
 
 def test_retry_while_a_reply_streams_is_refused_and_the_reply_keeps_streaming(
-    tab: Page,
+    tab: Page, server: LiveServer
 ) -> None:
-    send(tab, "stream 400")  # 8 s: still streaming when Retry is pressed, even under load
+    key = uuid.uuid4().hex[:8]
+    send(tab, f"hold {key}")  # streams until let go: still streaming when Retry is pressed
     expect(bot_messages(tab).last).to_contain_text("word3")
     tab.locator("#retry-btn").click()
     expect(toast(tab, "stop the running turn first")).to_be_visible()
-    expect(bot_messages(tab).last).to_contain_text("word399", timeout=30_000)  # shown live
+    shown = len(bot_messages(tab).last.inner_text().split())
+    expect(bot_messages(tab).last).to_contain_text(f"word{shown + 3}")  # shown live
+    let_go(server, key)
+    expect(bot_messages(tab).last).to_contain_text("(let go)")
     wait_idle(tab)
     expect(user_messages(tab)).to_have_count(1)
+    expect(bot_messages(tab)).to_have_count(1)
 
 
 @pytest.mark.parametrize("switch", ["new chat", "another chat"])
@@ -119,6 +130,10 @@ def test_switching_chats_during_a_reply_always_shows_the_picked_chat(
         if user_messages(tab).count():  # (New chat empties the input box: wait for it)
             tab.locator("#new-session-btn").click()
             expect(user_messages(tab)).to_have_count(0)
+        # The list shows the other chat alone: a refresh of the list that lands as it is
+        # clicked (a chat's turn ended) cannot move another chat under the pointer.
+        tab.locator("#session-search textarea").fill(other)
+        expect(tab.locator("#session-list label")).to_have_count(1)
         send(tab, first)
         expect(bot_messages(tab).last).to_contain_text("word5")
         record_sequence(tab, "#state-badge")
@@ -176,19 +191,20 @@ def test_a_message_queued_from_a_second_tab_shows_in_both(
         other.locator("#session-search textarea").fill(title)
         other.locator("#session-list").get_by_text(title).first.click()
         expect(bot_messages(other).last).to_contain_text(f"You said: {title}")
-        send(tab, "stream 1000")  # 20 s: streaming still when the second tab checks, under load
+        key = uuid.uuid4().hex[:8]
+        send(tab, f"hold {key}")  # streams until let go: however slow the second tab's checks
         expect(bot_messages(tab).last).to_contain_text("word3")
         send(other, "from the second tab")
         expect(toast(other, QUEUED)).to_be_visible()
         expect(user_messages(other).last).to_contain_text("from the second tab")
         expect(badge(other)).to_have_text("RUNNING")  # it follows the turn from now on
+        shown = len(bot_messages(other).last.inner_text().split())
+        expect(bot_messages(other).last).to_contain_text(f"word{shown + 3}")  # live
         expect(user_messages(tab).last).to_contain_text("from the second tab")
+        let_go(server, key)
         for page in (tab, other):
-            # after the 20 s stream, however slow the machine is at the moment
-            expect(bot_messages(page).last).to_contain_text(
-                "You said: from the second tab", timeout=60_000
-            )
-            expect(bot_messages(page).filter(has_text="word999")).to_have_count(1)
+            expect(bot_messages(page).last).to_contain_text("You said: from the second tab")
+            expect(bot_messages(page).filter(has_text="(let go)")).to_have_count(1)
             wait_idle(page)
             expect(chat(page)).not_to_contain_text("queued")
     finally:
