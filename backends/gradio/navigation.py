@@ -24,8 +24,11 @@ class Navigation(HandlerBase):
         else on a new chat; with login, it says who is signed in."""
         owner, tab, order = owner_of(request), tab_of(request), ticket_of(ticket)
         interpreter = await self.lookup(remembered or "", request, quiet=True)
-        await self.streams.supersede(tab, order, interpreter.id if interpreter else "")
-        # A new chat is what the page shows already: leave it (and a message sent at once).
+        # A new chat is what the page shows already: leave it, and a message sent at once.
+        # That send can be an event triggered before this one (the person sent before the
+        # page's load events ran): its reply streams on into the page, not superseded.
+        if interpreter is not None:
+            await self.streams.supersede(tab, order, interpreter.id)
         opened: Updates = {}
         if interpreter is not None and not self.streams.overtaken(tab, order):
             opened = self.opened(tab, interpreter)

@@ -74,3 +74,35 @@ async def test_the_page_load_follow_up_does_not_blank_a_first_message_sent_at_on
         assert any("the reply" in text for text in _texts(last, page))
     finally:
         await manager.close()
+
+
+async def test_a_load_event_after_a_first_message_sent_at_once_leaves_its_reply_streaming(
+    tmp_path: Path,
+) -> None:
+    """The person sent a first message before the page's load event ran, so the send is the
+    tab's event 1 and the load event its event 2. The load event of a fresh tab (no chat to
+    reopen) finds the page showing a new chat, as it would leave it: it must not end the
+    reply's stream, which would leave the tab on an empty chat while its chat runs unseen."""
+    page = make_page()
+    words = [f"w{number}" for number in range(60)]
+    manager = SessionManager(
+        models=StaticCatalog(ScriptedModel([" ".join(words)], delay_s=0.01)),
+        store=MemoryStore(),
+        workspace_root=tmp_path,
+    )
+    await manager.start()
+    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    try:
+        form = {page.chat_input: "hello", page.session_id: "", page.ticket: "1"}
+        sending = handlers.send(form, None)  # type: ignore[arg-type]
+        first = await anext(sending)
+        (chat,) = await manager.list("local")
+        assert first[page.session_id] == chat.id
+        loaded = await handlers.on_load("", "2", None)  # type: ignore[arg-type]
+        assert page.session_id not in loaded and page.chatbot not in loaded
+        rest = await asyncio.wait_for(_collect(sending), 10)
+        last = [u for u in rest if page.chatbot in u][-1]
+        assert any(" ".join(words) in text for text in _texts(last, page))
+        assert "STOP" in str(last[page.badge])
+    finally:
+        await manager.close()
