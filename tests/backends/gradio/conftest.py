@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page
 
 from tests.backends.conftest import LiveServer
-from tests.backends.gradio.kit import WAIT_MS, build, served, stop_running
+from tests.backends.gradio.kit import WAIT_MS, build, ready, served, stop_running
 
 
 @pytest.fixture(scope="module")
@@ -25,7 +25,7 @@ def tab(chromium: Browser, server: LiveServer) -> Iterator[Page]:
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
     page.goto(server.url, wait_until="load")
-    expect(page.locator("#state-badge")).to_have_text("INIT")
+    ready(page)
     try:
         yield page
     finally:

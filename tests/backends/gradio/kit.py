@@ -258,8 +258,15 @@ def open_tab(browser: Browser, server: LiveServer, **context: Any) -> Page:
     page = browser.new_context(**context).new_page()
     page.set_default_timeout(WAIT_MS)
     page.goto(server.url, wait_until="load")
-    expect(badge(page)).to_have_text("INIT")
+    ready(page)
     return page
+
+
+def ready(page: Page) -> None:
+    """Until the page is up: its first state shown, and its own script (page.js: the
+    shortcuts, the input guard, the image policy) installed by its first load event."""
+    expect(badge(page)).to_have_text("INIT")
+    page.wait_for_function("() => window.__guiAgentPage === true")
 
 
 def record_sequence(page: Page, selector: str) -> None:

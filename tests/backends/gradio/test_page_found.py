@@ -25,7 +25,9 @@ from tests.backends.gradio.kit import (
     chat,
     closing,
     play,
+    ready,
     send,
+    stop_running,
     toast,
     wait_idle,
 )
@@ -79,10 +81,13 @@ def tab(chromium: Browser, server: LiveServer) -> Iterator[Page]:
     page.on("pageerror", lambda error: errors.append(f"uncaught: {error}"))
     page.set_default_timeout(WAIT_MS)
     page.goto(server.url, wait_until="load")
-    expect(badge(page)).to_have_text("INIT")
+    ready(page)
     yield page
-    assert errors == []
-    context.close()
+    try:
+        assert errors == []
+    finally:
+        context.close()
+        stop_running(server)  # (what a failed test left streaming stops here)
 
 
 def test_errors_and_autochat_stops_stay_in_the_chat_after_the_next_message(tab: Page) -> None:

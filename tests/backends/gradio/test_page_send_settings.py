@@ -15,6 +15,7 @@ from gui_agent.interpreter import Interpreter
 from schema import AutoChatSettings, Role
 from tests.backends.conftest import LiveServer
 from tests.backends.gradio.kit import (
+    eventually,
     open_tab,
     send,
     served,
@@ -127,8 +128,11 @@ def test_a_value_out_of_range_typed_then_sent_is_named_and_the_message_goes(
     field(tab, "max-tokens").fill("4096")
     field(tab, "max-tokens").press("Tab")
     expect(tab.locator("#settings-note")).to_have_text("")
+    # (the box saves itself on leaving it: wait for that save to reach the server)
+    eventually(
+        tab, lambda: settings_of(server, interpreter).max_tokens == 4096, "the box's own save"
+    )
     before = settings_of(server, interpreter)
-    assert before.max_tokens == 4096
 
     write(tab, "still answered")
     field(tab, "max-iterations").fill("201")
