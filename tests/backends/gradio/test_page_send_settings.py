@@ -154,11 +154,14 @@ def test_a_retry_or_autochat_started_at_once_runs_with_the_setting_just_typed(
     chromium: Browser, server: LiveServer
 ) -> None:
     tab = started_chat(chromium, server, "a chat to run again")
+    model: ScriptedModel = server.state.model
+    before = len(model.requests)
     open_advanced(tab)
     field(tab, "max-tokens").fill("222")
     tab.locator("#retry-btn").dispatch_event("click")  # the box is not left first
+    # (the chat was idle already: wait for the retry's model call, then for its end)
+    eventually(tab, lambda: len(model.requests) > before, "the retry's model call")
     wait_idle(tab)
-    model: ScriptedModel = server.state.model
     expect(user_messages(tab)).to_have_count(1)
     asked = last_request(server).settings
     assert asked is not None and asked.max_tokens == 222
