@@ -30,5 +30,4 @@ def tab(chromium: Browser, server: LiveServer) -> Iterator[Page]:
         yield page
     finally:
         context.close()
-        if server.loop is not None and server.loop.is_running():
-            stop_running(server)  # (what a failed test left streaming stops here)
+        stop_running(server)  # (what a failed test left streaming stops here)

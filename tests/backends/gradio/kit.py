@@ -130,7 +130,7 @@ class Served:
 
     manager: SessionManager
     closing: asyncio.Event
-    holds: Holds = field(default_factory=Holds)
+    holds: Holds
 
 
 async def build() -> tuple[FastAPI, Served]:
@@ -334,8 +334,8 @@ def stop_running(server: LiveServer) -> int:
     leaves its long replies streaming, which would slow the next tests down and could be
     mistaken for theirs). Returns how many it stopped."""
     manager: SessionManager | None = getattr(server.state, "manager", None)
-    if manager is None:  # (a server built otherwise: nothing known to stop)
-        return 0
+    if manager is None or server.loop is None or not server.loop.is_running():
+        return 0  # (a server built otherwise, or stopped already: nothing to stop)
 
     async def stop_all() -> int:
         running = [i for i in manager._live.values() if i.busy or i.autochat_active]
