@@ -130,7 +130,7 @@ class Served:
 
     manager: SessionManager
     closing: asyncio.Event
-    holds: Holds
+    holds: Holds = field(default_factory=Holds)
 
 
 async def build() -> tuple[FastAPI, Served]:
