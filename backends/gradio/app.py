@@ -86,6 +86,17 @@ _DRAFT_BACK_JS = "() => { window.guiAgentDraftBack?.(); return []; }"
 """Runs in the browser once a (re)loaded page has its chat: puts back the message being
 typed before the reload, kept in the tab's session storage (page.js)."""
 
+_TITLE_OFFER_JS = """(offer, box, shown) => {
+  if ((box ?? "").trim()) return box;
+  try {
+    const [chat, title] = JSON.parse(offer || "[]");
+    return chat && chat === shown ? title : box;
+  } catch (error) { return box; }
+}"""
+"""Runs in the browser when the list refresh after a turn answers: the chat's first title
+goes in the Title box only if the box is still empty and still shows that chat (a title
+typed, or another chat opened, while the answer was on its way stays; sidebar.py)."""
+
 _STORAGE_KEY = '"gui-agent-session:" + location.pathname'
 _REMEMBERED_JS = f"""() => {{
   const key = {_STORAGE_KEY};
@@ -290,8 +301,9 @@ def _wire(
     sessions = [
         sidebar.refresh_list,
         [page.session_id, page.search, page.rename_box],
-        [page.session_list, page.rename_box],
+        [page.session_list, page.title_offer],
     ]
+    offered = [[page.title_offer, page.rename_box, page.session_id], [page.rename_box]]
     loaded.then(*settle, **numbered, **_STREAM)
     # Once the page has its chat, give back what was being typed before a reload (page.js).
     loaded.then(None, None, None, js=_DRAFT_BACK_JS, **_EVENT)
@@ -325,7 +337,7 @@ def _wire(
             **_STREAM,
         ),
     ):
-        trigger.then(*sessions, **_EVENT)
+        trigger.then(*sessions, **_EVENT).then(None, *offered, js=_TITLE_OFFER_JS, **_EVENT)
 
     # Events that replace the view end the tab's streams triggered before them themselves
     # (`TabStreams.supersede`; the events are numbered for it), then `settle` the view. Not

@@ -78,6 +78,7 @@ class Page:
     search: gr.Textbox
     session_list: gr.Radio
     rename_box: gr.Textbox
+    title_offer: gr.Textbox
     rename_btn: gr.Button
     delete_btn: gr.Button
     confirm_row: gr.Row
@@ -201,6 +202,8 @@ def build_page(
         )
         with gr.Accordion("Manage this chat", open=False):
             rename_box = gr.Textbox(label="Title", elem_id="rename-input", max_length=200)
+            # A chat's first title, offered to the Title box after a turn (sidebar.py).
+            title_offer = gr.Textbox("", visible="hidden", elem_id="title-offer", label="Title")
             rename_btn = gr.Button("Rename chat", elem_id="rename-btn", size="sm")
             delete_btn = gr.Button("Delete chat", elem_id="delete-btn", variant="stop", size="sm")
             with gr.Row(visible=False, elem_id="confirm-delete-row") as confirm_row:
@@ -426,6 +429,7 @@ def build_page(
         search=search,
         session_list=session_list,
         rename_box=rename_box,
+        title_offer=title_offer,
         rename_btn=rename_btn,
         delete_btn=delete_btn,
         confirm_row=confirm_row,

@@ -6,6 +6,7 @@ tabs (follow.py); a turn's end is not in that feed, so `refresh_list` tells them
 from __future__ import annotations
 
 import contextlib
+import json
 
 import gradio as gr
 
@@ -31,19 +32,26 @@ class Sidebar:
         self, session_id: str, query: str, title: str, request: gr.Request
     ) -> Updates:
         """The session list after a turn (new chat saved, title set, order changed), and
-        the Title box, if it is empty, showing the title the first message gave. The chat
-        selected is the one the tab shows now, as the server knows it: the browser may not
-        have heard yet that the view changed (another chat picked while the turn ended).
-        The user's other tabs refresh their lists too (follow.py)."""
+        the title the first message gave, offered to the Title box. The chat selected is
+        the one the tab shows now, as the server knows it: the browser may not have heard
+        yet that the view changed (another chat picked while the turn ended). The user's
+        other tabs refresh their lists too (follow.py).
+
+        The offer is `[session id, title]` (JSON) or empty; the browser puts the title in
+        the box only if the box is still empty and still shows that chat when the answer
+        arrives (app.py `_TITLE_OFFER_JS`): on a busy server, a person may have typed a
+        title or opened another chat meanwhile, and that must stay."""
         tab, owner = tab_of(request), owner_of(request)
         shown = self.handlers.streams.shown(tab)
         current = session_id if shown is None else shown
         self.handlers.news.chats_changed(owner, by=tab)
         updates = await self.handlers.session_list_update(owner, current, query)
+        offer = ""
         if not (title or "").strip() and current and current == session_id:
             interpreter = await self.handlers.lookup(current, request, quiet=True)
             if interpreter is not None and interpreter.session.title:
-                updates[self.handlers.page.rename_box] = interpreter.session.title
+                offer = json.dumps([current, interpreter.session.title])
+        updates[self.handlers.page.title_offer] = offer
         return updates
 
     async def rename(self, session_id: str, title: str, query: str, request: gr.Request) -> Updates:

@@ -9,13 +9,14 @@ import re
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from tests.backends.conftest import LiveServer
 from tests.backends.gradio.kit import (
     badge,
     bot_messages,
     chat,
+    eventually,
     open_tab,
     send,
     session_of,
@@ -145,6 +146,65 @@ def test_the_title_box_shows_the_title_and_an_empty_search_says_so(tab: Page) ->
     tab.locator("#session-search textarea").fill("name this chat")
     expect(tab.locator("#session-list")).not_to_contain_text("No chats match")
     expect(tab.locator("#session-list")).to_contain_text("name this chat for me")
+
+
+class HeldRefresh:
+    """Holds the list refresh that follows a turn on its way to the server (its request is
+    sent, with the Title box as it was then, and answered only once let go): what a busy
+    server does to the answer, made certain."""
+
+    def __init__(self, page: Page) -> None:
+        self.page = page
+        self.held: list[Route] = []
+        page.route("**/gradio_api/queue/join*", self._route)
+
+    def _route(self, route: Route) -> None:
+        data = (route.request.post_data_json or {}).get("data")
+        # The refresh's inputs: the chat's id, the search, the Title box (empty: an offer).
+        if isinstance(data, list) and len(data) == 3 and data[0] and data[2] in (None, ""):
+            self.held.append(route)
+        else:
+            route.continue_()
+
+    def wait(self) -> None:
+        eventually(self.page, lambda: bool(self.held), "the list refresh after the turn")
+
+    def let_go(self) -> None:
+        for route in self.held:
+            route.continue_()
+        self.page.unroute("**/gradio_api/queue/join*", self._route)
+
+
+def test_a_title_typed_while_the_list_refresh_is_on_its_way_is_kept(tab: Page) -> None:
+    held = HeldRefresh(tab)
+    send(tab, "titled by its first message")
+    wait_idle(tab)
+    held.wait()
+    tab.get_by_role("button", name="Manage this chat").click()
+    title = tab.locator("#rename-input textarea")
+    title.fill("Typed before the list came back")
+    held.let_go()  # its answer offers the first message's title to the box
+    expect(tab.locator("#session-list")).to_contain_text("titled by its first message")
+    tab.get_by_role("button", name="Rename chat").click()
+    expect(tab.locator("#session-list")).to_contain_text("Typed before the list came back")
+    expect(title).to_have_value("Typed before the list came back")
+
+
+def test_a_new_chat_opened_while_the_list_refresh_is_on_its_way_keeps_an_empty_title(
+    tab: Page,
+) -> None:
+    held = HeldRefresh(tab)
+    send(tab, "a chat left while its list came back")
+    wait_idle(tab)
+    held.wait()
+    tab.locator("#new-session-btn").click()
+    expect(user_messages(tab)).to_have_count(0)
+    held.let_go()
+    expect(tab.locator("#session-list")).to_contain_text("a chat left while its list came back")
+    send(tab, "the second chat's own title")  # its own refresh offers its own title
+    wait_idle(tab)
+    tab.get_by_role("button", name="Manage this chat").click()
+    expect(tab.locator("#rename-input textarea")).to_have_value("the second chat's own title")
 
 
 def test_after_answering_an_approval_the_keyboard_is_back_in_the_message_box(tab: Page) -> None:
