@@ -44,7 +44,7 @@ import os
 import signal
 import socket
 import stat
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -513,7 +513,7 @@ def _login_note(throttle: LoginThrottle) -> str:
 
 def _password_check(
     users: UserDB, throttle: LoginThrottle
-) -> Callable[[str, str], Awaitable[bool]]:
+) -> Callable[[str, str], Coroutine[Any, Any, bool]]:
     """Gradio's login check (awaited on the event loop). Gradio passes no request, so only
     the user name is throttled here, and a throttled login reads as "Incorrect credentials"
     on the page."""

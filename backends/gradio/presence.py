@@ -42,7 +42,7 @@ import asyncio
 import enum
 import functools
 import logging
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncGenerator, Awaitable
 from typing import Any
 
 import gradio as gr
@@ -127,7 +127,7 @@ class Presence:
 
     async def keep_open(
         self, request: gr.Request, again: str = "", shown: str = ""
-    ) -> AsyncIterator[Updates]:
+    ) -> AsyncGenerator[Updates, None]:
         """Holds the tab's event stream open for as long as the tab is, or until the server
         shuts down (`Handlers.closing`), and wakes the tab when its chat moves on elsewhere
         or its chats list or settings change.

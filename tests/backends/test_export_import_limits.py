@@ -190,7 +190,7 @@ def test_the_page_takes_every_file_an_import_takes(tmp_path: Path) -> None:
         app, cleanup = await build_server(config, probe_local=False)
         try:
             (page,) = [r.app for r in app.routes if isinstance(r, Mount) and r.path == ""]
-            limit: int | None = page.get_blocks().max_file_size
+            limit: int | None = page.get_blocks().max_file_size  # type: ignore[attr-defined]
             return limit
         finally:
             await cleanup()

@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -414,7 +415,7 @@ def test_a_graceful_stop_mid_stream_saves_the_partial_reply_and_ends_streams(
     second = servers.start(data_dir)
     _user, partial = second.client().messages(session_id)
     assert partial.status is MessageStatus.INTERRUPTED
-    assert partial.content == interrupted[0].message.content  # type: ignore[union-attr]
+    assert partial.content == interrupted[0].message.content
     assert "mid-turn" not in second.log()
     assert second.stop() == 0
 
@@ -511,7 +512,7 @@ def test_no_other_web_site_may_read_an_answer(tmp_path: Path, team: bool) -> Non
     """No CORS, whatever the page's library would allow: under a real host name (team mode)
     Gradio grants any origin, with credentials, and locally any localhost origin; a page on
     such a site could then read a signed-in person's chats and approve tool calls."""
-    extra: dict[str, object] = {}
+    extra: dict[str, Any] = {}
     host = "127.0.0.1:7860"
     if team:
         users = UserDB(tmp_path / "users.json")

@@ -75,7 +75,7 @@ ADD_SCHEMAS = (add.schema,)  # built once, as GuiAgent's registry does (`.schema
 
 def script(n_calls: int) -> list[ModelResponse | str]:
     specs = [("add", {"a": i, "b": 1}, f"c{i}") for i in range(n_calls)]
-    return [calls(*specs), "The answers are ready."]  # type: ignore[arg-type]
+    return [calls(*specs), "The answers are ready."]
 
 
 def fresh_script(model: ScriptedModel, n_calls: int) -> None:
@@ -98,7 +98,9 @@ async def run_calls(tool_calls: tuple[ToolCall, ...]) -> list[int]:
     """The tools, concurrently; one call is awaited directly (a task would cost more)."""
     if len(tool_calls) == 1:
         return [await add.function(**json.loads(tool_calls[0].arguments))]
-    return await asyncio.gather(*(add.function(**json.loads(c.arguments)) for c in tool_calls))
+    return list(
+        await asyncio.gather(*(add.function(**json.loads(c.arguments)) for c in tool_calls))
+    )
 
 
 async def bare_run(model: ScriptedModel, n_calls: int) -> int:

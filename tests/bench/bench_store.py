@@ -62,9 +62,11 @@ async def append_latency_ms(store: SQLiteStore, session_id: str, start: int) -> 
     """Median milliseconds of SAMPLES single appends to a session."""
     samples = []
     for offset in range(SAMPLES):
-        seconds, _ = await timed(
-            lambda o=offset: store.append_message(session_id, message(start + o))
-        )
+
+        def append(number: int = start + offset) -> Awaitable[None]:
+            return store.append_message(session_id, message(number))
+
+        seconds, _ = await timed(append)
         samples.append(seconds * 1000)
     return statistics.median(samples)
 

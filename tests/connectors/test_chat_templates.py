@@ -87,7 +87,7 @@ def test_an_instruction_after_a_user_message_joins_it_so_roles_still_alternate()
 
 
 def test_an_instruction_after_an_answer_or_a_tool_result_is_a_user_turn_of_its_own() -> None:
-    after_tool = [
+    after_tool: list[dict[str, Any]] = [
         {"role": "user", "content": "go"},
         {"role": "assistant", "content": "", "tool_calls": [{"id": "c"}]},
         {"role": "tool", "tool_call_id": "c", "content": "42"},
@@ -114,7 +114,7 @@ def test_leading_system_messages_become_one_and_empty_instructions_are_dropped()
 
 def test_an_instruction_after_a_message_with_images_is_added_as_a_text_part() -> None:
     image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,UE5H"}}
-    wire = [
+    wire: list[dict[str, Any]] = [
         {"role": "user", "content": [{"type": "text", "text": "what is this?"}, image]},
         {"role": "system", "content": "Describe it."},
     ]
@@ -155,7 +155,7 @@ def test_user_turns_in_a_row_become_one_with_texts_a_blank_line_apart() -> None:
 
 def test_merged_user_turns_keep_their_images_in_order() -> None:
     other = {"type": "image_url", "image_url": {"url": "https://example.net/b.png"}}
-    wire = [
+    wire: list[dict[str, Any]] = [
         {"role": "user", "content": [{"type": "text", "text": "look"}, IMAGE]},
         {"role": "user", "content": "and this"},
         {"role": "user", "content": [other]},
@@ -280,7 +280,7 @@ async def test_a_planner_turn_sends_its_instruction_inside_the_user_turn(
         Reply.sse(*openai_text_stream(["Hello!"])),
     )
     events = [e async for e in interpreter.chat("say hello")]
-    assert [e.outcome for e in of_type(events, "run_finished")] == [RunOutcome.COMPLETED]  # type: ignore[attr-defined]
+    assert [e.outcome for e in of_type(events, "run_finished")] == [RunOutcome.COMPLETED]
     assert not of_type(events, "error")
     planning, step = sent(peer)
     assert planning == [
@@ -305,7 +305,7 @@ async def test_a_supervisor_turn_sends_its_instruction_after_the_workers_answer(
         Reply.sse(*openai_text_stream(["The worker said hi."])),
     )
     events = [e async for e in interpreter.chat("get a greeting")]
-    assert [e.outcome for e in of_type(events, "run_finished")] == [RunOutcome.COMPLETED]  # type: ignore[attr-defined]
+    assert [e.outcome for e in of_type(events, "run_finished")] == [RunOutcome.COMPLETED]
     first, worker, last = sent(peer)
     assert [m["role"] for m in first] == ["system", "user"]
     assert first[1]["content"].startswith("get a greeting\n\n" + INSTRUCTION_LABEL)
@@ -324,7 +324,7 @@ async def test_a_message_sent_again_after_a_stop_reaches_a_strict_template_accep
     assert await asyncio.to_thread(peer.received.wait, 10.0)
     assert await interpreter.stop() is True
     events = [e async for e in interpreter.chat("hello?")]
-    assert [e.outcome for e in of_type(events, "run_finished")] == [RunOutcome.COMPLETED]  # type: ignore[attr-defined]
+    assert [e.outcome for e in of_type(events, "run_finished")] == [RunOutcome.COMPLETED]
     _, again = sent(peer)  # `sent` checks both requests against the strict templates' rules
     assert again[1]["content"] == "are you there?"
     assert again[-1]["content"] == "hello?"
@@ -364,7 +364,7 @@ async def test_a_message_sent_while_a_tool_ran_joins_its_images_in_one_user_turn
         await interpreter.send("and tell me its colour")
         release.set()
         finished = [e async for e in events.until_idle() if e.type == "run_finished"]
-    assert [e.outcome for e in finished] == [RunOutcome.COMPLETED]  # type: ignore[attr-defined]
+    assert [e.outcome for e in finished] == [RunOutcome.COMPLETED]
     _, answer = sent(peer)
     assert [m["role"] for m in answer[-3:]] == ["assistant", "tool", "user"]
     texts = [part.get("text") for part in answer[-1]["content"]]

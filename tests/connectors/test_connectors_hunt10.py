@@ -296,8 +296,8 @@ async def test_thinking_the_chat_template_opened_is_reasoning_not_the_answer(
 
     events = [e async for e in interpreter.chat("thanks")]
     deltas = of_type(events, "text_delta")
-    answer = "".join(e.delta for e in deltas if e.channel == "content")  # type: ignore[attr-defined]
-    thinking = "".join(e.delta for e in deltas if e.channel == "reasoning")  # type: ignore[attr-defined]
+    answer = "".join(e.delta for e in deltas if e.channel == "content")
+    thinking = "".join(e.delta for e in deltas if e.channel == "reasoning")
     assert (thinking, answer) == ("Polite thanks.\n", "You're welcome.")
     second = interpreter.session.history[-1]
     assert (second.content, second.reasoning) == ("You're welcome.", "Polite thanks.")

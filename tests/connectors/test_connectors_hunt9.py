@@ -93,7 +93,7 @@ def failed(content: str, **kwargs: object) -> Message:
         content=content,
         tool_call_id=CALL.id,
         name=CALL.name,
-        **kwargs,  # type: ignore[arg-type]
+        **kwargs,
     )
 
 

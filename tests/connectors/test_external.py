@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import inspect
 import json
 import struct
 import threading
@@ -518,7 +519,7 @@ async def test_stop_during_a_blocking_chat_core_call_drops_its_late_result() -> 
             return late[-1]
 
     session = Session()
-    task = asyncio.create_task(
+    task = asyncio.ensure_future(
         anext(ExternalInterpreterAgent(HangingInterpreter()).run(session, Deps(), user("x")))
     )
     await asyncio.to_thread(entered.wait, 5)
@@ -528,9 +529,12 @@ async def test_stop_during_a_blocking_chat_core_call_drops_its_late_result() -> 
     release.set()
     deadline = time.monotonic() + 5  # the thread finishes on its own (on a busy machine,
     # after many loop iterations); its result is closed, not awaited
-    while not (late and late[0].cr_frame is None) and time.monotonic() < deadline:
+    while (
+        not (late and inspect.getcoroutinestate(late[0]) == inspect.CORO_CLOSED)
+        and time.monotonic() < deadline
+    ):
         await asyncio.sleep(0.001)
-    assert late and late[0].cr_frame is None
+    assert late and inspect.getcoroutinestate(late[0]) == inspect.CORO_CLOSED
     assert session.history == []
 
 

@@ -71,7 +71,7 @@ async def test_chunks_become_typed_messages_and_events(tmp_path: Path) -> None:
     fake = FakeOpenInterpreter()
     interpreter = interpreter_with(fake, tmp_path)
     events = [e async for e in interpreter.chat("what is 6*7?")]
-    assert of_type(events, "run_finished")[0].outcome is RunOutcome.COMPLETED  # type: ignore[attr-defined]
+    assert of_type(events, "run_finished")[0].outcome is RunOutcome.COMPLETED
     kinds = [(m.type, m.content) for m in interpreter.session.history[1:]]
     assert (MessageType.MESSAGE, "Let me compute.") in kinds
     assert (MessageType.CODE, "6*7") in kinds
@@ -104,7 +104,7 @@ async def test_autochat_drives_an_external_interpreter(tmp_path: Path) -> None:
     )
     events = [e async for e in interpreter.chat("keep going")]
     stops = of_type(events, "autochat_stopped")
-    assert stops and stops[0].reason is AutoChatStopReason.MAX_TURNS  # type: ignore[attr-defined]
+    assert stops and stops[0].reason is AutoChatStopReason.MAX_TURNS
     assert fake.calls == 3
 
 

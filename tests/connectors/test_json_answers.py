@@ -115,7 +115,7 @@ async def test_a_model_still_loading_is_retried_until_it_answers(
 async def test_a_whole_reply_sent_instead_of_a_stream_is_taken(
     openai_model: OpenAIProvider, peer: ScriptedPeer
 ) -> None:
-    call = {"id": "call_1", "type": "function"}
+    call: dict[str, Any] = {"id": "call_1", "type": "function"}
     call["function"] = {"name": "get_weather", "arguments": '{"city": "Oslo"}'}
     completion = {
         "id": "chatcmpl-1",

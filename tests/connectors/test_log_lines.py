@@ -257,7 +257,7 @@ async def test_an_abandoned_interpreter_call_that_fails_is_logged_on_one_line(
             raise RuntimeError(f"the model said {HOSTILE_MODEL}")
 
     run = ExternalInterpreterAgent(FailingLate()).run(Session(), Deps(), user("x"))
-    task = asyncio.create_task(anext(run))
+    task = asyncio.ensure_future(anext(run))
     await asyncio.to_thread(entered.wait, 5)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

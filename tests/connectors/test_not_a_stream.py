@@ -207,9 +207,9 @@ async def test_the_session_goes_on_after_a_page_instead_of_a_stream(
     interpreter = create_interpreter(openai_model, builtin_tools=False, workdir=tmp_path)
     peer.script(answer(WEB_UI, "text/html"), Reply.sse(*openai_text_stream(["Hello!"])))
     failed = [e async for e in interpreter.chat("hi")]
-    assert [e.outcome for e in of_type(failed, "run_finished")] == [RunOutcome.ERROR]  # type: ignore[attr-defined]
+    assert [e.outcome for e in of_type(failed, "run_finished")] == [RunOutcome.ERROR]
     (error,) = of_type(failed, "error")
-    assert "HTML page titled 'Open WebUI & friends'" in error.message  # type: ignore[attr-defined]
+    assert "HTML page titled 'Open WebUI & friends'" in error.message
     again = [e async for e in interpreter.chat("hi again")]
-    assert [e.outcome for e in of_type(again, "run_finished")] == [RunOutcome.COMPLETED]  # type: ignore[attr-defined]
+    assert [e.outcome for e in of_type(again, "run_finished")] == [RunOutcome.COMPLETED]
     assert interpreter.session.history[-1].content == "Hello!"

@@ -147,7 +147,7 @@ async def test_the_turn_completes_and_the_next_one_runs(
     peer.script(openai_finished(Stall()), openai_finished(Cut()))
     for text in ("first", "second"):
         events = [e async for e in interpreter.chat(text)]
-        assert [e.outcome for e in of_type(events, "run_finished")] == [RunOutcome.COMPLETED]  # type: ignore[attr-defined]
+        assert [e.outcome for e in of_type(events, "run_finished")] == [RunOutcome.COMPLETED]
         assert not of_type(events, "error")
     replies = [m.content for m in interpreter.session.history if m.role is Role.ASSISTANT]
     assert replies == ["All done.", "All done."]

@@ -114,10 +114,10 @@ async def test_over_the_wire_the_thinking_is_reasoning_and_not_sent_back_as_the_
         Reply.sse(*openai_text_stream(["You're welcome."])),
     )
     events = [e async for e in interpreter.chat("2+2?")]
-    assert [e.outcome for e in of_type(events, "run_finished")] == [RunOutcome.COMPLETED]  # type: ignore[attr-defined]
+    assert [e.outcome for e in of_type(events, "run_finished")] == [RunOutcome.COMPLETED]
     deltas = of_type(events, "text_delta")
-    answer = "".join(e.delta for e in deltas if e.channel == "content")  # type: ignore[attr-defined]
-    thinking = "".join(e.delta for e in deltas if e.channel == "reasoning")  # type: ignore[attr-defined]
+    answer = "".join(e.delta for e in deltas if e.channel == "content")
+    thinking = "".join(e.delta for e in deltas if e.channel == "reasoning")
     assert (thinking, answer) == ("They ask 2+2.", "It is 4.")
     reply = interpreter.session.history[-1]
     assert (reply.content, reply.reasoning) == ("It is 4.", "They ask 2+2.")

@@ -51,7 +51,7 @@ def result(call: ToolCall, text: str = "done", **kwargs: object) -> Message:
         content=text,
         tool_call_id=call.id,
         name=call.name,
-        **kwargs,  # type: ignore[arg-type]
+        **kwargs,
     )
 
 
@@ -217,7 +217,7 @@ async def test_a_nameless_tool_call_does_not_break_the_session(
     first = [e async for e in interpreter.chat("do it")]
     second = [e async for e in interpreter.chat("hi")]
     for events in (first, second):
-        assert [e.outcome for e in of_type(events, "run_finished")] == [RunOutcome.COMPLETED]  # type: ignore[attr-defined]
+        assert [e.outcome for e in of_type(events, "run_finished")] == [RunOutcome.COMPLETED]
     assert interpreter.session.history[-1].content == "Hello again."
     for seen in peer.requests[1:]:
         assert openai_problems(seen.body["messages"]) == []
@@ -239,7 +239,7 @@ async def test_two_screenshots_in_one_step_and_the_next_request_is_valid(
         Reply.sse(*openai_text_stream(["Page a is nicer."])),
     )
     events = [e async for e in interpreter.chat("compare pages a and b")]
-    assert [e.outcome for e in of_type(events, "run_finished")] == [RunOutcome.COMPLETED]  # type: ignore[attr-defined]
+    assert [e.outcome for e in of_type(events, "run_finished")] == [RunOutcome.COMPLETED]
     sent = peer.requests[1].body["messages"]
     assert openai_problems(sent) == []
     assert alternation_problems(sent) == []  # a local server: the two image turns are one
@@ -269,7 +269,7 @@ async def test_two_calls_a_server_gave_one_id_each_get_their_own_result(
         Reply.sse(*openai_text_stream(["A and B."])),
     )
     events = [e async for e in interpreter.chat("shout a and b")]
-    assert [e.outcome for e in of_type(events, "run_finished")] == [RunOutcome.COMPLETED]  # type: ignore[attr-defined]
+    assert [e.outcome for e in of_type(events, "run_finished")] == [RunOutcome.COMPLETED]
     results = [m for m in interpreter.session.history if m.role is Role.TOOL]
     assert [m.content for m in results] == ["A", "B"]
     sent = peer.requests[1].body["messages"]

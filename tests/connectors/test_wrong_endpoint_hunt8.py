@@ -159,11 +159,11 @@ async def test_the_error_reaches_the_chat_and_the_session_goes_on(
     interpreter = create_interpreter(openai_model, builtin_tools=False, workdir=tmp_path)
     peer.script(Reply.json(200, LM_STUDIO), Reply.sse(*openai_text_stream(["Hello!"])))
     failed = [e async for e in interpreter.chat("hi")]
-    assert [e.outcome for e in of_type(failed, "run_finished")] == [RunOutcome.ERROR]  # type: ignore[attr-defined]
+    assert [e.outcome for e in of_type(failed, "run_finished")] == [RunOutcome.ERROR]
     (error,) = of_type(failed, "error")
-    assert f"{peer.url}/chat/completions is not an endpoint" in error.message  # type: ignore[attr-defined]
-    assert OPENAI_HINT in error.message  # type: ignore[attr-defined]
+    assert f"{peer.url}/chat/completions is not an endpoint" in error.message
+    assert OPENAI_HINT in error.message
     assert peer.request_count == 1
     again = [e async for e in interpreter.chat("hi again")]
-    assert [e.outcome for e in of_type(again, "run_finished")] == [RunOutcome.COMPLETED]  # type: ignore[attr-defined]
+    assert [e.outcome for e in of_type(again, "run_finished")] == [RunOutcome.COMPLETED]
     assert interpreter.session.history[-1].content == "Hello!"

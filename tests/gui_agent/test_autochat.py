@@ -26,7 +26,7 @@ from tests.gui_agent.helpers import make, next_event, of_type
 
 
 def auto(**kwargs: object) -> AutoChatSettings:
-    return AutoChatSettings(enabled=True, **kwargs)  # type: ignore[arg-type]
+    return AutoChatSettings(enabled=True, **kwargs)
 
 
 def stopped(events: list) -> AutoChatStopped:  # type: ignore[type-arg]
@@ -107,12 +107,12 @@ async def test_a_person_message_ends_the_run_and_becomes_the_new_goal(tmp_path: 
         await next_event(sub, lambda e: isinstance(e, AutoChatTurn))
         await interpreter.stop()
         events = sub.pending()
-    reasons = [e.reason for e in of_type(events, "autochat_stopped")]  # type: ignore[attr-defined]
+    reasons = [e.reason for e in of_type(events, "autochat_stopped")]
     assert reasons[-1] is AutoChatStopReason.STOPPED
     everything = interpreter.events_since(0)
     first_stop = of_type(everything, "autochat_stopped")[0]
-    assert first_stop.reason is AutoChatStopReason.USER_MESSAGE  # type: ignore[attr-defined]
-    assert first_stop.turns == 0  # type: ignore[attr-defined]  # the cut-in came in the delay
+    assert first_stop.reason is AutoChatStopReason.USER_MESSAGE
+    assert first_stop.turns == 0  # the cut-in came in the delay
     users = [m.content for m in interpreter.session.history if m.role is Role.USER]
     assert users == ["start", "actually, do this instead"]
     assert interpreter.session.history[3].content == "two"  # the cut-in was answered

@@ -26,7 +26,7 @@ PNG = ImagePart(media_type="image/png", data="iVBORw0KGgo=")
 
 
 def auto(**kwargs: object) -> AutoChatSettings:
-    return AutoChatSettings(enabled=True, **kwargs)  # type: ignore[arg-type]
+    return AutoChatSettings(enabled=True, **kwargs)
 
 
 async def test_an_image_only_goal_is_re_pinned_with_its_images(tmp_path: Path) -> None:
@@ -43,7 +43,7 @@ async def test_an_image_only_goal_is_re_pinned_with_its_images(tmp_path: Path) -
     assert len(pinned) == 1 and pinned[0].images == (PNG,)
     assert pinned[0].role is Role.USER
     memory = of_type(events, "memory_updated")[-1]
-    assert memory.goal_pinned and memory.goal == "(the attached images)"  # type: ignore[attr-defined]
+    assert memory.goal_pinned and memory.goal == "(the attached images)"
 
 
 async def test_a_goal_with_text_and_images_is_pinned_with_both(tmp_path: Path) -> None:
@@ -143,7 +143,7 @@ async def test_the_time_budget_stops_an_automatic_turn_that_runs_past_it(
     end = [e for e in events if isinstance(e, AutoChatStopped)]
     assert len(end) == 1 and end[0].reason is AutoChatStopReason.TIME_BUDGET
     assert "during an automatic turn" in end[0].detail
-    outcomes = [e.outcome for e in events if isinstance(e, RunFinished)]  # type: ignore[attr-defined]
+    outcomes = [e.outcome for e in events if isinstance(e, RunFinished)]
     assert outcomes == [RunOutcome.COMPLETED, RunOutcome.INTERRUPTED]
     assert interpreter.state is InterpreterState.STOP and not interpreter.busy
     result = interpreter.session.history[-1]

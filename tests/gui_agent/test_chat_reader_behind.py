@@ -32,4 +32,4 @@ async def test_a_reader_that_keeps_up_with_a_long_reply_gets_every_event(tmp_pat
     words = MAX_BEHIND + 1_000
     interpreter, _ = make(tmp_path, [" ".join(f"w{i}" for i in range(words))], delay_s=1e-6)
     deltas = [e async for e in interpreter.chat("talk a lot") if e.type == "text_delta"]
-    assert "".join(d.delta for d in deltas).split()[-1] == f"w{words - 1}"  # type: ignore[attr-defined]
+    assert "".join(d.delta for d in deltas).split()[-1] == f"w{words - 1}"

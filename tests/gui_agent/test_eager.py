@@ -18,7 +18,7 @@ def test_a_coroutine_that_never_waits_finishes_while_starting() -> None:
     assert started.done
     assert started.result() == 5
     with pytest.raises(RuntimeError, match="already finished"):
-        started.rest()
+        started.rest().close()
 
 
 async def test_a_waiting_coroutine_goes_on_where_it_stopped() -> None:

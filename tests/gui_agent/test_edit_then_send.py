@@ -4,6 +4,7 @@ edited message (or after the clear), never before it, and is never lost."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ class _GatedWrites(SQLiteStore):
         self.reached = asyncio.Event()
         self.gate = asyncio.Event()
 
-    async def replace_messages(self, session_id: str, messages: list[Message]) -> None:  # type: ignore[override]
+    async def replace_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         self.reached.set()
         await self.gate.wait()
         await super().replace_messages(session_id, messages)

@@ -35,7 +35,7 @@ async def test_next_events_takes_every_ready_event_in_order() -> None:
 
     taken, more = await sub.next_events()
 
-    assert [e.delta for e in taken] == ["a", "b", "c"]  # type: ignore[union-attr]
+    assert [e.delta for e in taken] == ["a", "b", "c"]
     assert all(a is b for a, b in zip(taken, events, strict=True))
     assert more is True
     assert sub.pending() == []

@@ -30,6 +30,7 @@ from schema import (
     MAX_MESSAGE_CHARS,
     AgentName,
     AutoChatSettings,
+    Event,
     ImagePart,
     InterpreterState,
     Message,
@@ -141,7 +142,7 @@ def test_replay_synthesizes_a_stream_when_the_export_has_no_events() -> None:
 
 def test_replay_returns_recorded_events_in_order() -> None:
     record, messages = conversation()
-    recorded = [
+    recorded: list[Event] = [
         StateChanged(seq=1, from_state=InterpreterState.INIT, to_state=InterpreterState.RUNNING),
         MessageStarted(seq=2, message_id=messages[1].id),
         TextDelta(seq=3, message_id=messages[1].id, delta="Plot"),

@@ -87,7 +87,7 @@ async def test_stop_mid_stream_keeps_the_partial_reply_marked_interrupted(
     assert not [e for e in after if isinstance(e, TextDelta) and e.seq > finished[0].seq]
     # the session stays usable, and the model sees the partial reply
     events = [e async for e in interpreter.chat("go on")]
-    assert of_type(events, "run_finished")[0].outcome is RunOutcome.COMPLETED  # type: ignore[attr-defined]
+    assert of_type(events, "run_finished")[0].outcome is RunOutcome.COMPLETED
     assert interpreter.session.history[-1].content == "second answer"
 
 
@@ -265,8 +265,8 @@ async def test_no_answer_in_time_means_deny(tmp_path: Path) -> None:
     )
     events = [e async for e in interpreter.chat("go")]
     resolved = of_type(events, "approval_resolved")
-    assert resolved and resolved[0].decision is ApprovalDecision.DENY  # type: ignore[attr-defined]
-    assert resolved[0].by == "timeout"  # type: ignore[attr-defined]
+    assert resolved and resolved[0].decision is ApprovalDecision.DENY
+    assert resolved[0].by == "timeout"
     assert interpreter.state is InterpreterState.STOP
 
 
@@ -279,7 +279,7 @@ async def test_stop_while_waiting_for_approval_denies_and_stops(tmp_path: Path) 
         after = sub.pending()
     assert interpreter.state is InterpreterState.STOP
     assert [e.to_state for e in after if isinstance(e, StateChanged)] == [InterpreterState.STOP]
-    assert of_type(after, "approval_resolved")[0].by == "policy"  # type: ignore[attr-defined]
+    assert of_type(after, "approval_resolved")[0].by == "policy"
     assert interpreter.pending_approvals == ()
 
 
@@ -292,15 +292,15 @@ async def test_policy_deny_refuses_without_asking(tmp_path: Path) -> None:
     events = [e async for e in interpreter.chat("go")]
     assert not of_type(events, "approval_requested")
     finished = of_type(events, "tool_call_finished")[0]
-    assert finished.result.is_error and "not allowed" in finished.result.content  # type: ignore[attr-defined]
+    assert finished.result.is_error and "not allowed" in finished.result.content
 
 
 async def test_provider_error_is_reported_and_the_session_stays_usable(tmp_path: Path) -> None:
     interpreter, _ = make(tmp_path, [ModelRateLimited("slow down", provider="x"), "recovered"])
     events = [e async for e in interpreter.chat("hello")]
     errors = of_type(events, "error")
-    assert errors and "slow down" in errors[0].message  # type: ignore[attr-defined]
-    assert of_type(events, "run_finished")[0].outcome is RunOutcome.ERROR  # type: ignore[attr-defined]
+    assert errors and "slow down" in errors[0].message
+    assert of_type(events, "run_finished")[0].outcome is RunOutcome.ERROR
     assert interpreter.state is InterpreterState.STOP
     assert interpreter.session.history[0].content == "hello"
     events = [e async for e in interpreter.chat("again")]
@@ -313,7 +313,7 @@ async def test_unknown_tool_and_malformed_arguments_go_back_to_the_model(tmp_pat
     bad_json = ModelResponse(tool_calls=(ToolCall(id="c2", name="list_files", arguments="{oops"),))
     interpreter, model = make(tmp_path, [call("no_such_tool"), bad_json, "sorry"])
     events = [e async for e in interpreter.chat("go")]
-    results = [e.result for e in of_type(events, "tool_call_finished")]  # type: ignore[attr-defined]
+    results = [e.result for e in of_type(events, "tool_call_finished")]
     assert results[0].is_error and "no_such_tool" in results[0].content
     assert results[1].is_error and "JSON" in results[1].content
     assert interpreter.session.history[-1].content == "sorry"
@@ -341,7 +341,7 @@ async def test_parallel_tool_calls_run_concurrently_with_results_in_call_order(
         tmp_path, [calls(("work", {"n": 1}), ("work", {"n": 2})), "done"], tools=[work]
     )
     events = [e async for e in interpreter.chat("go")]
-    finished_order = [e.result.content for e in of_type(events, "tool_call_finished")]  # type: ignore[attr-defined]
+    finished_order = [e.result.content for e in of_type(events, "tool_call_finished")]
     assert finished_order == ["20", "10"]  # n=2 finishes first
     tool_messages = [m.content for m in interpreter.session.history if m.role is Role.TOOL]
     assert tool_messages == ["10", "20"]  # appended in call order
@@ -368,7 +368,7 @@ async def test_calls_sharing_an_id_or_without_one_each_get_their_own_result(
     )
     interpreter, _ = make(tmp_path, [reply, "done"], tools=[shout])
     events = [e async for e in interpreter.chat("go")]
-    assert of_type(events, "run_finished")[0].outcome is RunOutcome.COMPLETED  # type: ignore[attr-defined]
+    assert of_type(events, "run_finished")[0].outcome is RunOutcome.COMPLETED
     history = interpreter.session.history
     asked = [c.id for m in history for c in m.tool_calls]
     answers = {m.tool_call_id: m.content for m in history if m.role is Role.TOOL}
@@ -382,7 +382,7 @@ async def test_max_iterations_stops_the_loop_and_says_so(tmp_path: Path) -> None
         update={"max_iterations": 3}
     )
     events = [e async for e in interpreter.chat("loop")]
-    assert of_type(events, "run_finished")[0].outcome is RunOutcome.MAX_ITERATIONS  # type: ignore[attr-defined]
+    assert of_type(events, "run_finished")[0].outcome is RunOutcome.MAX_ITERATIONS
     assert interpreter.session.history[-1].metadata.get("truncated") is True
 
 
@@ -415,6 +415,7 @@ async def test_retry_edit_and_clear(tmp_path: Path) -> None:
 
 async def test_retry_and_edit_keep_or_replace_the_attached_images(tmp_path: Path) -> None:
     interpreter, model = make(tmp_path, ["one", "two", "three"])
+    assert isinstance(model, ScriptedModel)
     cat = ImagePart(media_type="image/png", data="iVBORw0KGgo=")
     dog = ImagePart(url="https://example.org/dog.png")
     await interpreter.send("what is this?", images=[cat])

@@ -506,7 +506,7 @@ def test_extending_the_last_window_gives_what_the_full_walk_gives() -> None:
             extended += window is not None
             return window
 
-        kept._extend = spy  # type: ignore[method-assign]
+        kept._extend = spy  # type: ignore[assignment]
         history: list[Message] = []
         for _ in range(rng.randint(1, 30)):
             random_step(rng, history, goal)

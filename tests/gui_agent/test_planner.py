@@ -134,7 +134,7 @@ async def test_autochat_turns_run_with_the_planner_and_end_on_task_complete(
         e for e in events if isinstance(e, StateChanged) and e.to_state is InterpreterState.RUNNING
     ]
     assert len(runs) == 2
-    assert events[-1].type == "autochat_stopped" and events[-1].reason.value == "task_complete"  # type: ignore[attr-defined]
+    assert events[-1].type == "autochat_stopped" and events[-1].reason.value == "task_complete"
 
 
 def test_max_steps_must_be_positive() -> None:

@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -48,12 +49,12 @@ def env(tmp_path: Path) -> dict[str, str]:
     return clean
 
 
-def chat_argv(replies: list[object], workdir: Path) -> list[str]:
+def chat_argv(replies: Sequence[object], workdir: Path) -> list[str]:
     return [sys.executable, "-c", DRIVER, json.dumps(replies), "--workdir", str(workdir)]
 
 
 def run_chat(
-    tmp_path: Path, replies: list[object], workdir: Path, typed: str
+    tmp_path: Path, replies: Sequence[object], workdir: Path, typed: str
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         chat_argv(replies, workdir),

@@ -3,6 +3,7 @@ call is answered, so the conversation stays one every vendor accepts."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -80,7 +81,7 @@ async def test_a_stop_after_every_call_was_answered_adds_only_the_note(tmp_path:
 
 
 class _FailingWrites(SQLiteStore):
-    async def replace_messages(self, session_id: str, messages: list[Message]) -> None:  # type: ignore[override]
+    async def replace_messages(self, session_id: str, messages: Sequence[Message]) -> None:
         raise StoreError("disk full")
 
 

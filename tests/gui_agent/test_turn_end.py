@@ -90,9 +90,9 @@ async def test_a_stop_while_the_turn_is_still_starting_ends_it(
         events = sub.pending()
     assert interpreter.state is InterpreterState.STOP and not interpreter.busy
     finished = of_type(events, "run_finished")
-    assert [e.outcome for e in finished] == [RunOutcome.INTERRUPTED]  # type: ignore[attr-defined]
+    assert [e.outcome for e in finished] == [RunOutcome.INTERRUPTED]
     replies = [e async for e in interpreter.chat("again")]
-    assert of_type(replies, "run_finished")[0].outcome is RunOutcome.COMPLETED  # type: ignore[attr-defined]
+    assert of_type(replies, "run_finished")[0].outcome is RunOutcome.COMPLETED
     assert [m.content for m in await stored(manager, interpreter)][:1] == ["first"]
 
 
@@ -119,7 +119,7 @@ async def test_a_second_stop_during_the_first_ones_clean_up_changes_nothing(
     assert saved[-1].role is Role.ASSISTANT and saved[-1].status is MessageStatus.INTERRUPTED
     assert saved[-1].content and ("a long answer " * 20).startswith(saved[-1].content)
     replies = [e async for e in interpreter.chat("more")]
-    assert of_type(replies, "run_finished")[0].outcome is RunOutcome.COMPLETED  # type: ignore[attr-defined]
+    assert of_type(replies, "run_finished")[0].outcome is RunOutcome.COMPLETED
 
 
 class Unusual(BaseException):
@@ -139,10 +139,10 @@ def interrupts() -> str:
 
 
 async def test_tools_raising_base_exceptions_give_error_results(tmp_path: Path) -> None:
-    replies = [call("unwinds"), call("interrupts"), "handled both"]
+    replies: list[ModelResponse | str] = [call("unwinds"), call("interrupts"), "handled both"]
     interpreter, _ = make(tmp_path, replies, tools=[unwinds, interrupts])
     events = [e async for e in interpreter.chat("try them")]
-    results = [e.result for e in of_type(events, "tool_call_finished")]  # type: ignore[attr-defined]
+    results = [e.result for e in of_type(events, "tool_call_finished")]
     assert [(r.name, r.is_error) for r in results] == [("unwinds", True), ("interrupts", True)]
     assert "Unusual: deep unwind" in results[0].content
     assert "KeyboardInterrupt" in results[1].content
@@ -170,15 +170,15 @@ async def test_an_agent_failing_with_a_base_exception_ends_the_turn_as_an_error(
         ScriptedModel(),
         workdir=tmp_path,
         agent=AgentName.OTHER,
-        architectures={AgentName.OTHER: UnwindingAgent()},  # type: ignore[dict-item]
+        architectures={AgentName.OTHER: UnwindingAgent()},
     )
     events = [e async for e in interpreter.chat("hello")]
     error = of_type(events, "error")[0]
-    assert error.code == "agent_failed" and "agent unwound" in error.message  # type: ignore[attr-defined]
-    assert of_type(events, "run_finished")[0].outcome is RunOutcome.ERROR  # type: ignore[attr-defined]
+    assert error.code == "agent_failed" and "agent unwound" in error.message
+    assert of_type(events, "run_finished")[0].outcome is RunOutcome.ERROR
     assert interpreter.state is InterpreterState.STOP
     events = [e async for e in interpreter.chat("again")]  # still usable: it fails again
-    assert of_type(events, "run_finished")[0].outcome is RunOutcome.ERROR  # type: ignore[attr-defined]
+    assert of_type(events, "run_finished")[0].outcome is RunOutcome.ERROR
 
 
 @tool
@@ -239,9 +239,9 @@ async def test_a_store_failing_unexpectedly_is_reported_and_the_turn_goes_on(
     interpreter = await manager.create("someone")
     events = [e async for e in interpreter.chat("hi")]
     errors = of_type(events, "error")
-    assert [e.code for e in errors] == ["store_error"]  # type: ignore[attr-defined]
-    assert "RuntimeError" in errors[0].message  # type: ignore[attr-defined]
-    assert of_type(events, "run_finished")[0].outcome is RunOutcome.COMPLETED  # type: ignore[attr-defined]
+    assert [e.code for e in errors] == ["store_error"]
+    assert "RuntimeError" in errors[0].message
+    assert of_type(events, "run_finished")[0].outcome is RunOutcome.COMPLETED
     assert [m.content for m in interpreter.session.history] == ["hi", "one"]
     await manager.close()
 
@@ -256,7 +256,7 @@ async def test_a_step_that_asked_for_no_tools_drops_the_calls_the_model_made_any
     reply = interpreter.session.history[-1]
     assert reply.content == "thinking" and reply.tool_calls == ()
     assert not of_type(events, "tool_call_started")
-    assert of_type(events, "run_finished")[0].outcome is RunOutcome.COMPLETED  # type: ignore[attr-defined]
+    assert of_type(events, "run_finished")[0].outcome is RunOutcome.COMPLETED
 
 
 async def test_an_approval_nobody_gave_in_time_is_told_to_the_model_as_such(
@@ -278,7 +278,7 @@ def test_chat_sync_without_an_approve_function_denies_at_once(tmp_path: Path) ->
     )
     events = chat_sync(interpreter, "run it")  # the default timeout is minutes: no waiting
     resolved = of_type(events, "approval_resolved")
-    assert [(e.decision, e.by) for e in resolved] == [(ApprovalDecision.DENY, "policy")]  # type: ignore[attr-defined]
+    assert [(e.decision, e.by) for e in resolved] == [(ApprovalDecision.DENY, "policy")]
     answer = scripted(interpreter).requests[-1].messages[-1]
     assert answer.content.startswith("This tool call was refused (nobody to ask")
     assert interpreter.session.history[-1].content == "understood"
@@ -299,7 +299,7 @@ def test_chat_sync_asks_the_approve_function(tmp_path: Path) -> None:
     events = chat_sync(interpreter, "run it", approve=approve)
     assert asked == ["ApprovalRequested"]
     finished = of_type(events, "tool_call_finished")
-    assert "42" in finished[0].result.content  # type: ignore[attr-defined]
+    assert "42" in finished[0].result.content
     assert isinstance(events[-1], RunFinished) or events[-1].type == "state_changed"
 
 
@@ -325,7 +325,7 @@ async def test_a_failed_write_is_made_good_when_the_turn_ends(tmp_path: Path) ->
     await manager.start()
     interpreter = await manager.create("someone")
     events = [e async for e in interpreter.chat("remember this")]
-    assert store.failed and [e.code for e in of_type(events, "error")] == ["store_error"]  # type: ignore[attr-defined]
+    assert store.failed and [e.code for e in of_type(events, "error")] == ["store_error"]
     saved = await stored(manager, interpreter)
     assert [(m.role, m.content) for m in saved] == [
         (Role.USER, "remember this"),
@@ -344,7 +344,7 @@ async def test_messages_queued_behind_a_stop_are_announced_before_the_idle_mark(
         await interpreter.send("queued behind")
         await interpreter.stop()
         seen = [e async for e in sub.until_idle()]  # ends at the idle mark
-    filed = [e.message.content for e in of_type(seen, "message_completed")]  # type: ignore[attr-defined]
+    filed = [e.message.content for e in of_type(seen, "message_completed")]
     assert filed[-1] == "queued behind"
     assert interpreter.session.history[-1].content == "queued behind"
 
@@ -386,4 +386,4 @@ async def test_a_call_stopped_while_running_says_how_long_it_ran(tmp_path: Path)
     [answer] = [m for m in interpreter.session.history if m.role is Role.TOOL]
     assert answer.metadata["was_running"] is True
     assert answer.metadata["duration_ms"] >= waited_ms - 1  # wall clock vs monotonic
-    assert finished.result.duration_ms == answer.metadata["duration_ms"]  # type: ignore[attr-defined]
+    assert finished.result.duration_ms == answer.metadata["duration_ms"]

@@ -224,7 +224,7 @@ def test_a_client_that_reads_slowly_neither_stalls_the_turn_nor_misses_events(
             api.send(session_id, "go")
             seen = fast.until(is_idle)
         lines = held.iter_lines()
-        ids = []
+        ids: list[int] = []
         while len(ids) < len(seen):
             line = next(lines)
             if line.startswith("id: "):

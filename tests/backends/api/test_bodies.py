@@ -169,8 +169,7 @@ async def _requests_in_flight(*, want: bool) -> bool:
     """Whether uvicorn is serving a request, polled (bounded) until it is `want`."""
     for _ in range(500):
         running = any(
-            task.get_coro().__qualname__.endswith("run_asgi")  # type: ignore[union-attr]
-            for task in asyncio.all_tasks()
+            task.get_coro().__qualname__.endswith("run_asgi") for task in asyncio.all_tasks()
         )
         if running == want:
             return running

@@ -112,7 +112,7 @@ def check_success(document: dict[str, Any], operation: dict[str, Any], response:
     content = operation["responses"][status]["content"]
     assert set(content) == {"application/json"}, status
     ref = content["application/json"]["schema"]["$ref"]
-    name = ref.removeprefix("#/components/schemas/")
+    name: str = ref.removeprefix("#/components/schemas/")
     model = answer_models()[name]
     schemas = document["components"]["schemas"]
     _, own = models_json_schema([(model, "serialization")], ref_template=REF)
@@ -270,7 +270,7 @@ def test_every_status_an_endpoint_answers_with_is_documented(tmp_path: Path) -> 
             assert "401" in operation["responses"], (method, path)
             streams = ("/api/sessions/changes", "/api/sessions/{session_id}/events")
             # (the event streams take the login cookie too: a browser's EventSource)
-            cookie = [{"cookie": []}] if path in streams else []
+            cookie: list[dict[str, list[str]]] = [{"cookie": []}] if path in streams else []
             assert operation["security"] == [{"bearer": []}, *cookie], (method, path)
     assert set(schemas["ErrorResponse"]["properties"]) == {"error"}
     events = operations[("get", "/api/sessions/{session_id}/events")]

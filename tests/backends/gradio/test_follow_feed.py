@@ -6,6 +6,7 @@ keep-alive listens for as long as the tab is open, and ends when its user is rem
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -44,7 +45,7 @@ def open_tabs(news: TabNews, manager: SessionManager) -> list[Listening]:
     listening = []
     for tab, owner in ((A, "alice"), (B, "alice"), (C, "carol")):
         news.open(tab, owner)
-        listening.append(manager.changes.listen(owner, lambda c, tab=tab: news.changed(tab, c)))
+        listening.append(manager.changes.listen(owner, functools.partial(news.changed, tab)))
     return listening
 
 

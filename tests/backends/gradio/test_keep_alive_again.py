@@ -60,7 +60,7 @@ async def test_a_keep_alive_started_again_catches_the_tab_up_on_what_it_missed(
     assert page.delay not in shown and page.token_budget not in shown
     base = Base.decode(shown[page.form_base])
     assert base is not None and base.values == {
-        **Base.decode(got).values,  # type: ignore[union-attr]
+        **Base.decode(got).values,
         "title": "Renamed meanwhile",
         "temperature": 0.3,
         "max_turns": 7,
@@ -84,7 +84,7 @@ async def test_a_base_of_another_chat_gets_every_box_on_catching_up(handlers: Ha
     assert shown[page.system_prompt] == chat.session.settings.system_prompt
     base = Base.decode(shown[page.form_base])
     assert base is not None and base.session_id == chat.id
-    assert base.values == Base.decode(handlers.settings_values(chat)[page.form_base]).values  # type: ignore[union-attr]
+    assert base.values == Base.decode(handlers.settings_values(chat)[page.form_base]).values
 
 
 async def test_a_second_keep_alive_of_a_tab_ends_the_first_and_keeps_the_tab_followed(

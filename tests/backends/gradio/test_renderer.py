@@ -45,6 +45,7 @@ from schema import (
     AutoChatStopReason,
     AutoChatTurn,
     ErrorEvent,
+    Event,
     ImagePart,
     InterpreterState,
     MemoryUpdated,
@@ -467,7 +468,7 @@ async def test_messages_are_already_in_the_form_the_browser_receives(tmp_path: P
     _, asking, result_message = _tool_call_messages()
     history = [user("hi <b>"), asking, result_message, assistant("done", reasoning="hmm")]
     messages = ChatView.from_history(history, icons=ICONS).messages()
-    assert gr.Chatbot().postprocess(messages).model_dump() == messages
+    assert gr.Chatbot().postprocess(messages).model_dump() == messages  # type: ignore[arg-type]
 
 
 async def test_a_real_run_renders_the_same_live_as_from_its_history(tmp_path: Path) -> None:
@@ -678,7 +679,7 @@ def test_structural_events_flush_at_once() -> None:
 
 
 def test_merge_keeps_messages_channels_and_order_apart() -> None:
-    events = [
+    events: list[Event] = [
         TextDelta(message_id="m1", delta="a"),
         TextDelta(message_id="m1", delta="b"),
         TextDelta(message_id="m1", delta="x", channel="reasoning"),

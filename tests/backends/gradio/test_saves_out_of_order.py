@@ -63,8 +63,8 @@ async def test_a_late_limit_save_does_not_undo_a_limit_saved_meanwhile(
     sid = interpreter.id
     # The person types 12 turns (the budget box still shows 0), then a 5000-token budget;
     # the second event is handled first.
-    second = await side.limit_saver("token_budget")(limits(page, sid, 12, 5000), None)  # type: ignore[arg-type]
-    first = await side.limit_saver("max_turns")(limits(page, sid, 12, 0), None)  # type: ignore[arg-type]
+    second = await side.limit_saver("token_budget")(limits(page, sid, 12, 5000), None)
+    first = await side.limit_saver("max_turns")(limits(page, sid, 12, 0), None)
     assert second[page.limits_note] == first[page.limits_note] == ""
     auto = interpreter.session.autochat
     assert (auto.max_turns, auto.token_budget) == (12, 5000)
@@ -75,11 +75,11 @@ async def test_a_limit_is_saved_while_another_box_is_wrong_and_the_note_names_th
 ) -> None:
     page, side, interpreter = panel
     sid = interpreter.id
-    update = await side.limit_saver("max_turns")(limits(page, sid, 7, None), None)  # type: ignore[arg-type]
+    update = await side.limit_saver("max_turns")(limits(page, sid, 7, None), None)
     assert interpreter.session.autochat.max_turns == 7
     assert interpreter.session.autochat.token_budget is None, "the empty box saved nothing"
     assert "Token budget is empty: type a number (0 for none)" in update[page.limits_note]
-    refused = await side.limit_saver("token_budget")(limits(page, sid, 7, -3), None)  # type: ignore[arg-type]
+    refused = await side.limit_saver("token_budget")(limits(page, sid, 7, -3), None)
     assert "Token budget must be 0 (none) or more" in refused[page.limits_note]
     assert interpreter.session.autochat.token_budget is None
 
@@ -102,8 +102,8 @@ async def test_a_late_settings_save_does_not_undo_a_setting_saved_meanwhile(
     old_prompt = interpreter.session.settings.system_prompt
     # The prompt box is left (max tokens still empty), then 4096 typed in Max tokens and
     # that box left; the second save is handled first.
-    second = await side.settings_saver("max_tokens")(advanced(page, sid, "Be brief.", "4096"), None)  # type: ignore[arg-type]
-    first = await side.settings_saver("system_prompt")(advanced(page, sid, "Be brief.", ""), None)  # type: ignore[arg-type]
+    second = await side.settings_saver("max_tokens")(advanced(page, sid, "Be brief.", "4096"), None)
+    first = await side.settings_saver("system_prompt")(advanced(page, sid, "Be brief.", ""), None)
     assert second[page.settings_note] == first[page.settings_note] == ""
     settings = interpreter.session.settings
     assert (settings.system_prompt, settings.max_tokens) == ("Be brief.", 4096)
@@ -116,7 +116,7 @@ async def test_a_setting_out_of_range_saves_nothing_and_is_named(
 ) -> None:
     page, side, interpreter = panel
     before = interpreter.session.settings
-    update = await side.settings_saver("max_tokens")(advanced(page, interpreter.id, "x", "0"), None)  # type: ignore[arg-type]
+    update = await side.settings_saver("max_tokens")(advanced(page, interpreter.id, "x", "0"), None)
     assert "Max tokens must be at least 1" in update[page.settings_note]
     assert interpreter.session.settings == before
 
@@ -132,11 +132,11 @@ async def test_an_older_save_of_a_field_handled_after_a_newer_one_changes_nothin
     save = side.settings_saver("temperature")
     newer = {**advanced(page, sid, "p", ""), page.temperature: 0.2, page.ticket: "9"}
     older = {**advanced(page, sid, "p", ""), page.temperature: 1.5, page.ticket: "8"}
-    assert (await save(newer, None))[page.settings_note] == ""  # type: ignore[arg-type]
-    assert (await save(older, None))[page.settings_note] == ""  # type: ignore[arg-type]
+    assert (await save(newer, None))[page.settings_note] == ""
+    assert (await save(older, None))[page.settings_note] == ""
     assert interpreter.session.settings.temperature == 0.2
     later = {**older, page.ticket: "10"}
-    await save(later, None)  # type: ignore[arg-type]
+    await save(later, None)
     assert interpreter.session.settings.temperature == 1.5, "a newer one is saved"
 
 
@@ -163,9 +163,9 @@ async def test_a_send_saves_what_the_form_shows_and_an_older_box_save_cannot_und
     assert (settings.system_prompt, settings.max_tokens) == ("Answer like a pirate.", 321)
     assert interpreter.session.autochat.max_turns == 2
     stale = {**advanced(page, sid, "Answer like a pirate.", "100"), page.ticket: "11"}
-    await side.settings_saver("max_tokens")(stale, None)  # type: ignore[arg-type]
+    await side.settings_saver("max_tokens")(stale, None)
     stale_limit = {**limits(page, sid, 9, 0), page.ticket: "11"}
-    await side.limit_saver("max_turns")(stale_limit, None)  # type: ignore[arg-type]
+    await side.limit_saver("max_turns")(stale_limit, None)
     assert interpreter.session.settings.max_tokens == 321
     assert interpreter.session.autochat.max_turns == 2
 

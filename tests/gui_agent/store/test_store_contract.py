@@ -24,7 +24,7 @@ from schema import (
 
 
 async def new_session(store: SessionStore, owner: str = "alice", **fields: object) -> SessionRecord:
-    record = SessionRecord(owner=owner, **fields)  # type: ignore[arg-type]
+    record = SessionRecord(owner=owner, **fields)
     await store.create_session(record)
     return record
 

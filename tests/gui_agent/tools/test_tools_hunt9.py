@@ -5,8 +5,10 @@ from __future__ import annotations
 import enum
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -125,6 +127,11 @@ async def test_arguments_a_model_encoded_twice_are_read(tmp_path: Path) -> None:
     assert "must be a JSON object, not str" in text.content
 
 
+def returning(value: object) -> Callable[[dict[str, Any]], Any]:
+    """An approval view that returns `value`, whatever it is (the tool's code may be wrong)."""
+    return lambda _arguments: value
+
+
 def test_an_approval_view_that_returns_a_plain_tuple_or_text_is_shown_not_a_crash() -> None:
     # Before, ask_person read `.summary` of whatever came back: the turn failed.
     def remove(path: str) -> str:
@@ -139,7 +146,7 @@ def test_an_approval_view_that_returns_a_plain_tuple_or_text_is_shown_not_a_cras
     }
     call = ToolCall(id="1", name="remove", arguments='{"path": "x"}')
     views = {
-        label: approval_view(tool(remove, approval_view=lambda _, v=value: v), call)
+        label: approval_view(tool(remove, approval_view=returning(value)), call)
         for label, value in shown.items()
     }
     assert views["tuple"] == ApprovalView("Remove x", "rm x")
