@@ -185,16 +185,6 @@ async def build_server(
             throttles=throttles,
             closing=closing,
         )
-        add_host_guard(  # only names that are this machine's or listed (DNS rebinding)
-            app,
-            proxy_header=proxy.header if proxy is not None else None,
-            users_file=users is not None,
-            insecure_no_auth=config.insecure_no_auth,
-            allowed=config.allowed_hosts,
-        )
-        app.add_middleware(SameOriginWrites)  # no other web site makes it do anything
-        app.add_middleware(NoCrossOrigin)  # no other web site reads an answer
-        app.add_middleware(NotFramed)  # outermost: nor shows one in a frame (refusals too)
         page = _mount_page(
             app,
             manager,
@@ -206,6 +196,17 @@ async def build_server(
             throttle=throttles.by_user,
             closing=closing,
         )
+        # The guards' middleware is added after the page's own (`EarlyScript`): outside it.
+        add_host_guard(  # only names that are this machine's or listed (DNS rebinding)
+            app,
+            proxy_header=proxy.header if proxy is not None else None,
+            users_file=users is not None,
+            insecure_no_auth=config.insecure_no_auth,
+            allowed=config.allowed_hosts,
+        )
+        app.add_middleware(SameOriginWrites)  # no other web site makes it do anything
+        app.add_middleware(NoCrossOrigin)  # no other web site reads an answer
+        app.add_middleware(NotFramed)  # outermost: nor shows one in a frame (refusals too)
         if users is not None and proxy is None:
             shutdown.watcher = await _watch_users(users, _Removals(manager, page))
     except BaseException:
@@ -469,8 +470,14 @@ def _mount_page(
     try:
         page = importlib.import_module("backends.gradio")
         assets = importlib.import_module("backends.gradio.assets")
+        early = importlib.import_module("backends.gradio.early_script")
     except ModuleNotFoundError as exc:
-        if exc.name not in ("backends.gradio", "backends.gradio.assets", "gradio"):
+        if exc.name not in (
+            "backends.gradio",
+            "backends.gradio.assets",
+            "backends.gradio.early_script",
+            "gradio",
+        ):
             raise
         logger.warning("the Gradio page is not available (%s); serving the HTTP API only", exc)
         return None
@@ -496,6 +503,7 @@ def _mount_page(
         footer_links=["gradio", "settings"],
         **login,
     )
+    early.add_early_script(app)  # (before Gradio's scripts: an idle page draws no frames)
     mounted = [route for route in app.routes if isinstance(route, Mount) and route.path == ""]
     return mounted[-1].app if mounted else None
 

@@ -5,7 +5,9 @@ The app factory builds the layout (`layout.py`), binds the controls to `Handlers
 Blocks; it starts nothing and opens no socket. The server composition mounts it with
 `gr.mount_gradio_app(app, blocks, path="/", auth=..., allowed_paths=[str(ASSETS_DIR)])`;
 the page's CSS and JS travel inside the Blocks (a load event), so no css/js/head arguments
-are needed there.
+are needed there. One script must run before Gradio's own, which only the server can put
+in the page (`early_script.add_early_script(app)`: an idle page then draws no frames); a
+page served without it works the same.
 
 How it is wired, and why:
 

@@ -479,6 +479,10 @@ def test_the_root_serves_the_gradio_page(servers: Servers, tmp_path: Path) -> No
     assert "text/html" in page.headers["content-type"]
     assert "gradio" in page.text.lower()
     assert "server" not in {key.lower() for key in page.headers}
+    # The page's own script comes first in its head, before any of Gradio's (early_script.py).
+    head = page.text.split("<head>", 1)[1]
+    assert head.lstrip().startswith("<script>// Runs in the page's <head>, before Gradio")
+    assert int(page.headers["content-length"]) == len(page.content)
     # Without login, a request addressed to another name is refused (DNS rebinding).
     rebound = httpx.get(server.base_url + "/", headers={"Host": "evil.example"}, timeout=20)
     assert rebound.status_code == 421

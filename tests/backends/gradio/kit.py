@@ -24,6 +24,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from backends.gradio import create_app
 from backends.gradio.assets import ASSETS_DIR
+from backends.gradio.early_script import add_early_script
 from backends.gradio.layout import Page as Layout
 from backends.gradio.layout import build_page
 from connectors.function import FunctionInfo, FunctionModel, ModelFunction
@@ -161,6 +162,7 @@ async def build_playing(
 
     app = FastAPI(lifespan=lambda _app: started(manager))
     app = gr.mount_gradio_app(app, blocks, path="/", allowed_paths=[str(ASSETS_DIR)])
+    add_early_script(app)  # as the server does
     return app, Served(manager, closing, holds if holds is not None else Holds())
 
 

@@ -1,0 +1,91 @@
+"""A script the page runs before Gradio's own: `EarlyScript` puts it at the top of the
+`<head>` of every HTML page the app serves.
+
+Gradio offers no way to run a script before its own (a Blocks' `head` is added by Gradio's
+scripts, after they loaded), and one thing can only be done before: Gradio's status
+trackers keep an idle page drawing 60 frames a second (`assets/frame_timer.js` says why,
+and what the script does about it). The middleware is pure ASGI, so it sees only answers,
+never changes a request, and leaves every answer that is not a whole, uncompressed HTML
+page as it was.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from fastapi import FastAPI
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from backends.gradio.assets import ASSETS_DIR
+
+__all__ = ["EarlyScript", "add_early_script", "early_script"]
+
+SCRIPT_FILE = "frame_timer.js"
+
+_HEAD = re.compile(rb"<head(\s[^>]*)?>", re.IGNORECASE)
+
+
+def early_script(folder: Path = ASSETS_DIR) -> str:
+    """The script from `folder` (empty if the file is missing: the page works without it).
+    Refused if it could end its own `<script>` element early."""
+    try:
+        text = (folder / SCRIPT_FILE).read_text(encoding="utf-8")
+    except OSError:
+        return ""
+    if "</script" in text.lower() or "<!--" in text:
+        raise ValueError(f"{SCRIPT_FILE} cannot be put inline: it contains </script or <!--")
+    return text
+
+
+def with_script(page: bytes, tag: bytes) -> bytes:
+    """`page` with `tag` right after its opening `<head>` tag (unchanged without one)."""
+    found = _HEAD.search(page)
+    if found is None:
+        return page
+    return page[: found.end()] + tag + page[found.end() :]
+
+
+class EarlyScript:
+    """Puts `<script>{script}</script>` first in the `<head>` of the HTML pages answered to
+    GET requests. Other answers (another type, compressed, a HEAD or any other method)
+    pass through untouched, as they arrive."""
+
+    def __init__(self, app: ASGIApp, script: str) -> None:
+        self.app = app
+        self.tag = f"<script>{script}</script>".encode() if script else b""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "GET" or not self.tag:
+            await self.app(scope, receive, send)
+            return
+        start: Message | None = None
+        parts: list[bytes] = []
+
+        async def with_tag(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                headers = Headers(raw=message.get("headers", []))
+                page = headers.get("content-type", "").lower().startswith("text/html")
+                if page and "content-encoding" not in headers:
+                    start = message  # sent with the whole body, once its length is known
+                    return
+            elif message["type"] == "http.response.body" and start is not None:
+                parts.append(message.get("body", b""))
+                if message.get("more_body", False):
+                    return
+                body = with_script(b"".join(parts), self.tag)
+                headers = MutableHeaders(raw=list(start.get("headers", [])))
+                headers["content-length"] = str(len(body))
+                await send({**start, "headers": headers.raw})
+                await send({"type": "http.response.body", "body": body})
+                return
+            await send(message)
+
+        await self.app(scope, receive, with_tag)
+
+
+def add_early_script(app: FastAPI, folder: Path = ASSETS_DIR) -> None:
+    """Serve `app`'s pages with the early script (before the app starts)."""
+    app.add_middleware(EarlyScript, script=early_script(folder))

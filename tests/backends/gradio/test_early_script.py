@@ -1,0 +1,160 @@
+"""The script the page runs before Gradio's own (early_script.py): where the middleware
+puts it, what it leaves alone, and, in a real browser, what it is for: a page that does
+nothing asks for no animation frames."""
+
+from __future__ import annotations
+
+import gzip
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from backends.gradio.assets import ASSETS_DIR
+from backends.gradio.early_script import SCRIPT_FILE, EarlyScript, early_script, with_script
+from tests.backends.conftest import LiveServer
+from tests.backends.gradio.kit import WAIT_MS, ready, send, wait_idle
+
+PAGE = b"<!doctype html><html><head><meta charset='utf-8'></head><body>hi</body></html>"
+SCRIPT = "window.early = true;"
+TAG = b"<script>window.early = true;</script>"
+
+
+async def page(_: Request) -> Response:
+    return Response(PAGE, media_type="text/html")
+
+
+async def upper_head(_: Request) -> Response:
+    return Response(b'<HTML><HEAD lang="en"><title>t</title></HEAD></HTML>', media_type="text/html")
+
+
+async def in_parts(_: Request) -> Response:
+    async def parts() -> AsyncIterator[bytes]:
+        yield PAGE[:20]  # the <head> tag is split between two parts
+        yield PAGE[20:]
+
+    return StreamingResponse(parts(), media_type="text/html")
+
+
+async def as_json(_: Request) -> Response:
+    return Response(b'{"html": "<head></head>"}', media_type="application/json")
+
+
+async def compressed(_: Request) -> Response:
+    body = gzip.compress(PAGE)
+    return Response(body, media_type="text/html", headers={"content-encoding": "gzip"})
+
+
+async def headless(_: Request) -> Response:
+    return Response(b"<p>no head here</p>", media_type="text/html")
+
+
+def app(script: str = SCRIPT) -> EarlyScript:
+    routes = [
+        Route("/", page, methods=["GET", "HEAD", "POST"]),
+        Route("/upper", upper_head),
+        Route("/parts", in_parts),
+        Route("/json", as_json),
+        Route("/compressed", compressed),
+        Route("/headless", headless),
+    ]
+    return EarlyScript(Starlette(routes=routes), script=script)
+
+
+async def fetch(path: str, method: str = "GET", script: str = SCRIPT) -> httpx.Response:
+    transport = httpx.ASGITransport(app=app(script))
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+        return await client.request(method, path)
+
+
+async def test_a_page_gets_the_script_first_in_its_head_with_its_length_right() -> None:
+    answer = await fetch("/")
+    assert answer.content == PAGE.replace(b"<head>", b"<head>" + TAG)
+    assert int(answer.headers["content-length"]) == len(answer.content)
+    upper = await fetch("/upper")
+    assert upper.content.startswith(b'<HTML><HEAD lang="en">' + TAG + b"<title>")
+    parts = await fetch("/parts")
+    assert parts.content == PAGE.replace(b"<head>", b"<head>" + TAG)
+    assert int(parts.headers["content-length"]) == len(parts.content)
+
+
+@pytest.mark.parametrize("path", ["/json", "/compressed", "/headless"])
+async def test_answers_that_are_not_a_plain_page_with_a_head_pass_unchanged(path: str) -> None:
+    plain = await fetch(path, script="")
+    answer = await fetch(path)
+    assert answer.content == plain.content
+    assert answer.headers.get("content-length") == plain.headers.get("content-length")
+
+
+@pytest.mark.parametrize("method", ["HEAD", "POST"])
+async def test_only_a_get_is_changed(method: str) -> None:
+    answer = await fetch("/", method=method)
+    assert TAG not in answer.content
+    assert answer.headers["content-length"] == str(len(PAGE))
+
+
+async def test_without_a_script_nothing_changes(tmp_path: Path) -> None:
+    assert early_script(tmp_path) == ""  # (no file there)
+    answer = await fetch("/", script=early_script(tmp_path))
+    assert answer.content == PAGE
+
+
+def test_a_script_that_would_end_its_own_element_is_refused(tmp_path: Path) -> None:
+    (tmp_path / SCRIPT_FILE).write_text("const s = '</SCRIPT>';", encoding="utf-8")
+    with pytest.raises(ValueError, match="cannot be put inline"):
+        early_script(tmp_path)
+    assert early_script(ASSETS_DIR).startswith("// Runs in the page's <head>")
+
+
+def test_with_script_goes_after_the_first_head_tag_only() -> None:
+    assert with_script(b"<head></head><head></head>", b"X") == b"<head>X</head><head></head>"
+    assert with_script(b"<header><head>", b"X") == b"<header><head>X"
+
+
+# -- in a real browser ---------------------------------------------------------------------
+
+COUNT_FRAMES = """
+window.__framesAsked = 0;
+const ask = window.requestAnimationFrame.bind(window);
+window.requestAnimationFrame = (callback) => { window.__framesAsked += 1; return ask(callback); };
+"""
+"""Counts the animation frames the page asks the browser for (installed before any of the
+page's scripts run, so the page's early script and Gradio ask through it)."""
+
+
+@pytest.fixture
+def counted(chromium: Browser, server: LiveServer) -> Page:
+    context = chromium.new_context()
+    context.add_init_script(COUNT_FRAMES)
+    tab = context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    tab.goto(server.url, wait_until="load")
+    ready(tab)
+    return tab
+
+
+@pytest.mark.browser
+def test_a_page_that_does_nothing_asks_for_no_animation_frames(counted: Page) -> None:
+    try:
+        send(counted, "then nothing")
+        wait_idle(counted)
+        # What the reply's last update set moving (a toast, a transition) ends within a few
+        # seconds; then a whole second goes by without a frame asked for. Gradio's count of
+        # how long the events ran asked for one every frame, for as long as the tab was
+        # open; it now ticks on a timer instead.
+        quiet = []
+        for _ in range(15):
+            counted.evaluate("window.__framesAsked = 0")
+            counted.wait_for_timeout(1000)
+            quiet.append(counted.evaluate("window.__framesAsked"))
+            if quiet[-1] == 0:
+                break
+        assert quiet[-1] == 0, f"frames asked for, second by second: {quiet}"
+    finally:
+        counted.context.close()
