@@ -17,6 +17,7 @@ CASES = {
     "bench_core.py": (["--runs", "30", "--sessions", "100"], "one_tool"),
     "bench_connectors.py": (["--chunks", "50", "--runs", "1", "--no-llama"], "overhead"),
     "bench_stream.py": (["--quick"], "plain_gradio"),
+    "bench_page.py": (["--seconds", "1", "--loads", "1", "--settle", "0.5"], "served"),
     "bench_store.py": (
         ["--sessions", "1000", "--messages", "1000", "--long", "1000"],
         "appends_per_s",

@@ -1,0 +1,238 @@
+"""What one open chat page costs the browser: Debian's Chromium, headless, through Playwright.
+
+    python tests/bench/bench_page.py [--seconds S] [--loads N] [--settle S]
+
+Serves the chat page (create_app mounted on FastAPI, under uvicorn, in a thread of this
+process; its model streams a word every 50 ms) twice: as the server serves it, with its
+early script first in the page's head (backends/gradio/early_script.py), and without it.
+For each:
+
+1. page load: seconds from opening a new tab (a browser context of its own) until the
+   page shows its first state and its own script is installed (median of N);
+2. idle: CPU of all the browser's processes while the tab does nothing (from `--settle`
+   seconds after it loaded), in cores (1.0 is one core kept busy), and the animation frames
+   the page asks for per second;
+3. streaming: the same while a reply streams in at 20 words a second.
+
+Only the browser's processes are counted (utime+stime from /proc), not the server. Prints
+a table, and as the very last line one JSON object with the figures. Needs /usr/bin/chromium.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from backends.gradio.gradio_import import import_gradio  # noqa: E402
+
+gr = import_gradio()  # as the app's server imports it: without Gradio's stub writer
+
+import uvicorn  # noqa: E402
+from fastapi import FastAPI  # noqa: E402
+from playwright.sync_api import Page, sync_playwright  # noqa: E402
+
+from backends.gradio import create_app  # noqa: E402
+from backends.gradio.early_script import add_early_script  # noqa: E402
+from connectors.function import FunctionInfo, FunctionModel  # noqa: E402
+from gui_agent.llm import StaticCatalog  # noqa: E402
+from gui_agent.manager import SessionManager  # noqa: E402
+from gui_agent.store import MemoryStore  # noqa: E402
+from schema import Message  # noqa: E402
+
+CHROMIUM = "/usr/bin/chromium"
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+COUNT_FRAMES = """
+window.__framesAsked = 0;
+const ask = window.requestAnimationFrame.bind(window);
+window.requestAnimationFrame = (callback) => { window.__framesAsked += 1; return ask(callback); };
+"""
+
+
+async def words(_messages: list[Message], _info: FunctionInfo) -> AsyncIterator[str]:
+    """A long reply, a word every 50 ms (ended by the page's Stop, or by the server)."""
+    for number in range(100_000):
+        await asyncio.sleep(0.05)
+        yield f"word{number} "
+
+
+class Served:
+    """The page on a free loopback port, from a thread of this process."""
+
+    def __init__(self, early: bool, workspace: Path) -> None:
+        self.early = early
+        self.workspace = workspace
+        self.server: uvicorn.Server | None = None
+        self.url = ""
+        self.thread = threading.Thread(target=asyncio.run, args=(self.serve(),), daemon=True)
+
+    async def serve(self) -> None:
+        manager = SessionManager(
+            models=StaticCatalog(FunctionModel(words, name="words")),
+            store=MemoryStore(),
+            workspace_root=self.workspace,
+        )
+
+        @contextlib.asynccontextmanager
+        async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+            await manager.start()
+            yield
+            await manager.close()
+
+        closing = asyncio.Event()  # set at the end: the tabs' keep-alive events end
+        page = create_app(manager, closing=closing)
+        app = gr.mount_gradio_app(FastAPI(lifespan=lifespan), page, path="/")
+        if self.early:
+            add_early_script(app)
+        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
+        self.server = uvicorn.Server(config)
+        serving = asyncio.create_task(self.server.serve())
+        while not self.server.should_exit:
+            await asyncio.sleep(0.05)
+        closing.set()
+        await serving
+
+    def __enter__(self) -> Served:
+        self.thread.start()
+        deadline = time.monotonic() + 60
+        while not (self.server and self.server.started and self.server.servers):
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("the page's server did not start")
+            time.sleep(0.05)
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}/"
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        if self.server is not None:
+            self.server.should_exit = True
+        self.thread.join(30)
+
+
+def browser_cpu_s() -> float:
+    """CPU seconds used so far by every Chromium process on the machine."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if b"chromium" not in (entry / "cmdline").read_bytes():
+                continue
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def ready(page: Page) -> None:
+    page.wait_for_function(
+        "() => document.querySelector('#state-badge')?.innerText.trim() === 'INIT'"
+        " && window.__guiAgentPage === true",
+        timeout=60_000,
+    )
+
+
+def cost(page: Page, seconds: float) -> tuple[float, float]:
+    """Browser cores used, and animation frames asked per second, over `seconds`."""
+    page.evaluate("window.__framesAsked = 0")
+    cpu, started = browser_cpu_s(), time.monotonic()
+    page.wait_for_timeout(seconds * 1000)
+    elapsed = time.monotonic() - started
+    frames = page.evaluate("window.__framesAsked")
+    return (browser_cpu_s() - cpu) / elapsed, frames / elapsed
+
+
+def measure(browser: Any, url: str, seconds: float, loads: int, settle: float) -> dict[str, float]:
+    load_s = []
+    for number in range(max(1, loads)):
+        context = browser.new_context()
+        if number == 0:
+            context.add_init_script(COUNT_FRAMES)
+        page = context.new_page()
+        started = time.monotonic()
+        page.goto(url, wait_until="load")
+        ready(page)
+        load_s.append(time.monotonic() - started)
+        if number == 0:
+            measured = page  # the first tab is the one measured
+        else:
+            context.close()
+    page = measured
+    page.wait_for_timeout(settle * 1000)  # what the load set moving ends
+    idle_cores, idle_frames = cost(page, seconds)
+    page.locator("#chat-input textarea").fill("stream")
+    page.locator("#chat-input textarea").press("Enter")
+    page.wait_for_function("() => document.querySelector('#chatbot')?.innerText.includes('word5')")
+    stream_cores, stream_frames = cost(page, seconds)
+    page.context.close()
+    return {
+        "load_s_median": round(statistics.median(load_s), 2),
+        "idle_cores": round(idle_cores, 3),
+        "idle_frames_per_s": round(idle_frames, 1),
+        "streaming_cores": round(stream_cores, 3),
+        "streaming_frames_per_s": round(stream_frames, 1),
+    }
+
+
+def run(seconds: float, loads: int, settle: float) -> Iterator[tuple[str, dict[str, float]]]:
+    with sync_playwright() as playwright, tempfile.TemporaryDirectory() as folder:
+        # Chromium puts a socket in $TMPDIR, whose path must be short (about 100 bytes).
+        short = {"TMPDIR": "/tmp"} if len(tempfile.gettempdir()) > 50 else {}
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=FLAGS, headless=True, env={**os.environ, **short}
+        )
+        try:
+            for name, early in (("served", True), ("without_early_script", False)):
+                with Served(early, Path(folder) / name) as served:
+                    yield name, measure(browser, served.url, seconds, loads, settle)
+        finally:
+            browser.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--loads", type=int, default=5)
+    parser.add_argument("--settle", type=float, default=5.0, help="seconds before idle")
+    args = parser.parse_args()
+    if not Path(CHROMIUM).exists():
+        sys.exit(f"this benchmark needs {CHROMIUM} (apt-get install -y chromium)")
+    results = dict(run(args.seconds, args.loads, args.settle))
+    print(
+        f"{'page':>22} {'load s':>7} {'idle cores':>11} {'frames/s':>9} "
+        f"{'streaming':>10} {'frames/s':>9}"
+    )
+    for name, figures in results.items():
+        print(
+            f"{name:>22} {figures['load_s_median']:>7} {figures['idle_cores']:>11} "
+            f"{figures['idle_frames_per_s']:>9} {figures['streaming_cores']:>10} "
+            f"{figures['streaming_frames_per_s']:>9}"
+        )
+    print("cores: CPU of the browser's processes (1.0 = one core busy); frames: asked by the page")
+    print(json.dumps({"bench": "page", **results}))
+
+
+if __name__ == "__main__":
+    main()
