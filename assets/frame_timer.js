@@ -6,8 +6,9 @@
 // core, for a chat page people keep open all day). The page hides every tracker's progress,
 // so nobody sees that count. Gradio reads `requestAnimationFrame` once, when its scripts
 // load; here, before that, the count's callback is given a timer of a quarter second
-// instead of a frame. Every other animation frame is asked for as before. A Gradio whose
-// counter reads differently is left exactly as it is.
+// instead of a frame. The count is known by its shape (a short arrow function that turns
+// `performance.now()` into seconds); every other callback gets its frame as before, and a
+// Gradio whose count reads differently is left exactly as it is.
 (() => {
   const frame = window.requestAnimationFrame?.bind(window);
   const cancelFrame = window.cancelAnimationFrame?.bind(window);
