@@ -89,15 +89,19 @@ _DRAFT_BACK_JS = "() => { window.guiAgentDraftBack?.(); return []; }"
 typed before the reload, kept in the tab's session storage (page.js)."""
 
 _TITLE_OFFER_JS = """(offer, box, shown) => {
-  if ((box ?? "").trim()) return box;
+  const field = document.querySelector("#rename-input textarea, #rename-input input");
+  const now = field ? field.value : (box ?? "");
+  if (now.trim()) return now;
   try {
     const [chat, title] = JSON.parse(offer || "[]");
-    return chat && chat === shown ? title : box;
-  } catch (error) { return box; }
+    return chat && title && chat === shown ? title : now;
+  } catch (error) { return now; }
 }"""
 """Runs in the browser when the list refresh after a turn answers: the chat's first title
 goes in the Title box only if the box is still empty and still shows that chat (a title
-typed, or another chat opened, while the answer was on its way stays; sidebar.py)."""
+typed, or another chat opened, while the answer was on its way stays; sidebar.py). What
+the box holds is read from the box itself when it is on the page: Gradio's own copy of it
+can lag what is being typed, and writing that back would undo the typing."""
 
 _STORAGE_KEY = '"gui-agent-session:" + location.pathname'
 _REMEMBERED_JS = f"""() => {{
