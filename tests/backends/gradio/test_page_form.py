@@ -6,6 +6,7 @@ approval, Enter in the approval note, the sidebar on a phone)."""
 from __future__ import annotations
 
 import re
+import uuid
 from pathlib import Path
 
 import pytest
@@ -176,35 +177,39 @@ class HeldRefresh:
 
 
 def test_a_title_typed_while_the_list_refresh_is_on_its_way_is_kept(tab: Page) -> None:
+    mark = uuid.uuid4().hex[:8]  # (a rerun after a failed attempt finds only its own chat)
     held = HeldRefresh(tab)
-    send(tab, "titled by its first message")
+    send(tab, f"titled by its first message {mark}")
     wait_idle(tab)
     held.wait()
     tab.get_by_role("button", name="Manage this chat").click()
     title = tab.locator("#rename-input textarea")
-    title.fill("Typed before the list came back")
+    title.fill(f"Typed before the list came back {mark}")
     held.let_go()  # its answer offers the first message's title to the box
-    expect(tab.locator("#session-list")).to_contain_text("titled by its first message")
+    expect(tab.locator("#session-list")).to_contain_text(f"titled by its first message {mark}")
     tab.get_by_role("button", name="Rename chat").click()
-    expect(tab.locator("#session-list")).to_contain_text("Typed before the list came back")
-    expect(title).to_have_value("Typed before the list came back")
+    expect(tab.locator("#session-list")).to_contain_text(f"Typed before the list came back {mark}")
+    expect(title).to_have_value(f"Typed before the list came back {mark}")
 
 
 def test_a_new_chat_opened_while_the_list_refresh_is_on_its_way_keeps_an_empty_title(
     tab: Page,
 ) -> None:
+    mark = uuid.uuid4().hex[:8]  # (a rerun after a failed attempt finds only its own chat)
     held = HeldRefresh(tab)
-    send(tab, "a chat left while its list came back")
+    send(tab, f"a chat left while its list came back {mark}")
     wait_idle(tab)
     held.wait()
     tab.locator("#new-session-btn").click()
     expect(user_messages(tab)).to_have_count(0)
     held.let_go()
-    expect(tab.locator("#session-list")).to_contain_text("a chat left while its list came back")
-    send(tab, "the second chat's own title")  # its own refresh offers its own title
+    left = f"a chat left while its list came back {mark}"
+    expect(tab.locator("#session-list")).to_contain_text(left)
+    send(tab, f"the second chat's own title {mark}")  # its own refresh offers its own title
     wait_idle(tab)
     tab.get_by_role("button", name="Manage this chat").click()
-    expect(tab.locator("#rename-input textarea")).to_have_value("the second chat's own title")
+    own = f"the second chat's own title {mark}"
+    expect(tab.locator("#rename-input textarea")).to_have_value(own)
 
 
 def test_after_answering_an_approval_the_keyboard_is_back_in_the_message_box(tab: Page) -> None:

@@ -4,6 +4,7 @@ model and conftest.py for the fixtures)."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from typing import Any, Literal
 
@@ -145,13 +146,14 @@ def test_the_pages_own_labels_can_be_read_in_either_theme(
 
 def test_enter_in_the_title_box_renames_the_chat(tab: Page) -> None:
     """Enter in Manage this chat › Title renames, as the button does (it did nothing)."""
-    send(tab, "a chat to rename")
+    mark = uuid.uuid4().hex[:8]  # (a rerun after a failed attempt finds only its own chat)
+    send(tab, f"a chat to rename {mark}")
     wait_idle(tab)
     tab.get_by_text("Manage this chat").click()
     title = tab.locator("#rename-input textarea, #rename-input input").first
-    expect(title).to_have_value("a chat to rename")  # filled in after the turn: now type
-    title.fill("Renamed with Enter")
+    expect(title).to_have_value(f"a chat to rename {mark}")  # filled in after the turn
+    title.fill(f"Renamed with Enter {mark}")
     title.press("Enter")
     chats = tab.locator("#session-list label")
-    expect(chats.filter(has_text="Renamed with Enter")).to_have_count(1)
-    expect(chats.filter(has_text="a chat to rename")).to_have_count(0)
+    expect(chats.filter(has_text=f"Renamed with Enter {mark}")).to_have_count(1)
+    expect(chats.filter(has_text=f"a chat to rename {mark}")).to_have_count(0)
