@@ -2,10 +2,10 @@
 
     python tests/bench/bench_page.py [--seconds S] [--loads N] [--settle S]
 
-Serves the chat page (create_app mounted on FastAPI, under uvicorn, in a thread of this
-process; its model streams a word every 50 ms) twice: as the server serves it, with its
-early script first in the page's head (backends/gradio/early_script.py), and without it.
-For each:
+Serves the chat page (the browser tests' app, `kit.build_playing`, under uvicorn in a
+thread of this process; its model streams a word every 50 ms) twice: as the server serves
+it, with its early script first in the page's head (backends/gradio/early_script.py), and
+without it. For each:
 
 1. page load: seconds from opening a new tab (a browser context of its own) until the
    page shows its first state and its own script is installed (median of N);
@@ -23,12 +23,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -39,97 +39,21 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from backends.gradio.gradio_import import import_gradio  # noqa: E402
+from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
-gr = import_gradio()  # as the app's server imports it: without Gradio's stub writer
-
-import uvicorn  # noqa: E402
-from fastapi import FastAPI  # noqa: E402
-from playwright.sync_api import Page, sync_playwright  # noqa: E402
-
-from backends.gradio import create_app  # noqa: E402
-from backends.gradio.early_script import add_early_script  # noqa: E402
-from connectors.function import FunctionInfo, FunctionModel  # noqa: E402
-from gui_agent.llm import StaticCatalog  # noqa: E402
-from gui_agent.manager import SessionManager  # noqa: E402
-from gui_agent.store import MemoryStore  # noqa: E402
+from connectors.function import FunctionInfo  # noqa: E402
 from schema import Message  # noqa: E402
+from tests.backends.conftest import CHROMIUM, CHROMIUM_FLAGS  # noqa: E402
+from tests.backends.gradio.kit import COUNT_FRAMES, build_playing, ready, served  # noqa: E402
 
-CHROMIUM = "/usr/bin/chromium"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-COUNT_FRAMES = """
-window.__framesAsked = 0;
-const ask = window.requestAnimationFrame.bind(window);
-window.requestAnimationFrame = (callback) => { window.__framesAsked += 1; return ask(callback); };
-"""
+WAIT_MS = 60_000
 
 
 async def words(_messages: list[Message], _info: FunctionInfo) -> AsyncIterator[str]:
-    """A long reply, a word every 50 ms (ended by the page's Stop, or by the server)."""
+    """A long reply, a word every 50 ms (ended when the server closes)."""
     for number in range(100_000):
         await asyncio.sleep(0.05)
         yield f"word{number} "
-
-
-class Served:
-    """The page on a free loopback port, from a thread of this process."""
-
-    def __init__(self, early: bool, workspace: Path) -> None:
-        self.early = early
-        self.workspace = workspace
-        self.server: uvicorn.Server | None = None
-        self.url = ""
-        self.thread = threading.Thread(target=asyncio.run, args=(self.serve(),), daemon=True)
-
-    async def serve(self) -> None:
-        manager = SessionManager(
-            models=StaticCatalog(FunctionModel(words, name="words")),
-            store=MemoryStore(),
-            workspace_root=self.workspace,
-        )
-
-        @contextlib.asynccontextmanager
-        async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-            await manager.start()
-            yield
-            await manager.close()
-
-        closing = asyncio.Event()  # set at the end: the tabs' keep-alive events end
-        page = create_app(manager, closing=closing)
-        app = gr.mount_gradio_app(FastAPI(lifespan=lifespan), page, path="/")
-        if self.early:
-            add_early_script(app)
-        config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")
-        self.server = uvicorn.Server(config)
-        serving = asyncio.create_task(self.server.serve())
-        while not self.server.should_exit:
-            await asyncio.sleep(0.05)
-        closing.set()
-        await serving
-
-    def __enter__(self) -> Served:
-        self.thread.start()
-        deadline = time.monotonic() + 60
-        while not (self.server and self.server.started and self.server.servers):
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("the page's server did not start")
-            time.sleep(0.05)
-        port = self.server.servers[0].sockets[0].getsockname()[1]
-        self.url = f"http://127.0.0.1:{port}/"
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        if self.server is not None:
-            self.server.should_exit = True
-        self.thread.join(30)
 
 
 def browser_cpu_s() -> float:
@@ -146,15 +70,7 @@ def browser_cpu_s() -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
-def ready(page: Page) -> None:
-    page.wait_for_function(
-        "() => document.querySelector('#state-badge')?.innerText.trim() === 'INIT'"
-        " && window.__guiAgentPage === true",
-        timeout=60_000,
-    )
-
-
-def cost(page: Page, seconds: float) -> tuple[float, float]:
+def cost(page: Any, seconds: float) -> tuple[float, float]:
     """Browser cores used, and animation frames asked per second, over `seconds`."""
     page.evaluate("window.__framesAsked = 0")
     cpu, started = browser_cpu_s(), time.monotonic()
@@ -171,6 +87,7 @@ def measure(browser: Any, url: str, seconds: float, loads: int, settle: float) -
         if number == 0:
             context.add_init_script(COUNT_FRAMES)
         page = context.new_page()
+        page.set_default_timeout(WAIT_MS)
         started = time.monotonic()
         page.goto(url, wait_until="load")
         ready(page)
@@ -197,16 +114,23 @@ def measure(browser: Any, url: str, seconds: float, loads: int, settle: float) -
 
 
 def run(seconds: float, loads: int, settle: float) -> Iterator[tuple[str, dict[str, float]]]:
+    expect.set_options(timeout=WAIT_MS)
     with sync_playwright() as playwright, tempfile.TemporaryDirectory() as folder:
         # Chromium puts a socket in $TMPDIR, whose path must be short (about 100 bytes).
         short = {"TMPDIR": "/tmp"} if len(tempfile.gettempdir()) > 50 else {}
         browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=FLAGS, headless=True, env={**os.environ, **short}
+            executable_path=CHROMIUM,
+            args=CHROMIUM_FLAGS,
+            headless=True,
+            env={**os.environ, **short},
         )
         try:
             for name, early in (("served", True), ("without_early_script", False)):
-                with Served(early, Path(folder) / name) as served:
-                    yield name, measure(browser, served.url, seconds, loads, settle)
+                build = functools.partial(
+                    build_playing, words, workspace=Path(folder) / name, early_script=early
+                )
+                with served(build) as server:
+                    yield name, measure(browser, server.url, seconds, loads, settle)
         finally:
             browser.close()
 

@@ -145,10 +145,12 @@ async def build_playing(
     store: SessionStore | None = None,
     workspace: Path | None = None,
     holds: Holds | None = None,
+    early_script: bool = True,
 ) -> tuple[FastAPI, Served]:
     """The test app, its model played by `function` (its chats kept in `store`, in memory by
     default, and their folders under `workspace`, a new one by default; `holds`: the held
-    replies `function` plays)."""
+    replies `function` plays; `early_script`: its pages start with the server's early
+    script, as the server serves them)."""
     # Gradio summarises its queue statistics with pandas after every event, which warns
     # (an error under this suite's filterwarnings) and costs time: never summarise here.
     os.environ["GRADIO_ANALYTICS_CACHE_FREQUENCY"] = str(10**9)
@@ -162,7 +164,8 @@ async def build_playing(
 
     app = FastAPI(lifespan=lambda _app: started(manager))
     app = gr.mount_gradio_app(app, blocks, path="/", allowed_paths=[str(ASSETS_DIR)])
-    add_early_script(app)  # as the server does
+    if early_script:
+        add_early_script(app)
     return app, Served(manager, closing, holds if holds is not None else Holds())
 
 
@@ -262,6 +265,16 @@ def open_tab(browser: Browser, server: LiveServer, **context: Any) -> Page:
     page.goto(server.url, wait_until="load")
     ready(page)
     return page
+
+
+COUNT_FRAMES = """
+window.__framesAsked = 0;
+const ask = window.requestAnimationFrame.bind(window);
+window.requestAnimationFrame = (callback) => { window.__framesAsked += 1; return ask(callback); };
+"""
+"""An init script (`BrowserContext.add_init_script`) that counts the animation frames the
+page asks the browser for in `window.__framesAsked`: it runs before any of the page's
+scripts, so the page's early script and Gradio ask through it."""
 
 
 def ready(page: Page) -> None:

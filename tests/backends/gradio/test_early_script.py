@@ -19,7 +19,7 @@ from starlette.routing import Route
 from backends.gradio.assets import ASSETS_DIR
 from backends.gradio.early_script import SCRIPT_FILE, EarlyScript, early_script, with_script
 from tests.backends.conftest import LiveServer
-from tests.backends.gradio.kit import WAIT_MS, ready, send, wait_idle
+from tests.backends.gradio.kit import COUNT_FRAMES, WAIT_MS, ready, send, wait_idle
 
 PAGE = b"<!doctype html><html><head><meta charset='utf-8'></head><body>hi</body></html>"
 SCRIPT = "window.early = true;"
@@ -118,14 +118,6 @@ def test_with_script_goes_after_the_first_head_tag_only() -> None:
 
 
 # -- in a real browser ---------------------------------------------------------------------
-
-COUNT_FRAMES = """
-window.__framesAsked = 0;
-const ask = window.requestAnimationFrame.bind(window);
-window.requestAnimationFrame = (callback) => { window.__framesAsked += 1; return ask(callback); };
-"""
-"""Counts the animation frames the page asks the browser for (installed before any of the
-page's scripts run, so the page's early script and Gradio ask through it)."""
 
 
 @pytest.fixture
