@@ -10,6 +10,10 @@ events (pydantic models, stamped with seq/session/run) built in a task of their 
 delivered to a subscriber. No state machine, memory, permissions or timeouts. It shows
 how much of the overhead the event stream alone costs in this process.
 
+A fourth, the "plain" loop, does the run with dicts and a bare generator for the model, no
+types at all: the scale of the issue's hand-written loop (about 9 µs where it was
+measured), so a reader can tell this machine's speed from the cost of typed messages.
+
 Run: python tests/bench/bench_core.py [--runs N]. The last line is one JSON object.
 """
 
@@ -27,6 +31,7 @@ import tracemalloc
 from collections import deque
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import cast
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -124,6 +129,47 @@ async def bare_run(model: ScriptedModel, n_calls: int) -> int:
     return len(text)
 
 
+async def _plain_model(replies: deque[dict[str, object]]) -> AsyncIterator[dict[str, object]]:
+    """A model reduced to plain dicts: the next reply's words, then the reply itself."""
+    reply = replies.popleft()
+    for word in str(reply.get("content") or "").split(" "):
+        yield {"delta": word}
+    yield reply
+
+
+async def plain_run(n_calls: int) -> int:
+    """The same run in plain Python: dicts for messages, a bare generator for the model, no
+    types and no checks. It calibrates the machine against the issue's hand-written loop
+    (about 9 µs where the issue was measured); `bare_run` is this plus the typed messages,
+    replies and usage that every loop here shares."""
+    replies: deque[dict[str, object]] = deque(
+        (
+            {
+                "role": "assistant",
+                "tool_calls": [
+                    {"id": f"c{i}", "name": "add", "arguments": f'{{"a": {i}, "b": 1}}'}
+                    for i in range(n_calls)
+                ],
+            },
+            {"role": "assistant", "content": "The answers are ready."},
+        )
+    )
+    messages: list[dict[str, object]] = [{"role": "user", "content": "add them"}]
+    reply: dict[str, object] = {}
+    async for part in _plain_model(replies):
+        reply = part
+    calls = cast("list[dict[str, str]]", reply["tool_calls"])
+    messages.append(reply)
+    if len(calls) == 1:
+        values = [await add.function(**json.loads(calls[0]["arguments"]))]
+    else:
+        values = await asyncio.gather(*(add.function(**json.loads(c["arguments"])) for c in calls))
+    for c, value in zip(calls, values, strict=True):
+        messages.append({"role": "tool", "tool_call_id": c["id"], "content": str(value)})
+    text = [str(part["delta"]) async for part in _plain_model(replies) if "delta" in part]
+    return len(text)
+
+
 class _Inbox:
     """The smallest subscriber: a deque and a future to wake the reader."""
 
@@ -217,6 +263,7 @@ async def measure(runs: int, n_calls: int, workdir: Path) -> dict[str, float]:
         events = await framework_run(interpreter, fw_model, n_calls)
         await bare_run(bare_model, n_calls)
         floor_events = await floor_run(floor_model, n_calls)
+        await plain_run(n_calls)
     assert floor_events == events, (floor_events, events)
     # Two passes, each interleaving two loops run for run, so both see the same machine
     # state: GuiAgent against bare, then the event floor against bare.
@@ -242,6 +289,11 @@ async def measure(runs: int, n_calls: int, workdir: Path) -> dict[str, float]:
         t2 = time.perf_counter()
         bare_again.append((t1 - t0) * 1e6)
         floor.append((t2 - t1) * 1e6)
+    plain: list[float] = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        await plain_run(n_calls)
+        plain.append((time.perf_counter() - t0) * 1e6)
     fw_med, bare_med = statistics.median(fw), statistics.median(bare)
     floor_med = statistics.median(floor)
     return {
@@ -254,6 +306,7 @@ async def measure(runs: int, n_calls: int, workdir: Path) -> dict[str, float]:
         "overhead_median_us": round(fw_med - bare_med, 1),
         "event_floor_median_us": round(floor_med, 1),
         "event_floor_overhead_us": round(floor_med - statistics.median(bare_again), 1),
+        "plain_loop_median_us": round(statistics.median(plain), 1),
     }
 
 
@@ -291,16 +344,18 @@ def main() -> None:
     rows = [one, ten]
     print(
         f"{'tool calls':>10} {'events':>7} {'GuiAgent med':>13} {'p99':>9} "
-        f"{'bare med':>9} {'p99':>9} {'overhead':>9} {'event floor':>12}  (µs per run)"
+        f"{'bare med':>9} {'p99':>9} {'overhead':>9} {'event floor':>12} {'plain':>6}  (µs per run)"
     )
     for r in rows:
         print(
             f"{r['tool_calls']:>10} {r['events_per_run']:>7} {r['framework_median_us']:>13} "
             f"{r['framework_p99_us']:>9} {r['bare_median_us']:>9} {r['bare_p99_us']:>9} "
-            f"{r['overhead_median_us']:>9} {r['event_floor_overhead_us']:>12}"
+            f"{r['overhead_median_us']:>9} {r['event_floor_overhead_us']:>12} "
+            f"{r['plain_loop_median_us']:>6}"
         )
     print(
-        "overhead = GuiAgent − bare; event floor = (bare + only the event stream) − bare, medians"
+        "overhead = GuiAgent − bare; event floor = (bare + only the event stream) − bare; "
+        "plain = the run with dicts, no types (the issue's ~9 µs loop); medians"
     )
     print(
         f"idle interpreters: {args.sessions:,} sessions, {per_session:,.0f} bytes each, "
