@@ -471,11 +471,13 @@ def _mount_page(
         page = importlib.import_module("backends.gradio")
         assets = importlib.import_module("backends.gradio.assets")
         early = importlib.import_module("backends.gradio.early_script")
+        shelves = importlib.import_module("backends.gradio.media")
     except ModuleNotFoundError as exc:
         if exc.name not in (
             "backends.gradio",
             "backends.gradio.assets",
             "backends.gradio.early_script",
+            "backends.gradio.media",
             "gradio",
         ):
             raise
@@ -483,7 +485,11 @@ def _mount_page(
         return None
     import gradio as gr
 
-    blocks = page.create_app(manager, models=registry.describe(), notice=notice, closing=closing)
+    media = shelves.MediaShelf()  # the chats' images, by address (not inline in every update)
+    blocks = page.create_app(
+        manager, models=registry.describe(), notice=notice, closing=closing, media=media
+    )
+    shelves.add_media_route(app, media)
     login: dict[str, Any] = {}
     if proxy is not None:
         login["auth_dependency"] = _proxy_dependency(proxy)

@@ -42,6 +42,7 @@ from backends.gradio.assets import load_assets
 from backends.gradio.coalesce import DEFAULT_INTERVAL_S
 from backends.gradio.handlers import Handlers, ModelInfoLike
 from backends.gradio.layout import Page, build_page
+from backends.gradio.media import MediaShelf
 from backends.gradio.presence import Presence, followed_components
 from backends.gradio.sidebar import Sidebar
 from backends.gradio.sidepanel import SidePanel
@@ -138,6 +139,7 @@ def create_app(
     stream_interval_s: float = DEFAULT_INTERVAL_S,
     max_concurrent_events: int = MAX_CONCURRENT_EVENTS,
     closing: asyncio.Event | None = None,
+    media: MediaShelf | None = None,
 ) -> gr.Blocks:
     """The chat page for the sessions of `manager`.
 
@@ -147,7 +149,9 @@ def create_app(
     shortest time between two updates of a streaming reply; `max_concurrent_events` how
     many events (streaming replies included) Gradio runs at once. Set `closing` when the
     server begins to shut down (before it waits for connections to finish): every open
-    tab's keep-alive event then ends, and the tabs' connections close at once.
+    tab's keep-alive event then ends, and the tabs' connections close at once. With
+    `media`, the chats' images are linked from it (serve it with `add_media_route` on the
+    app the page is mounted on); without, they travel inline in the page's updates.
     """
     assets = load_assets()
     infos = list(models)
@@ -178,6 +182,7 @@ def create_app(
             models=infos,
             interval_s=stream_interval_s,
             closing=closing,
+            media=media,
         )
         _wire(
             demo,

@@ -20,7 +20,8 @@ from backends.gradio.coalesce import DEFAULT_INTERVAL_S
 from backends.gradio.follow import TabNews
 from backends.gradio.form import Form, based_fields
 from backends.gradio.layout import Page, setting_text
-from backends.gradio.markdown import escape_html
+from backends.gradio.markdown import MediaLink, escape_html
+from backends.gradio.media import MediaShelf
 from backends.gradio.owners import owner_of, tab_of
 from backends.gradio.panels import PanelState
 from backends.gradio.renderer import ChatView
@@ -70,8 +71,11 @@ class HandlerBase:
         models: Sequence[ModelInfoLike],
         interval_s: float = DEFAULT_INTERVAL_S,
         closing: asyncio.Event | None = None,
+        media: MediaShelf | None = None,
     ) -> None:
         self.manager = manager
+        self.media = media
+        """Where the chats' images are served from (None: they are shown inline)."""
         self.page = page
         self.icons = icons
         self.languages = languages
@@ -105,10 +109,22 @@ class HandlerBase:
             return None
 
     def view_of(self, interpreter: Interpreter) -> PageView:
-        return PageView.of(self.page, interpreter, icons=self.icons, languages=self.languages)
+        return PageView.of(
+            self.page,
+            interpreter,
+            icons=self.icons,
+            languages=self.languages,
+            media=self.media_link(interpreter.session.owner),
+        )
 
-    def blank_view(self) -> PageView:
-        return PageView(self.page, ChatView(icons=self.icons), PanelState())
+    def blank_view(self, owner: str | None = None) -> PageView:
+        """An empty chat (`owner`: whose images it may show, by address)."""
+        link = self.media_link(owner) if owner is not None else None
+        return PageView(self.page, ChatView(icons=self.icons, media=link), PanelState())
+
+    def media_link(self, owner: str) -> MediaLink | None:
+        """The addresses of the images shown to `owner` (None: shown inline)."""
+        return self.media.linker(owner) if self.media is not None else None
 
     def opened(self, tab: str, interpreter: Interpreter) -> Updates:
         """The chat in full, view and settings boxes, for a tab that opens it; the tab's

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 
 from backends.gradio.markdown import (
     OUTPUT_LANGUAGE,
+    MediaLink,
     escape_html,
     fence,
     images_markdown,
@@ -66,7 +67,11 @@ def agent_header(agent: AgentName, icons: Mapping[str, str]) -> str:
 
 
 def body_markdown(
-    message_type: MessageType, content: str, language: str | None, images: Sequence[ImagePart]
+    message_type: MessageType,
+    content: str,
+    language: str | None,
+    images: Sequence[ImagePart],
+    link: MediaLink | None = None,
 ) -> str:
     if message_type is MessageType.CODE:
         text = fence(content, language)
@@ -76,11 +81,16 @@ def body_markdown(
         text = json_or_text(content) if content else ""
     else:
         text = escape_html(content)
-    shown = images_markdown(images)
+    shown = images_markdown(images, link=link)
     return "\n\n".join(part for part in (text, shown) if part)
 
 
-def result_markdown(content: str, message_type: MessageType, images: Sequence[ImagePart]) -> str:
+def result_markdown(
+    content: str,
+    message_type: MessageType,
+    images: Sequence[ImagePart],
+    link: MediaLink | None = None,
+) -> str:
     if message_type is MessageType.CONSOLE:
         text = fence(content, OUTPUT_LANGUAGE)
     elif message_type is MessageType.IMAGE:
@@ -89,7 +99,7 @@ def result_markdown(content: str, message_type: MessageType, images: Sequence[Im
         text = fence(content)
     else:
         text = json_or_text(content)
-    shown = images_markdown(images, "tool output")
+    shown = images_markdown(images, "tool output", link)
     return "\n\n".join(part for part in (text, shown) if part) or "_(no output)_"
 
 

@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from urllib.parse import quote, urlsplit
 
 from schema import ImagePart
 
 __all__ = [
+    "MediaLink",
     "escape_html",
     "escape_title",
     "fence",
     "image_markdown",
     "images_markdown",
+    "is_base64",
     "json_or_text",
 ]
 
@@ -268,15 +270,26 @@ def json_or_text(text: str) -> str:
     return fence(text, "text")
 
 
-def image_markdown(image: ImagePart, alt: str = "image") -> str | None:
-    """An image: base64 data inline as a data URL; an http(s) URL as a link to it (the page
-    fetches nothing from elsewhere unless the person clicks: an address an external agent,
-    a tool or an imported file names could carry data out). None when unsafe."""
+MediaLink = Callable[[ImagePart], "str | None"]
+"""The address the page serves an image's data at (`backends.gradio.media`), or None to
+show it inline."""
+
+
+def image_markdown(
+    image: ImagePart, alt: str = "image", link: MediaLink | None = None
+) -> str | None:
+    """An image: base64 data at the address `link` gives it, else inline as a data URL; an
+    http(s) URL as a link to it (the page fetches nothing from elsewhere unless the person
+    clicks: an address an external agent, a tool or an imported file names could carry data
+    out). None when unsafe."""
     if not _SAFE_MEDIA.match(image.media_type.lower()):
         return None
     label = re.sub(r"[\[\]\\<>]", "", alt) or "image"
     if image.data is not None:
-        if not _BASE64.match(image.data):
+        address = link(image) if link is not None else None  # (it checks the data once)
+        if address is not None:
+            return f"![{label}]({quote(address, safe='/?=&-_.~')})"
+        if not is_base64(image.data):
             return None
         data = "".join(image.data.split())
         return f"![{label}](data:{image.media_type.lower()};base64,{data})"
@@ -290,7 +303,14 @@ def image_markdown(image: ImagePart, alt: str = "image") -> str | None:
     return None
 
 
-def images_markdown(images: Iterable[ImagePart], alt: str = "image") -> str:
-    """Every safe image, one per paragraph."""
-    shown = [md for md in (image_markdown(image, alt) for image in images) if md]
+def is_base64(text: str) -> bool:
+    """True when `text` holds only base64 characters (and white space)."""
+    return _BASE64.match(text) is not None
+
+
+def images_markdown(
+    images: Iterable[ImagePart], alt: str = "image", link: MediaLink | None = None
+) -> str:
+    """Every safe image, one per paragraph (`link`: see `image_markdown`)."""
+    shown = [md for md in (image_markdown(image, alt, link) for image in images) if md]
     return "\n\n".join(shown)

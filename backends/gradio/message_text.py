@@ -14,7 +14,7 @@ from backends.gradio.looks import (
     body_markdown,
     confirmation_markdown,
 )
-from backends.gradio.markdown import escape_html, images_markdown
+from backends.gradio.markdown import MediaLink, escape_html, images_markdown
 from schema import AgentName, Message, MessageStatus, MessageType, Role
 
 __all__ = ["error_mark", "failure_of", "header", "message_text", "user_text"]
@@ -26,18 +26,23 @@ def header(agent: AgentName | None, icons: Mapping[str, str]) -> str:
 
 
 def message_text(
-    message: Message, *, icons: Mapping[str, str], errors_shown: Collection[tuple[str, str]]
+    message: Message,
+    *,
+    icons: Mapping[str, str],
+    errors_shown: Collection[tuple[str, str]],
+    link: MediaLink | None = None,
 ) -> str:
     """The chatbot text of a history message. `errors_shown`: the (code, message) of the
-    errors the view shows as notes already, which a failed reply does not repeat."""
+    errors the view shows as notes already, which a failed reply does not repeat; `link`:
+    where its images are served (`image_markdown`)."""
     if message.type is MessageType.CONFIRMATION:
         return confirmation_markdown(message)
     if message.role is Role.USER:
-        return user_text(message)
+        return user_text(message, link)
     prefix = ""
     if message.role is Role.SYSTEM:
         prefix = '<span class="ga-note">System:</span> '
-    body = body_markdown(message.type, message.content, message.language, message.images)
+    body = body_markdown(message.type, message.content, message.language, message.images, link)
     text = header(message.agent, icons) + prefix + body
     if message.status is MessageStatus.INTERRUPTED:
         text = text.rstrip("\n") + "\n\n" + INTERRUPTED_MARK
@@ -48,7 +53,7 @@ def message_text(
     return text.rstrip("\n")
 
 
-def user_text(message: Message) -> str:
+def user_text(message: Message, link: MediaLink | None = None) -> str:
     """A user message: its text shown as text, labelled when the app or an agent wrote it
     (a supervisor's task, a crew's hand-over, AutoChat's prompt, a plan step), then its
     images."""
@@ -68,7 +73,7 @@ def user_text(message: Message) -> str:
         label = f"Plan step {meta['plan_step']}/{meta.get('plan_steps', '?')}"
         step = escape_html(str(meta.get("step", ""))) or text
         text = f'<span class="ga-autochat">{escape_html(label)}:</span> {step}'
-    images = images_markdown(message.images, "attached image")
+    images = images_markdown(message.images, "attached image", link)
     return "\n\n".join(part for part in (text, images) if part)
 
 

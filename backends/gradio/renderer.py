@@ -42,7 +42,7 @@ from backends.gradio.looks import (
     preview,
     tool_step_id,
 )
-from backends.gradio.markdown import escape_html
+from backends.gradio.markdown import MediaLink, escape_html
 from backends.gradio.message_text import failure_of, header, message_text
 from backends.gradio.switches import kept_switch
 from backends.gradio.tool_steps import Call, ToolSteps
@@ -96,9 +96,12 @@ class _Live:
 class ChatView(ToolSteps):
     """The chatbot's content for one session, kept in step with its events."""
 
-    def __init__(self, *, icons: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, *, icons: Mapping[str, str] | None = None, media: MediaLink | None = None
+    ) -> None:
         super().__init__()
         self._icons: Mapping[str, str] = icons or {}
+        self._media = media
         self._live: dict[str, _Live] = {}
         self._committed: set[str] = set()
         self._previews: dict[str, tuple[str, str]] = {}
@@ -111,6 +114,11 @@ class ChatView(ToolSteps):
         """The AutoChat run's turns as the events tell them (a view of a session caught up
         mid-run is told its buffered ones: `PageView.of`)."""
 
+    @property
+    def media(self) -> MediaLink | None:
+        """Where this view's images are served (None: inline), for entries shown beside it."""
+        return self._media
+
     # -- building -------------------------------------------------------------------------
 
     @classmethod
@@ -120,12 +128,14 @@ class ChatView(ToolSteps):
         *,
         icons: Mapping[str, str] | None = None,
         notes: Mapping[int, Sequence[Event]] | None = None,
+        media: MediaLink | None = None,
     ) -> ChatView:
         """The view of a history. `notes`: the events shown as lines of their own (agent
         switches, errors, AutoChat stops) to place before the message of that index (after
         the last one: the history's length), as `placed_notes` finds them in the session's
-        recent events; the history does not hold them."""
-        view = cls(icons=icons)
+        recent events; the history does not hold them. `media`: where the images shown are
+        served (`image_markdown`); None shows them inline."""
+        view = cls(icons=icons, media=media)
         messages = list(messages)
         # A failed reply that keeps its error says it itself: its note is not repeated.
         said = {error for message in messages if (error := failure_of(message)) is not None}
@@ -363,7 +373,11 @@ class ChatView(ToolSteps):
                 self._see_speaker(message.agent, before=message.id)
         entry.anchor = index
         entry.role = role
-        entry.set(message_text(message, icons=self._icons, errors_shown=self._errors_shown))
+        entry.set(
+            message_text(
+                message, icons=self._icons, errors_shown=self._errors_shown, link=self._media
+            )
+        )
         if message.reasoning:
             self._reasoning(message.id, message.reasoning, pending=False)
             self._by_key[f"{message.id}:reasoning"].anchor = index

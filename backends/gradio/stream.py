@@ -31,7 +31,7 @@ import gradio as gr
 from backends.gradio.coalesce import DEFAULT_INTERVAL_S, Coalescer
 from backends.gradio.layout import Page
 from backends.gradio.looks import body_markdown
-from backends.gradio.markdown import escape_html, escape_title, fence
+from backends.gradio.markdown import MediaLink, escape_html, escape_title, fence
 from backends.gradio.panels import (
     AutoChatStatus,
     MemoryInfo,
@@ -110,12 +110,14 @@ class PageView:
         *,
         icons: Mapping[str, str],
         languages: Collection[str | None] = (),
+        media: MediaLink | None = None,
     ) -> PageView:
-        """The view of a session as it is now (history, state, open approvals, memory)."""
+        """The view of a session as it is now (history, state, open approvals, memory);
+        `media`: where its images are served (None: inline)."""
         session = interpreter.session
         recent = interpreter.events_since(0)
         notes = placed_notes(recent, session.history)
-        chat = ChatView.from_history(session.history, icons=icons, notes=notes)
+        chat = ChatView.from_history(session.history, icons=icons, notes=notes, media=media)
         if interpreter.busy:
             _catch_up(chat, interpreter)
         panels = PanelState(
@@ -175,7 +177,8 @@ class PageView:
         self._queued_sent = queued
         self._sent = values
         messages = self.chat.messages()
-        messages.extend(_queued_entry(message) for message in self._queued)
+        link = self.chat.media
+        messages.extend(_queued_entry(message, link) for message in self._queued)
         if full:
             values = {self.page.session_id: self.session_id, **values}
         return {self.page.chatbot: messages, **values}
@@ -212,9 +215,9 @@ class PageView:
         }
 
 
-def _queued_entry(message: Message) -> ChatbotMessage:
+def _queued_entry(message: Message, link: MediaLink | None) -> ChatbotMessage:
     """A message of the person's waiting behind the running turn, marked as such."""
-    body = body_markdown(message.type, message.content, None, message.images)
+    body = body_markdown(message.type, message.content, None, message.images, link)
     return {
         "role": "user",
         "metadata": None,

@@ -11,7 +11,7 @@ from typing import Any
 
 from backends.gradio.chat_entries import ChatEntries, Entry
 from backends.gradio.looks import arguments_markdown, result_markdown, tool_step_id
-from backends.gradio.markdown import escape_html, escape_title, fence
+from backends.gradio.markdown import MediaLink, escape_html, escape_title, fence
 from schema import ApprovalRequested, ImagePart, MessageStatus, MessageType, ToolResult
 
 __all__ = ["Call", "ToolSteps"]
@@ -32,6 +32,8 @@ class ToolSteps(ChatEntries):
     def __init__(self) -> None:
         super().__init__()
         self._calls: dict[str, Call] = {}
+        self._media: MediaLink | None = None
+        """Where the images shown are served (`image_markdown`); None: inline."""
 
     def _tool_step(self, call_id: str, name: str, arguments: str, *, anchor: int) -> Entry:
         key = f"tool:{call_id}"
@@ -95,7 +97,7 @@ class ToolSteps(ChatEntries):
             extra["duration"] = round(duration_ms / 1000, 3)
         step.set(**extra)
         out_key = f"tool:{call_id}:out"
-        body = result_markdown(content, message_type, images)
+        body = result_markdown(content, message_type, images, self._media)
         title = "Error" if is_error else "Output"
         if status is MessageStatus.INTERRUPTED:
             title = "Interrupted" if was_running else "Not run"

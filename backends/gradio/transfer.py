@@ -140,16 +140,16 @@ class Transfer:
         tab, order = tab_of(request), ticket_of(ticket)
         await self.handlers.streams.supersede(tab, order, "")
         with self.handlers.streams.watch(tab, "", order) as watch:
-            async for update in self._replay(events, lambda: watch.ended):
+            async for update in self._replay(events, owner_of(request), lambda: watch.ended):
                 yield update
             if watch.ended:  # Gradio repeats a stream's last update as it ends: not this one
                 yield no_change()
 
     async def _replay(
-        self, events: Sequence[Event], ended: Callable[[], bool]
+        self, events: Sequence[Event], owner: str, ended: Callable[[], bool]
     ) -> AsyncIterator[Updates]:
         page = self.handlers.page
-        view = self.handlers.blank_view()
+        view = self.handlers.blank_view(owner)
         update = view.updates(full=True)
         update[page.session_id] = ""
         yield update

@@ -163,6 +163,17 @@ def test_the_page_exports_a_chat_with_full_size_photos_and_imports_it_back(
     chromium: Browser, served: Served, tmp_path: Path
 ) -> None:
     page = open_chat(chromium, served, PHOTOS_TITLE)
+    # The photos are linked, not carried in the page's updates (backends/gradio/media.py).
+    shown = page.locator("#chatbot img[alt='attached image']")
+    expect(shown).to_have_count(3)
+    assert all(
+        src.startswith("media/")
+        for src in shown.evaluate_all("e => e.map(i => i.getAttribute('src'))")
+    )
+    page.wait_for_function(
+        "() => [...document.querySelectorAll(\"#chatbot img[alt='attached image']\")]"
+        ".every(i => i.complete && i.naturalWidth > 0)"
+    )
     saved = tmp_path / "photos.json"
     name = export_on(page, saved)
     assert name.startswith(f"gui-agent-{PHOTOS_SLUG}-"), name

@@ -27,6 +27,7 @@ from backends.gradio.assets import ASSETS_DIR
 from backends.gradio.early_script import add_early_script
 from backends.gradio.layout import Page as Layout
 from backends.gradio.layout import build_page
+from backends.gradio.media import MediaShelf, add_media_route
 from connectors.function import FunctionInfo, FunctionModel, ModelFunction
 from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
@@ -160,9 +161,11 @@ async def build_playing(
         workspace_root=workspace or Path(tempfile.mkdtemp(prefix="gui-agent-page-")),
     )
     closing = asyncio.Event()
-    blocks = create_app(manager, notice=NOTICE, title="GuiAgent test", closing=closing)
+    media = MediaShelf()
+    blocks = create_app(manager, notice=NOTICE, title="GuiAgent test", closing=closing, media=media)
 
     app = FastAPI(lifespan=lambda _app: started(manager))
+    add_media_route(app, media)  # as the server serves the page's images
     app = gr.mount_gradio_app(app, blocks, path="/", allowed_paths=[str(ASSETS_DIR)])
     if early_script:
         add_early_script(app)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -15,6 +16,7 @@ from gui_agent.auth.users import UserDB
 from gui_agent.config import AppConfig
 from gui_agent.manager import SessionManager
 from tests.backends.conftest import LiveServer
+from tests.backends.gradio.kit import tiny_png, upload, user_messages
 
 pytestmark = pytest.mark.browser
 
@@ -80,6 +82,40 @@ async def _titles_by_owner(server: LiveServer) -> dict[str, list[str]]:
     """What the store holds for each person (build_server's cleanup is a _Shutdown's run)."""
     manager: SessionManager = server.state.__self__.manager
     return {name: [r.title for r in await manager.list(name)] for name in USERS}
+
+
+def test_a_picture_is_served_by_address_to_the_one_who_sent_it_only(
+    chromium: Browser, server: LiveServer, tmp_path: Path
+) -> None:
+    """The chat links an attached picture (`media/<token>`) instead of carrying its data; the
+    address answers its owner's login, not another person's, nor a request without one."""
+    picture = tmp_path / "red.png"
+    picture.write_bytes(tiny_png())
+    alice = log_in(chromium, server.url, "alice", USERS["alice"])
+    expect(alice.locator("#chat-input")).to_be_visible(timeout=30_000)
+    upload(alice, "Attach images", picture)
+    expect(alice.locator("#attach-note")).to_contain_text("1 image will go")
+    say(alice, f"what colour is this? {uuid.uuid4().hex[:8]}")
+    shown = user_messages(alice).last.locator("img")
+    expect(shown).to_have_count(1)
+    source = shown.get_attribute("src") or ""
+    assert source.startswith("media/"), source
+    alice.wait_for_function(
+        "(img) => img.complete && img.naturalWidth === 2", arg=shown.element_handle()
+    )
+    assert "data:image/png" not in alice.locator("#chatbot").inner_html()  # (icons are SVG)
+
+    address = server.url.rstrip("/") + "/" + source
+    own = alice.request.get(address)
+    assert own.status == 200 and own.body() == tiny_png()
+    assert own.headers["content-type"] == "image/png"
+    assert "private" in own.headers["cache-control"]
+    bob = log_in(chromium, server.url, "bob", USERS["bob"])
+    expect(bob.locator("#chat-input")).to_be_visible(timeout=30_000)
+    assert bob.request.get(address).status == 404  # signed in, but not the one it was shown to
+    assert httpx.get(address, timeout=30).status_code == 401  # not signed in
+    alice.context.close()
+    bob.context.close()
 
 
 def test_the_page_says_who_is_signed_in_and_logs_out(chromium: Browser, server: LiveServer) -> None:
