@@ -1,4 +1,4 @@
-"""Text → safe Markdown for the chatbot: HTML shown as text, code fenced, images inline.
+"""Text → safe Markdown for the chatbot: HTML shown as text, code fenced, images shown.
 
 Pure functions. The chatbot renders Markdown and sanitizes HTML; on top of that, every piece
 of text a person or a model wrote goes through `escape_html`, so `<script>` or
@@ -6,8 +6,9 @@ of text a person or a model wrote goes through `escape_html`, so `<script>` or
 (`![alt](https://…)`) shows as a link: the browser fetches nothing a reply names by itself
 (a reply steered by a web page or a file could otherwise send data to any server in an
 image's address, with nobody clicking anything). Images a message carries are shown when
-they are data, and linked when they are an address (`image_markdown`). Code (fenced blocks,
-indented blocks, inline code spans) is left alone: Markdown already shows it verbatim.
+they are data (from the page's own address for them, or inline), and linked when they are an
+address elsewhere (`image_markdown`). Code (fenced blocks, indented blocks, inline code
+spans) is left alone: Markdown already shows it verbatim.
 """
 
 from __future__ import annotations

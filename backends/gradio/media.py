@@ -20,12 +20,14 @@ import binascii
 import inspect
 import logging
 import secrets
+import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -68,6 +70,7 @@ class MediaShelf:
         self._by_token: OrderedDict[str, _Shelved] = OrderedDict()
         self._tokens: dict[tuple[str, str, str], str] = {}
         self._bytes = 0
+        self._lock = threading.Lock()  # (a Gradio callback may run in a worker thread)
 
     @property
     def kept_bytes(self) -> int:
@@ -82,30 +85,35 @@ class MediaShelf:
 
     def link(self, owner: str, image: ImagePart) -> str | None:
         """The address of `image` for `owner` (the same address while it stays shelved),
-        or None when it has no data, its data is not base64 or it is larger than the whole
-        shelf. Its data is read once, when it is shelved: a chat shown again costs a lookup
-        per image."""
+        or None when it has no data, is not an image, its data is not base64 or it is larger
+        than the whole shelf. Its data is read once, when it is shelved: a chat shown again
+        costs a lookup per image."""
         data = image.data
-        if data is None or len(data) > self.max_bytes:
-            return None
         media_type = image.media_type.lower()
+        if data is None or len(data) > self.max_bytes or not media_type.startswith("image/"):
+            return None
         key = (owner, media_type, data)
-        token = self._tokens.get(key)
-        if token is not None:
-            self._by_token.move_to_end(token)
-        else:
-            if not is_base64(data):
-                return None
-            token = secrets.token_urlsafe(18)
-            self._by_token[token] = _Shelved(owner, media_type, data)
-            self._tokens[key] = token
-            self._bytes += len(data)
-            self._make_room()
-        return f"{MEDIA_PATH}/{token}"
+        with self._lock:
+            token = self._tokens.get(key)
+            if token is not None:
+                self._by_token.move_to_end(token)
+                return f"{MEDIA_PATH}/{token}"
+        if not is_base64(data):  # (read once, outside the lock: it takes a while)
+            return None
+        with self._lock:
+            token = self._tokens.get(key)  # shelved meanwhile?
+            if token is None:
+                token = secrets.token_urlsafe(18)
+                self._by_token[token] = _Shelved(owner, media_type, data)
+                self._tokens[key] = token
+                self._bytes += len(data)
+                self._make_room()
+            return f"{MEDIA_PATH}/{token}"
 
     def take(self, owner: str, token: str) -> tuple[str, bytes] | None:
         """(media type, bytes) of the image `token` names, if it was shown to `owner`."""
-        shelved = self._by_token.get(token)
+        with self._lock:
+            shelved = self._by_token.get(token)
         if shelved is None or shelved.owner != owner:
             return None
         try:
@@ -128,7 +136,8 @@ def add_media_route(app: Starlette, shelf: MediaShelf) -> None:
         owner = await _page_user(app, request)
         if owner is None:
             return JSONResponse({"error": {"code": "unauthorized"}}, status_code=401)
-        found = shelf.take(owner, str(request.path_params["token"]))
+        # (decoding a photo takes milliseconds: not on the event loop)
+        found = await run_in_threadpool(shelf.take, owner, str(request.path_params["token"]))
         if found is None:
             return JSONResponse({"error": {"code": "not_found"}}, status_code=404)
         media_type, body = found

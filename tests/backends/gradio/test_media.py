@@ -57,6 +57,7 @@ def test_the_shelf_lets_the_least_recently_shown_go_and_keeps_an_oversized_image
     assert len(shelf) == 2 and shelf.kept_bytes == 2 * size
     assert MediaShelf(max_bytes=size - 1).link("alice", one) is None  # larger than the shelf
     assert shelf.link("alice", ImagePart(url="https://example.org/a.png")) is None
+    assert shelf.link("alice", picture(media_type="text/html")) is None
 
 
 def test_the_chat_links_shelved_images_and_inlines_the_rest() -> None:
