@@ -49,17 +49,19 @@ def with_script(page: bytes, tag: bytes) -> bytes:
 
 class EarlyScript:
     """Puts `<script>{script}</script>` first in the `<head>` of the HTML pages answered to
-    GET requests. Other answers (another type, compressed, a HEAD or any other method)
-    pass through untouched, as they arrive."""
+    GET requests. A HEAD request is answered with the headers of that GET answer, its
+    length included, and no body. Other answers (another type, compressed, any other
+    method) pass through untouched, as they arrive."""
 
     def __init__(self, app: ASGIApp, script: str) -> None:
         self.app = app
         self.tag = f"<script>{script}</script>".encode() if script else b""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] != "GET" or not self.tag:
+        if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD") or not self.tag:
             await self.app(scope, receive, send)
             return
+        head = scope["method"] == "HEAD"
         start: Message | None = None
         parts: list[bytes] = []
 
@@ -79,11 +81,16 @@ class EarlyScript:
                 headers = MutableHeaders(raw=list(start.get("headers", [])))
                 headers["content-length"] = str(len(body))
                 await send({**start, "headers": headers.raw})
-                await send({"type": "http.response.body", "body": body})
+                await send({"type": "http.response.body", "body": b"" if head else body})
+                return
+            elif message["type"] == "http.response.body" and head:
+                if not message.get("more_body", False):  # the GET answer's body is not sent
+                    await send({"type": "http.response.body", "body": b""})
                 return
             await send(message)
 
-        await self.app(scope, receive, with_tag)
+        # A HEAD is asked as the GET it stands for: its headers are then that answer's.
+        await self.app({**scope, "method": "GET"} if head else scope, receive, with_tag)
 
 
 def add_early_script(app: FastAPI, folder: Path = ASSETS_DIR) -> None:

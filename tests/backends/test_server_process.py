@@ -483,6 +483,9 @@ def test_the_root_serves_the_gradio_page(servers: Servers, tmp_path: Path) -> No
     head = page.text.split("<head>", 1)[1]
     assert head.lstrip().startswith("<script>// Runs in the page's <head>, before Gradio")
     assert int(page.headers["content-length"]) == len(page.content)
+    asked = httpx.head(server.base_url + "/", timeout=20)  # the same length, no body
+    assert asked.status_code == 200 and asked.content == b""
+    assert asked.headers["content-length"] == page.headers["content-length"]
     # Without login, a request addressed to another name is refused (DNS rebinding).
     rebound = httpx.get(server.base_url + "/", headers={"Host": "evil.example"}, timeout=20)
     assert rebound.status_code == 421

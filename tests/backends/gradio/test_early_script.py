@@ -92,11 +92,17 @@ async def test_answers_that_are_not_a_plain_page_with_a_head_pass_unchanged(path
     assert answer.headers.get("content-length") == plain.headers.get("content-length")
 
 
-@pytest.mark.parametrize("method", ["HEAD", "POST"])
-async def test_only_a_get_is_changed(method: str) -> None:
-    answer = await fetch("/", method=method)
-    assert TAG not in answer.content
-    assert answer.headers["content-length"] == str(len(PAGE))
+async def test_only_a_get_is_changed_and_a_head_tells_its_length() -> None:
+    posted = await fetch("/", method="POST")
+    assert posted.content == PAGE
+    assert posted.headers["content-length"] == str(len(PAGE))
+    got = await fetch("/")
+    for path in ("/", "/parts", "/json", "/compressed", "/headless"):
+        head, get = await fetch(path, method="HEAD"), await fetch(path)
+        assert head.status_code == 200 and head.content == b"", path
+        assert head.headers["content-length"] == get.headers["content-length"], path
+        assert head.headers["content-type"] == get.headers["content-type"], path
+    assert int((await fetch("/", method="HEAD")).headers["content-length"]) == len(got.content)
 
 
 async def test_without_a_script_nothing_changes(tmp_path: Path) -> None:
