@@ -16,6 +16,7 @@ BENCH = Path(__file__).parent / "bench"
 CASES = {
     "bench_core.py": (["--runs", "30", "--sessions", "100"], "one_tool"),
     "bench_connectors.py": (["--chunks", "50", "--runs", "1", "--no-llama"], "overhead"),
+    "bench_media.py": (["--photos", "2", "--mib", "0.1"], "linked"),
     "bench_stream.py": (["--quick"], "plain_gradio"),
     "bench_page.py": (["--seconds", "1", "--loads", "1", "--settle", "0.5"], "served"),
     "bench_store.py": (
@@ -51,3 +52,5 @@ def test_benchmark_runs_and_ends_with_its_figures(script: str, tmp_path: Path) -
         assert figures["one_tool"]["events_per_run"] == 19
         assert figures["ten_tools"]["events_per_run"] == 46
         assert figures["one_tool"]["framework_median_us"] > 0
+    if script == "bench_media.py":  # the photos are linked, not carried
+        assert figures["linked"]["chat_json_bytes"] < 2_000 < figures["inline"]["chat_json_bytes"]
