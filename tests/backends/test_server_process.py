@@ -224,17 +224,27 @@ def test_the_log_says_where_each_model_really_came_from(servers: Servers, tmp_pa
     environment variable or the config file, never "--model flag" for either."""
     config = tmp_path / "models.toml"
     config.write_text('models = ["scripted:echo"]\n')
-    for env, extra, source in (
+    cases = (
         ({"GUI_AGENT_MODEL": "scripted:echo"}, (), "GUI_AGENT_MODEL in environment"),
         ({"GUI_AGENT_CONFIG": str(config)}, (), f"config file {config}"),
         ({}, ("--config", str(config)), f"config file {config}"),
-    ):
-        server = servers.start(tmp_path / "data", *extra, model_flag=False, env=env)
+    )
+    # All four start at once (each its own data folder), then each is waited for in turn.
+    started = [
+        (
+            servers.start(tmp_path / f"data{n}", *extra, model_flag=False, env=env, ready=False),
+            source,
+        )
+        for n, (env, extra, source) in enumerate(cases)
+    ]
+    flagged = servers.start(tmp_path / "data-flagged", ready=False)
+    for server, source in started:
+        server.wait_ready()
         assert server.stop() == 0
         log = server.log()
         assert f"model scripted:echo [default] ({source})" in log, log
         assert "--model flag" not in log
-    flagged = servers.start(tmp_path / "data")
+    flagged.wait_ready()
     assert flagged.stop() == 0
     assert "model scripted:echo [default] (--model flag)" in flagged.log()
 
