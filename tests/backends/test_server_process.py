@@ -224,11 +224,11 @@ def test_the_log_says_where_each_model_really_came_from(servers: Servers, tmp_pa
     environment variable or the config file, never "--model flag" for either."""
     config = tmp_path / "models.toml"
     config.write_text('models = ["scripted:echo"]\n')
-    cases = (
+    cases: list[tuple[dict[str, str], tuple[str, ...], str]] = [
         ({"GUI_AGENT_MODEL": "scripted:echo"}, (), "GUI_AGENT_MODEL in environment"),
         ({"GUI_AGENT_CONFIG": str(config)}, (), f"config file {config}"),
         ({}, ("--config", str(config)), f"config file {config}"),
-    )
+    ]
     # All four start at once (each its own data folder), then each is waited for in turn.
     started = [
         (
