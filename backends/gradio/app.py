@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib.util
+import json
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -78,6 +79,26 @@ _ON_SEND_JS = f"""(...inputs) => {{
 }}"""
 """Runs in the browser when a send really goes out: empties the input box (and numbers the
 event, like _TICKET_JS)."""
+
+
+def _as_typed_js(page: Page, form: set[Any], then: str) -> str:
+    """JS for an event whose inputs are `form`: each Advanced setting's input becomes what
+    its box on the page shows now, then `then` (a JS function of the inputs) runs.
+
+    Gradio sends its own copy of each box, which can lag a value typed just before a click
+    (a retry clicked in the instant a max-tokens value was typed went out with the old
+    value); the box itself holds what the person sees. A box not on the page keeps Gradio's
+    copy. Gradio orders a set of inputs by component id."""
+    boxes = {id(box): box.elem_id for box in page.advanced_settings().values()}
+    ids = [boxes.get(id(component)) for component in sorted(form, key=lambda c: c._id)]
+    return f"""(...inputs) => {{
+  {json.dumps(ids)}.forEach((id, i) => {{
+    const box = id && document.querySelector(`#${{id}} input, #${{id}} textarea`);
+    if (box) inputs[i] = box.value;
+  }});
+  return ({then})(...inputs);
+}}"""
+
 
 _KEEP_AGAIN_JS = """async (again) => window.guiAgentKeepAgain
   ? await window.guiAgentKeepAgain(again)
@@ -271,6 +292,7 @@ def _wire(
     sid = [page.session_id]
     ticket = [page.ticket]
     numbered: dict[str, Any] = {"js": _TICKET_JS}
+    as_typed = _as_typed_js(page, form, _TICKET_JS)  # (form events: the boxes as typed)
 
     demo.load(None, None, None, js=page_js)
     settle = [handlers.settle, [*sid, *ticket], streamed]
@@ -328,7 +350,7 @@ def _wire(
         form,
         saved,
         trigger_mode="multiple",
-        js=_ON_SEND_JS,
+        js=_as_typed_js(page, form, _ON_SEND_JS),
         **_STREAM,
     )
     # A send the server refused goes back in the box the browser emptied (unsent.py).
@@ -337,14 +359,14 @@ def _wire(
     for trigger in (
         sent,
         page.retry_btn.click(
-            handlers.retry, form, saved, trigger_mode="once", **numbered, **_STREAM
+            handlers.retry, form, saved, trigger_mode="once", js=as_typed, **_STREAM
         ),
         page.autochat_toggle.input(
             handlers.toggle_autochat,
             form,
             saved,
             trigger_mode="multiple",
-            **numbered,
+            js=as_typed,
             **_STREAM,
         ),
     ):
