@@ -50,7 +50,6 @@ from typing import Any
 
 import uvicorn
 from fastapi import FastAPI
-from starlette.routing import Mount
 
 from backends.api import LoginThrottles, create_api
 from backends.api.guards import NoCrossOrigin, NotFramed, SameOriginWrites, add_host_guard
@@ -510,8 +509,7 @@ def _mount_page(
         **login,
     )
     early.add_early_script(app)  # (before Gradio's scripts: an idle page draws no frames)
-    mounted = [route for route in app.routes if isinstance(route, Mount) and route.path == ""]
-    return mounted[-1].app if mounted else None
+    return shelves.mounted_page(app)
 
 
 def _login_note(throttle: LoginThrottle) -> str:

@@ -81,23 +81,29 @@ _ON_SEND_JS = f"""(...inputs) => {{
 event, like _TICKET_JS)."""
 
 
-def _as_typed_js(page: Page, form: set[Any], then: str) -> str:
-    """JS for an event whose inputs are `form`: each Advanced setting's input becomes what
-    its box on the page shows now, then `then` (a JS function of the inputs) runs.
-
-    Gradio sends its own copy of each box, which can lag a value typed just before a click
-    (a retry clicked in the instant a max-tokens value was typed went out with the old
-    value); the box itself holds what the person sees. A box not on the page keeps Gradio's
-    copy. Gradio orders a set of inputs by component id."""
-    boxes = {id(box): box.elem_id for box in page.advanced_settings().values()}
-    ids = [boxes.get(id(component)) for component in sorted(form, key=lambda c: c._id)]
+def _as_shown_js(ids: Sequence[str | None], then: str) -> str:
+    """JS that replaces each input whose element id is given in `ids` (by position) with
+    what that text box on the page shows now, then runs `then` (a JS function of the
+    inputs). Gradio sends its own copy of a box, which can lag a value typed just before
+    an action; the box itself holds what the person sees. A box not on the page keeps
+    Gradio's copy."""
     return f"""(...inputs) => {{
-  {json.dumps(ids)}.forEach((id, i) => {{
+  {json.dumps(list(ids))}.forEach((id, i) => {{
     const box = id && document.querySelector(`#${{id}} input, #${{id}} textarea`);
     if (box) inputs[i] = box.value;
   }});
   return ({then})(...inputs);
 }}"""
+
+
+def _as_typed_js(page: Page, form: set[Any], then: str) -> str:
+    """`_as_shown_js` for an event whose inputs are `form`: its Advanced settings as their
+    boxes show them (a retry clicked in the instant a max-tokens value was typed went out
+    with the old value). Gradio orders a set of inputs by component id."""
+    boxes = {id(box): box.elem_id for box in page.advanced_settings().values()}
+    return _as_shown_js(
+        [boxes.get(id(component)) for component in sorted(form, key=lambda c: c._id)], then
+    )
 
 
 _KEEP_AGAIN_JS = """async (again) => window.guiAgentKeepAgain
@@ -111,8 +117,7 @@ _DRAFT_BACK_JS = "() => { window.guiAgentDraftBack?.(); return []; }"
 typed before the reload, kept in the tab's session storage (page.js)."""
 
 _TITLE_OFFER_JS = """(offer, box, shown) => {
-  const field = document.querySelector("#rename-input textarea, #rename-input input");
-  const now = field ? field.value : (box ?? "");
+  const now = box ?? "";
   if (now.trim()) return now;
   try {
     const [chat, title] = JSON.parse(offer || "[]");
@@ -121,9 +126,9 @@ _TITLE_OFFER_JS = """(offer, box, shown) => {
 }"""
 """Runs in the browser when the list refresh after a turn answers: the chat's first title
 goes in the Title box only if the box is still empty and still shows that chat (a title
-typed, or another chat opened, while the answer was on its way stays; sidebar.py). What
-the box holds is read from the box itself when it is on the page: Gradio's own copy of it
-can lag what is being typed, and writing that back would undo the typing."""
+typed, or another chat opened, while the answer was on its way stays; sidebar.py). The box
+is read as the page shows it (`_as_shown_js`): Gradio's own copy of it can lag what is being
+typed, and writing that back would undo the typing."""
 
 _STORAGE_KEY = '"gui-agent-session:" + location.pathname'
 _REMEMBERED_JS = f"""() => {{
@@ -337,6 +342,7 @@ def _wire(
         [page.session_list, page.title_offer],
     ]
     offered = [[page.title_offer, page.rename_box, page.session_id], [page.rename_box]]
+    title_offer = _as_shown_js([None, page.rename_box.elem_id, None], _TITLE_OFFER_JS)
     loaded.then(*settle, **numbered, **_STREAM)
     # Once the page has its chat, give back what was being typed before a reload (page.js).
     loaded.then(None, None, None, js=_DRAFT_BACK_JS, **_EVENT)
@@ -370,7 +376,7 @@ def _wire(
             **_STREAM,
         ),
     ):
-        trigger.then(*sessions, **_EVENT).then(None, *offered, js=_TITLE_OFFER_JS, **_EVENT)
+        trigger.then(*sessions, **_EVENT).then(None, *offered, js=title_offer, **_EVENT)
 
     # Events that replace the view end the tab's streams triggered before them themselves
     # (`TabStreams.supersede`; the events are numbered for it), then `settle` the view. Not

@@ -36,7 +36,7 @@ from backends.gradio.markdown import MediaLink, is_base64
 from backends.gradio.owners import LOCAL_OWNER
 from schema import ImagePart
 
-__all__ = ["MEDIA_PATH", "MediaLink", "MediaShelf", "add_media_route"]
+__all__ = ["MEDIA_PATH", "MediaLink", "MediaShelf", "add_media_route", "mounted_page"]
 
 logger = logging.getLogger(__name__)
 
@@ -153,7 +153,7 @@ def add_media_route(app: Starlette, shelf: MediaShelf) -> None:
 async def _page_user(app: Starlette, request: Request) -> str | None:
     """Who the page's login says `request` is: the page's owner name ("local" when the page
     has no login), or None when it has a login and the request is not signed in."""
-    page = _page_app(app)
+    page = mounted_page(app)
     if page is None:
         return None
     auth = getattr(page, "auth", None)
@@ -174,8 +174,9 @@ async def _page_user(app: Starlette, request: Request) -> str | None:
     return user if isinstance(user, str) and user else None
 
 
-def _page_app(app: Starlette) -> Any | None:
-    """The Gradio app mounted at the root of `app` (None before it is mounted)."""
+def mounted_page(app: Starlette) -> Any | None:
+    """The Gradio app mounted at the root of `app`, the one that answers there (None before
+    it is mounted)."""
     for route in app.router.routes:
         if isinstance(route, Mount) and route.path == "":
             return route.app

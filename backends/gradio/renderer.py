@@ -99,9 +99,8 @@ class ChatView(ToolSteps):
     def __init__(
         self, *, icons: Mapping[str, str] | None = None, media: MediaLink | None = None
     ) -> None:
-        super().__init__()
+        super().__init__(media)
         self._icons: Mapping[str, str] = icons or {}
-        self._media = media
         self._live: dict[str, _Live] = {}
         self._committed: set[str] = set()
         self._previews: dict[str, tuple[str, str]] = {}

@@ -29,10 +29,10 @@ class Call:
 class ToolSteps(ChatEntries):
     """The chatbot's entries, with the steps of tool calls and approvals among them."""
 
-    def __init__(self) -> None:
+    def __init__(self, media: MediaLink | None = None) -> None:
         super().__init__()
         self._calls: dict[str, Call] = {}
-        self._media: MediaLink | None = None
+        self._media = media
         """Where the images shown are served (`image_markdown`); None: inline."""
 
     def _tool_step(self, call_id: str, name: str, arguments: str, *, anchor: int) -> Entry:
