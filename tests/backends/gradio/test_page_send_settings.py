@@ -150,22 +150,19 @@ def test_a_value_out_of_range_typed_then_sent_is_named_and_the_message_goes(
     tab.context.close()
 
 
-@pytest.mark.parametrize("action", ["retry", "send"])
 def test_an_action_reads_a_setting_as_its_box_shows_it_not_as_gradio_last_heard(
-    chromium: Browser, server: LiveServer, action: str
+    chromium: Browser, server: LiveServer
 ) -> None:
     """Gradio's copy of a box can lag what was just typed into it (a retry clicked in that
-    instant went out with the old value): the page reads the Advanced boxes themselves."""
-    tab = started_chat(chromium, server, f"a chat whose box is ahead of gradio ({action})")
+    instant went out with the old value): Retry reads the Advanced boxes themselves."""
+    tab = started_chat(chromium, server, "a chat whose box is ahead of gradio")
     model: ScriptedModel = server.state.model
     before = len(model.requests)
     open_advanced(tab)
-    if action == "send":
-        write(tab, "and now?")
     # The box shows 444; Gradio is never told (no input event): its copy stays behind.
     field(tab, "max-tokens").evaluate("(box) => { box.value = '444'; }")
-    tab.locator(f"#{action}-btn").dispatch_event("click")
-    eventually(tab, lambda: len(model.requests) > before, f"the {action}'s model call")
+    tab.locator("#retry-btn").dispatch_event("click")
+    eventually(tab, lambda: len(model.requests) > before, "the retry's model call")
     wait_idle(tab)
     asked = last_request(server).settings
     assert asked is not None and asked.max_tokens == 444
