@@ -16,6 +16,7 @@ BENCH = Path(__file__).parent / "bench"
 CASES = {
     "bench_core.py": (["--runs", "30", "--sessions", "100"], "one_tool"),
     "bench_connectors.py": (["--chunks", "50", "--runs", "1", "--no-llama"], "overhead"),
+    "bench_long_chat.py": (["--seconds", "1", "--sizes", "22", "--paces", "paced"], "paced"),
     "bench_media.py": (["--photos", "2", "--mib", "0.1"], "linked"),
     "bench_stream.py": (["--quick"], "plain_gradio"),
     "bench_page.py": (["--seconds", "1", "--loads", "1", "--settle", "0.5"], "served"),

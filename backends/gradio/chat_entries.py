@@ -61,6 +61,11 @@ class ChatEntries:
         """The chatbot value (a fresh list; unchanged messages are reused, not rebuilt)."""
         return [entry.render() for entry in self._entries]
 
+    @property
+    def size(self) -> int:
+        """How many chatbot messages the view shows."""
+        return len(self._entries)
+
     def _tail(self) -> int:
         """The anchor of what comes after the history shown so far (its length)."""
         return len(self._history)

@@ -7,6 +7,11 @@ approval, a message or tool call that starts or ends, an error), otherwise no so
 `interval_s` after the previous flush. Consecutive text deltas of one message are merged
 into one, so the renderer does one append per flush instead of one per token. Pure: the
 clock is injected.
+
+A long chat is paced more slowly (`Coalescer.pace`): Gradio's page does work for every
+message of the chat on every update (it renders each message's Markdown again and copies
+the whole value), so an update's cost grows with the chat. At ten updates a second a chat
+of 400 messages needed more than a core, and the page fell ten seconds behind the reply.
 """
 
 from __future__ import annotations
@@ -17,12 +22,36 @@ from typing import Final
 
 from schema import Event, TextDelta
 
-__all__ = ["DEFAULT_INTERVAL_S", "STRUCTURAL", "Coalescer", "merge_deltas"]
+__all__ = [
+    "DEFAULT_INTERVAL_S",
+    "ENTRIES_PER_INTERVAL",
+    "MAX_INTERVAL_S",
+    "STRUCTURAL",
+    "Coalescer",
+    "merge_deltas",
+    "paced_interval",
+]
 
 DEFAULT_INTERVAL_S: Final = 0.1
 """At most ~10 updates a second while text streams. Measured with one tab streaming a reply
 of 20 words a second in headless Chromium: the browser took 0.68 of a core at 0.04 s (25 a
 second), 0.43 at 0.1 s, and 0.24 at 0.25 s, against 0.11 for an idle tab."""
+
+ENTRIES_PER_INTERVAL: Final = 80
+"""A chat of more messages than this is updated less often, in proportion: twice as many
+messages, half as many updates a second (`paced_interval`)."""
+
+MAX_INTERVAL_S: Final = 1.0
+"""The slowest pace: a very long chat still shows its reply grow once a second."""
+
+
+def paced_interval(base_s: float, entries: int) -> float:
+    """The interval between two updates of a chat showing `entries` messages: `base_s` up
+    to ENTRIES_PER_INTERVAL of them, longer in proportion beyond, at most MAX_INTERVAL_S
+    (or `base_s`, if that is longer)."""
+    scaled = base_s * entries / ENTRIES_PER_INTERVAL
+    return max(base_s, min(scaled, MAX_INTERVAL_S))
+
 
 STRUCTURAL: Final = frozenset(
     {
@@ -73,6 +102,9 @@ class Coalescer:
 
     `offer(event)` buffers an event and returns True when it must be shown now. Otherwise
     `timeout()` says how long the caller may wait for more events before calling `take()`.
+    `pace(entries)` slows the updates of a long chat: text waits `paced_interval`, and a
+    structural event waits for what that adds to the base interval (nothing in a short
+    chat), so a burst of tool calls cannot outrun the page either.
     """
 
     def __init__(
@@ -81,7 +113,10 @@ class Coalescer:
         *,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        self.base_s = interval_s
         self.interval_s = interval_s
+        self.gap_s = 0.0
+        """The least time between two updates, for structural events too."""
         self._clock = clock
         self._pending: list[Event] = []
         self._last_flush = float("-inf")
@@ -90,6 +125,11 @@ class Coalescer:
     @property
     def pending(self) -> int:
         return len(self._pending)
+
+    def pace(self, entries: int) -> None:
+        """Pace the updates for a chat showing `entries` messages (`paced_interval`)."""
+        self.interval_s = paced_interval(self.base_s, entries)
+        self.gap_s = self.interval_s - self.base_s
 
     def offer(self, event: Event) -> bool:
         """Buffer `event`; True when the buffer should be flushed now."""
@@ -102,15 +142,15 @@ class Coalescer:
         """True when there is something to show and it may be shown now."""
         if not self._pending:
             return False
-        return self._urgent or self._clock() - self._last_flush >= self.interval_s
+        since = self._clock() - self._last_flush
+        return since >= (self.gap_s if self._urgent else self.interval_s)
 
     def timeout(self) -> float | None:
         """Seconds until the buffer is due; None when it is empty (wait for events)."""
         if not self._pending:
             return None
-        if self._urgent:
-            return 0.0
-        return max(0.0, self._last_flush + self.interval_s - self._clock())
+        wait = self.gap_s if self._urgent else self.interval_s
+        return max(0.0, self._last_flush + wait - self._clock())
 
     def take(self) -> list[Event]:
         """The buffered events (deltas merged), and start a new interval."""

@@ -183,6 +183,11 @@ class PageView:
             values = {self.page.session_id: self.session_id, **values}
         return {self.page.chatbot: messages, **values}
 
+    @property
+    def size(self) -> int:
+        """How many chatbot messages this view shows (the queued ones too)."""
+        return self.chat.size + len(self._queued)
+
     def _values(self) -> Updates:
         """Plain values only (strings): what the browser receives as is, so a streaming
         handler can skip Gradio's postprocessing. No `gr.update` here: Gradio builds a new
@@ -254,10 +259,11 @@ async def stream_session(
 
     `build` makes the starting view; it runs right after subscribing, so no event is seen
     twice or missed. Deltas are coalesced to one update per `interval_s`; structural events
-    are shown at once. `first` is merged into the first update (e.g. the new session id).
-    An `InvalidRequest` from the action propagates before anything is yielded. With a
-    `watch`, the stream ends as soon as it is ended (its last yield then changes nothing),
-    and renders again whenever it is woken.
+    are shown at once (both paced more slowly in a long chat: `Coalescer.pace`). `first` is
+    merged into the first update (e.g. the new session id). An `InvalidRequest` from the
+    action propagates before anything is yielded. With a `watch`, the stream ends as soon as
+    it is ended (its last yield then changes nothing), and renders again whenever it is
+    woken.
     """
     subscription: Subscription = interpreter.subscribe()
     events = subscription.until_idle()
@@ -279,6 +285,7 @@ async def stream_session(
         finished = False
         while not finished:
             redraw = False
+            coalescer.pace(view.size)
             if reader is None:
                 # Take what is already there without waiting (a fast model publishes many
                 # events per loop turn). Once the run task is done, every event it

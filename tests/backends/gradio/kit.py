@@ -135,9 +135,13 @@ class Served:
     holds: Holds = field(default_factory=Holds)
 
 
-async def build() -> tuple[FastAPI, Served]:
+async def build(workspace: Path | None = None) -> tuple[FastAPI, Served]:
+    """The test app, played by `play` (its chats' folders under `workspace`, a new one by
+    default)."""
     holds = Holds()
-    return await build_playing(functools.partial(play, holds=holds), holds=holds)
+    return await build_playing(
+        functools.partial(play, holds=holds), holds=holds, workspace=workspace
+    )
 
 
 async def build_playing(

@@ -1,11 +1,12 @@
 """The page's state without a browser: what the AutoChat line and the Stop badge say, the
 memory panel's wording, the form's limit checks, and a tab's streams (ended, woken, queued
-messages shown)."""
+messages shown, a long chat's slower pace)."""
 
 from __future__ import annotations
 
 import asyncio
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ from schema import (
     AutoChatStopReason,
     AutoChatTurn,
     InterpreterState,
+    Message,
+    Role,
     SessionUpdated,
     StateChanged,
 )
@@ -228,6 +231,35 @@ async def test_the_keep_alive_event_ends_when_the_server_closes(tmp_path: Path) 
     closing.set()
     with pytest.raises(StopAsyncIteration):
         await asyncio.wait_for(waiting, 1.0)
+
+
+async def _chatbot_updates(page: Any, interpreter: Any) -> tuple[int, float]:
+    """How many chatbot updates one turn streams to a tab, and over how many seconds."""
+    start, count = time.monotonic(), 0
+    async for update in stream_session(
+        interpreter,
+        lambda: PageView.of(page, interpreter, icons={}),
+        action=lambda: interpreter.send("go on"),
+    ):
+        count += page.chatbot in update
+    return count, time.monotonic() - start
+
+
+async def test_a_long_chat_streams_its_reply_in_fewer_updates(tmp_path: Path) -> None:
+    """Gradio's page redoes work for every message on every update: a chat of 400 messages
+    is updated every 0.5 s (0.4 s after a structural event), not ten times a second."""
+    page = make_page()
+    reply = "word " * 40  # 40 pieces, 20 ms apart
+    short = create_interpreter(ScriptedModel([reply], delay_s=0.02), workdir=tmp_path / "s")
+    long = create_interpreter(ScriptedModel([reply], delay_s=0.02), workdir=tmp_path / "l")
+    for number in range(200):
+        long.session.history.append(Message(role=Role.USER, content=f"question {number}"))
+        long.session.history.append(Message(role=Role.ASSISTANT, content=f"answer {number}"))
+    short_count, _ = await _chatbot_updates(page, short)
+    long_count, long_s = await _chatbot_updates(page, long)
+    # The first update, then at most one per 0.4 s, and the last (the reply filed).
+    assert long_count <= long_s / 0.4 + 2, (long_count, long_s)
+    assert short_count >= long_count, (short_count, long_count)
 
 
 def _texts(messages: list[dict[str, Any]]) -> list[str]:

@@ -13,7 +13,12 @@ import gradio as gr
 import pytest
 
 from backends.gradio.assets import ASSETS_DIR, icon_file, load_assets
-from backends.gradio.coalesce import Coalescer, merge_deltas
+from backends.gradio.coalesce import (
+    MAX_INTERVAL_S,
+    Coalescer,
+    merge_deltas,
+    paced_interval,
+)
 from backends.gradio.layout import ELEM_IDS, build_page
 from backends.gradio.markdown import escape_html, fence, image_markdown, json_or_text
 from backends.gradio.panels import (
@@ -676,6 +681,39 @@ def test_structural_events_flush_at_once() -> None:
     assert coalescer.timeout() == 0.0
     assert [e.type for e in coalescer.take()] == ["text_delta", "state_changed"]
     assert coalescer.pending == 0
+
+
+def test_a_long_chat_is_updated_less_often_in_proportion_up_to_once_a_second() -> None:
+    assert paced_interval(0.1, 0) == paced_interval(0.1, 80) == 0.1
+    assert paced_interval(0.1, 160) == pytest.approx(0.2)
+    assert paced_interval(0.1, 400) == pytest.approx(0.5)
+    assert paced_interval(0.1, 100_000) == MAX_INTERVAL_S == 1.0
+    assert paced_interval(0.0, 100_000) == 0.0  # an immediate stream (a replay) stays so
+    assert paced_interval(2.0, 10) == 2.0  # a slower base is never sped up
+
+
+def test_a_long_chat_paces_structural_events_too_and_a_short_one_does_not() -> None:
+    clock = FakeClock()
+    coalescer = Coalescer(0.1, clock=clock)
+    change = StateChanged(from_state=InterpreterState.RUNNING, to_state=InterpreterState.STOP)
+    coalescer.pace(400)  # 0.5 s between updates; 0.4 s of it for a structural event
+    assert coalescer.offer(TextDelta(message_id="m", delta="a"))  # the first shows at once
+    coalescer.take()
+    clock.now += 0.2
+    assert not coalescer.offer(TextDelta(message_id="m", delta="b"))
+    assert not coalescer.offer(change)
+    assert coalescer.timeout() == pytest.approx(0.2)
+    clock.now += 0.2
+    assert coalescer.due()
+    assert [e.type for e in coalescer.take()] == ["text_delta", "state_changed"]
+    clock.now += 0.45
+    assert not coalescer.offer(TextDelta(message_id="m", delta="c"))
+    assert coalescer.timeout() == pytest.approx(0.05)
+    coalescer.pace(10)  # the chat was cleared: back to the base pace
+    assert coalescer.due()
+    coalescer.take()
+    assert coalescer.offer(change)  # structural: at once again
+    assert coalescer.timeout() == 0.0
 
 
 def test_merge_keeps_messages_channels_and_order_apart() -> None:
