@@ -7,13 +7,15 @@ Serves the chat page (the browser tests' app, `kit.build`, under uvicorn in a th
 process). For each chat length (messages already in the chat), a tab opens such a chat and
 a reply streams into it at 20 words a second for S seconds, then ends. Measured:
 
-1. streaming: CPU of all the browser's processes meanwhile, in cores (1.0 is one core);
-2. lag: seconds from the reply's end on the server until the page shows the turn over,
+1. open: seconds from opening a new tab until it shows the whole chat;
+2. streaming: CPU of all the browser's processes while the reply streams, in cores (1.0
+   is one core);
+3. lag: seconds from the reply's end on the server until the page shows the turn over,
    that is how far the page had fallen behind the stream;
-3. changes: how many times a second the page changed the chat (once or more for each
+4. changes: how many times a second the page changed the chat (once or more for each
    update it received).
 
-Twice: paced, as the app paces a long chat (`Coalescer.pace` in
+With each pacing (`--paces`): paced, as the app paces a long chat (`Coalescer.pace` in
 backends/gradio/coalesce.py), and unpaced, ten updates a second whatever the chat's length
 (as before that pacing). Gradio's page redoes work for every message of the chat on every
 update, so an unpaced long chat costs more per update than the page can keep up with.
@@ -88,9 +90,10 @@ def grow(server: LiveServer, first: str, exchanges: int) -> None:
     server.call(add())
 
 
-def open_chat(browser: Any, server: LiveServer, messages: int) -> Any:
-    """A tab showing a chat of this many messages: the chat is started in a first tab, grown
-    on the server, then opened in a second one (the chat the first tab remembers)."""
+def open_chat(browser: Any, server: LiveServer, messages: int) -> tuple[Any, float]:
+    """A tab showing a chat of this many messages, and the seconds it took to show them:
+    the chat is started in a first tab, grown on the server, then opened in a second one
+    (the chat the first tab remembers)."""
     first_tab = browser.new_context().new_page()
     first_tab.set_default_timeout(WAIT_MS)
     first_tab.goto(server.url, wait_until="load")
@@ -105,14 +108,15 @@ def open_chat(browser: Any, server: LiveServer, messages: int) -> Any:
     context = browser.new_context(viewport={"width": 1280, "height": 900}, storage_state=remembered)
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
+    started = time.monotonic()
     page.goto(server.url, wait_until="load")
     expect(bot_messages(page)).to_have_count(exchanges + 1)
     expect(badge(page)).to_have_text("STOP")
-    return page
+    return page, time.monotonic() - started
 
 
 def measure(browser: Any, server: LiveServer, messages: int, seconds: float) -> dict[str, float]:
-    page = open_chat(browser, server, messages)
+    page, open_s = open_chat(browser, server, messages)
     try:
         page.wait_for_timeout(1000)  # what opening the chat set moving ends
         page.evaluate(COUNT_CHANGES)
@@ -128,7 +132,12 @@ def measure(browser: Any, server: LiveServer, messages: int, seconds: float) -> 
         lag = time.monotonic() - ended
     finally:
         page.context.close()
-    return {"cores": round(cores, 3), "lag_s": round(lag, 2), "changes_per_s": round(changes, 1)}
+    return {
+        "open_s": round(open_s, 2),
+        "cores": round(cores, 3),
+        "lag_s": round(lag, 2),
+        "changes_per_s": round(changes, 1),
+    }
 
 
 PACES = {"paced": coalesce.MAX_INTERVAL_S, "unpaced": 0.0}
@@ -171,17 +180,18 @@ def main() -> None:
         sys.exit(f"this benchmark needs {CHROMIUM} (apt-get install -y chromium)")
     sizes = [int(size) for size in args.sizes.split(",")]
     results = dict(run(sizes, args.seconds, paces))
-    print(f"{'messages':>9} {'':>8} {'cores':>6} {'lag s':>6} {'changes/s':>10}")
+    print(f"{'messages':>9} {'':>8} {'open s':>7} {'cores':>6} {'lag s':>6} {'changes/s':>10}")
     for size in sizes:
         for name, figures in results.items():
             row = figures[str(size)]
             print(
-                f"{size:>9} {name:>8} {row['cores']:>6} {row['lag_s']:>6} "
+                f"{size:>9} {name:>8} {row['open_s']:>7} {row['cores']:>6} {row['lag_s']:>6} "
                 f"{row['changes_per_s']:>10}"
             )
     print(
-        "cores: CPU of the browser's processes while a reply streams at 20 words a second; "
-        "lag: how long after the reply ended the page showed it"
+        "open: a new tab until it shows the chat; cores: CPU of the browser's processes while "
+        "a reply streams at 20 words a second; lag: how long after the reply ended the page "
+        "showed it"
     )
     print(json.dumps({"bench": "long_chat", "seconds": args.seconds, **results}))
 
