@@ -221,7 +221,7 @@ def create_app(
             page_js=assets.page_js,
             download_js=assets.download_js,
         )
-    _progress_on_one_sink(demo)
+        _progress_on_one_sink(demo)  # (inside the block: its config is taken at the end)
     demo.max_threads = max_concurrent_events  # the queue's slots are sized from this
     _skip_missing_matplotlib()
     demo.queue(default_concurrency_limit=None)
@@ -238,9 +238,8 @@ def _progress_on_one_sink(demo: gr.Blocks) -> None:
     to do so. With the statuses on the outputs (66 components for loading a chat) a reply
     streaming into a short chat kept 0.4 of a core of the browser busy; with one sink, 0.2.
     Nothing shown is lost: every event's progress is hidden anyway (`_EVENT`), and its
-    inputs keep their statuses."""
-    with demo:
-        sink = gr.HTML("", visible="hidden", elem_id=PROGRESS_SINK_ID, label="Progress")
+    inputs keep their statuses. Call it inside `with demo`, after every event is wired."""
+    sink = gr.HTML("", visible="hidden", elem_id=PROGRESS_SINK_ID, label="Progress")
     for fn in demo.fns.values():
         fn.show_progress_on = [sink]
 

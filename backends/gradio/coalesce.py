@@ -11,7 +11,8 @@ clock is injected.
 A long chat is paced more slowly (`Coalescer.pace`): Gradio's page does work for every
 message of the chat on every update (it renders each message's Markdown again and copies
 the whole value), so an update's cost grows with the chat. At ten updates a second a chat
-of 400 messages needed more than a core, and the page fell ten seconds behind the reply.
+of 400 messages kept a core of the browser busy, and on a busy machine the page fell
+seconds behind the reply (tests/bench/bench_long_chat.py).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ async def test_every_event_shows_its_progress_on_one_hidden_sink_only() -> None:
     app, _state = await build()
     mount = next(route for route in app.routes if isinstance(route, Mount))
     blocks: Any = mount.app.get_blocks()  # type: ignore[attr-defined]
-    config = blocks.get_config_file()
+    config = blocks.config  # (as the page is served: taken when the app was built)
     [sink] = [c for c in config["components"] if c["props"].get("elem_id") == PROGRESS_SINK_ID]
     assert sink["props"]["visible"] == "hidden"
     events = config["dependencies"]
