@@ -48,7 +48,7 @@ from playwright.sync_api import expect, sync_playwright  # noqa: E402
 
 from backends.gradio import coalesce  # noqa: E402
 from schema import Message, Role  # noqa: E402
-from tests.backends.conftest import CHROMIUM, CHROMIUM_FLAGS, LiveServer  # noqa: E402
+from tests.backends.conftest import CHROMIUM, LiveServer  # noqa: E402
 from tests.backends.gradio.kit import (  # noqa: E402
     badge,
     bot_messages,
@@ -59,7 +59,7 @@ from tests.backends.gradio.kit import (  # noqa: E402
     served,
     session_starting,
 )
-from tests.bench.bench_page import browser_cpu_s  # noqa: E402
+from tests.bench.bench_page import browser_cpu_s, launch  # noqa: E402
 
 WAIT_MS = 120_000
 
@@ -150,14 +150,7 @@ def run(
 ) -> Iterator[tuple[str, dict[str, dict[str, float]]]]:
     expect.set_options(timeout=WAIT_MS)
     with sync_playwright() as playwright, tempfile.TemporaryDirectory() as folder:
-        # Chromium puts a socket in $TMPDIR, whose path must be short (about 100 bytes).
-        short = {"TMPDIR": "/tmp"} if len(tempfile.gettempdir()) > 50 else {}
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=CHROMIUM_FLAGS,
-            headless=True,
-            env={**os.environ, **short},
-        )
+        browser = launch(playwright)
         try:
             with served(functools.partial(build, workspace=Path(folder))) as server:
                 for name in paces:

@@ -113,17 +113,19 @@ def measure(browser: Any, url: str, seconds: float, loads: int, settle: float) -
     }
 
 
+def launch(playwright: Any) -> Any:
+    """Debian's Chromium, headless, with the browser tests' flags. Chromium puts a socket in
+    $TMPDIR, whose path must be short (about 100 bytes): a long one is replaced by /tmp."""
+    short = {"TMPDIR": "/tmp"} if len(tempfile.gettempdir()) > 50 else {}
+    return playwright.chromium.launch(
+        executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True, env={**os.environ, **short}
+    )
+
+
 def run(seconds: float, loads: int, settle: float) -> Iterator[tuple[str, dict[str, float]]]:
     expect.set_options(timeout=WAIT_MS)
     with sync_playwright() as playwright, tempfile.TemporaryDirectory() as folder:
-        # Chromium puts a socket in $TMPDIR, whose path must be short (about 100 bytes).
-        short = {"TMPDIR": "/tmp"} if len(tempfile.gettempdir()) > 50 else {}
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=CHROMIUM_FLAGS,
-            headless=True,
-            env={**os.environ, **short},
-        )
+        browser = launch(playwright)
         try:
             for name, early in (("served", True), ("without_early_script", False)):
                 build = functools.partial(
