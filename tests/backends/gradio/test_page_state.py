@@ -247,7 +247,8 @@ async def _chatbot_updates(page: Any, interpreter: Any) -> tuple[int, float]:
 
 async def test_a_long_chat_streams_its_reply_in_fewer_updates(tmp_path: Path) -> None:
     """Gradio's page redoes work for every message on every update: a chat of 400 messages
-    is updated every 0.5 s (0.4 s after a structural event), not ten times a second."""
+    is updated at most every 0.5 s (a structural event, 0.4 s after the last update), not
+    ten times a second."""
     page = make_page()
     reply = "word " * 40  # 40 pieces, 20 ms apart
     short = create_interpreter(ScriptedModel([reply], delay_s=0.02), workdir=tmp_path / "s")
