@@ -116,8 +116,6 @@ class Coalescer:
     ) -> None:
         self.base_s = interval_s
         self.interval_s = interval_s
-        self.gap_s = 0.0
-        """The least time between two updates, for structural events too."""
         self._clock = clock
         self._pending: list[Event] = []
         self._last_flush = float("-inf")
@@ -127,10 +125,15 @@ class Coalescer:
     def pending(self) -> int:
         return len(self._pending)
 
+    @property
+    def gap_s(self) -> float:
+        """The least time between two updates, for structural events too: what pacing
+        adds to the base interval."""
+        return self.interval_s - self.base_s
+
     def pace(self, entries: int) -> None:
         """Pace the updates for a chat showing `entries` messages (`paced_interval`)."""
         self.interval_s = paced_interval(self.base_s, entries)
-        self.gap_s = self.interval_s - self.base_s
 
     def offer(self, event: Event) -> bool:
         """Buffer `event`; True when the buffer should be flushed now."""

@@ -282,10 +282,10 @@ async def stream_session(
         if not running:
             return
         coalescer = Coalescer(interval_s)
+        coalescer.pace(view.size)
         finished = False
         while not finished:
             redraw = False
-            coalescer.pace(view.size)
             if reader is None:
                 # Take what is already there without waiting (a fast model publishes many
                 # events per loop turn). Once the run task is done, every event it
@@ -325,6 +325,7 @@ async def stream_session(
                 view.apply(await _filed(subscription, interpreter))
                 view.refresh_memory(interpreter)
             update = view.updates()
+            coalescer.pace(view.size)  # (the view changes only here)
             if update:
                 yield update
     finally:

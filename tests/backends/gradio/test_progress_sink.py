@@ -6,16 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette.routing import Mount
-
 from backends.gradio.app import PROGRESS_SINK_ID
+from backends.gradio.media import mounted_page
 from tests.backends.gradio.kit import build
 
 
 async def test_every_event_shows_its_progress_on_one_hidden_sink_only() -> None:
     app, _state = await build()
-    mount = next(route for route in app.routes if isinstance(route, Mount))
-    blocks: Any = mount.app.get_blocks()  # type: ignore[attr-defined]
+    blocks: Any = mounted_page(app).get_blocks()
     config = blocks.config  # (as the page is served: taken when the app was built)
     [sink] = [c for c in config["components"] if c["props"].get("elem_id") == PROGRESS_SINK_ID]
     assert sink["props"]["visible"] == "hidden"
