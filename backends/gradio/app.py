@@ -404,8 +404,15 @@ def _wire(
     # shows); nor does it keep a cancelled stream's last update from landing after the new
     # view.
     replacing: dict[str, Any] = {**numbered, **_EVENT}
+    # Every chat picked goes ("multiple": with Gradio's "once", a chat picked while the
+    # last pick was on its way was dropped, and the tab stayed on the one picked first);
+    # the latest pick is the one shown (`TabStreams.overtaken`).
     opened = page.session_list.input(
-        handlers.open_session, [page.session_list, *ticket], everything, **replacing
+        handlers.open_session,
+        [page.session_list, *ticket],
+        everything,
+        trigger_mode="multiple",
+        **replacing,
     )
     opened.then(*settle, **numbered, **_STREAM)
     imported = page.import_btn.upload(
@@ -433,7 +440,11 @@ def _wire(
         queue=False,
         **_EVENT,
     )
-    page.attach_btn.upload(handlers.attach, [page.attach_btn], attached, **_EVENT)
+    # Each upload is attached, also one made while the last is on its way (Gradio's "once"
+    # dropped it).
+    page.attach_btn.upload(
+        handlers.attach, [page.attach_btn], attached, trigger_mode="multiple", **_EVENT
+    )
     page.detach_btn.click(handlers.detach, None, attached, **_EVENT)
     page.stop_btn.click(handlers.stop, sid, [page.badge], **_EVENT)
     approval_inputs = [page.session_id, page.approval_id, page.approval_note]
@@ -460,11 +471,14 @@ def _wire(
         trigger_mode="always_last",
         **_EVENT,
     )
-    for rename in (page.rename_btn.click, page.rename_box.submit):  # the button, or Enter
+    # The button, or Enter; a title changed again while the last is on its way is saved
+    # once that one is back (the box is not an output: the box as it is then).
+    for rename in (page.rename_btn.click, page.rename_box.submit):
         rename(
             sidebar.rename,
             [page.session_id, page.rename_box, page.search],
             [page.session_list],
+            trigger_mode="always_last",
             **_EVENT,
         )
     page.delete_btn.click(sidebar.ask_delete, sid, [page.confirm_row], **_EVENT)
@@ -491,14 +505,22 @@ def _wire(
     # Events that only save skip the queue: queued next to another event of the same tab,
     # Gradio 6.31 sometimes leaves the other event's outputs "pending" in the browser. A
     # queue-less event cannot show a toast, so the limits say what is wrong in a note. They
-    # are numbered: each saves its own field, in the tab's order (saves.py).
+    # are numbered: each saves its own field, in the tab's order (saves.py). A box changed
+    # again while its last save is on its way is saved once that one is back ("always_last":
+    # Gradio's default, "once", dropped the change; the boxes are not among the outputs,
+    # so the save that follows reads them as they are then).
     note = [page.settings_note, page.form_base]
-    saving: dict[str, Any] = {"queue": False, **numbered, **_EVENT}
+    saving: dict[str, Any] = {
+        "queue": False,
+        "trigger_mode": "always_last",
+        **numbered,
+        **_EVENT,
+    }
     page.system_prompt.blur(side_panel.settings_saver("system_prompt"), form, note, **saving)
     # The temperature is saved as it moves (arrow keys too, which end in no "release"),
     # and when it is let go.
     temperature = side_panel.settings_saver("temperature")
-    page.temperature.input(temperature, form, note, trigger_mode="always_last", **saving)
+    page.temperature.input(temperature, form, note, **saving)
     page.temperature.release(temperature, form, note, **saving)
     # An Advanced setting is checked as it is typed (the note says what is wrong at once)
     # and saved when the person leaves the box or presses Enter: "201" typed is refused,
@@ -524,7 +546,6 @@ def _wire(
             side_panel.limit_saver(name),
             form,
             [page.limits_note, page.form_base],
-            trigger_mode="always_last",
             **saving,
         )
     page.edit_btn.click(
