@@ -490,16 +490,20 @@ def _wire(
     page.role_picker.change(
         side_panel.describe_role, [page.role_picker], [page.role_note], queue=False, **_EVENT
     )
+    # A role or model picked again while the last pick is on its way is taken once that one
+    # is back, as the picker shows it then (a pick sets its picker only when refused).
     page.role_picker.input(
         side_panel.pick_role,
         [page.session_id, page.role_picker],
         [page.chatbot, page.role_picker],
+        trigger_mode="always_last",
         **_EVENT,
     )
     page.model_picker.input(
         side_panel.pick_model,
         [page.session_id, page.model_picker],
         [page.model_note, page.model_picker],
+        trigger_mode="always_last",
         **_EVENT,
     )
     # Events that only save skip the queue: queued next to another event of the same tab,

@@ -11,10 +11,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from schema import AgentName
 from tests.backends.conftest import LiveServer
 from tests.backends.gradio.kit import (
     bot_messages,
+    chat,
     eventually,
+    pick,
     send,
     session_of,
     session_starting,
@@ -144,3 +147,21 @@ def test_a_title_changed_again_while_the_last_rename_is_on_its_way_is_kept(
 
     eventually(tab, renamed, "the second title")
     expect(tab.locator("#session-list")).to_contain_text(f"second title {run}")
+
+
+def test_a_role_picked_again_while_the_last_pick_is_on_its_way_is_the_one_kept(
+    tab: Page, server: LiveServer
+) -> None:
+    send(tab, f"a chat of roles {uuid.uuid4().hex[:8]}")
+    wait_idle(tab)
+    interpreter = session_of(server, tab)
+    slow_link(tab, 5 * LATENCY_MS)  # (as for the title: a pick takes two clicks)
+    pick(tab, "role-picker", "LLM_PLANNER")
+    pick(tab, "role-picker", "THOUGHT")  # before the first pick is back
+
+    def picked() -> bool:
+        return bool(interpreter.session.agent is AgentName.THOUGHT)
+
+    eventually(tab, picked, "the second pick")
+    expect(tab.locator("#role-picker input")).to_have_value("THOUGHT")
+    expect(chat(tab)).to_contain_text("Switched to THOUGHT")
