@@ -99,18 +99,59 @@
     notice("");
     return false;
   };
+  // A send carries what the box held when the person pressed Enter or clicked Send. Gradio
+  // reads the box later (after its own awaits: tens of ms on a busy page), and a message
+  // typed in that moment went out in place of the one sent, which was lost. So the text is
+  // taken as the person sends, in order, for the send event (app.py calls guiAgentOutgoing)
+  // and the box is emptied at once. A text no send event takes (Gradio sent nothing, as
+  // when its connection is lost) goes back in the box after OUTBOX_MS, if the box is empty.
+  const OUTBOX_MS = 5000;
+  const outbox = [];
+  const empty = (box, text = "") => {
+    box.value = text;
+    box.dispatchEvent(new Event("input", {bubbles: true}));
+  };
+  const take = () => {
+    const box = input();
+    const entry = {text: box.value, timer: 0};
+    entry.timer = setTimeout(() => {
+      const at = outbox.indexOf(entry);
+      if (at < 0) return;
+      outbox.splice(at, 1);
+      const now = input();
+      if (now && !now.value && entry.text) empty(now, entry.text);
+    }, OUTBOX_MS);
+    outbox.push(entry);
+    if (box.value) empty(box);
+  };
+  window.guiAgentOutgoing = (gathered) => {
+    const entry = outbox.shift();
+    if (entry) {
+      clearTimeout(entry.timer);
+      return entry.text;
+    }
+    const box = input();  // (a send this script did not see: the box as Gradio read it)
+    if (box && box.value && box.value === gathered) empty(box);
+    return gathered;
+  };
   document.addEventListener("keydown", (event) => {
     const sending = event.key === "Enter" && !event.shiftKey && !event.isComposing;
-    if (sending && event.target === input() && refuse()) {
+    if (!sending || event.target !== input()) return;
+    if (refuse()) {
       event.preventDefault();
       event.stopPropagation();
+    } else {
+      take();
     }
   }, true);
   document.addEventListener("click", (event) => {
     const target = event.target instanceof Element ? event.target : null;
-    if (target?.closest("#send-btn") && refuse()) {
+    if (!target?.closest("#send-btn") || !input()) return;
+    if (refuse()) {
       event.preventDefault();
       event.stopPropagation();
+    } else {
+      take();
     }
   }, true);
   // What the person is typing is kept in the tab's session storage as they type, so a
@@ -134,14 +175,9 @@
     box.value = text;
     box.dispatchEvent(new Event("input", {bubbles: true}));
   };
-  // The send event calls this when a message really goes out: empty the input box and
-  // untick "edit my last message" (the server does not send these back while streaming).
+  // The send event calls this when a message really goes out: untick "edit my last
+  // message" (the server does not send it back while streaming).
   window.guiAgentSent = () => {
-    const box = input();
-    if (box && box.value) {
-      box.value = "";
-      box.dispatchEvent(new Event("input", {bubbles: true}));
-    }
     const edit = document.querySelector("#edit-mode input[type=checkbox]");
     if (edit && edit.checked) edit.click();
   };

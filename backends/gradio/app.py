@@ -72,13 +72,20 @@ _NEXT_TICKET = "String(window.__guiAgentTicket = (window.__guiAgentTicket || 0) 
 _TICKET_JS = f"(...inputs) => {{ inputs[inputs.length - 1] = {_NEXT_TICKET}; return inputs; }}"
 """For events whose last input is the ticket: give it the tab's next number."""
 
-_ON_SEND_JS = f"""(...inputs) => {{
+
+def _on_send_js(page: Page, form: set[Any]) -> str:
+    """JS run in the browser when a send (whose inputs are `form`) really goes out: its
+    message is the text the person sent, as page.js took it when they pressed Enter or
+    clicked Send (Gradio's copy of the box is read later, and can already hold the next
+    message); it unticks "edit my last message" and numbers the event, like _TICKET_JS."""
+    ordered = sorted(form, key=lambda component: component._id)
+    message = ordered.index(page.chat_input)
+    return f"""(...inputs) => {{
+  if (window.guiAgentOutgoing) inputs[{message}] = window.guiAgentOutgoing(inputs[{message}]);
   window.guiAgentSent?.();
   inputs[inputs.length - 1] = {_NEXT_TICKET};
   return inputs;
 }}"""
-"""Runs in the browser when a send really goes out: empties the input box (and numbers the
-event, like _TICKET_JS)."""
 
 
 def _as_shown_js(ids: Sequence[str | None], then: str) -> str:
@@ -375,7 +382,7 @@ def _wire(
         form,
         saved,
         trigger_mode="multiple",
-        js=_ON_SEND_JS,
+        js=_on_send_js(page, form),
         **_STREAM,
     )
     # A send the server refused goes back in the box the browser emptied (unsent.py).
