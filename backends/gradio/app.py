@@ -77,13 +77,15 @@ def _on_send_js(page: Page, form: set[Any]) -> str:
     """JS run in the browser when a send (whose inputs are `form`) really goes out: its
     message is the text the person sent, as page.js took it when they pressed Enter or
     clicked Send (Gradio's copy of the box is read later, and can already hold the next
-    message); it unticks "edit my last message" and numbers the event, like _TICKET_JS."""
+    message); it unticks "edit my last message" and numbers the event, like _TICKET_JS,
+    and among the tab's sends after a colon (send_order.py)."""
     ordered = sorted(form, key=lambda component: component._id)
     message = ordered.index(page.chat_input)
     return f"""(...inputs) => {{
   if (window.guiAgentOutgoing) inputs[{message}] = window.guiAgentOutgoing(inputs[{message}]);
   window.guiAgentSent?.();
-  inputs[inputs.length - 1] = {_NEXT_TICKET};
+  const send = window.__guiAgentSends = (window.__guiAgentSends || 0) + 1;
+  inputs[inputs.length - 1] = {_NEXT_TICKET} + ":" + send;
   return inputs;
 }}"""
 

@@ -25,6 +25,7 @@ from backends.gradio.media import MediaShelf
 from backends.gradio.owners import owner_of, tab_of
 from backends.gradio.panels import PanelState
 from backends.gradio.renderer import ChatView
+from backends.gradio.send_order import SendOrder
 from backends.gradio.stream import PageView, Updates, no_change, stream_session
 from backends.gradio.tabs import TabStreams
 from backends.gradio.toasts import toast_text
@@ -85,6 +86,8 @@ class HandlerBase:
         self.unsent = Unsent()
         """Messages refused after the browser emptied the input box (`give_back`)."""
         self.streams = TabStreams()
+        self.sends = SendOrder()
+        """Each tab's sends, handed on in the order the person made them."""
         self.news = TabNews()
         """What each tab has to catch up on of changes made elsewhere (follow.py)."""
         self.closing = closing if closing is not None else asyncio.Event()

@@ -16,6 +16,7 @@ from backends.gradio.form import Form
 from backends.gradio.handler_base import HandlerBase
 from backends.gradio.owners import owner_of, tab_of
 from backends.gradio.saves import LIMITS, SETTINGS, save_form
+from backends.gradio.send_order import send_number_of
 from backends.gradio.stream import Updates, no_change
 from backends.gradio.tabs import ticket_of
 from backends.gradio.toasts import toast_text
@@ -58,7 +59,20 @@ class Sending(HandlerBase):
     async def send(self, data: dict[Any, Any], request: gr.Request) -> AsyncIterator[Updates]:
         """Send the message (or the edit of the last one) with the attached images, and
         stream the reply. The images leave the tray with this send (as the text leaves the
-        input box); a send the server refuses keeps them, and the text, for `give_back`."""
+        input box); a send the server refuses keeps them, and the text, for `give_back`.
+        The tab's sends are handed on in the order the person made them (send_order.py):
+        this one once it is in its chat, or refused (before its first update)."""
+        tab = tab_of(request)
+        number = send_number_of(data.get(self.page.ticket))
+        await self.sends.in_turn(tab, number)
+        try:
+            async for update in self._send(data, request):
+                self.sends.handed(tab, number)
+                yield update
+        finally:
+            self.sends.handed(tab, number)
+
+    async def _send(self, data: dict[Any, Any], request: gr.Request) -> AsyncIterator[Updates]:
         form = Form.read(self.page, data)
         ticket = ticket_of(data.get(self.page.ticket))
         tab = tab_of(request)
@@ -78,14 +92,23 @@ class Sending(HandlerBase):
                 f"{MAX_MESSAGE_CHARS:,}. Please shorten it."
             )
             return
-        interpreter = await self.lookup(form.session_id, request)
-        if interpreter is None and form.as_edit:
-            yield refuse(NOTHING_TO_EDIT)  # (and no empty chat is made for it)
-            return
         # A first message makes its chat: until the chat's stream starts, the tab's `settle`
-        # waits for it (tabs.Opening), so it does not show the empty new chat over it.
-        opening = self.streams.opening(tab) if interpreter is None else None
+        # waits for it (tabs.Opening), so it does not show the empty new chat over it. So
+        # does a message sent right after it, before the page knew the chat: it goes to that
+        # chat, not to a second new one. (Registered before any wait: the sends of a tab
+        # are handled at once, in the order they came.)
+        opening = None if form.session_id else self.streams.opening(tab)
         try:
+            session_id = form.session_id
+            if opening is not None and not form.as_edit:
+                await self.streams.opened(tab, before=opening)
+                session_id = self.streams.made_before(tab, ticket)
+            interpreter = await self.lookup(session_id, request)
+            if interpreter is not None and opening is not None:
+                opening.close()  # (it makes no chat)
+            if interpreter is None and form.as_edit:
+                yield refuse(NOTHING_TO_EDIT)  # (and no empty chat is made for it)
+                return
             async for update in self._send_to(interpreter, form, images, request, ticket):
                 if opening is not None:
                     opening.close()

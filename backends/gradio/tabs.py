@@ -49,9 +49,10 @@ MAX_TABS = 10_000
 
 
 def ticket_of(value: object) -> int:
-    """The ticket the browser sent (0 when there is none: API calls, tests)."""
+    """The ticket the browser sent (0 when there is none: API calls, tests). A send's
+    ticket carries its number among the tab's sends after a colon (send_order.py)."""
     try:
-        return int(str(value or 0))
+        return int(str(value or 0).partition(":")[0])
     except ValueError:
         return 0
 
@@ -151,11 +152,22 @@ class TabStreams:
         if not openings:
             self._openings.pop(opening.tab, None)
 
-    async def opened(self, tab: str) -> None:
+    async def opened(self, tab: str, *, before: Opening | None = None) -> None:
         """Until every chat the tab's events are making exists and is shown (at once if
-        there is none)."""
+        there is none); with `before`, every one those made before it are making."""
         while openings := self._openings.get(tab):
+            if openings[0] is before:
+                return
             await openings[0].wait()
+
+    def made_before(self, tab: str, ticket: int) -> str:
+        """The chat the tab shows as of its event numbered `ticket`, if an earlier event of
+        the tab opened or made it ("" if none did, or it showed a new chat): the page may
+        not know it yet (a message sent right after the first one of a new chat)."""
+        latest = self._floor.get(tab)
+        if latest is None or not 0 < latest[0] < ticket:
+            return ""
+        return latest[1]
 
     def showing(self, tab: str, session_id: str) -> bool:
         """The tab has a live stream of this session."""

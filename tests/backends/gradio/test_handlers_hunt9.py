@@ -89,23 +89,26 @@ async def test_new_chat_and_import_empty_the_search_box_with_the_list(tmp_path: 
     handlers = Handlers(manager, page, icons={}, languages=(), models=())
     transfer = Transfer(handlers)
     try:
-        for number, text in enumerate(["zebra facts", "other things"], start=1):
-            form = {page.chat_input: text, page.session_id: "", page.ticket: str(number)}
-            await _last(handlers.send(form, None))  # type: ignore[arg-type]
+        # two chats, made as a tab makes them: a first message, New chat, a first message
+        first = {page.chat_input: "zebra facts", page.session_id: "", page.ticket: "1"}
+        await _last(handlers.send(first, None))  # type: ignore[arg-type]
+        await handlers.new_chat("2", None)  # type: ignore[arg-type]
+        second = {page.chat_input: "other things", page.session_id: "", page.ticket: "3"}
+        await _last(handlers.send(second, None))  # type: ignore[arg-type]
         chats = await manager.list("local")
         for chat in chats:
             await (await manager.get(chat.id, "local")).wait_idle()
         narrowed = await handlers.session_list_update("local", "", "zebra")
         assert len(narrowed[page.session_list]["choices"]) == 1
 
-        fresh = await handlers.new_chat("3", None)  # type: ignore[arg-type]
+        fresh = await handlers.new_chat("4", None)  # type: ignore[arg-type]
         assert len(fresh[page.session_list]["choices"]) == 2
         assert fresh[page.search] == "", "the box agrees with the list: no query"
 
         interpreter = await manager.get(chats[0].id, "local")
         exported = await transfer.export(interpreter.id, None)  # type: ignore[arg-type]
         document = json.dumps(json.loads(exported)["document"]).encode()
-        imported = await transfer.import_file(document, "4", None)  # type: ignore[arg-type]
+        imported = await transfer.import_file(document, "5", None)  # type: ignore[arg-type]
         assert len(imported[page.session_list]["choices"]) == 3
         assert imported[page.search] == ""
     finally:

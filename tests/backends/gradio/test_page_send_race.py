@@ -74,3 +74,22 @@ def test_a_message_no_send_event_takes_goes_back_in_the_box(tab: Page) -> None:
     send(tab, f"sent after {run}")  # and the next send takes the next text
     expect(user_messages(tab)).to_have_count(1)
     expect(user_messages(tab).first).to_have_text(f"sent after {run}")
+
+
+def test_a_message_sent_right_after_the_first_of_a_new_chat_goes_to_that_chat(
+    tab: Page, server: LiveServer
+) -> None:
+    run = uuid.uuid4().hex[:8]
+    box = tab.locator("#chat-input textarea")
+    box.fill(f"first of a new chat {run}")
+    box.press("Enter")
+    box.fill(f"right after it {run}")  # before the page knows the chat the first one made
+    box.press("Enter")
+    expect(bot_messages(tab).last).to_contain_text(f"You said: right after it {run}")
+    expect(user_messages(tab)).to_have_count(2)
+    said = [
+        m.content for m in session_starting(server, f"first of a new chat {run}").session.history
+    ]
+    assert said[0] == f"first of a new chat {run}" and f"right after it {run}" in said, said
+    tab.locator("#session-search textarea").fill(run)
+    expect(tab.locator("#session-list label")).to_have_count(1)  # one chat, not two

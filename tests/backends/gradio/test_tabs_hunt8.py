@@ -106,3 +106,38 @@ async def test_a_load_event_after_a_first_message_sent_at_once_leaves_its_reply_
         assert "STOP" in str(last[page.badge])
     finally:
         await manager.close()
+
+
+async def test_a_message_sent_while_the_first_is_still_making_its_chat_goes_to_that_chat(
+    tmp_path: Path,
+) -> None:
+    """A fresh tab sends two messages at once: the second comes before the page knows the
+    chat the first one makes (its session id is still empty), while the server is still
+    saving that chat. It must go to that chat, not make a second one."""
+    page = make_page()
+    store = SlowStore()
+    manager = SessionManager(
+        models=StaticCatalog(ScriptedModel(default="the reply")),
+        store=store,
+        workspace_root=tmp_path,
+    )
+    await manager.start()
+    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    try:
+        first = {page.chat_input: "first", page.session_id: "", page.ticket: "1"}
+        second = {page.chat_input: "second", page.session_id: "", page.ticket: "2"}
+        sending = asyncio.ensure_future(_collect(handlers.send(first, None)))  # type: ignore[arg-type]
+        await store.writing.wait()  # the first send is saving its new chat
+        following = asyncio.ensure_future(_collect(handlers.send(second, None)))  # type: ignore[arg-type]
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not following.done()  # it waits for the chat the first one makes
+        store.let_through.set()
+        await asyncio.wait_for(asyncio.gather(sending, following), 10)
+        (chat,) = await manager.list("local")
+        interpreter = await manager.get(chat.id, owner="local")
+        await interpreter.wait_idle()
+        said = [m.content for m in interpreter.session.history]
+        assert said[0] == "first" and "second" in said
+    finally:
+        await manager.close()

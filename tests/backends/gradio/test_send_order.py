@@ -1,0 +1,100 @@
+"""A tab's messages are handled in the order the person sent them, whatever order their
+requests come in (send_order.py; no browser: the handlers are called in the order a slow
+link delivers them)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from backends.gradio.handlers import Handlers
+from backends.gradio.send_order import SendOrder, send_number_of
+from backends.gradio.tabs import ticket_of
+from connectors.scripted import ScriptedModel
+from gui_agent.llm import StaticCatalog
+from gui_agent.manager import SessionManager
+from gui_agent.store import MemoryStore
+from tests.backends.gradio.kit import make_page
+
+
+async def _collect(updates: AsyncIterator[dict[Any, Any]]) -> list[dict[Any, Any]]:
+    return [update async for update in updates]
+
+
+@pytest.mark.parametrize(
+    ("ticket", "event", "send"),
+    [("17:3", 17, 3), ("17", 17, 0), ("", 0, 0), (None, 0, 0), ("x:y", 0, 0), ("4:-2", 4, 0)],
+)
+def test_a_sends_ticket_carries_the_event_and_the_send_number(
+    ticket: object, event: int, send: int
+) -> None:
+    assert ticket_of(ticket) == event
+    assert send_number_of(ticket) == send
+
+
+async def test_a_send_that_comes_before_the_one_made_before_it_waits_for_it() -> None:
+    order = SendOrder(wait_s=5)
+    handled: list[int] = []
+
+    async def send(number: int) -> None:
+        await order.in_turn("tab", number)
+        handled.append(number)
+        order.handed("tab", number)
+
+    order.handed("tab", 1)
+    third = asyncio.ensure_future(send(3))  # comes first
+    second = asyncio.ensure_future(send(2))
+    await asyncio.wait_for(asyncio.gather(third, second), 2)
+    assert handled == [2, 3]
+    await send(0)  # unnumbered (API callers): never waits
+    await send(1)  # a tab's first
+    assert handled == [2, 3, 0, 1]
+
+
+async def test_a_send_lost_on_the_way_is_waited_for_only_so_long() -> None:
+    order = SendOrder(wait_s=0.2)
+    started = time.monotonic()
+    await order.in_turn("tab", 2)  # send 1 never comes
+    assert 0.15 < time.monotonic() - started < 2
+    order.handed("tab", 2)
+    await asyncio.wait_for(order.in_turn("tab", 3), 0.1)  # and the next is not held by it
+    await asyncio.wait_for(order.in_turn("another tab", 1), 0.1)  # nor another tab's
+
+
+async def test_messages_sent_in_a_row_whose_requests_come_the_other_way_round_stay_in_order(
+    tmp_path: Path,
+) -> None:
+    page = make_page()
+    manager = SessionManager(
+        models=StaticCatalog(ScriptedModel(default="the reply")),
+        store=MemoryStore(),
+        workspace_root=tmp_path,
+    )
+    await manager.start()
+    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    try:
+        opening = {page.chat_input: "the first", page.session_id: "", page.ticket: "1:1"}
+        await _collect(handlers.send(opening, None))  # type: ignore[arg-type]
+        (chat,) = await manager.list("local")
+        interpreter = await manager.get(chat.id, owner="local")
+        await interpreter.wait_idle()
+
+        def message(text: str, ticket: str) -> dict[Any, Any]:
+            return {page.chat_input: text, page.session_id: chat.id, page.ticket: ticket}
+
+        later = asyncio.ensure_future(_collect(handlers.send(message("third", "5:3"), None)))  # type: ignore[arg-type]
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not later.done()  # it waits for the send made before it
+        await _collect(handlers.send(message("second", "4:2"), None))  # type: ignore[arg-type]
+        await asyncio.wait_for(later, 10)
+        await interpreter.wait_idle()
+        said = [m.content for m in interpreter.session.history if m.content != "the reply"]
+        assert said == ["the first", "second", "third"]
+    finally:
+        await manager.close()
