@@ -37,6 +37,20 @@ async def _collect(updates: AsyncIterator[dict[Any, Any]]) -> list[dict[Any, Any
     return [update async for update in updates]
 
 
+async def _slowly_saving(tmp_path: Path) -> tuple[Page, SlowStore, SessionManager, Handlers]:
+    """A page's handlers on a started manager whose store saves new chats when let through
+    (its model answers "the reply")."""
+    page = make_page()
+    store = SlowStore()
+    manager = SessionManager(
+        models=StaticCatalog(ScriptedModel(default="the reply")),
+        store=store,
+        workspace_root=tmp_path,
+    )
+    await manager.start()
+    return page, store, manager, Handlers(manager, page, icons={}, languages=(), models=())
+
+
 def _texts(update: dict[Any, Any], page: Page) -> list[str]:
     return [str(m["content"][0]["text"]) for m in update.get(page.chatbot, [])]
 
@@ -48,15 +62,7 @@ async def test_the_page_load_follow_up_does_not_blank_a_first_message_sent_at_on
     has run; the server is slow to save the new chat. The follow-up must not show the empty
     new chat over the chat that message creates (the reply would vanish from view, and the
     tab's next message would start yet another chat)."""
-    page = make_page()
-    store = SlowStore()
-    manager = SessionManager(
-        models=StaticCatalog(ScriptedModel(default="the reply")),
-        store=store,
-        workspace_root=tmp_path,
-    )
-    await manager.start()
-    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    page, store, manager, handlers = await _slowly_saving(tmp_path)
     try:
         await handlers.on_load("", "1", None)  # type: ignore[arg-type]
         form = {page.chat_input: "hello", page.session_id: "", page.ticket: "2"}
@@ -114,15 +120,7 @@ async def test_a_message_sent_while_the_first_is_still_making_its_chat_goes_to_t
     """A fresh tab sends two messages at once: the second comes before the page knows the
     chat the first one makes (its session id is still empty), while the server is still
     saving that chat. It must go to that chat, not make a second one."""
-    page = make_page()
-    store = SlowStore()
-    manager = SessionManager(
-        models=StaticCatalog(ScriptedModel(default="the reply")),
-        store=store,
-        workspace_root=tmp_path,
-    )
-    await manager.start()
-    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    page, store, manager, handlers = await _slowly_saving(tmp_path)
     try:
         first = {page.chat_input: "first", page.session_id: "", page.ticket: "1"}
         second = {page.chat_input: "second", page.session_id: "", page.ticket: "2"}
