@@ -245,19 +245,28 @@ class HandlerBase:
             await self.streams.supersede(tab, ticket, interpreter.id)
         yielded = False
         with self.streams.watch(tab, interpreter.id, ticket) as watch:
-            stream = stream_session(
-                interpreter,
-                lambda: self.view_of(interpreter),
-                action=action,
-                first=first,
-                interval_s=self.interval_s,
-                watch=watch,
-            )
             try:
-                async with contextlib.aclosing(stream):
-                    async for update in stream:
-                        yielded = True
-                        yield update
+                # A turn started as the last one ended (a message queued then: its send saw
+                # this stream showing the chat, and left the showing to it) is shown and
+                # followed too, as long as the tab shows the chat: the stream goes on while
+                # the chat is busy, or has events its last update did not show.
+                while True:
+                    seen = -1
+                    stream = stream_session(
+                        interpreter,
+                        lambda: self.view_of(interpreter),
+                        action=action,
+                        first=first,
+                        interval_s=self.interval_s,
+                        watch=watch,
+                    )
+                    async with contextlib.aclosing(stream):
+                        async for update in stream:
+                            yielded, seen = True, interpreter.last_seq
+                            yield update
+                    if watch.ended or not (interpreter.busy or interpreter.last_seq != seen):
+                        break
+                    action, first = None, None
             except InvalidRequest as exc:
                 gr.Warning(toast_text(exc))
         if not yielded:

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from backends.gradio import stream as stream_module
 from backends.gradio.handlers import Handlers
 from backends.gradio.send_order import SendOrder, send_number_of
 from backends.gradio.tabs import ticket_of
@@ -96,5 +97,48 @@ async def test_messages_sent_in_a_row_whose_requests_come_the_other_way_round_st
         await interpreter.wait_idle()
         said = [m.content for m in interpreter.session.history if m.content != "the reply"]
         assert said == ["the first", "second", "third"]
+    finally:
+        await manager.close()
+
+
+async def test_a_turn_started_as_the_tabs_stream_ends_is_shown_by_that_stream(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A message sent as the last turn ended: its send saw the tab's stream showing the chat
+    and left the showing to it, but that stream had taken its last events. It must show the
+    turn the message started."""
+    page = make_page()
+    manager = SessionManager(
+        models=StaticCatalog(ScriptedModel(default="the reply")),
+        store=MemoryStore(),
+        workspace_root=tmp_path,
+    )
+    await manager.start()
+    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    taken_last = stream_module._filed
+    last_taken = asyncio.Event()
+
+    async def noted(subscription: Any, interpreter: Any) -> Any:
+        taken = await taken_last(subscription, interpreter)
+        last_taken.set()  # the update yielded next is the stream's last
+        return taken
+
+    monkeypatch.setattr(stream_module, "_filed", noted)
+    try:
+        opening = {page.chat_input: "the first", page.session_id: "", page.ticket: "1"}
+        stream = handlers.send(opening, None)  # type: ignore[arg-type]
+        updates = [await anext(stream)]
+        while not last_taken.is_set():
+            updates.append(await anext(stream))
+        # While Gradio sends that last update, a message starts the next turn, and its
+        # send leaves the showing to this stream (it still shows the chat).
+        (chat,) = await manager.list("local")
+        interpreter = await manager.get(chat.id, owner="local")
+        await interpreter.send("the second")
+        await interpreter.wait_idle()
+        updates += await asyncio.wait_for(_collect(stream), 10)
+        shown = [u for u in updates if page.chatbot in u]
+        texts = [str(m["content"][0]["text"]) for m in shown[-1][page.chatbot]]
+        assert any("the second" in text for text in texts), texts
     finally:
         await manager.close()
