@@ -154,7 +154,7 @@ class TabStreams:
 
     async def opened(self, tab: str, *, before: Opening | None = None) -> None:
         """Until every chat the tab's events are making exists and is shown (at once if
-        there is none); with `before`, every one those made before it are making."""
+        there is none); with `before`, only those whose events came before it."""
         while openings := self._openings.get(tab):
             if openings[0] is before:
                 return

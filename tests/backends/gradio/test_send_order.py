@@ -14,6 +14,7 @@ import pytest
 
 from backends.gradio import stream as stream_module
 from backends.gradio.handlers import Handlers
+from backends.gradio.layout import Page
 from backends.gradio.send_order import SendOrder, send_number_of
 from backends.gradio.tabs import ticket_of
 from connectors.scripted import ScriptedModel
@@ -25,6 +26,18 @@ from tests.backends.gradio.kit import make_page
 
 async def _collect(updates: AsyncIterator[dict[Any, Any]]) -> list[dict[Any, Any]]:
     return [update async for update in updates]
+
+
+async def _started(tmp_path: Path) -> tuple[Page, SessionManager, Handlers]:
+    """A page's handlers on a started manager whose model answers "the reply"."""
+    page = make_page()
+    manager = SessionManager(
+        models=StaticCatalog(ScriptedModel(default="the reply")),
+        store=MemoryStore(),
+        workspace_root=tmp_path,
+    )
+    await manager.start()
+    return page, manager, Handlers(manager, page, icons={}, languages=(), models=())
 
 
 @pytest.mark.parametrize(
@@ -70,14 +83,7 @@ async def test_a_send_lost_on_the_way_is_waited_for_only_so_long() -> None:
 async def test_messages_sent_in_a_row_whose_requests_come_the_other_way_round_stay_in_order(
     tmp_path: Path,
 ) -> None:
-    page = make_page()
-    manager = SessionManager(
-        models=StaticCatalog(ScriptedModel(default="the reply")),
-        store=MemoryStore(),
-        workspace_root=tmp_path,
-    )
-    await manager.start()
-    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    page, manager, handlers = await _started(tmp_path)
     try:
         opening = {page.chat_input: "the first", page.session_id: "", page.ticket: "1:1"}
         await _collect(handlers.send(opening, None))  # type: ignore[arg-type]
@@ -107,14 +113,7 @@ async def test_a_turn_started_as_the_tabs_stream_ends_is_shown_by_that_stream(
     """A message sent as the last turn ended: its send saw the tab's stream showing the chat
     and left the showing to it, but that stream had taken its last events. It must show the
     turn the message started."""
-    page = make_page()
-    manager = SessionManager(
-        models=StaticCatalog(ScriptedModel(default="the reply")),
-        store=MemoryStore(),
-        workspace_root=tmp_path,
-    )
-    await manager.start()
-    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    page, manager, handlers = await _started(tmp_path)
     taken_last = stream_module._filed
     last_taken = asyncio.Event()
 
