@@ -107,7 +107,7 @@
   // when its connection is lost) goes back in the box after OUTBOX_MS, if the box is empty.
   const OUTBOX_MS = 5000;
   const outbox = [];
-  const empty = (box, text = "") => {
+  const fill = (box, text = "") => {  // (Gradio's copy and the kept draft follow the box)
     box.value = text;
     box.dispatchEvent(new Event("input", {bubbles: true}));
   };
@@ -119,10 +119,10 @@
       if (at < 0) return;
       outbox.splice(at, 1);
       const now = input();
-      if (now && !now.value && entry.text) empty(now, entry.text);
+      if (now && !now.value && entry.text) fill(now, entry.text);
     }, OUTBOX_MS);
     outbox.push(entry);
-    if (box.value) empty(box);
+    if (box.value) fill(box);
   };
   window.guiAgentOutgoing = (gathered) => {
     const entry = outbox.shift();
@@ -131,7 +131,7 @@
       return entry.text;
     }
     const box = input();  // (a send this script did not see: the box as Gradio read it)
-    if (box && box.value && box.value === gathered) empty(box);
+    if (box && box.value && box.value === gathered) fill(box);
     return gathered;
   };
   document.addEventListener("keydown", (event) => {
@@ -172,8 +172,7 @@
     try { text = sessionStorage.getItem(DRAFT_KEY) || ""; } catch (error) {}
     const box = input();
     if (!text || !box || box.value) return;  // never over what was typed since
-    box.value = text;
-    box.dispatchEvent(new Event("input", {bubbles: true}));
+    fill(box, text);
   };
   // The send event calls this when a message really goes out: untick "edit my last
   // message" (the server does not send it back while streaming).

@@ -73,14 +73,19 @@ _TICKET_JS = f"(...inputs) => {{ inputs[inputs.length - 1] = {_NEXT_TICKET}; ret
 """For events whose last input is the ticket: give it the tab's next number."""
 
 
+def _in_order(inputs: set[Any]) -> list[Any]:
+    """A set of an event's inputs in the order Gradio passes them to its browser step (by
+    component id)."""
+    return sorted(inputs, key=lambda component: component._id)
+
+
 def _on_send_js(page: Page, form: set[Any]) -> str:
     """JS run in the browser when a send (whose inputs are `form`) really goes out: its
     message is the text the person sent, as page.js took it when they pressed Enter or
     clicked Send (Gradio's copy of the box is read later, and can already hold the next
     message); it unticks "edit my last message" and numbers the event, like _TICKET_JS,
     and among the tab's sends after a colon (send_order.py)."""
-    ordered = sorted(form, key=lambda component: component._id)
-    message = ordered.index(page.chat_input)
+    message = _in_order(form).index(page.chat_input)
     return f"""(...inputs) => {{
   if (window.guiAgentOutgoing) inputs[{message}] = window.guiAgentOutgoing(inputs[{message}]);
   window.guiAgentSent?.();
@@ -110,9 +115,7 @@ def _as_typed_js(page: Page, form: set[Any], then: str) -> str:
     boxes show them (a retry clicked in the instant a max-tokens value was typed went out
     with the old value). Gradio orders a set of inputs by component id."""
     boxes = {id(box): box.elem_id for box in page.advanced_settings().values()}
-    return _as_shown_js(
-        [boxes.get(id(component)) for component in sorted(form, key=lambda c: c._id)], then
-    )
+    return _as_shown_js([boxes.get(id(component)) for component in _in_order(form)], then)
 
 
 _KEEP_AGAIN_JS = """async (again) => window.guiAgentKeepAgain

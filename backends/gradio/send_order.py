@@ -2,7 +2,7 @@
 
 Each send of a page goes as an HTTP request of its own, and on a slow link a later one can
 come first (one opens a new connection, the next reuses an idle one). The page numbers its
-sends (1, 2, … from each page load, `send_number_of`); a send waits here until the tab's
+sends (1, 2, … from each page load, `tabs.send_number_of`); a send waits here until the tab's
 sends numbered before it have been handed on, for at most `WAIT_S` (one lost on the way is
 not waited for longer).
 """
@@ -11,23 +11,12 @@ from __future__ import annotations
 
 import asyncio
 
-__all__ = ["WAIT_S", "SendOrder", "send_number_of"]
+from backends.gradio.tabs import MAX_TABS
+
+__all__ = ["WAIT_S", "SendOrder"]
 
 WAIT_S = 3.0
 """How long a send waits for the tab's sends numbered before it."""
-
-MAX_TABS = 10_000
-"""Tabs whose last send is remembered (beyond it, the oldest are forgotten)."""
-
-
-def send_number_of(ticket: object) -> int:
-    """The send's number in its tab, from the ticket the page sent ("17:3": the tab's event
-    17, its send 3); 0 when there is none (API calls, tests)."""
-    _event, _colon, number = str(ticket or "").partition(":")
-    try:
-        return max(0, int(number))
-    except ValueError:
-        return 0
 
 
 class SendOrder:
@@ -60,8 +49,9 @@ class SendOrder:
                 return
 
     def handed(self, tab: str, number: int) -> None:
-        """The tab's send `number` is handed on (to its chat, or refused): the next may go."""
-        if number <= 0:
+        """The tab's send `number` is handed on (to its chat, or refused): the next may go.
+        (Said again, as each update of the send goes, it does nothing.)"""
+        if number <= 0 or self._handed.get(tab, 0) >= number:
             return
         self._handed[tab] = max(self._handed.pop(tab, 0), number)  # (re-inserted last)
         while len(self._handed) > MAX_TABS:

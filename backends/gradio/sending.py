@@ -16,9 +16,8 @@ from backends.gradio.form import Form
 from backends.gradio.handler_base import HandlerBase
 from backends.gradio.owners import owner_of, tab_of
 from backends.gradio.saves import LIMITS, SETTINGS, save_form
-from backends.gradio.send_order import send_number_of
 from backends.gradio.stream import Updates, no_change
-from backends.gradio.tabs import ticket_of
+from backends.gradio.tabs import send_number_of, ticket_of
 from backends.gradio.toasts import toast_text
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.interpreter import Interpreter

@@ -37,7 +37,7 @@ import contextlib
 import logging
 from collections.abc import Iterator
 
-__all__ = ["END_TIMEOUT_S", "Opening", "TabStreams", "Watch", "ticket_of"]
+__all__ = ["END_TIMEOUT_S", "Opening", "TabStreams", "Watch", "send_number_of", "ticket_of"]
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +53,16 @@ def ticket_of(value: object) -> int:
     ticket carries its number among the tab's sends after a colon (send_order.py)."""
     try:
         return int(str(value or 0).partition(":")[0])
+    except ValueError:
+        return 0
+
+
+def send_number_of(value: object) -> int:
+    """The send's number among its tab's sends, from the ticket the page sent ("17:3": the
+    tab's event 17, its send 3); 0 when there is none (API calls, tests)."""
+    _event, _colon, number = str(value or "").partition(":")
+    try:
+        return max(0, int(number))
     except ValueError:
         return 0
 

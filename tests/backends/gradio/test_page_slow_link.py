@@ -26,6 +26,7 @@ from tests.backends.gradio.kit import (
     user_messages,
     wait_idle,
 )
+from tests.backends.gradio.test_page_settings_hunt8 import open_advanced
 
 pytestmark = pytest.mark.browser
 
@@ -38,12 +39,6 @@ def slow_link(tab: Page, latency_ms: int = LATENCY_MS) -> None:
     cdp.send("Network.enable")
     conditions = {"latency": latency_ms, "downloadThroughput": -1, "uploadThroughput": -1}
     cdp.send("Network.emulateNetworkConditions", {"offline": False, **conditions})
-
-
-def open_advanced(tab: Page) -> None:
-    tab.locator(".ga-side").get_by_text("Settings", exact=True).click()
-    tab.locator("#advanced-settings").get_by_text("Advanced", exact=True).click()
-    expect(tab.locator("#memory-exchanges input")).to_be_visible()
 
 
 def test_a_setting_changed_again_while_its_last_save_is_on_its_way_is_saved(

@@ -15,8 +15,8 @@ import pytest
 from backends.gradio import stream as stream_module
 from backends.gradio.handlers import Handlers
 from backends.gradio.layout import Page
-from backends.gradio.send_order import SendOrder, send_number_of
-from backends.gradio.tabs import ticket_of
+from backends.gradio.send_order import SendOrder
+from backends.gradio.tabs import send_number_of, ticket_of
 from connectors.scripted import ScriptedModel
 from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
