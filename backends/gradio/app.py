@@ -45,6 +45,7 @@ from backends.gradio.handlers import Handlers, ModelInfoLike
 from backends.gradio.layout import Page, build_page
 from backends.gradio.media import MediaShelf
 from backends.gradio.presence import Presence, followed_components
+from backends.gradio.quiet_queue import quiet
 from backends.gradio.sidebar import Sidebar
 from backends.gradio.sidepanel import SidePanel
 from backends.gradio.transfer import Transfer
@@ -237,6 +238,7 @@ def create_app(
     demo.max_threads = max_concurrent_events  # the queue's slots are sized from this
     _skip_missing_matplotlib()
     demo.queue(default_concurrency_limit=None)
+    quiet(demo)  # (Gradio's queue looks for work 1,000 times a second even when idle)
     return demo
 
 

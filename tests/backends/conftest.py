@@ -100,6 +100,7 @@ class LiveServer:
         self.url = f"http://127.0.0.1:{self.port}/"
         self.loop: asyncio.AbstractEventLoop | None = None
         self.state: Any = None
+        self.app: FastAPI | None = None
         self._server: uvicorn.Server | None = None
         self._ready = threading.Event()
         self._error: BaseException | None = None
@@ -122,6 +123,7 @@ class LiveServer:
     async def _main(self) -> None:
         self.loop = asyncio.get_running_loop()
         app, self.state = await self._build()
+        self.app = app
         config = uvicorn.Config(
             app, log_level="warning", lifespan="on", timeout_graceful_shutdown=3
         )

@@ -1,0 +1,122 @@
+"""Gradio's event queue, quiet while nothing happens (quiet_queue.py): its intervals follow
+its use, and an idle server's event loop wakes about a hundred times a second, not a
+thousand; in a real browser, a page's events still run at once."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import gradio as gr
+import pytest
+from playwright.sync_api import Page, expect
+
+from backends.gradio.media import mounted_page
+from backends.gradio.quiet_queue import (
+    BUSY_POLL_S,
+    BUSY_PROGRESS_S,
+    BUSY_S,
+    IDLE_POLL_S,
+    IDLE_PROGRESS_S,
+    QuietQueue,
+    quiet,
+)
+from tests.backends.conftest import LiveServer
+from tests.backends.gradio.kit import bot_messages, send, wait_idle
+
+
+def queue_of(server: LiveServer) -> QuietQueue:
+    """The page's event queue, as the server runs it."""
+    assert server.app is not None
+    page = mounted_page(server.app)
+    assert page is not None
+    queue = page.get_blocks()._queue
+    assert isinstance(queue, QuietQueue)
+    return queue
+
+
+def wakeups_per_s(server: LiveServer, seconds: float = 1.0) -> float:
+    """How often the server's event loop woke, over `seconds` (each turn of the loop)."""
+    loop: Any = server.loop
+    turns = [0]
+    turn = loop._run_once
+
+    def counted() -> None:
+        turns[0] += 1
+        turn()
+
+    loop._run_once = counted  # (read by run_forever on every turn)
+    try:
+        time.sleep(seconds)
+    finally:
+        del loop._run_once
+    return turns[0] / seconds
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_the_queue_looks_for_work_often_only_while_it_is_in_use() -> None:
+    blocks = gr.Blocks()
+    blocks.queue()
+    clock = Clock()
+    assert quiet(blocks, clock)
+    queue = blocks._queue
+    assert isinstance(queue, QuietQueue)
+    queue.active_jobs = [None] * 4  # (as Queue.start makes them)
+
+    def intervals() -> tuple[float, float]:
+        return queue.sleep_when_free, queue.progress_update_sleep_when_free
+
+    assert intervals() == (IDLE_POLL_S, IDLE_PROGRESS_S)  # quiet from the start
+    queue.last_push = clock.now  # an event came in
+    assert intervals() == (BUSY_POLL_S, BUSY_PROGRESS_S)
+    clock.now += BUSY_S - 0.1
+    assert intervals() == (BUSY_POLL_S, BUSY_PROGRESS_S)
+    clock.now += 0.2
+    assert intervals() == (IDLE_POLL_S, IDLE_PROGRESS_S)
+    queue.active_jobs = [[]] * 4  # every slot taken: one ending is noticed soon
+    assert intervals() == (BUSY_POLL_S, BUSY_PROGRESS_S)
+    queue.sleep_when_free = 5.0  # Gradio's fixed interval does not come back
+    queue.active_jobs = [None] * 4
+    assert intervals() == (IDLE_POLL_S, IDLE_PROGRESS_S)
+
+
+async def test_a_blocks_without_gradios_queue_is_left_as_it_is(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    blocks = gr.Blocks()  # never queued: no queue of Gradio's to make quiet
+    blocks._queue = None  # type: ignore[assignment]
+    assert not quiet(blocks)
+    assert "stays as Gradio made it" in caplog.text
+
+
+def test_an_idle_server_wakes_its_loop_about_a_hundred_times_a_second(
+    server: LiveServer,
+) -> None:
+    queue = queue_of(server)
+    queue.last_push = queue.clock() - BUSY_S  # (as if the last event came that long ago)
+    assert not queue.in_use()
+    # Quiet: 50 looks for an event, 10 for progress, 10 of uvicorn's a second. Gradio's
+    # own queue woke the loop 1,100-1,700 times a second here (600 on a loaded machine).
+    assert wakeups_per_s(server) < 300
+
+
+@pytest.mark.browser
+def test_a_pages_events_after_a_quiet_spell_still_run_and_stream(
+    server: LiveServer, tab: Page
+) -> None:
+    queue = queue_of(server)
+    queue.last_push = queue.clock() - BUSY_S  # (as if the last event came that long ago)
+    assert not queue.in_use()
+    send(tab, "hello")  # the first event after the quiet spell
+    expect(bot_messages(tab).last).to_contain_text("You said: hello")
+    wait_idle(tab)
+    assert queue.in_use()  # the page's events were pushed just now
+    send(tab, "again")
+    expect(bot_messages(tab).last).to_contain_text("You said: again")
