@@ -469,12 +469,14 @@ def _mount_page(
     try:
         page = importlib.import_module("backends.gradio")
         assets = importlib.import_module("backends.gradio.assets")
+        cache = importlib.import_module("backends.gradio.asset_cache")
         early = importlib.import_module("backends.gradio.early_script")
         shelves = importlib.import_module("backends.gradio.media")
     except ModuleNotFoundError as exc:
         if exc.name not in (
             "backends.gradio",
             "backends.gradio.assets",
+            "backends.gradio.asset_cache",
             "backends.gradio.early_script",
             "backends.gradio.media",
             "gradio",
@@ -509,6 +511,7 @@ def _mount_page(
         **login,
     )
     early.add_early_script(app)  # (before Gradio's scripts: an idle page draws no frames)
+    cache.add_asset_cache(app)  # (Gradio's build files, read and compressed once)
     return shelves.mounted_page(app)
 
 

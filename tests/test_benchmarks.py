@@ -20,6 +20,7 @@ CASES = {
     "bench_media.py": (["--photos", "2", "--mib", "0.1"], "linked"),
     "bench_stream.py": (["--quick"], "plain_gradio"),
     "bench_page.py": (["--seconds", "1", "--loads", "1", "--settle", "0.5"], "served"),
+    "bench_server.py": (["--seconds", "0.5", "--loads", "1", "--settle", "0.5"], "idle_cores"),
     "bench_store.py": (
         ["--sessions", "1000", "--messages", "1000", "--long", "1000"],
         "appends_per_s",

@@ -23,6 +23,7 @@ from fastapi import FastAPI
 from playwright.sync_api import Browser, Page, expect
 
 from backends.gradio import create_app
+from backends.gradio.asset_cache import AssetStore, add_asset_cache
 from backends.gradio.assets import ASSETS_DIR
 from backends.gradio.early_script import add_early_script
 from backends.gradio.layout import Page as Layout
@@ -133,6 +134,7 @@ class Served:
     manager: SessionManager
     closing: asyncio.Event
     holds: Holds = field(default_factory=Holds)
+    assets: AssetStore = field(default_factory=AssetStore)
 
 
 async def build(workspace: Path | None = None) -> tuple[FastAPI, Served]:
@@ -173,7 +175,8 @@ async def build_playing(
     app = gr.mount_gradio_app(app, blocks, path="/", allowed_paths=[str(ASSETS_DIR)])
     if early_script:
         add_early_script(app)
-    return app, Served(manager, closing, holds if holds is not None else Holds())
+    assets = add_asset_cache(app)  # as the server serves Gradio's build files
+    return app, Served(manager, closing, holds if holds is not None else Holds(), assets)
 
 
 async def closing(server: LiveServer) -> None:
