@@ -243,7 +243,6 @@ class HandlerBase:
         tab = tab_of(request)
         if action is None or not interpreter.busy:
             await self.streams.supersede(tab, ticket, interpreter.id)
-        yielded = False
         with self.streams.watch(tab, interpreter.id, ticket) as watch:
             try:
                 # A turn started as the last one ended (a message queued then: its send saw
@@ -262,15 +261,18 @@ class HandlerBase:
                     )
                     async with contextlib.aclosing(stream):
                         async for update in stream:
-                            yielded, seen = True, interpreter.last_seq
+                            seen = interpreter.last_seq
                             yield update
                     if watch.ended or not (interpreter.busy or interpreter.last_seq != seen):
                         break
                     action, first = None, None
             except InvalidRequest as exc:
                 gr.Warning(toast_text(exc))
-        if not yielded:
-            yield no_change()  # a streaming handler must yield once, or Gradio blanks its outputs
+        # The last update changes nothing: Gradio's last message of a stream repeats its last
+        # update, and that message can come after the updates of the tab's next event (a
+        # message sent as this turn ended), whose view it would cover with this older one.
+        # (A streaming handler must yield once anyway, or Gradio blanks its outputs.)
+        yield no_change()
 
 
 def _label(record: SessionRecord) -> str:

@@ -16,6 +16,7 @@ from backends.gradio import stream as stream_module
 from backends.gradio.handlers import Handlers
 from backends.gradio.layout import Page
 from backends.gradio.send_order import SendOrder
+from backends.gradio.stream import no_change
 from backends.gradio.tabs import send_number_of, ticket_of
 from connectors.scripted import ScriptedModel
 from gui_agent.llm import StaticCatalog
@@ -139,5 +140,27 @@ async def test_a_turn_started_as_the_tabs_stream_ends_is_shown_by_that_stream(
         shown = [u for u in updates if page.chatbot in u]
         texts = [str(m["content"][0]["text"]) for m in shown[-1][page.chatbot]]
         assert any("the second" in text for text in texts), texts
+    finally:
+        await manager.close()
+
+
+async def test_a_tabs_stream_ends_on_an_update_that_changes_nothing(tmp_path: Path) -> None:
+    """Gradio's last message of a stream repeats its last update, and can come after the
+    updates of the tab's next send (a message sent as the turn ended): a real view there
+    would cover the next turn's (the reply never showed, 1 run in 11-22 under load)."""
+    page, manager, handlers = await _started(tmp_path)
+    try:
+        opening = {page.chat_input: "the first", page.session_id: "", page.ticket: "1:1"}
+        first = await _collect(handlers.send(opening, None))  # type: ignore[arg-type]
+        (chat,) = await manager.list("local")
+        interpreter = await manager.get(chat.id, owner="local")
+        await interpreter.wait_idle()
+        nxt = {page.chat_input: "the next", page.session_id: chat.id, page.ticket: "2:2"}
+        second = await _collect(handlers.send(nxt, None))  # type: ignore[arg-type]
+        for updates in (first, second):
+            assert any(page.chatbot in u for u in updates)  # the turn was shown
+            assert updates[-1] == no_change()  # and the stream ended on nothing
+        said = [m.content for m in interpreter.session.history]
+        assert said == ["the first", "the reply", "the next", "the reply"]
     finally:
         await manager.close()
