@@ -2,8 +2,8 @@
 
 Every page load asks for about 80 of Gradio's built scripts and styles. Gradio reads each
 from disk and compresses it again on every request, and sends it with no caching headers,
-so the browser may ask again on the next load: the server spent about 0.6 s of CPU per page
-load on files that never change while it runs (`tests/bench/bench_server.py`).
+so the browser may ask again on the next load: the server spent about half a second of CPU
+per page load on files that never change while it runs (`tests/bench/bench_server.py`).
 
 These files are Gradio's build output: public (its login page needs them), content-hashed
 (`Index-DphvyggB.js`) and fixed for the life of the process. `AssetCache` keeps the first

@@ -3,8 +3,8 @@
 Gradio's queue has no wake-up: it looks for a new event every millisecond
 (`Queue.sleep_when_free`; 50 ms on Windows) and for progress to report every 10 ms
 (`progress_update_sleep_when_free`), whether anything happens or not. An idle server woke
-its event loop about 1,100 times a second for that and kept 9 % of a core busy, all day, with
-or without a page open (`tests/bench/bench_idle.py` measures it).
+its event loop 1,100-1,700 times a second for that and kept 9 % of a core busy, all day, with
+or without a page open (`tests/bench/bench_server.py` measures it).
 
 `QuietQueue` keeps Gradio's intervals while there is work (an event waiting, every slot
 taken, or an event pushed in the last `BUSY_S` seconds) and looks `IDLE_POLL_S` apart
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
 import gradio as gr
@@ -51,7 +52,7 @@ class QuietQueue(Queue):
     the monotonic clock), `clock` the clock read."""
 
     last_push: float
-    clock: Any  # () -> float; time.monotonic, or a test's clock
+    clock: Callable[[], float]  # time.monotonic, or a test's clock
 
     def in_use(self) -> bool:
         """An event came in lately, one is waiting, or every slot is taken (one ending
@@ -81,7 +82,7 @@ class QuietQueue(Queue):
         return await super().push(*args, **kwargs)
 
 
-def quiet(blocks: gr.Blocks, clock: Any = time.monotonic) -> bool:
+def quiet(blocks: gr.Blocks, clock: Callable[[], float] = time.monotonic) -> bool:
     """Make the queue of `blocks` (after `blocks.queue()`) a `QuietQueue`. False, with a
     warning, when the Blocks has no queue Gradio's way (a Gradio whose inside changed):
     the page then works as Gradio made it, only not quiet."""

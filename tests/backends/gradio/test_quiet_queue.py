@@ -103,7 +103,7 @@ def test_an_idle_server_wakes_its_loop_about_a_hundred_times_a_second(
     queue.last_push = queue.clock() - BUSY_S  # (as if the last event came that long ago)
     assert not queue.in_use()
     # Quiet: 50 looks for an event, 10 for progress, 10 of uvicorn's a second. Gradio's
-    # own queue woke the loop 1,100-1,700 times a second here (600 on a loaded machine).
+    # own queue woke the loop 1,100-1,700 times a second here.
     assert wakeups_per_s(server) < 300
 
 
