@@ -9,11 +9,14 @@ or without a page open (`tests/bench/bench_server.py` measures it).
 `QuietQueue` keeps Gradio's intervals while there is work (an event waiting, every slot
 taken, or an event pushed in the last `BUSY_S` seconds) and looks `IDLE_POLL_S` apart
 otherwise. The price: the first event after a quiet spell waits up to `IDLE_POLL_S` (20 ms)
-to start, and every event after it, while the page is in use, starts as soon as before.
+to start, and every event after it, while the page is in use, starts as soon as before. A push
+waits for the events pushed before it to start (`QuietQueue.push`), so they start in the order
+they came, which Gradio's own queue left to chance for events that came close together.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -26,6 +29,7 @@ __all__ = [
     "BUSY_POLL_S",
     "BUSY_PROGRESS_S",
     "BUSY_S",
+    "HOLD_S",
     "IDLE_POLL_S",
     "IDLE_PROGRESS_S",
     "QuietQueue",
@@ -44,6 +48,8 @@ IDLE_PROGRESS_S = 0.1
 """How often a quiet queue looks for progress (Gradio's own interval on Windows)."""
 BUSY_S = 10.0
 """How long after an event is pushed the queue counts as in use."""
+HOLD_S = 2 * IDLE_POLL_S + 0.01
+"""The longest a push waits for the events pushed before it to start (see `push`)."""
 
 
 class QuietQueue(Queue):
@@ -53,6 +59,7 @@ class QuietQueue(Queue):
 
     last_push: float
     clock: Callable[[], float]  # time.monotonic, or a test's clock
+    held: asyncio.Lock  # (first come, first served)
 
     def in_use(self) -> bool:
         """An event came in lately, one is waiting, or every slot is taken (one ending
@@ -77,9 +84,24 @@ class QuietQueue(Queue):
     def progress_update_sleep_when_free(self, value: float) -> None:
         """As `sleep_when_free`'s setter."""
 
+    def unnoticed(self) -> bool:
+        """Events wait that a free slot could start: the loop has yet to look."""
+        return len(self) > 0 and None in self.active_jobs
+
     async def push(self, *args: Any, **kwargs: Any) -> Any:
-        self.last_push = self.clock()
-        return await super().push(*args, **kwargs)
+        """Gradio's push, in the order the events came. Gradio starts the events waiting
+        together in random order across event kinds (it shuffles its queues), and after a
+        quiet spell its loop looks only `IDLE_POLL_S` apart: so while events pushed before
+        this one wait to be noticed, it waits for them to start (at most `HOLD_S`), and
+        pushes held so go on in the order they came."""
+        loop = asyncio.get_running_loop()
+        async with self.held:
+            deadline = loop.time() + HOLD_S
+            # (Gradio's loop signals nothing when it starts an event: its queues are read)
+            while self.unnoticed() and loop.time() < deadline:  # noqa: ASYNC110
+                await asyncio.sleep(BUSY_POLL_S)
+            self.last_push = self.clock()
+            return await super().push(*args, **kwargs)
 
 
 def quiet(blocks: gr.Blocks, clock: Callable[[], float] = time.monotonic) -> bool:
@@ -95,5 +117,6 @@ def quiet(blocks: gr.Blocks, clock: Callable[[], float] = time.monotonic) -> boo
         queue.__dict__.pop(name, None)
     quieted: QuietQueue = queue  # type: ignore[assignment]  # (the class was just set)
     quieted.clock = clock
-    quieted.last_push = clock() - BUSY_S  # quiet from the start
+    quieted.held = asyncio.Lock()
+    quieted.last_push = clock()  # in use from the start (the pages reconnecting to it)
     return True

@@ -4,11 +4,13 @@ thousand; in a real browser, a page's events still run at once."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
 import gradio as gr
 import pytest
+from gradio.queueing import EventQueue, Queue
 from playwright.sync_api import Page, expect
 
 from backends.gradio.media import mounted_page
@@ -16,6 +18,7 @@ from backends.gradio.quiet_queue import (
     BUSY_POLL_S,
     BUSY_PROGRESS_S,
     BUSY_S,
+    HOLD_S,
     IDLE_POLL_S,
     IDLE_PROGRESS_S,
     QuietQueue,
@@ -73,7 +76,9 @@ async def test_the_queue_looks_for_work_often_only_while_it_is_in_use() -> None:
     def intervals() -> tuple[float, float]:
         return queue.sleep_when_free, queue.progress_update_sleep_when_free
 
-    assert intervals() == (IDLE_POLL_S, IDLE_PROGRESS_S)  # quiet from the start
+    assert intervals() == (BUSY_POLL_S, BUSY_PROGRESS_S)  # in use as it starts
+    clock.now += BUSY_S
+    assert intervals() == (IDLE_POLL_S, IDLE_PROGRESS_S)
     queue.last_push = clock.now  # an event came in
     assert intervals() == (BUSY_POLL_S, BUSY_PROGRESS_S)
     clock.now += BUSY_S - 0.1
@@ -85,6 +90,40 @@ async def test_the_queue_looks_for_work_often_only_while_it_is_in_use() -> None:
     queue.sleep_when_free = 5.0  # Gradio's fixed interval does not come back
     queue.active_jobs = [None] * 4
     assert intervals() == (IDLE_POLL_S, IDLE_PROGRESS_S)
+
+
+async def test_a_push_waits_for_the_events_before_it_to_start_so_they_keep_their_order(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    blocks = gr.Blocks()
+    blocks.queue()
+    assert quiet(blocks)
+    queue = blocks._queue
+    assert isinstance(queue, QuietQueue)
+    queue.active_jobs = [None] * 4  # free slots: a waiting event is one the loop has not seen
+    waiting = EventQueue("fn", None)
+    queue.event_queue_per_concurrency_id = {"fn": waiting}
+    events: list[Any] = waiting.queue  # (names stand for Gradio's events here)
+    pushed: list[str] = []
+
+    async def gradios_push(_queue: Queue, body: Any, _request: Any, _user: Any) -> Any:
+        pushed.append(body)  # (the order events go into Gradio's queues)
+        events.append(body)  # and wait there for the loop
+        return True, body, "success"
+
+    monkeypatch.setattr(Queue, "push", gradios_push)
+    await queue.push("first", None, None)
+    later = [asyncio.ensure_future(queue.push(name, None, None)) for name in ("second", "third")]
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert pushed == ["first"]  # held while "first" waits to be noticed
+    events.clear()  # the loop starts it
+    await asyncio.wait_for(asyncio.gather(*later), 1)  # ("third" waits at most HOLD_S)
+    assert pushed == ["first", "second", "third"]
+    queue.active_jobs = [[]] * 4  # no free slot: what waits, waits for one; nothing is held
+    events.append("running long")
+    await asyncio.wait_for(queue.push("fourth", None, None), HOLD_S / 2)
+    assert pushed[-1] == "fourth"
 
 
 async def test_a_blocks_without_gradios_queue_is_left_as_it_is(
