@@ -5,7 +5,8 @@
 Starts `gui-agent serve` (the built-in offline model, a data folder of its own, loopback)
 and reads its CPU time from /proc (utime+stime, the server process only, not the browser):
 
-1. idle: cores used (1.0 is one core kept busy) over S seconds with no page open;
+1. idle: cores used (1.0 is one core kept busy) over S seconds with no page open, from
+   `--settle` seconds after the server answered (past the event queue's busy spell);
 2. page loads: server CPU seconds per page load, each in a new browser context (nothing
    cached), median of N, and the seconds until the page shows its first state;
 3. reloads: the same for a reload in the same context (the browser's cache in use), and how
@@ -121,7 +122,7 @@ def measure(seconds: float, loads: int, settle: float) -> dict[str, float]:
         serving(Path(folder)) as (process, url),
         sync_playwright() as playwright,
     ):
-        time.sleep(1.0)  # what starting set going ends
+        time.sleep(settle)  # past the event queue's busy spell after starting
         idle = idle_cores(process.pid, seconds)
         browser = launch(playwright)
         try:
@@ -163,7 +164,7 @@ def main() -> None:
         "--settle",
         type=float,
         default=BUSY_S + 0.5,
-        help="seconds from the page's load to the last idle measure (the queue's busy spell)",
+        help="seconds from the start and from a page's load to an idle measure (quiet_queue.py)",
     )
     args = parser.parse_args()
     figures = measure(args.seconds, args.loads, args.settle)
