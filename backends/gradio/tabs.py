@@ -47,6 +47,9 @@ END_TIMEOUT_S = 3.0
 MAX_TABS = 10_000
 """Tabs whose last ticket is remembered (beyond it, the oldest are forgotten)."""
 
+SHOWN_KEPT = 16
+"""Per tab, how many of its latest view-changing events `made_before` remembers."""
+
 
 def ticket_of(value: object) -> int:
     """The ticket the browser sent (0 when there is none: API calls, tests). A send's
@@ -126,6 +129,9 @@ class TabStreams:
         """Per tab waiting in `moved`, the signal of its next view change."""
         self._openings: dict[str, list[Opening]] = {}
         """Per tab, its events making the chat it will show (`opening`)."""
+        self._shown_at: dict[str, dict[int, str]] = {}
+        """Per tab, the chat each of its latest view-changing events showed, by ticket, in
+        the order they superseded (`made_before`)."""
         self._built: dict[str, tuple[str, int]] = {}
         """Per tab, the chat it last opened and the `seq` of the chat's last event then
         (`built`)."""
@@ -174,10 +180,8 @@ class TabStreams:
         """The chat the tab shows as of its event numbered `ticket`, if an earlier event of
         the tab opened or made it ("" if none did, or it showed a new chat): the page may
         not know it yet (a message sent right after the first one of a new chat)."""
-        latest = self._floor.get(tab)
-        if latest is None or not 0 < latest[0] < ticket:
-            return ""
-        return latest[1]
+        earlier = [t for t in self._shown_at.get(tab, ()) if 0 < t < ticket]
+        return self._shown_at[tab][max(earlier)] if earlier else ""
 
     def showing(self, tab: str, session_id: str) -> bool:
         """The tab has a live stream of this session."""
@@ -196,6 +200,8 @@ class TabStreams:
         """The tab shows `session_id` from the event numbered `ticket` on: end its streams
         of events triggered before (all of them for 0) and wait until they have (at most
         `timeout_s`)."""
+        if ticket > 0:
+            self._remember_shown(tab, ticket, session_id)
         if ticket and ticket >= self._latest(tab):  # re-inserted last: kept in age order
             self._floor.pop(tab, None)
             self._floor[tab] = (ticket, session_id)
@@ -218,6 +224,18 @@ class TabStreams:
             await asyncio.wait(waiting)
         if late:
             logger.warning("%d stream(s) of a tab did not end in %.1fs", len(late), timeout_s)
+
+    def _remember_shown(self, tab: str, ticket: int, session_id: str) -> None:
+        """The tab's event numbered `ticket` shows `session_id`, whether or not a later event
+        came first: a send triggered between the two still comes from this chat."""
+        shown = self._shown_at.pop(tab, {})  # (re-inserted last: the oldest tabs go first)
+        shown.pop(ticket, None)
+        shown[ticket] = session_id
+        while len(shown) > SHOWN_KEPT:
+            del shown[next(iter(shown))]
+        self._shown_at[tab] = shown
+        while len(self._shown_at) > MAX_TABS:
+            del self._shown_at[next(iter(self._shown_at))]
 
     def overtaken(self, tab: str, ticket: int) -> bool:
         """An event triggered after this one has already superseded it (its reply would
@@ -263,6 +281,7 @@ class TabStreams:
     def forget(self, tab: str) -> None:
         """The tab is closed."""
         self._floor.pop(tab, None)
+        self._shown_at.pop(tab, None)
         self._built.pop(tab, None)
         moved = self._moves.pop(tab, None)
         if moved is not None:

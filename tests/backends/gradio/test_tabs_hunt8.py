@@ -10,6 +10,7 @@ from typing import Any
 
 from backends.gradio.handlers import Handlers
 from backends.gradio.layout import Page
+from backends.gradio.tabs import SHOWN_KEPT, TabStreams
 from connectors.scripted import ScriptedModel
 from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
@@ -139,3 +140,64 @@ async def test_a_message_sent_while_the_first_is_still_making_its_chat_goes_to_t
         assert said[0] == "first" and "second" in said
     finally:
         await manager.close()
+
+
+async def test_a_message_sent_before_a_later_event_showed_the_chat_still_goes_to_that_chat(
+    tmp_path: Path,
+) -> None:
+    """A fresh tab sends two messages at once. The first makes its chat; then an event the
+    tab triggered after the second (a settle: the page-load follow-up, or a wake from the
+    keep-alive) shows that chat, while it runs, before the second send reaches the server.
+    The second still comes from the new chat the first one made: it goes to that chat, not
+    to a second new one."""
+    page = make_page()
+    manager = SessionManager(
+        models=StaticCatalog(ScriptedModel(["one two three four five six"], delay_s=0.05)),
+        store=MemoryStore(),
+        workspace_root=tmp_path,
+    )
+    await manager.start()
+    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    try:
+        first = {page.chat_input: "first", page.session_id: "", page.ticket: "1:1"}
+        second = {page.chat_input: "second", page.session_id: "", page.ticket: "2:2"}
+        sending = handlers.send(first, None)  # type: ignore[arg-type]
+        made = await anext(sending)
+        (chat,) = await manager.list("local")
+        assert made[page.session_id] == chat.id
+        rest = asyncio.ensure_future(_collect(sending))
+        settling = handlers.settle("", "3", None)  # type: ignore[arg-type]
+        await anext(settling)  # it shows the running chat from event 3 on
+        assert (await manager.get(chat.id, owner="local")).busy
+        following = await asyncio.wait_for(_collect(handlers.send(second, None)), 10)  # type: ignore[arg-type]
+        await asyncio.wait_for(asyncio.gather(rest, _collect(settling)), 10)
+        assert [c.id for c in await manager.list("local")] == [chat.id], "one chat, not two"
+        interpreter = await manager.get(chat.id, owner="local")
+        await interpreter.wait_idle()
+        said = [m.content for m in interpreter.session.history]
+        assert said[0] == "first" and "second" in said, said
+        assert all(u.get(page.session_id, chat.id) == chat.id for u in following)
+    finally:
+        await manager.close()
+
+
+async def test_a_tab_remembers_what_each_of_its_latest_events_showed() -> None:
+    """`made_before` answers for the tab's event numbered `ticket` from the latest event
+    before it, whatever later events showed and in whatever order they came; it keeps a
+    tab's last SHOWN_KEPT events, and forgets a closed tab."""
+    streams = TabStreams()
+    await streams.supersede("tab", 5, "")  # New chat
+    await streams.supersede("tab", 9, "chat B")  # a later event came first
+    await streams.supersede("tab", 7, "chat A")  # the first message made chat A
+    assert streams.shown("tab") == "chat B"
+    assert streams.made_before("tab", 5) == ""  # nothing before it
+    assert streams.made_before("tab", 6) == ""  # (New chat)
+    assert streams.made_before("tab", 8) == "chat A"
+    assert streams.made_before("tab", 10) == "chat B"
+    assert streams.made_before("other tab", 10) == ""
+    for ticket in range(10, 10 + SHOWN_KEPT):
+        await streams.supersede("tab", ticket, f"chat {ticket}")
+    assert streams.made_before("tab", 8) == ""  # (forgotten: SHOWN_KEPT events later)
+    assert streams.made_before("tab", 12) == "chat 11"
+    streams.forget("tab")
+    assert streams.made_before("tab", 12) == ""
