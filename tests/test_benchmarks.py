@@ -28,7 +28,19 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("script", sorted(CASES))
+IN_A_BROWSER = {"bench_long_chat.py", "bench_page.py", "bench_server.py", "bench_stream.py"}
+"""Benchmarks that start Chromium and serve the page: 18-30 s each here (a tenth of the
+default run's time together), so they run with the slow tests (`scripts/test.sh -m slow`).
+What they drive (page loads, streaming, an idle server) the browser tests cover."""
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        pytest.param(name, marks=[pytest.mark.slow] if name in IN_A_BROWSER else [])
+        for name in sorted(CASES)
+    ],
+)
 def test_benchmark_runs_and_ends_with_its_figures(script: str, tmp_path: Path) -> None:
     args, key = CASES[script]
     scratch = tmp_path / "tmp"
