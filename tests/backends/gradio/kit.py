@@ -26,11 +26,13 @@ from backends.gradio import create_app
 from backends.gradio.asset_cache import AssetStore, add_asset_cache
 from backends.gradio.assets import ASSETS_DIR
 from backends.gradio.early_script import add_early_script
+from backends.gradio.handlers import Handlers
 from backends.gradio.layout import Page as Layout
 from backends.gradio.layout import build_page
 from backends.gradio.media import MediaShelf, add_media_route
 from connectors.function import FunctionInfo, FunctionModel, ModelFunction
-from gui_agent.llm import StaticCatalog
+from connectors.scripted import ScriptedModel
+from gui_agent.llm import LLMProvider, StaticCatalog
 from gui_agent.manager import SessionManager
 from gui_agent.store import MemoryStore, SessionStore
 from schema import AgentName, Message, ModelResponse, Role, ToolCall
@@ -389,3 +391,25 @@ def make_page() -> Layout:
             default_model="scripted",
             model_note="",
         )
+
+
+async def page_handlers(
+    workspace: Path,
+    model: LLMProvider | None = None,
+    *,
+    store: SessionStore | None = None,
+    start: bool = True,
+) -> tuple[Layout, SessionManager, Handlers]:
+    """A page's handlers without a server or a browser, on a manager whose model is `model`
+    (by default one that answers "the reply"), its chats kept in `store` (in memory by
+    default) and their folders under `workspace`; the manager is started unless `start` is
+    False. The caller closes the manager."""
+    page = make_page()
+    manager = SessionManager(
+        models=StaticCatalog(model or ScriptedModel(default="the reply")),
+        store=store if store is not None else MemoryStore(),
+        workspace_root=workspace,
+    )
+    if start:
+        await manager.start()
+    return page, manager, Handlers(manager, page, icons={}, languages=(), models=())

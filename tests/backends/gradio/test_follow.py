@@ -8,15 +8,12 @@ import asyncio
 from pathlib import Path
 
 from backends.gradio.follow import TabNews, as_published
-from backends.gradio.handlers import Handlers, tab_of
+from backends.gradio.handlers import tab_of
 from backends.gradio.presence import Presence
 from backends.gradio.stream import no_change
 from connectors.scripted import ScriptedModel
-from gui_agent.llm import StaticCatalog
-from gui_agent.manager import SessionManager
-from gui_agent.store import MemoryStore
 from schema import AutoChatSettings, AutoChatTurn, SessionUpdated
-from tests.backends.gradio.kit import make_page
+from tests.backends.gradio.kit import page_handlers
 
 A, B, C = "alice\0tab-a", "alice\0tab-b", "carol\0tab-c"
 
@@ -58,13 +55,9 @@ def test_the_users_other_tabs_hear_of_chats_made_renamed_or_deleted() -> None:
 async def test_a_tab_is_woken_for_a_change_made_elsewhere_and_shows_just_that(
     tmp_path: Path,
 ) -> None:
-    page = make_page()
-    manager = SessionManager(
-        models=StaticCatalog(ScriptedModel(default="hi")),
-        store=MemoryStore(),
-        workspace_root=tmp_path,
+    page, manager, handlers = await page_handlers(
+        tmp_path, ScriptedModel(default="hi"), start=False
     )
-    handlers = Handlers(manager, page, icons={}, languages=(), models=())
     interpreter = await manager.create("local")
     await interpreter.update(title="Watched")
     tab = tab_of(None)
@@ -91,13 +84,9 @@ async def test_a_follow_leaves_the_autochat_status_to_the_stream_while_the_chat_
 ) -> None:
     """A status taken while AutoChat runs could reach the tab after the last word of the
     stream that shows the run, and stay; so a follow says it only once the run is over."""
-    page = make_page()
-    manager = SessionManager(
-        models=StaticCatalog(ScriptedModel(default="hi")),
-        store=MemoryStore(),
-        workspace_root=tmp_path,
+    page, manager, handlers = await page_handlers(
+        tmp_path, ScriptedModel(default="hi"), start=False
     )
-    handlers = Handlers(manager, page, icons={}, languages=(), models=())
     interpreter = await manager.create("local")
     tab = tab_of(None)
     handlers.news.open(tab, "local")

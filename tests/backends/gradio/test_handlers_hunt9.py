@@ -9,14 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from backends.gradio.attach import attachments_note
-from backends.gradio.handlers import Handlers, tab_of
+from backends.gradio.handlers import tab_of
 from backends.gradio.transfer import Transfer
 from connectors.scripted import ScriptedModel
-from gui_agent.llm import StaticCatalog
-from gui_agent.manager import SessionManager
 from gui_agent.session import written_by_person
-from gui_agent.store import MemoryStore
-from tests.backends.gradio.kit import make_page, tiny_png
+from tests.backends.gradio.kit import page_handlers, tiny_png
 
 
 async def _last(updates: AsyncIterator[dict[Any, Any]]) -> dict[Any, Any]:
@@ -29,14 +26,7 @@ async def _last(updates: AsyncIterator[dict[Any, Any]]) -> dict[Any, Any]:
 async def test_editing_a_message_keeps_its_images_unless_taken_back(tmp_path: Path) -> None:
     """ "What is in this picture?" with a picture, edited to fix a typo: the edit still
     carries the picture (the tray shows it again, and "Remove images" takes it back)."""
-    page = make_page()
-    manager = SessionManager(
-        models=StaticCatalog(ScriptedModel(default="a red square")),
-        store=MemoryStore(),
-        workspace_root=tmp_path,
-    )
-    await manager.start()
-    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    page, manager, handlers = await page_handlers(tmp_path, ScriptedModel(default="a red square"))
     tab = tab_of(None)
     try:
         count, problems = handlers.trays.add(tab, [tiny_png()])
@@ -79,14 +69,7 @@ async def test_editing_a_message_keeps_its_images_unless_taken_back(tmp_path: Pa
 async def test_new_chat_and_import_empty_the_search_box_with_the_list(tmp_path: Path) -> None:
     """A search narrows the list; New chat (also after Delete) and an import list every chat
     again, and the search box must not keep saying the old query over the full list."""
-    page = make_page()
-    manager = SessionManager(
-        models=StaticCatalog(ScriptedModel(default="ok")),
-        store=MemoryStore(),
-        workspace_root=tmp_path,
-    )
-    await manager.start()
-    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    page, manager, handlers = await page_handlers(tmp_path, ScriptedModel(default="ok"))
     transfer = Transfer(handlers)
     try:
         # two chats, made as a tab makes them: a first message, New chat, a first message

@@ -18,11 +18,8 @@ from backends.gradio.layout import Page
 from backends.gradio.send_order import SendOrder
 from backends.gradio.stream import no_change
 from backends.gradio.tabs import send_number_of, ticket_of
-from connectors.scripted import ScriptedModel
-from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
-from gui_agent.store import MemoryStore
-from tests.backends.gradio.kit import make_page
+from tests.backends.gradio.kit import page_handlers
 
 
 async def _collect(updates: AsyncIterator[dict[Any, Any]]) -> list[dict[Any, Any]]:
@@ -31,14 +28,7 @@ async def _collect(updates: AsyncIterator[dict[Any, Any]]) -> list[dict[Any, Any
 
 async def _started(tmp_path: Path) -> tuple[Page, SessionManager, Handlers]:
     """A page's handlers on a started manager whose model answers "the reply"."""
-    page = make_page()
-    manager = SessionManager(
-        models=StaticCatalog(ScriptedModel(default="the reply")),
-        store=MemoryStore(),
-        workspace_root=tmp_path,
-    )
-    await manager.start()
-    return page, manager, Handlers(manager, page, icons={}, languages=(), models=())
+    return await page_handlers(tmp_path)
 
 
 @pytest.mark.parametrize(

@@ -12,11 +12,10 @@ from backends.gradio.handlers import Handlers
 from backends.gradio.layout import Page
 from backends.gradio.tabs import SHOWN_KEPT, TabStreams
 from connectors.scripted import ScriptedModel
-from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
 from gui_agent.store import MemoryStore
 from schema import SessionRecord
-from tests.backends.gradio.kit import make_page
+from tests.backends.gradio.kit import page_handlers
 
 
 class SlowStore(MemoryStore):
@@ -41,15 +40,9 @@ async def _collect(updates: AsyncIterator[dict[Any, Any]]) -> list[dict[Any, Any
 async def _slowly_saving(tmp_path: Path) -> tuple[Page, SlowStore, SessionManager, Handlers]:
     """A page's handlers on a started manager whose store saves new chats when let through
     (its model answers "the reply")."""
-    page = make_page()
     store = SlowStore()
-    manager = SessionManager(
-        models=StaticCatalog(ScriptedModel(default="the reply")),
-        store=store,
-        workspace_root=tmp_path,
-    )
-    await manager.start()
-    return page, store, manager, Handlers(manager, page, icons={}, languages=(), models=())
+    page, manager, handlers = await page_handlers(tmp_path, store=store)
+    return page, store, manager, handlers
 
 
 def _texts(update: dict[Any, Any], page: Page) -> list[str]:
@@ -90,15 +83,9 @@ async def test_a_load_event_after_a_first_message_sent_at_once_leaves_its_reply_
     tab's event 1 and the load event its event 2. The load event of a fresh tab (no chat to
     reopen) finds the page showing a new chat, as it would leave it: it must not end the
     reply's stream, which would leave the tab on an empty chat while its chat runs unseen."""
-    page = make_page()
     words = [f"w{number}" for number in range(60)]
-    manager = SessionManager(
-        models=StaticCatalog(ScriptedModel([" ".join(words)], delay_s=0.01)),
-        store=MemoryStore(),
-        workspace_root=tmp_path,
-    )
-    await manager.start()
-    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    model = ScriptedModel([" ".join(words)], delay_s=0.01)
+    page, manager, handlers = await page_handlers(tmp_path, model)
     try:
         form = {page.chat_input: "hello", page.session_id: "", page.ticket: "1"}
         sending = handlers.send(form, None)  # type: ignore[arg-type]
@@ -150,14 +137,8 @@ async def test_a_message_sent_before_a_later_event_showed_the_chat_still_goes_to
     keep-alive) shows that chat, while it runs, before the second send reaches the server.
     The second still comes from the new chat the first one made: it goes to that chat, not
     to a second new one."""
-    page = make_page()
-    manager = SessionManager(
-        models=StaticCatalog(ScriptedModel(["one two three four five six"], delay_s=0.05)),
-        store=MemoryStore(),
-        workspace_root=tmp_path,
-    )
-    await manager.start()
-    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    model = ScriptedModel(["one two three four five six"], delay_s=0.05)
+    page, manager, handlers = await page_handlers(tmp_path, model)
     try:
         first = {page.chat_input: "first", page.session_id: "", page.ticket: "1:1"}
         second = {page.chat_input: "second", page.session_id: "", page.ticket: "2:2"}
