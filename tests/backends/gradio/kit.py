@@ -172,13 +172,27 @@ async def build_playing(
     media = MediaShelf()
     blocks = create_app(manager, notice=NOTICE, title="GuiAgent test", closing=closing, media=media)
 
+    app, assets = mount_page(blocks, manager, media=media, early_script=early_script)
+    return app, Served(manager, closing, holds if holds is not None else Holds(), assets)
+
+
+def mount_page(
+    blocks: gr.Blocks,
+    manager: SessionManager,
+    *,
+    media: MediaShelf | None = None,
+    early_script: bool = True,
+) -> tuple[FastAPI, AssetStore]:
+    """`blocks` on an app that starts and closes `manager`, mounted as the server mounts the
+    page: with its early script (unless `early_script` is False), Gradio's build files read
+    once (the store is returned) and, given a `media` shelf, the route of the page's images."""
     app = FastAPI(lifespan=lambda _app: started(manager))
-    add_media_route(app, media)  # as the server serves the page's images
+    if media is not None:
+        add_media_route(app, media)
     app = gr.mount_gradio_app(app, blocks, path="/", allowed_paths=[str(ASSETS_DIR)])
     if early_script:
         add_early_script(app)
-    assets = add_asset_cache(app)  # as the server serves Gradio's build files
-    return app, Served(manager, closing, holds if holds is not None else Holds(), assets)
+    return app, add_asset_cache(app)
 
 
 async def closing(server: LiveServer) -> None:

@@ -10,23 +10,22 @@ import functools
 import os
 from pathlib import Path
 
-import gradio as gr
 import pytest
 from fastapi import FastAPI
 from playwright.sync_api import Browser, Page, expect
 
 from backends.gradio import create_app
-from backends.gradio.assets import ASSETS_DIR
 from connectors.scripted import ScriptedModel
 from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
 from gui_agent.store import SQLiteStore
 from schema import ModelResponse
-from tests.backends.conftest import LiveServer, live_server, started
+from tests.backends.conftest import LiveServer, live_server
 from tests.backends.gradio.kit import (
     Served,
     bot_messages,
     chat,
+    mount_page,
     open_tab,
     pick,
     send,
@@ -57,8 +56,7 @@ async def build_on(database: Path, workspace: Path) -> tuple[FastAPI, Served]:
     )
     ending = asyncio.Event()
     blocks = create_app(manager, notice=None, title="GuiAgent test", closing=ending)
-    app = FastAPI(lifespan=lambda _app: started(manager))
-    app = gr.mount_gradio_app(app, blocks, path="/", allowed_paths=[str(ASSETS_DIR)])
+    app, _assets = mount_page(blocks, manager)
     return app, Served(manager, ending)
 
 

@@ -12,23 +12,22 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import gradio as gr
 import pytest
 from fastapi import FastAPI
 from playwright.sync_api import Browser, Locator, Page, expect
 
 from backends.gradio import create_app
-from backends.gradio.assets import ASSETS_DIR
 from connectors.scripted import ScriptedModel, call
 from gui_agent.interpreter import Interpreter
 from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
 from gui_agent.store import MemoryStore
 from schema import SessionSettings
-from tests.backends.conftest import LiveServer, started
+from tests.backends.conftest import LiveServer
 from tests.backends.gradio.kit import (
     WAIT_MS,
     bot_messages,
+    mount_page,
     open_tab,
     send,
     served,
@@ -61,8 +60,7 @@ async def build() -> tuple[FastAPI, Served]:
     )
     closing = asyncio.Event()
     blocks = create_app(manager, notice=None, title="GuiAgent test", closing=closing)
-    app = FastAPI(lifespan=lambda _app: started(manager))
-    app = gr.mount_gradio_app(app, blocks, path="/", allowed_paths=[str(ASSETS_DIR)])
+    app, _assets = mount_page(blocks, manager)
     return app, Served(manager, closing, model)
 
 

@@ -12,19 +12,16 @@ import threading
 import time
 from pathlib import Path
 
-import gradio as gr
 import pytest
 import uvicorn
-from fastapi import FastAPI
 from playwright.sync_api import Browser, expect
 
 from backends.gradio import create_app
-from backends.gradio.assets import ASSETS_DIR
 from connectors.scripted import ScriptedModel
 from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
 from gui_agent.store import MemoryStore
-from tests.backends.conftest import started
+from tests.backends.gradio.kit import mount_page
 
 pytestmark = pytest.mark.browser
 
@@ -64,8 +61,7 @@ def test_a_tab_left_open_does_not_hold_up_the_shutdown(
             workspace_root=Path(tempfile.mkdtemp(prefix="gui-agent-shutdown-")),
         )
         blocks = create_app(manager, closing=closing)
-        app = FastAPI(lifespan=lambda _app: started(manager))
-        app = gr.mount_gradio_app(app, blocks, path="/", allowed_paths=[str(ASSETS_DIR)])
+        app, _assets = mount_page(blocks, manager)
         config = uvicorn.Config(
             app, log_level="warning", lifespan="on", timeout_graceful_shutdown=GRACE_S
         )
