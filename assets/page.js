@@ -40,15 +40,16 @@
   // The message box has the focus as the page opens, and the browser scrolls to it while
   // the page is still taking shape (on a phone, with the sidebar still open above it): once
   // the layout has moved, it may be out of sight, above the top of the screen with the chat.
-  // Until the person does anything, keep the whole box in sight, its bottom at the screen's
-  // bottom when it has to move (the chat above it shows as much as fits).
+  // On a larger screen it scrolled down as the chat was sized, hiding the title and the notice
+  // above. Until the person does anything, keep the whole box in sight with the least
+  // scrolling: none when the page fits down to the box, else the box's bottom at the screen's
+  // bottom (the chat above it shows as much as fits).
   const settle = () => {
     const box = document.querySelector("#chat-input textarea");
     if (!box || document.activeElement !== box) return;
-    const shown = box.getBoundingClientRect();
-    if (shown.top < 0 || shown.bottom > window.innerHeight) {
-      box.scrollIntoView({block: "end", inline: "nearest"});
-    }
+    const bottom = box.getBoundingClientRect().bottom + window.scrollY;
+    const wanted = Math.max(0, Math.ceil(bottom - window.innerHeight));
+    if (Math.abs(window.scrollY - wanted) >= 1) window.scrollTo(window.scrollX, wanted);
   };
   const settling = new ResizeObserver(() => requestAnimationFrame(settle));
   settling.observe(document.body);

@@ -119,22 +119,22 @@ def test_the_note_box_says_while_typing_that_enter_denies_and_that_either_answer
         wait_idle(tab)
 
 
-_SETTLED_INPUT = """() => new Promise((resolve) => {
-    // Where the message box is once the page holds still: the sidebar closed, nothing
-    // animating, and the box in the same place for 30 frames in a row.
+_SETTLED_INPUT = """(closed) => new Promise((resolve) => {
+    // Where the message box is once the page holds still: the sidebar closed (if `closed`),
+    // nothing animating, and the box in the same place for 30 frames in a row.
     let last = null;
     let same = 0;
     const look = () => {
         const bar = document.querySelector('#session-sidebar');
         const box = document.querySelector('#chat-input textarea');
         const moving = document.getAnimations().some((a) => a.playState === 'running');
-        if (bar && box && !bar.classList.contains('open') && !moving) {
+        if (bar && box && !(closed && bar.classList.contains('open')) && !moving) {
             const r = box.getBoundingClientRect();
             same = last !== null && r.top === last.top ? same + 1 : 0;
             last = r;
             if (same >= 30) {
                 resolve({top: r.top, bottom: r.bottom, height: window.innerHeight,
-                         focused: document.activeElement === box});
+                         focused: document.activeElement === box, scrolled: window.scrollY});
                 return;
             }
         }
@@ -149,10 +149,25 @@ def test_a_phone_opens_the_page_with_the_message_box_in_view(phone: Page) -> Non
     sessions sidebar is still open; the page then closes the sidebar on a phone, and the box
     used to end up above the top of the screen, the chat with it, with only the buttons
     under them in sight."""
-    settled = phone.evaluate(_SETTLED_INPUT)
+    settled = phone.evaluate(_SETTLED_INPUT, True)
     assert settled["focused"]
     assert settled["top"] >= 0, f"the message box is {-settled['top']:.0f} px above the screen"
     assert settled["bottom"] <= settled["height"]
+
+
+def test_a_screen_that_shows_the_message_box_from_the_top_opens_the_page_at_its_top(
+    tab: Page,
+) -> None:
+    """On a laptop's screen the whole page down to the message box fits: it opens at its
+    top, the title and the notice (which says what model answers) in sight. The browser
+    scrolled to the focused box while the page was taking shape (its chat not yet sized),
+    and the page stayed scrolled down, with the notice above the screen."""
+    settled = tab.evaluate(_SETTLED_INPUT, False)
+    assert settled["focused"]
+    assert settled["scrolled"] + settled["bottom"] <= settled["height"], "(it fits from the top)"
+    assert settled["scrolled"] == 0, f"the page opened {settled['scrolled']} px down"
+    assert settled["top"] >= 0 and settled["bottom"] <= settled["height"]
+    expect(tab.locator("#notice")).to_be_in_viewport(ratio=1)
 
 
 _WIDE_TABLE = """() => {
