@@ -15,6 +15,7 @@ from pydantic import ValidationError
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.interpreter import Interpreter
 from gui_agent.manager import SessionManager
+from gui_agent.wording import counted
 from schema import AgentName, AutoChatSettings
 
 HELP = "commands: /stop /auto [on|off] /auto LIMIT VALUE /role NAME /model NAME /window /help /quit"
@@ -151,7 +152,11 @@ async def _model(args: list[str], interpreter: Interpreter, manager: SessionMana
 
 async def _window(args: list[str], interpreter: Interpreter, manager: SessionManager) -> str:
     window = interpreter.window()
-    return f"{len(window.messages)} messages, {window.token_count} tokens in the window\n"
+    messages, tokens = (
+        counted(len(window.messages), "message"),
+        counted(window.token_count, "token"),
+    )
+    return f"{messages}, {tokens} in the window\n"
 
 
 async def _help(args: list[str], interpreter: Interpreter, manager: SessionManager) -> str:

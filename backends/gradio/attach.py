@@ -13,6 +13,7 @@ import base64
 from collections import OrderedDict
 from collections.abc import Sequence
 
+from gui_agent.wording import counted
 from schema import ImagePart
 from schema.requests import MAX_IMAGE_BYTES, MAX_IMAGES, sniff_image_type
 
@@ -51,7 +52,7 @@ def add_images(
 def attachments_note(count: int) -> str:
     if not count:
         return ""
-    return f"📎 {count} image{'s' if count > 1 else ''} will go with your next message."
+    return f"📎 {counted(count, 'image')} will go with your next message."
 
 
 class Trays:

@@ -11,6 +11,7 @@ from typing import Protocol
 
 from backends.gradio.autoturns import TurnTally, turns_phrase
 from backends.gradio.markdown import escape_html
+from gui_agent.wording import counted
 from schema import (
     AgentName,
     AgentSwitched,
@@ -240,11 +241,6 @@ def badge_html(state: InterpreterState, *, stoppable: bool | None = None) -> str
     )
 
 
-def _count(number: int, noun: str) -> str:
-    """ "1 message", "2 messages"."""
-    return f"{number:,} {noun}{'' if number == 1 else 's'}"
-
-
 def memory_markdown(
     memory: MemoryInfo | None, preview: Callable[[str], tuple[str, str] | None]
 ) -> str:
@@ -253,11 +249,11 @@ def memory_markdown(
         return "**Context window:** empty (no messages yet)."
     estimated = " (estimated)" if memory.token_estimated else ""
     lines = [
-        f"**Context window:** {_count(len(memory.message_ids), 'message')}, "
-        f"{_count(memory.token_count, 'token')}{estimated}."
+        f"**Context window:** {counted(len(memory.message_ids), 'message')}, "
+        f"{counted(memory.token_count, 'token')}{estimated}."
     ]
     if memory.dropped:
-        older = _count(memory.dropped, "older message")
+        older = counted(memory.dropped, "older message")
         lines.append(f"{older} slid out of the window.")
     if memory.goal:
         pin = "pinned (re-inserted)" if memory.goal_pinned else "in the window"
@@ -281,7 +277,7 @@ def usage_markdown(
     estimated = " (estimated)" if total.estimated else ""
     lines = [
         f"**Session:** {total.input_tokens:,} in · {total.output_tokens:,} out · "
-        f"{total.requests} model calls{estimated}"
+        f"{counted(total.requests, 'model call')}{estimated}"
     ]
     if turns:
         lines += ["", "| Turn | In | Out |", "|---:|---:|---:|"]

@@ -37,6 +37,7 @@ from gui_agent.agents.tool_step import (
     with_allow_note,
 )
 from gui_agent.session import Session
+from gui_agent.wording import counted
 from schema import (
     AgentName,
     Event,
@@ -132,11 +133,12 @@ class ExecutorAgent:
             if (spent := budget_spent(session)) is not None:
                 yield spent
                 return
+        steps = session.settings.max_iterations
         note = Message(
             role=Role.ASSISTANT,
             agent=self._name,
             content=(
-                f"I stopped after {session.settings.max_iterations} steps (the maximum for one "
+                f"I stopped after {counted(steps, 'step')} (the maximum for one "
                 "turn) without a final answer. Say 'continue' to let me go on."
             ),
             metadata={"truncated": True},
@@ -145,7 +147,7 @@ class ExecutorAgent:
         yield MessageCompleted(message=note)
         yield RunFinished(
             outcome=RunOutcome.MAX_ITERATIONS,
-            detail=f"stopped after {session.settings.max_iterations} model calls",
+            detail=f"stopped after {counted(steps, 'model call')}",
         )
 
     def run_tools(

@@ -24,6 +24,7 @@ from pydantic import Field
 
 from gui_agent.exceptions import PathEscape
 from gui_agent.tools.definition import ApprovalView, ToolContext, tool
+from gui_agent.wording import counted
 
 PRIVATE_DIR = ".gui_agent"
 """The hidden folder inside a session folder that GuiAgent keeps for itself."""
@@ -121,7 +122,7 @@ def _relative(root: Path, path: Path) -> str:
 
 def _size_or_kind(info: os.stat_result) -> str:
     if stat.S_ISREG(info.st_mode):
-        return f"{info.st_size} bytes"
+        return counted(info.st_size, "byte")
     return _kind(info.st_mode)
 
 
@@ -206,7 +207,9 @@ def _read(workdir: Path, path: str, max_chars: int) -> str:
         size = os.fstat(handle.fileno()).st_size
         if b"\0" in handle.read(_BINARY_PROBE):
             shown = display_path(path)
-            return f"{shown} is a binary file ({size} bytes); it cannot be shown as text."
+            return (
+                f"{shown} is a binary file ({counted(size, 'byte')}); it cannot be shown as text."
+            )
         handle.seek(0)
         reader = io.TextIOWrapper(handle, encoding="utf-8", errors="strict")
         try:
@@ -241,7 +244,7 @@ def _write(workdir: Path, path: str, content: str) -> str:
     with open_regular(target, write=True, label=path) as handle:
         handle.write(data)
     relative = display_path(_relative(workdir.resolve(), target))
-    return f"Wrote {len(content)} characters to {relative}."
+    return f"Wrote {counted(len(content), 'character')} to {relative}."
 
 
 _LANGUAGES = {

@@ -376,14 +376,22 @@ async def test_calls_sharing_an_id_or_without_one_each_get_their_own_result(
     assert [answers[i] for i in asked] == ["A", "B"]
 
 
-async def test_max_iterations_stops_the_loop_and_says_so(tmp_path: Path) -> None:
-    interpreter, _ = make(tmp_path, [call("list_files")] * 3)
+@pytest.mark.parametrize(("steps", "said"), [(3, "3 steps"), (1, "1 step")])
+async def test_max_iterations_stops_the_loop_and_says_so(
+    tmp_path: Path, steps: int, said: str
+) -> None:
+    interpreter, _ = make(tmp_path, [call("list_files")] * steps)
     interpreter.session.settings = interpreter.session.settings.model_copy(
-        update={"max_iterations": 3}
+        update={"max_iterations": steps}
     )
     events = [e async for e in interpreter.chat("loop")]
-    assert of_type(events, "run_finished")[0].outcome is RunOutcome.MAX_ITERATIONS
-    assert interpreter.session.history[-1].metadata.get("truncated") is True
+    finished = of_type(events, "run_finished")[0]
+    assert finished.outcome is RunOutcome.MAX_ITERATIONS
+    calls = "model call" if steps == 1 else "model calls"
+    assert finished.detail == f"stopped after {steps} {calls}"
+    note = interpreter.session.history[-1]
+    assert note.metadata.get("truncated") is True
+    assert note.content.startswith(f"I stopped after {said} (the maximum for one turn)")
 
 
 async def test_many_sessions_run_concurrently_without_sharing_state(tmp_path: Path) -> None:

@@ -179,7 +179,7 @@ async def test_a_step_that_hits_a_limit_is_named_with_the_steps_left_undone(
     (finished,) = [e for e in events if isinstance(e, RunFinished)]
     assert finished.outcome is RunOutcome.MAX_ITERATIONS
     assert finished.detail == (
-        "plan step 2 of 3 (count the files) did not finish: stopped after 1 model calls; "
+        "plan step 2 of 3 (count the files) did not finish: stopped after 1 model call; "
         "step 3 was not run"
     )
 

@@ -17,9 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from connectors.scripted import ScriptedModel
 from gui_agent.exceptions import InvalidRequest
+from gui_agent.llm import StaticCatalog
+from gui_agent.manager import SessionManager
 from gui_agent.repl import parse_role
-from schema import AgentName
+from gui_agent.repl_commands import run_command
+from gui_agent.store import MemoryStore
+from schema import AgentName, Message, Role
 
 # argv[1]: the model's replies as JSON, each a text or {"tool": NAME, "args": {...}}
 DRIVER = """
@@ -205,3 +210,21 @@ def test_workdir_that_is_not_a_folder_is_a_clear_error(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "--workdir" in result.stderr and "is not a folder" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+async def test_the_window_command_counts_in_words_that_agree(tmp_path: Path) -> None:
+    manager = SessionManager(
+        models=StaticCatalog(ScriptedModel(default="ok")),
+        store=MemoryStore(),
+        workspace_root=tmp_path,
+    )
+    await manager.start()
+    try:
+        interpreter = await manager.create("local")
+        alone = await run_command("/window", [], interpreter, manager)  # the system prompt
+        assert alone.startswith("1 message, ") and alone.endswith(" tokens in the window\n")
+        interpreter.session.add(Message(role=Role.USER, content="hi"))
+        said = await run_command("/window", [], interpreter, manager)
+        assert said.startswith("2 messages, ") and said.endswith(" tokens in the window\n")
+    finally:
+        await manager.close()

@@ -132,7 +132,7 @@ def test_max_tokens_and_max_steps_reach_the_model_and_survive_a_reload(
 
     # the model is asked for a tool call; one step per turn stops the turn after it
     send(tab, "list the files")
-    expect(bot_messages(tab).last).to_contain_text("I stopped after 1 steps")
+    expect(bot_messages(tab).last).to_contain_text("I stopped after 1 step (the maximum")
     wait_idle(tab)
     asked = model.requests[-1].settings
     assert asked is not None and asked.max_tokens == 123

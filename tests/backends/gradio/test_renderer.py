@@ -615,6 +615,9 @@ def test_usage_panel_shows_each_turn_and_the_session_total() -> None:
     assert "**Session:** 30 in · 12 out · 2 model calls (estimated)" in text
     assert "| 1 | 10 | 5 |" in text and "| 2 | 20 | 7 |" in text
     assert usage_markdown(OrderedDict(), Usage()).startswith("**Session:** 0 in")
+    assert "0 out · 0 model calls" in usage_markdown(OrderedDict(), Usage())
+    one = usage_markdown(OrderedDict(), Usage(input_tokens=3, output_tokens=1, requests=1))
+    assert "**Session:** 3 in · 1 out · 1 model call" in one and "calls" not in one
 
 
 def test_usage_panel_numbers_turns_past_the_tenth_as_they_ran() -> None:

@@ -245,3 +245,12 @@ async def test_a_file_that_is_not_utf8_is_read_with_a_note_saying_so(workdir: Pa
     assert "not valid UTF-8" in odd.content and "write_file" in odd.content
     fine = await run(workdir, "read_file", path="utf8.txt")
     assert fine.content == "café crème\n"
+
+
+async def test_a_count_of_one_is_said_in_the_singular(workdir: Path) -> None:
+    written = await run(workdir, "write_file", path="x.txt", content="x")
+    assert written.content == "Wrote 1 character to x.txt."
+    assert "x.txt (1 byte)" in (await run(workdir, "list_files")).content
+    (workdir / "nul.bin").write_bytes(b"\0")
+    read = await run(workdir, "read_file", path="nul.bin")
+    assert read.content == "nul.bin is a binary file (1 byte); it cannot be shown as text."
