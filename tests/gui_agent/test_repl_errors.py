@@ -17,14 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from connectors.scripted import ScriptedModel
 from gui_agent.exceptions import InvalidRequest
-from gui_agent.llm import StaticCatalog
-from gui_agent.manager import SessionManager
 from gui_agent.repl import parse_role
 from gui_agent.repl_commands import run_command
-from gui_agent.store import MemoryStore
 from schema import AgentName, Message, Role
+from tests.gui_agent.helpers import scripted_manager
 
 # argv[1]: the model's replies as JSON, each a text or {"tool": NAME, "args": {...}}
 DRIVER = """
@@ -213,11 +210,7 @@ def test_workdir_that_is_not_a_folder_is_a_clear_error(tmp_path: Path) -> None:
 
 
 async def test_the_window_command_counts_in_words_that_agree(tmp_path: Path) -> None:
-    manager = SessionManager(
-        models=StaticCatalog(ScriptedModel(default="ok")),
-        store=MemoryStore(),
-        workspace_root=tmp_path,
-    )
+    manager = scripted_manager(tmp_path)
     await manager.start()
     try:
         interpreter = await manager.create("local")
