@@ -12,6 +12,7 @@ from playwright.sync_api import Browser, expect
 from connectors.scripted import ScriptedModel
 from tests.backends.conftest import LiveServer
 from tests.backends.gradio.kit import (
+    eventually,
     open_tab,
     send,
     served,
@@ -44,6 +45,13 @@ def test_a_temperature_moved_with_the_arrow_keys_is_saved_and_survives_a_reload(
         slider.press("ArrowLeft")
     expect(tab.locator("#temperature input[type=number]")).to_have_value("0.8")
     slider.press("Tab")  # on to the next control: nothing else is done
+    # Saved as it moved, with no release. (The last step's save waits in the browser until
+    # the one before it is back: a reload within that round trip would lose it.)
+    eventually(
+        tab,
+        lambda: settings_of(server, interpreter).temperature == 0.8,
+        "the last arrow key's temperature to be saved",
+    )
 
     tab.reload(wait_until="load")
     expect(user_messages(tab)).to_have_count(1)
