@@ -152,11 +152,10 @@ async def _model(args: list[str], interpreter: Interpreter, manager: SessionMana
 
 async def _window(args: list[str], interpreter: Interpreter, manager: SessionManager) -> str:
     window = interpreter.window()
-    messages, tokens = (
-        counted(len(window.messages), "message"),
-        counted(window.token_count, "token"),
+    return (
+        f"{counted(len(window.messages), 'message')}, "
+        f"{counted(window.token_count, 'token')} in the window\n"
     )
-    return f"{messages}, {tokens} in the window\n"
 
 
 async def _help(args: list[str], interpreter: Interpreter, manager: SessionManager) -> str:

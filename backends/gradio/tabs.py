@@ -178,8 +178,9 @@ class TabStreams:
 
     def made_before(self, tab: str, ticket: int) -> str:
         """The chat the tab shows as of its event numbered `ticket`, if an earlier event of
-        the tab opened or made it ("" if none did, or it showed a new chat): the page may
-        not know it yet (a message sent right after the first one of a new chat)."""
+        the tab opened or made it ("" if none did, or it showed a new chat), whatever its
+        later events showed since: the page may not know it yet (a message sent right after
+        the first one of a new chat)."""
         earlier = [t for t in self._shown_at.get(tab, ()) if 0 < t < ticket]
         return self._shown_at[tab][max(earlier)] if earlier else ""
 
