@@ -120,20 +120,21 @@ def test_removing_a_user_stops_their_turn_and_autochat_and_ends_their_streams(
 
         remove_with_the_cli(served.users, "bob")
 
+        # The stream shows the turn stopping, then ends: unless its own access check (every
+        # few seconds) found the user gone before the users-file watcher (once a second)
+        # stopped the turn, when it ends first. The stop is then seen in the store below.
         ended, closed = until_closed(turn)
-        finished = [e for e in ended if e.type == "run_finished"]
-        assert [(e.outcome.value, e.detail) for e in finished] == [("interrupted", REASON)]
+        finished = [(e.outcome.value, e.detail) for e in ended if e.type == "run_finished"]
+        assert finished in ([("interrupted", REASON)], [])
         partial = [e.message for e in ended if e.type == "message_completed"]
-        assert [m.status for m in partial] == [MessageStatus.INTERRUPTED]
+        assert [m.status for m in partial] == [MessageStatus.INTERRUPTED] * len(finished)
         assert closed.event == "closed"
         assert json.loads(closed.data) == {
             "error": {"code": "unauthorized", "message": "the token's user no longer exists"}
         }
         stopped, closed = until_closed(auto)
-        autochat_end = [e for e in stopped if e.type == "autochat_stopped"]
-        assert [(e.reason, e.detail) for e in autochat_end] == [
-            (AutoChatStopReason.STOPPED, REASON)
-        ]
+        autochat_end = [(e.reason, e.detail) for e in stopped if e.type == "autochat_stopped"]
+        assert autochat_end in ([(AutoChatStopReason.STOPPED, REASON)], [])
         assert json.loads(closed.data)["error"]["code"] == "unauthorized"
 
         # Alice's turn was not touched: it is still streaming.
@@ -148,8 +149,9 @@ def test_removing_a_user_stops_their_turn_and_autochat_and_ends_their_streams(
 
     user, reply = stored(served.data_dir, running)
     assert (user.role, user.content) == (Role.USER, LONG)
-    assert reply.status is MessageStatus.INTERRUPTED
-    assert reply.content == partial[0].content and reply.content.startswith("I am the built-in")
+    assert reply.status is MessageStatus.INTERRUPTED  # stopped, not said to its end
+    assert reply.content.startswith("I am the built-in") and len(reply.content) < len(LONG)
+    assert [m.content for m in partial] in ([reply.content], [])
     said, answered = stored(served.data_dir, waiting)
     assert said.content == "carry on by yourself"
     assert answered.status is MessageStatus.COMPLETE
