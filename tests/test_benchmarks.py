@@ -29,9 +29,9 @@ CASES = {
 
 
 IN_A_BROWSER = {"bench_long_chat.py", "bench_page.py", "bench_server.py", "bench_stream.py"}
-"""Benchmarks that start Chromium and serve the page: 18-30 s each here (a tenth of the
-default run's time together), so they run with the slow tests (`scripts/test.sh -m slow`).
-What they drive (page loads, streaming, an idle server) the browser tests cover."""
+"""Benchmarks that start Chromium and serve the page: 18-30 s each here (together about 6 %
+of the default run's test time), so they run with the slow tests (`scripts/test.sh -m
+slow`). What they drive (page loads, streaming, an idle server) the browser tests cover."""
 
 
 @pytest.mark.parametrize(
