@@ -17,6 +17,7 @@ conditional and range requests, and answers that are not a whole 200 or would no
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from fastapi import FastAPI
@@ -150,10 +151,8 @@ class AssetCache:
         await self._pass_and_keep(path, hashed, scope, receive, send)
 
     async def _answer(self, kept: KeptAnswer, hashed: bool, send: Send) -> None:
-        headers = MutableHeaders(raw=list(kept.headers))
+        headers = _marked(kept.headers, hashed)
         headers["content-length"] = str(len(kept.body))
-        if hashed:
-            headers["cache-control"] = FOREVER
         await send({"type": "http.response.start", "status": 200, "headers": headers.raw})
         await send({"type": "http.response.body", "body": kept.body})
 
@@ -171,9 +170,8 @@ class AssetCache:
                 if message["status"] == 200:
                     start = message
                     if hashed:
-                        headers = MutableHeaders(raw=list(message.get("headers", [])))
-                        headers["cache-control"] = FOREVER
-                        message = {**message, "headers": headers.raw}
+                        marked = _marked(message.get("headers", []), hashed)
+                        message = {**message, "headers": marked.raw}
             elif message["type"] == "http.response.body" and start is not None:
                 body = message.get("body", b"")
                 size += len(body)
@@ -200,6 +198,14 @@ class AssetCache:
             if name.decode("latin-1").lower() not in _NOT_KEPT
         )
         self.store.keep(path, coding, KeptAnswer(kept, body))
+
+
+def _marked(raw: Iterable[tuple[bytes, bytes]], hashed: bool) -> MutableHeaders:
+    """A copy of the headers `raw`, cached for good when the file's name is `hashed`."""
+    headers = MutableHeaders(raw=list(raw))
+    if hashed:
+        headers["cache-control"] = FOREVER
+    return headers
 
 
 def add_asset_cache(app: FastAPI, store: AssetStore | None = None) -> AssetStore:
