@@ -23,7 +23,8 @@
    out, their page logins end, and their running turns and AutoChat are stopped and their
    sessions closed, which ends their event streams (`_Removals`); when a new password is
    set (`UserDB.add(..., replace=True)`), that person's page logins end (their API tokens
-   are refused already: each carries the old password's fingerprint).
+   are refused already: each carries the old password's fingerprint). An API request
+   that meets such a change before the watcher's next look has it applied at once.
 
 `serve(config)` binds the port, runs uvicorn until SIGINT/SIGTERM and shuts down in order:
 stop accepting, stop watching the users file, stop running turns and end event streams
@@ -53,9 +54,11 @@ from fastapi import FastAPI
 
 from backends.api import LoginThrottles, create_api
 from backends.api.guards import NoCrossOrigin, NotFramed, SameOriginWrites, add_host_guard
+from backends.api.sse import DEFAULT_RECHECK_S
 from connectors.llama_local import LOCAL_MODEL_NOTICE
 from connectors.registry import ModelRegistry, resolve_models
 from gui_agent.auth import (
+    USERS_WATCH_S,
     LoginThrottle,
     ProxyHeaderAuth,
     TokenService,
@@ -119,6 +122,8 @@ async def build_server(
     with_api: bool = True,
     models_source: str | None = None,
     retention_sweep_s: float = RETENTION_SWEEP_S,
+    users_watch_s: float = USERS_WATCH_S,
+    auth_recheck_s: float = DEFAULT_RECHECK_S,
 ) -> tuple[FastAPI, Cleanup]:
     """The app for `config` and the coroutine function that closes what it opened.
 
@@ -130,6 +135,8 @@ async def build_server(
     `config.models` came from (as `gui-agent models` says it); by default it is worked out
     from the environment (`_models_source`). With `config.retention_days`, retention is
     applied at start and then every `retention_sweep_s` seconds while the server runs.
+    With a users file, it is looked at every `users_watch_s` seconds; an open event stream
+    checks its caller every `auth_recheck_s` seconds.
     """
     if config.share:
         raise ConfigError(SHARE_REFUSED)
@@ -174,6 +181,12 @@ async def build_server(
         secret = await asyncio.to_thread(load_or_create_signing_key, data_dir)
         notice = _notice(registry)
         throttles = LoginThrottles()
+        removals = _Removals(manager, None)
+        watcher = (
+            UsersWatcher(users, on_change=removals.apply, interval_s=users_watch_s)
+            if users is not None and proxy is None
+            else None
+        )
         app = create_api(
             manager,
             TokenService(secret),
@@ -183,6 +196,8 @@ async def build_server(
             docs=with_api,
             throttles=throttles,
             closing=closing,
+            auth_recheck_s=auth_recheck_s,
+            users_changed=watcher.check if watcher is not None else None,
         )
         page = _mount_page(
             app,
@@ -206,8 +221,10 @@ async def build_server(
         app.add_middleware(SameOriginWrites)  # no other web site makes it do anything
         app.add_middleware(NoCrossOrigin)  # no other web site reads an answer
         app.add_middleware(NotFramed)  # outermost: nor shows one in a frame (refusals too)
-        if users is not None and proxy is None:
-            shutdown.watcher = await _watch_users(users, _Removals(manager, page))
+        if watcher is not None:
+            removals.page = page
+            shutdown.watcher = watcher
+            await _start_watching(watcher)
     except BaseException:
         await shutdown.run()
         raise
@@ -293,13 +310,11 @@ def _sign_out(page: Any | None, name: str) -> int:
     return len(theirs)
 
 
-async def _watch_users(users: UserDB, removals: _Removals) -> UsersWatcher:
-    watcher = UsersWatcher(users, on_change=removals.apply)
+async def _start_watching(watcher: UsersWatcher) -> None:
     try:
         await watcher.start()
     except AuthError as exc:
         raise ConfigError(str(exc)) from None
-    return watcher
 
 
 def serve(

@@ -61,6 +61,7 @@ in the order the OpenAPI document lists them, and answers everything else under 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from fastapi import FastAPI, Request, Response
 from fastapi.routing import APIRoute
@@ -136,6 +137,7 @@ def create_api(
     docs: bool = False,
     throttles: LoginThrottles | None = None,
     closing: asyncio.Event | None = None,
+    users_changed: Callable[[], Awaitable[object]] | None = None,
 ) -> FastAPI:
     """The API app over `manager`. `users` enables password login, `proxy` the trusted
     header; with neither, login issues a token for "local" (loopback development).
@@ -143,11 +145,17 @@ def create_api(
     logins (pass the page's, so both count together). An open event stream checks its
     caller's access again every `auth_recheck_s` seconds. `closing`, once set (the server
     is shutting down), ends the chats-list streams; session streams end as their sessions
-    close."""
+    close. `users_changed` applies a change of the users file at once (the server's
+    `UsersWatcher.check`): a request refused for a user the file no longer has, or whose
+    password changed, calls it first (see `backends.api.auth`)."""
     if auth_recheck_s <= 0:
         raise ConfigError(f"auth_recheck_s must be positive, not {auth_recheck_s}")
     auth = Authenticator(
-        tokens=tokens, users=users, proxy=proxy, throttles=throttles or LoginThrottles()
+        tokens=tokens,
+        users=users,
+        proxy=proxy,
+        throttles=throttles or LoginThrottles(),
+        users_changed=users_changed,
     )
     app = FastAPI(
         title="GuiAgent API",

@@ -25,7 +25,11 @@ every check, so removing a user or setting a new password (from another process)
 effect at the next request; an event stream already open runs the same check again at a
 bounded interval and ends when it fails (see `sse`). The server also watches the file
 (`gui_agent.auth.UsersWatcher`, wired in `backends.server`): a removed user's running work
-is stopped and their sessions closed, which ends their streams at once. A users file
+is stopped and their sessions closed, which ends their streams at once. A request that
+finds its token's user gone, or their password changed, before the watcher has looked asks
+it to look at once (`users_changed`) and is refused only when that is done; so an event
+stream refused this way has the removed user's turn stopping in it before its end. A users
+file
 that cannot be read (others may read it, half-written JSON) makes login and every check
 503 `login_unavailable`: the server's fault, not a wrong password; the reason, which names
 the file, goes to the server log only.
@@ -35,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -121,6 +126,9 @@ class Authenticator:
     users: UserDB | None = None
     proxy: ProxyHeaderAuth | None = None
     throttles: LoginThrottles = field(default_factory=LoginThrottles)
+    users_changed: Callable[[], Awaitable[object]] | None = None
+    """Applies a change of the users file now (the server's `UsersWatcher.check`), when a
+    request finds one the server has not acted on yet."""
 
     @property
     def mode(self) -> AuthMode:
@@ -205,10 +213,25 @@ class Authenticator:
             except AuthError as exc:
                 raise login_unavailable(exc) from None
             if subject not in current:
+                await self._apply_users_change()
                 raise unauthorized("the token's user no longer exists", invalid_token=True)
             if claims.password_fingerprint != current[subject]:
+                await self._apply_users_change()
                 raise unauthorized(
                     "the password was changed after this token was issued; log in again",
                     invalid_token=True,
                 )
         return subject
+
+    async def _apply_users_change(self) -> None:
+        """Before refusing a user the file no longer has as the token says: have the server
+        act on that change first (stop a removed user's turns, end page logins), so that
+        what the refused caller was reading shows it. The look runs to its end even if
+        the request is given up meanwhile (a client hanging up must not leave a removal
+        half done). A look that fails is logged; the request is refused all the same."""
+        if self.users_changed is None:
+            return
+        try:
+            await asyncio.shield(self.users_changed())
+        except Exception:
+            logger.exception("applying a change of the users file failed")

@@ -28,12 +28,15 @@ a token that has expired, or whose user was removed from the users file (by
     event: closed
     data: {"error": {"code": "unauthorized", "message": "..."}}
 
-(no id; the data is the API's error shape, the code the one a new request would get). A
-client that reconnects is then refused (401). When the session itself closes under the
-stream, access is checked once more: a user removed while the server watches the users
-file has their sessions closed at once (`SessionManager.revoke`), and their streams end
-with the same `closed` event then, without waiting for the interval. (A session deleted
-ends its streams with no `closed` event.)
+(no id; the data is the API's error shape, the code the one a new request would get),
+after the events the stream already holds: a check that finds the user removed before the
+server's users-file watcher looked has the removal applied first (`auth`), so the removed
+user's turn is seen stopping. A client that reconnects is then refused (401). When the
+session itself closes under the stream, access is checked once more: a user removed
+while the server watches the users file has their sessions closed at once
+(`SessionManager.revoke`), and their streams end with the same `closed` event then,
+without waiting for the interval. (A session deleted ends its streams with no `closed`
+event.)
 
 An event that cannot be written as JSON (a tool's result nested deeper than the serializer
 goes) is sent in its place, with its id, as
@@ -262,6 +265,12 @@ async def _follow(
                 and timer.recheck_due(clock())
                 and (refusal := await closed_if_refused(recheck)) is not None
             ):
+                # What the session said before the refusal is written first: a removed
+                # user's stopped turn (the refusing check has it stopped, see `auth`).
+                for said in _taken(pending, subscription):
+                    if said.seq > after:
+                        after = said.seq
+                        yield encode_event(said, epoch)
                 yield refusal
                 return
             if not done:
@@ -287,6 +296,21 @@ async def _follow(
         if pending is not None:
             pending.cancel()
             await asyncio.wait({pending})
+
+
+def _taken(pending: asyncio.Task[Event | None], subscription: Subscription) -> list[Event]:
+    """The events already delivered to a stream that is about to end: the one `pending`
+    read, if it has, then those still waiting in `subscription`. `pending` is cancelled
+    if it has not read one (it then takes none: a task is cancelled at its next step);
+    the caller still awaits it, as for any end of the stream."""
+    taken: list[Event] = []
+    if pending.done():
+        if not pending.cancelled() and (event := pending.result()) is not None:
+            taken.append(event)
+    else:
+        pending.cancel()
+    taken.extend(subscription.pending())
+    return taken
 
 
 class EventStreamResponse(StreamingResponse):

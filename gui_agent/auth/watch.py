@@ -78,6 +78,8 @@ class UsersWatcher:
         self._key: _FileKey | None = None
         self._trouble: str | None = None  # what was wrong with the file at the last look
         self._task: asyncio.Task[None] | None = None
+        self._started = False
+        self._looking = asyncio.Lock()  # one look at a time: the task's, or a request's
 
     @property
     def names(self) -> frozenset[str]:
@@ -93,6 +95,7 @@ class UsersWatcher:
             raise RuntimeError("the users watcher was started already")
         self._key = await asyncio.to_thread(_file_key, self.users.path)
         self._users = await self._read()
+        self._started = True
         self._task = asyncio.create_task(self._watch(), name="users-file-watch")
 
     async def close(self) -> None:
@@ -105,8 +108,19 @@ class UsersWatcher:
     async def check(self) -> UsersChange | None:
         """Look at the file once: the change, after `on_change` has run, or None.
 
+        Looks are one at a time. So a caller that learned of a change some other way (a
+        request whose token names a user the file no longer has) can call this and know,
+        when it returns, that the change was applied, by this look or by the one before
+        that held it up. None before `start` (there is nothing to compare with yet).
+
         If `on_change` raises, the change is not taken as done: the next look reads the
         file again and reports it again."""
+        if not self._started:
+            return None
+        async with self._looking:
+            return await self._look()
+
+    async def _look(self) -> UsersChange | None:
         key = await asyncio.to_thread(_file_key, self.users.path)
         if key == self._key:
             return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -18,7 +19,7 @@ import pytest
 
 from backends.server import build_server
 from connectors.scripted import ScriptedModel
-from gui_agent.auth import UserDB
+from gui_agent.auth import USERS_WATCH_S, UserDB
 from gui_agent.config import AppConfig
 from gui_agent.exceptions import AuthError
 from gui_agent.llm import StaticCatalog
@@ -46,15 +47,20 @@ class Served:
         return api
 
 
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Served]:
+def serve(
+    tmp_path: Path, *, watch_s: float = USERS_WATCH_S, recheck_s: float = 5.0
+) -> Iterator[Served]:
     users = UserDB(tmp_path / "users.json")
     for name, password in USERS.items():
         users.add(name, password)
     config = AppConfig(
         models=("scripted:echo",), data_dir=tmp_path / "data", auth_file=users.path, port=0
     )
-    server = ServerThread(lambda: build_server(config, probe_local=False)).start()
+    server = ServerThread(
+        lambda: build_server(
+            config, probe_local=False, users_watch_s=watch_s, auth_recheck_s=recheck_s
+        )
+    ).start()
     running = Served(server, users, tmp_path / "data", [])
     try:
         yield running
@@ -62,6 +68,18 @@ def served(tmp_path: Path) -> Iterator[Served]:
         for api in running.clients:
             api.close()
         server.stop()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    yield from serve(tmp_path)
+
+
+@pytest.fixture
+def served_unwatched(tmp_path: Path) -> Iterator[Served]:
+    """The users file is looked at only once an hour, and an open stream checks its caller
+    five times a second: the stream always meets a removal before the watcher does."""
+    yield from serve(tmp_path, watch_s=3600.0, recheck_s=0.2)
 
 
 def remove_with_the_cli(users: UserDB, name: str) -> None:
@@ -120,21 +138,20 @@ def test_removing_a_user_stops_their_turn_and_autochat_and_ends_their_streams(
 
         remove_with_the_cli(served.users, "bob")
 
-        # The stream shows the turn stopping, then ends: unless its own access check (every
-        # few seconds) found the user gone before the users-file watcher (once a second)
-        # stopped the turn, when it ends first. The stop is then seen in the store below.
+        # The stream shows the turn stopping, then ends, whichever noticed first: the
+        # users-file watcher (once a second) or the stream's own access check.
         ended, closed = until_closed(turn)
         finished = [(e.outcome.value, e.detail) for e in ended if e.type == "run_finished"]
-        assert finished in ([("interrupted", REASON)], [])
+        assert finished == [("interrupted", REASON)]
         partial = [e.message for e in ended if e.type == "message_completed"]
-        assert [m.status for m in partial] == [MessageStatus.INTERRUPTED] * len(finished)
+        assert [m.status for m in partial] == [MessageStatus.INTERRUPTED]
         assert closed.event == "closed"
         assert json.loads(closed.data) == {
             "error": {"code": "unauthorized", "message": "the token's user no longer exists"}
         }
         stopped, closed = until_closed(auto)
         autochat_end = [(e.reason, e.detail) for e in stopped if e.type == "autochat_stopped"]
-        assert autochat_end in ([(AutoChatStopReason.STOPPED, REASON)], [])
+        assert autochat_end == [(AutoChatStopReason.STOPPED, REASON)]
         assert json.loads(closed.data)["error"]["code"] == "unauthorized"
 
         # Alice's turn was not touched: it is still streaming.
@@ -151,10 +168,64 @@ def test_removing_a_user_stops_their_turn_and_autochat_and_ends_their_streams(
     assert (user.role, user.content) == (Role.USER, LONG)
     assert reply.status is MessageStatus.INTERRUPTED  # stopped, not said to its end
     assert reply.content.startswith("I am the built-in") and len(reply.content) < len(LONG)
-    assert [m.content for m in partial] in ([reply.content], [])
+    assert [m.content for m in partial] == [reply.content]
     said, answered = stored(served.data_dir, waiting)
     assert said.content == "carry on by yourself"
     assert answered.status is MessageStatus.COMPLETE
+
+
+def test_a_stream_that_meets_the_removal_first_shows_the_turn_stopping_before_it_ends(
+    served_unwatched: Served,
+) -> None:
+    """The stream's access check finds the user gone long before the watcher would look:
+    it has the removal applied at once, writes the turn's stop, then `closed`."""
+    served = served_unwatched
+    bob = served.login("bob")
+    running = bob.create_session()
+    with bob.events(running) as turn:
+        bob.send(running, LONG)
+        turn.until(of_type("text_delta"))
+        remove_with_the_cli(served.users, "bob")
+        ended, closed = until_closed(turn)
+    finished = [(e.outcome.value, e.detail) for e in ended if e.type == "run_finished"]
+    assert finished == [("interrupted", REASON)]
+    states = [(e.to_state.value, e.reason) for e in ended if e.type == "state_changed"]
+    assert states[-1] == ("STOP", "interrupted")
+    partial = [e.message for e in ended if e.type == "message_completed"]
+    assert [m.status for m in partial] == [MessageStatus.INTERRUPTED]
+    assert json.loads(closed.data)["error"]["message"] == "the token's user no longer exists"
+    served.server.stop()
+    _, reply = stored(served.data_dir, running)
+    assert reply.status is MessageStatus.INTERRUPTED
+    assert reply.content == partial[0].content and len(reply.content) < len(LONG)
+
+
+def test_a_request_that_meets_the_removal_first_stops_the_users_work(
+    served_unwatched: Served, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Any refused request applies the removal, not only a stream's check: the removed
+    user's turn stops and their session closes before the 401 is sent."""
+    served = served_unwatched
+    alice, bob = served.login("alice"), served.login("bob")
+    running, hers = bob.create_session(), alice.create_session()
+    bob.send(running, LONG)
+    alice.send(hers, LONG)
+    remove_with_the_cli(served.users, "bob")
+    with caplog.at_level(logging.INFO, logger="backends.server"):
+        assert bob.get(f"/api/sessions/{running}").status_code == 401
+        applied = [r.getMessage() for r in caplog.records if "was removed" in r.getMessage()]
+        assert bob.get(f"/api/sessions/{running}").status_code == 401
+    assert applied == [
+        "bob was removed from the users file: 0 page login(s) ended, 1 open session(s) stopped"
+    ]
+    again = [r.getMessage() for r in caplog.records if "was removed" in r.getMessage()]
+    assert again == applied  # the second refusal found it applied already
+    assert alice.session(hers)["busy"] is True  # another user's work goes on
+    assert alice.post(f"/api/sessions/{hers}/stop").json() == {"stopped": True}
+    served.server.stop()
+    _, reply = stored(served.data_dir, running)
+    assert reply.status is MessageStatus.INTERRUPTED
+    assert len(reply.content) < len(LONG)
 
 
 # -- the manager's side -------------------------------------------------------------------

@@ -195,3 +195,32 @@ async def test_closing_ends_the_watching_task(users: UserDB) -> None:
     await watcher.close()  # twice is harmless
     with pytest.raises(ConfigError):
         UsersWatcher(users, on_change=Changes(), interval_s=0)
+
+
+async def test_looks_are_one_at_a_time_so_a_second_one_returns_after_the_change_applied(
+    users: UserDB,
+) -> None:
+    """A request that finds its user gone calls `check` while the watcher's own look may be
+    applying that very change: it returns only once that is done, and nothing is applied
+    twice. Before `start` there is nothing to compare with: no look."""
+    applied: list[UsersChange] = []
+    release = asyncio.Event()
+
+    async def slow(change: UsersChange) -> None:
+        await release.wait()  # e.g. stopping the removed user's turns
+        applied.append(change)
+
+    watcher = UsersWatcher(users, on_change=slow)
+    users.remove("bob")
+    assert await watcher.check() is None  # not started
+    await watcher.start()
+    await watcher.close()  # (no task needed: `check` is one look)
+    users.remove("alice")
+    first = asyncio.create_task(watcher.check())
+    second = asyncio.create_task(watcher.check())
+    await asyncio.sleep(0.05)
+    assert not first.done() and not second.done()  # the second waits for the first
+    release.set()
+    assert await first == UsersChange(removed=frozenset({"alice"}), added=frozenset())
+    assert await second is None
+    assert applied == [UsersChange(removed=frozenset({"alice"}), added=frozenset())]
