@@ -5,26 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from backends.gradio.handlers import LISTED_CHATS, Handlers
+from backends.gradio.handlers import LISTED_CHATS
 from connectors.scripted import ScriptedModel
-from gui_agent.llm import StaticCatalog
-from gui_agent.manager import SessionManager
-from gui_agent.store import MemoryStore
-from tests.backends.gradio.kit import make_page
+from tests.backends.gradio.kit import page_handlers
 
 
 async def test_a_long_list_says_it_shows_the_most_recent_and_times_say_utc(
     tmp_path: Path,
 ) -> None:
-    page = make_page()
-    manager = SessionManager(
-        models=StaticCatalog(ScriptedModel(default="ok")),
-        store=MemoryStore(),
-        workspace_root=tmp_path,
-    )
-    await manager.start()
+    page, manager, handlers = await page_handlers(tmp_path, ScriptedModel(default="ok"))
     try:
-        handlers = Handlers(manager, page, icons={}, languages=(), models=())
         first = await manager.create("ada")
         await manager.update(first, title="the very first chat")
         update = await handlers.session_list_update("ada", "")

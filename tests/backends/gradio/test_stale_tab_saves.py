@@ -22,11 +22,8 @@ from backends.gradio.presence import Presence
 from backends.gradio.sidepanel import SidePanel
 from connectors.scripted import ScriptedModel
 from gui_agent.interpreter import Interpreter
-from gui_agent.llm import StaticCatalog
-from gui_agent.manager import SessionManager
-from gui_agent.store import MemoryStore
 from schema import AutoChatSettings, SessionSettings, SessionUpdated
-from tests.backends.gradio.kit import make_page
+from tests.backends.gradio.kit import page_handlers
 
 
 @dataclass
@@ -68,15 +65,8 @@ class Two:
 @pytest.fixture
 async def two_tabs(tmp_path: Path) -> AsyncIterator[Two]:
     """Two tabs of one user, both showing one chat whose temperature is 0.2."""
-    page = make_page()
-    manager = SessionManager(
-        models=StaticCatalog(ScriptedModel(default="ok")),
-        store=MemoryStore(),
-        workspace_root=tmp_path,
-    )
-    await manager.start()
+    page, manager, handlers = await page_handlers(tmp_path, ScriptedModel(default="ok"))
     try:
-        handlers = Handlers(manager, page, icons={}, languages=(), models=())
         chat = await manager.create("local")
         await chat.update(settings=SessionSettings(temperature=0.2))
         tabs = []
