@@ -71,10 +71,20 @@ def server() -> Iterator[LiveServer]:
         yield running
 
 
+SETTLED = """() => new Promise((done) =>
+  requestAnimationFrame(() => requestAnimationFrame(() => done(true))))"""
+"""Resolves two animation frames later: the page's pending work (effects) has run."""
+
+
 def open_advanced(tab: Page) -> None:
+    """Open Settings, then Advanced, and wait until its boxes can be typed into: they are
+    made when the accordion opens, and the framework gives each its first value a moment
+    later (an effect), over anything typed before it. A box filled in that moment (about
+    10 ms; a person takes longer) lost its text in 3 to 4 runs of 16 here."""
     tab.locator(".ga-side").get_by_text("Settings", exact=True).click()
     tab.locator("#advanced-settings").get_by_text("Advanced", exact=True).click()
     expect(tab.locator("#max-tokens input")).to_be_visible()
+    tab.wait_for_function(SETTLED)
 
 
 def type_setting(tab: Page, elem_id: str, value: str) -> None:
