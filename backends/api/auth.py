@@ -229,9 +229,12 @@ class Authenticator:
         what the refused caller was reading shows it. The look runs to its end even if
         the request is given up meanwhile (a client hanging up must not leave a removal
         half done). A look that fails is logged; the request is refused all the same."""
-        if self.users_changed is None:
-            return
+        if self.users_changed is not None:
+            await asyncio.shield(self._apply_logged(self.users_changed))
+
+    @staticmethod
+    async def _apply_logged(apply: Callable[[], Awaitable[object]]) -> None:
         try:
-            await asyncio.shield(self.users_changed())
-        except Exception:
+            await apply()
+        except Exception:  # (also when nobody awaits it any more: the request was given up)
             logger.exception("applying a change of the users file failed")

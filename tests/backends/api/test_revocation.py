@@ -5,6 +5,7 @@ within the recheck interval, with a final `closed` event saying why."""
 from __future__ import annotations
 
 import json
+import logging
 import subprocess
 import sys
 import time
@@ -12,8 +13,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from starlette.requests import Request
 
-from gui_agent.auth import TokenService
+from backends.api.auth import Authenticator
+from backends.api.errors import ApiError
+from gui_agent.auth import TokenService, UserDB
 from tests.backends.api.live import SECRET, SSE, Backend, EventReader, is_idle, running_backend
 
 ALICE = ("alice", "alice-password-1")
@@ -83,3 +87,41 @@ def test_a_token_expiring_ends_the_open_event_stream(backend: Backend) -> None:
     error = json.loads(closed.data)["error"]
     assert closed.event == "closed" and error["code"] == "unauthorized"
     assert "token expired" in error["message"]
+
+
+async def test_a_request_refused_for_a_removed_user_applies_the_change_first(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The refusal waits for the server to act on the change (`users_changed`); a user
+    still in the file with their password costs no look; and a look that fails is logged
+    while the request is refused all the same."""
+    users = UserDB(tmp_path / "users.json")
+    users.add(*ALICE)
+    users.add(*BOB)
+    tokens = TokenService(SECRET)
+    fingerprints = users.fingerprints()
+    looks: list[str] = []
+
+    async def failing_look() -> None:
+        looks.append("look")
+        raise RuntimeError("the watcher broke")
+
+    auth = Authenticator(tokens=tokens, users=users, users_changed=failing_look)
+
+    def request_of(name: str) -> Request:
+        token = tokens.issue(name, password_fingerprint=fingerprints[name])
+        headers = [(b"authorization", f"Bearer {token}".encode())]
+        return Request({"type": "http", "method": "GET", "path": "/api/x", "headers": headers})
+
+    assert await auth.owner(request_of("alice")) == "alice"
+    assert looks == []
+    users.remove("bob")
+    with (
+        caplog.at_level(logging.ERROR, logger="backends.api.auth"),
+        pytest.raises(ApiError) as refused,
+    ):
+        await auth.owner(request_of("bob"))
+    assert (refused.value.status, refused.value.code) == (401, "unauthorized")
+    assert looks == ["look"]
+    assert "applying a change of the users file failed" in caplog.text
+    assert "the watcher broke" in caplog.text
