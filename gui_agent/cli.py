@@ -1,4 +1,4 @@
-"""`gui-agent`: serve the browser app (default), chat in the terminal, list models, add users.
+"""`gui-agent`: serve the browser app (default), chat in the terminal, list models, manage users.
 
 This module is the composition root: it reads configuration, resolves the models and wires
 them into the core and the chosen front end. Nothing else reaches across layers.
@@ -19,10 +19,15 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gui_agent.config import LOG_LEVELS, AppConfig, load_config_with_sources
 from gui_agent.exceptions import ConfigError, GuiAgentError, InvalidRequest
 from gui_agent.log_text import loggable_traceback
+from gui_agent.wording import counted
+
+if TYPE_CHECKING:
+    from gui_agent.auth.users import UserDB
 
 logger = logging.getLogger("gui_agent")
 
@@ -144,6 +149,9 @@ def build_parser() -> argparse.ArgumentParser:
     rm.add_argument("name")
     rm.add_argument("--auth-file", type=Path)
     rm.add_argument("--data-dir", type=Path)
+    listed = users_sub.add_parser("list", help="list the users' names, one per line")
+    listed.add_argument("--auth-file", type=Path)
+    listed.add_argument("--data-dir", type=Path)
     return parser
 
 
@@ -288,6 +296,8 @@ def _users(args: argparse.Namespace, config: AppConfig) -> int:
     path = args.auth_file or config.auth_file or (Path(data_dir) / "users.json")
     db = UserDB(path)
     try:
+        if args.users_command == "list":
+            return _list_users(db, path)
         if args.users_command == "remove":
             if not db.remove(args.name):
                 raise InvalidRequest(f"there is no user {args.name!r} in {path}")
@@ -298,6 +308,20 @@ def _users(args: argparse.Namespace, config: AppConfig) -> int:
     except OSError as exc:
         raise ConfigError(f"cannot use the users file {path}: {exc.strerror or exc}") from exc
     sys.stdout.write(f"saved {args.name} in {path}; serve with --auth-file {path}\n")
+    return 0
+
+
+def _list_users(db: UserDB, path: Path) -> int:
+    """The names in the users file, sorted, one per line (nothing else on stdout, for
+    scripts); how many, or that there are none, on stderr. A file that is missing is an
+    error: the path is likely wrong."""
+    if not path.exists():
+        raise InvalidRequest(
+            f"there is no users file at {path}; add a user with `gui-agent users add NAME`"
+        )
+    names = db.names(missing_ok=False)
+    sys.stdout.writelines(f"{name}\n" for name in names)
+    sys.stderr.write(f"{counted(len(names), 'user')} in {path}\n")
     return 0
 
 

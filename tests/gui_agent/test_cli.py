@@ -214,6 +214,29 @@ def test_removing_a_user_that_does_not_exist_says_so(tmp_path: Path) -> None:
     assert result.stderr == f"gui-agent: there is no user 'nobody' in {data}/users.json\n"
 
 
+def test_users_list_prints_the_names_one_per_line_and_never_a_hash(tmp_path: Path) -> None:
+    users = tmp_path / "users.json"
+    missing = run_cli(tmp_path, "users", "list", "--auth-file", str(users))
+    assert missing.returncode == 2 and missing.stdout == ""
+    assert f"there is no users file at {users}" in missing.stderr
+    for name in ("carol", "alice", "bob"):
+        add = ("users", "add", name, "--auth-file", str(users), "--password-stdin")
+        assert run_cli(tmp_path, *add, typed="long enough password\n").returncode == 0
+    listed = run_cli(tmp_path, "users", "list", "--auth-file", str(users))
+    assert listed.returncode == 0
+    assert listed.stdout == "alice\nbob\ncarol\n"  # sorted; nothing else on stdout
+    assert f"3 users in {users}" in listed.stderr
+    assert "scrypt" not in listed.stdout + listed.stderr
+    for name in ("alice", "bob"):
+        assert run_cli(tmp_path, "users", "remove", name, "--auth-file", str(users)).returncode == 0
+    one = run_cli(tmp_path, "users", "list", "--auth-file", str(users))
+    assert (one.stdout, f"1 user in {users}" in one.stderr) == ("carol\n", True)
+    assert run_cli(tmp_path, "users", "remove", "carol", "--auth-file", str(users)).returncode == 0
+    none = run_cli(tmp_path, "users", "list", "--auth-file", str(users))
+    assert (none.returncode, none.stdout) == (0, "")
+    assert f"0 users in {users}" in none.stderr
+
+
 def test_a_cli_error_is_printed_once(tmp_path: Path) -> None:
     data = str(tmp_path / "users")
     add = ("users", "add", "bob", "--data-dir", data, "--password-stdin")
