@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from gui_agent.agents.tool_step import NOT_RUN
 from schema import (
     AgentSwitched,
     ApprovalDecision,
@@ -54,8 +55,11 @@ def format_event(event: Event) -> str | None:
     if isinstance(event, ToolCallStarted):
         return f"\n  → {event.call.name}({event.call.arguments})"
     if isinstance(event, ToolCallFinished):
-        mark = "✗" if event.result.is_error else "✓"
-        return f"\n  {mark} {event.result.name} ({event.result.duration_ms:.0f} ms)"
+        result = event.result
+        if result.metadata.get(NOT_RUN):
+            return f"\n  ✗ {result.name} (not run)"
+        mark = "✗" if result.is_error else "✓"
+        return f"\n  {mark} {result.name} ({result.duration_ms:.0f} ms)"
     if isinstance(event, ApprovalResolved):
         return f"\n  approval: {event.decision.value} ({event.by})"
     if isinstance(event, AgentSwitched):

@@ -46,6 +46,7 @@ from backends.gradio.markdown import MediaLink, escape_html
 from backends.gradio.message_text import failure_of, header, message_text
 from backends.gradio.switches import kept_switch
 from backends.gradio.tool_steps import Call, ToolSteps
+from gui_agent.agents.tool_step import NOT_RUN
 from gui_agent.session import is_handover
 from schema import (
     AgentName,
@@ -176,6 +177,7 @@ class ChatView(ToolSteps):
                 arguments=str(message.metadata.get("arguments", "")) or None,
                 anchor=index,
                 was_running=bool(message.metadata.get("was_running")),
+                not_run=bool(message.metadata.get(NOT_RUN)),
             )
             return
         self._render_message(message, index)

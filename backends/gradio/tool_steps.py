@@ -12,6 +12,7 @@ from typing import Any
 from backends.gradio.chat_entries import ChatEntries, Entry
 from backends.gradio.looks import arguments_markdown, result_markdown, tool_step_id
 from backends.gradio.markdown import MediaLink, escape_html, escape_title, fence
+from gui_agent.agents.tool_step import NOT_RUN
 from schema import ApprovalRequested, ImagePart, MessageStatus, MessageType, ToolResult
 
 __all__ = ["Call", "ToolSteps"]
@@ -67,6 +68,7 @@ class ToolSteps(ChatEntries):
             status=MessageStatus.ERROR if result.is_error else MessageStatus.COMPLETE,
             arguments=call.arguments if call else None,
             anchor=call.anchor if call else self._tail(),
+            not_run=bool(result.metadata.get(NOT_RUN)),
         )
 
     def _tool_result(
@@ -83,7 +85,9 @@ class ToolSteps(ChatEntries):
         arguments: str | None,
         anchor: int,
         was_running: bool = False,
+        not_run: bool = False,
     ) -> None:
+        """`not_run`: the call was refused before it ran (denied, not allowed, cut off)."""
         call = self._calls.get(call_id)
         step = self._tool_step(
             call_id,
@@ -91,14 +95,22 @@ class ToolSteps(ChatEntries):
             call.arguments if call else (arguments or "{}"),
             anchor=call.anchor if call else anchor,
         )
-        log = "interrupted" if status is MessageStatus.INTERRUPTED else "error" if is_error else ""
+        log = (
+            "interrupted"
+            if status is MessageStatus.INTERRUPTED
+            else "not run"
+            if not_run
+            else "error"
+            if is_error
+            else ""
+        )
         extra: dict[str, Any] = {"status": "done", "log": log}
         if duration_ms:
             extra["duration"] = round(duration_ms / 1000, 3)
         step.set(**extra)
         out_key = f"tool:{call_id}:out"
         body = result_markdown(content, message_type, images, self._media)
-        title = "Error" if is_error else "Output"
+        title = "Not run" if not_run else "Error" if is_error else "Output"
         if status is MessageStatus.INTERRUPTED:
             title = "Interrupted" if was_running else "Not run"
         metadata = {

@@ -42,11 +42,16 @@ from schema import (
     new_id,
 )
 
+NOT_RUN = "not_run"
+"""The metadata key (True) of a refused call's result, and so of its tool message."""
+
 __all__ = [
+    "NOT_RUN",
     "ask_person",
     "completes",
     "cut_off_call",
     "denial_text",
+    "not_run",
     "run_one",
     "run_parallel",
     "run_tool_calls",
@@ -137,12 +142,7 @@ async def tool_permission(
     if mode is PermissionMode.ALLOW:
         return None
     if mode is PermissionMode.DENY:
-        return ToolResult(
-            call_id=tool_call.id,
-            name=tool_call.name,
-            content=f"Tool {tool_call.name!r} is not allowed in this session.",
-            is_error=True,
-        )
+        return not_run(tool_call, f"Tool {tool_call.name!r} is not allowed in this session.")
     return ask_person(session, deps, tool_call)
 
 
@@ -157,15 +157,11 @@ def cut_off_call(tool_call: ToolCall) -> ToolResult | None:
         whole = False
     if whole:
         return None
-    return ToolResult(
-        call_id=tool_call.id,
-        name=tool_call.name,
-        content=(
-            "Not run: your reply reached the output limit (max tokens) while you were writing "
-            "this call, so its arguments are incomplete. Do less in one call (for example, "
-            "write a long file in parts) or ask the person to raise Max tokens."
-        ),
-        is_error=True,
+    return not_run(
+        tool_call,
+        "Not run: your reply reached the output limit (max tokens) while you were writing "
+        "this call, so its arguments are incomplete. Do less in one call (for example, "
+        "write a long file in parts) or ask the person to raise Max tokens.",
     )
 
 
@@ -186,7 +182,20 @@ def session_denial(session: Session, tool_call: ToolCall) -> ToolResult | None:
     text = session.denials.pop(tool_call.id, None)
     if text is None:
         return None
-    return ToolResult(call_id=tool_call.id, name=tool_call.name, content=text, is_error=True)
+    return not_run(tool_call, text)
+
+
+def not_run(tool_call: ToolCall, why: str) -> ToolResult:
+    """The result of a call refused before it ran (denied, not allowed, cut off): an error
+    for the model, which reads `why`, and marked `not_run` for the people looking (the page
+    and the terminal say "not run", not "error")."""
+    return ToolResult(
+        call_id=tool_call.id,
+        name=tool_call.name,
+        content=why,
+        is_error=True,
+        metadata={NOT_RUN: True},
+    )
 
 
 def with_allow_note(session: Session, tool_call: ToolCall, content: str) -> str:

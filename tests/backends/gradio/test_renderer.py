@@ -59,6 +59,7 @@ from schema import (
     MessageStarted,
     MessageStatus,
     MessageType,
+    PermissionMode,
     Role,
     SessionUpdated,
     StateChanged,
@@ -486,6 +487,25 @@ async def test_a_real_run_renders_the_same_live_as_from_its_history(tmp_path: Pa
     assert live.messages() == rebuilt.messages()
     roles = [m["role"] for m in live.messages()]
     assert roles == ["user", "assistant", "assistant", "assistant", "assistant"]
+
+
+async def test_a_refused_call_says_not_run_live_and_from_its_history(tmp_path: Path) -> None:
+    """A call the session does not allow never ran: its step says "not run", not "error"
+    (the model is still told, as an error, why)."""
+    model = ScriptedModel([call("run_python", code="print(1)"), "Understood."])
+    interpreter = create_interpreter(
+        model, workdir=tmp_path, permissions={"run_python": PermissionMode.DENY}
+    )
+    live = ChatView(icons=ICONS)
+    async for event in interpreter.chat("run it"):
+        live.apply(event)
+    rebuilt = ChatView.from_history(interpreter.session.history, icons=ICONS)
+    assert live.messages() == rebuilt.messages()
+    titled = [m for m in live.messages() if (m.get("metadata") or {}).get("title")]
+    step, output = [m for m in titled if m["metadata"]["title"] in ("run_python", "Not run")]
+    assert step["metadata"]["log"] == "not run"
+    assert output["metadata"]["title"] == "Not run"
+    assert "is not allowed in this session" in text_of(output)
 
 
 # -- Markdown safety -------------------------------------------------------------------------
