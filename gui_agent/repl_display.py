@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from gui_agent.agents.tool_step import NOT_RUN
+from gui_agent.wording import autochat_stop_words
 from schema import (
     AgentSwitched,
     ApprovalDecision,
@@ -73,8 +74,7 @@ def format_event(event: Event) -> str | None:
     if isinstance(event, AutoChatTurn):
         return f"\n  ↻ AutoChat turn {event.turn}/{event.max_turns}"
     if isinstance(event, AutoChatStopped):
-        detail = f" ({event.detail})" if event.detail else ""
-        return f"\n  ↻ AutoChat stopped: {event.reason.value}{detail}\n"
+        return f"\n  ↻ AutoChat stopped: {autochat_stop_words(event.reason, event.detail)}\n"
     return None
 
 

@@ -1,10 +1,50 @@
-"""Counts said in words: "1 message", "2 messages"."""
+"""Things said in words: counts ("1 message", "2 messages") and why AutoChat stopped."""
 
 from __future__ import annotations
 
-__all__ = ["counted"]
+from schema import AutoChatStopReason
+
+__all__ = ["autochat_stop_words", "counted"]
 
 
 def counted(number: int, noun: str) -> str:
     """`number` (with thousands separators) and `noun`, plural unless it is one of it."""
     return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
+_STOPPED_BECAUSE = {
+    AutoChatStopReason.TASK_COMPLETE: "the task is done",
+    AutoChatStopReason.MAX_TURNS: "it reached its limit of automatic turns",
+    AutoChatStopReason.TOKEN_BUDGET: "its token budget ran out",
+    AutoChatStopReason.TIME_BUDGET: "its time budget ran out",
+    AutoChatStopReason.ERROR: "a turn failed",
+    AutoChatStopReason.USER_MESSAGE: "you sent a message",
+    AutoChatStopReason.STOPPED: "it was stopped",
+    AutoChatStopReason.DISABLED: "it was switched off",
+}
+"""Why AutoChat stopped, for people (the event keeps the reason's code)."""
+
+_SAID_ALREADY = frozenset(
+    {
+        "done",  # a task_complete without a summary
+        "the last turn failed",
+        "the person sent a message",
+        "AutoChat was switched off",
+    }
+)
+"""Details that only repeat the reason's words."""
+
+
+def autochat_stop_words(reason: AutoChatStopReason, detail: str = "") -> str:
+    """Why AutoChat stopped, in words: the reason, then what the detail adds (the agent's
+    summary of the finished task, the budget's figures, an error's message, who stopped
+    it), e.g. "its token budget ran out (used 5,120 of 5,000 tokens)". A limit of turns
+    reached says no more: the turns that ran are said next to it."""
+    words = _STOPPED_BECAUSE.get(reason, str(reason))
+    if reason is AutoChatStopReason.MAX_TURNS or not detail or detail in _SAID_ALREADY:
+        return words
+    if reason is AutoChatStopReason.TASK_COMPLETE:
+        return f"{words}: {detail}"
+    if reason is AutoChatStopReason.STOPPED:
+        return detail  # who or what stopped it: "stopped by the user", "the user was removed"
+    return f"{words} ({detail})"

@@ -11,7 +11,7 @@ from typing import Protocol
 
 from backends.gradio.autoturns import TurnTally, turns_phrase
 from backends.gradio.markdown import escape_html
-from gui_agent.wording import counted
+from gui_agent.wording import autochat_stop_words, counted
 from schema import (
     AgentName,
     AgentSwitched,
@@ -158,9 +158,8 @@ class AutoChatStatus:
         if self.stopped is not None:
             stop = self.stopped
             # (the agent's words when it declared the task done, an error's message)
-            detail = f" ({escape_html(stop.detail)})" if stop.detail else ""
-            ran = turns_phrase(stop.turns)
-            return f"AutoChat stopped after {ran}: {stop.reason.value}{detail}."
+            words = escape_html(autochat_stop_words(stop.reason, stop.detail))
+            return f"AutoChat stopped after {turns_phrase(stop.turns)}: {words}."
         if self.enabled:
             return "AutoChat is on: after your next message the agent keeps going on its own."
         return "AutoChat is off."

@@ -48,6 +48,7 @@ from backends.gradio.switches import kept_switch
 from backends.gradio.tool_steps import Call, ToolSteps
 from gui_agent.agents.tool_step import NOT_RUN
 from gui_agent.session import is_handover
+from gui_agent.wording import autochat_stop_words
 from schema import (
     AgentName,
     AgentSwitched,
@@ -262,8 +263,8 @@ class ChatView(ToolSteps):
     def _autochat_stopped(self, event: AutoChatStopped) -> None:
         """Say why AutoChat stopped and after how many turns that ran (as the status line)."""
         ran = turns_phrase(self.autochat.stop(event))
-        detail = f": {escape_html(event.detail)}" if event.detail else ""
-        self._note(f"_AutoChat stopped ({event.reason.value}) after {ran}{detail}_")
+        words = escape_html(autochat_stop_words(event.reason, event.detail))
+        self._note(f"_AutoChat stopped after {ran}: {words}_")
 
     def _see_speaker(self, agent: AgentName | None, before: str | None = None) -> None:
         """Mark a change of speaker that no agent_switched event announced."""

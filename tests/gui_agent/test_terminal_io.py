@@ -106,7 +106,10 @@ def test_auto_shows_its_limits_and_sets_them_one_by_one(tmp_path: Path) -> None:
     assert f"AutoChat off: {shown.format(2, '600 s in all')}" in out
     assert "! /auto turns: Input should be greater than or equal to 1" in out
     assert "! /auto tokens: expected a number, got 'lots'" in out
-    assert "AutoChat turn 2/2" in out and "AutoChat stopped: max_turns" in out
+    assert (
+        "AutoChat turn 2/2" in out
+        and "AutoChat stopped: it reached its limit of automatic turns" in out
+    )
     assert "never" not in out  # the third automatic turn was not taken
     assert f"AutoChat on: {shown.format(2, '600 s in all')}" in out
 

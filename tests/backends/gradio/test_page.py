@@ -162,7 +162,7 @@ def test_autochat_runs_the_set_number_of_turns_and_stops(tab: Page) -> None:
     record_texts(tab, "#autochat-status")
     send(tab, "autochat: count for me")
     expect(tab.locator("#autochat-status")).to_contain_text(
-        "AutoChat stopped after 2 automatic turns: max_turns"
+        "AutoChat stopped after 2 automatic turns: it reached its limit of automatic turns"
     )
     seen = recorded_texts(tab)
     assert any("automatic turn 1 of 2, 1 remaining" in text for text in seen), seen

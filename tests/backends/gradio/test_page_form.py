@@ -125,12 +125,16 @@ def test_the_autochat_line_says_what_is_true(tab: Page) -> None:
     wait_idle(tab)
     type_limit(tab, "autochat-max-turns", "1")
     tab.locator("#autochat-toggle input").check()  # idle after a turn: it starts at once
-    expect(status).to_contain_text("AutoChat stopped after 1 automatic turn: max_turns")
+    expect(status).to_contain_text(
+        "AutoChat stopped after 1 automatic turn: it reached its limit of automatic turns"
+    )
     tab.locator("#autochat-toggle input").uncheck()
     expect(status).to_have_text("AutoChat is off.")
     tab.locator("#autochat-toggle input").check()
     expect(chat(tab).get_by_text("AutoChat turn 1:")).to_have_count(2)
-    expect(status).to_contain_text("AutoChat stopped after 1 automatic turn: max_turns")
+    expect(status).to_contain_text(
+        "AutoChat stopped after 1 automatic turn: it reached its limit of automatic turns"
+    )
     tab.locator("#new-session-btn").click()
     expect(user_messages(tab)).to_have_count(0)
     expect(status).to_have_text("AutoChat is off.")

@@ -95,7 +95,7 @@ def test_errors_and_autochat_stops_stay_in_the_chat_after_the_next_message(tab: 
     tab.locator("#autochat-max-turns input").press("Tab")  # the box is left, as a person does
     tab.locator("#autochat-toggle input").check()
     send(tab, "autochat: once")
-    stopped = "AutoChat stopped (max_turns) after 1 automatic turn"
+    stopped = "AutoChat stopped after 1 automatic turn: it reached its limit of automatic turns"
     expect(chat(tab)).to_contain_text(stopped)
     wait_idle(tab)
     tab.locator("#autochat-toggle input").uncheck()

@@ -62,8 +62,11 @@ def test_the_autochat_line_follows_a_run_from_switch_to_stop() -> None:
     panels.apply(state(RUNNING))
     assert panels.autochat == "AutoChat running: automatic turn 1 of 5, 4 remaining."
     panels.apply(state(STOP))
-    panels.apply(AutoChatStopped(reason=AutoChatStopReason.MAX_TURNS, turns=1, detail="max"))
-    assert panels.autochat == "AutoChat stopped after 1 automatic turn: max_turns (max)."
+    reached = "reached 1 automatic turn"
+    panels.apply(AutoChatStopped(reason=AutoChatStopReason.MAX_TURNS, turns=1, detail=reached))
+    assert panels.autochat == (
+        "AutoChat stopped after 1 automatic turn: it reached its limit of automatic turns."
+    )
     assert not panels.stoppable
     panels.apply(autochat(False))  # unticked after it stopped
     assert panels.autochat == "AutoChat is off."
@@ -75,7 +78,7 @@ def test_autochat_stopped_before_its_announced_turn_ran_counts_only_turns_that_r
     panels.apply(AutoChatTurn(turn=1, max_turns=5, remaining=4))
     # the session counts only turns that ran: this one was stopped during its delay
     panels.apply(AutoChatStopped(reason=AutoChatStopReason.STOPPED, turns=0))
-    assert panels.autochat == "AutoChat stopped after 0 automatic turns: stopped."
+    assert panels.autochat == "AutoChat stopped after 0 automatic turns: it was stopped."
 
 
 def test_unticking_mid_run_keeps_saying_it_runs_until_it_stops() -> None:
@@ -86,7 +89,7 @@ def test_unticking_mid_run_keeps_saying_it_runs_until_it_stops() -> None:
     panels.apply(autochat(False))  # it stops after the current turn
     assert panels.autochat.startswith("AutoChat running: automatic turn 2 of 5")
     panels.apply(AutoChatStopped(reason=AutoChatStopReason.DISABLED, turns=2))
-    assert panels.autochat.startswith("AutoChat stopped after 2 automatic turns: disabled")
+    assert panels.autochat == "AutoChat stopped after 2 automatic turns: it was switched off."
 
 
 @pytest.mark.parametrize(
@@ -313,7 +316,7 @@ async def test_a_tab_opened_while_autochat_waits_counts_only_turns_that_ran(
             await interpreter.stop()
     last = updates[-1]
     notes = [t for t in _texts(last[page.chatbot]) if "AutoChat stopped" in t]
-    assert notes == ["_AutoChat stopped (stopped) after 0 automatic turns: stopped by the user_"]
+    assert notes == ["_AutoChat stopped after 0 automatic turns: stopped by the user_"]
     assert last[page.autochat_status].startswith("AutoChat stopped after 0 automatic turns")
 
 

@@ -73,7 +73,7 @@ def test_stop_and_esc_end_autochat_while_it_waits_between_turns(
     expect(badge(tab)).to_have_text("STOP")
     expect(tab.locator("#stop-btn")).to_be_enabled()  # AutoChat is there to be stopped
     tab.keyboard.press("Escape")
-    expect(status).to_contain_text("AutoChat stopped after 0 automatic turns: stopped")
+    expect(status).to_have_text("AutoChat stopped after 0 automatic turns: stopped by the user.")
     expect(tab.locator("#stop-btn")).to_be_disabled()
     interpreter = session_of(server, tab)
     assert not interpreter.busy and not interpreter.autochat_active
@@ -90,13 +90,15 @@ def test_writing_ends_autochat_and_the_message_is_answered_at_once(
     send(tab, "change of plan")  # during the 30 s wait
     expect(toast(tab, QUEUED)).to_be_visible()
     # the turn it had announced never ran: the chat says so, as the status line does
-    expect(chat(tab)).to_contain_text("AutoChat stopped (user_message) after 0 automatic turns")
+    expect(chat(tab)).to_contain_text(
+        "AutoChat stopped after 0 automatic turns: you sent a message"
+    )
     expect(bot_messages(tab).last).to_contain_text("You said: change of plan")
     expect(chat(tab)).not_to_contain_text("AutoChat turn 1:")
     # AutoChat is still switched on, so it takes the new message as its goal
     expect(status).to_have_text("AutoChat: automatic turn 1 of 3 starts shortly.")
     tab.locator("#stop-btn").click()
-    expect(status).to_contain_text("AutoChat stopped after 0 automatic turns: stopped")
+    expect(status).to_have_text("AutoChat stopped after 0 automatic turns: stopped by the user.")
     assert not session_of(server, tab).busy
 
 

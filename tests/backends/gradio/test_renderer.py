@@ -410,7 +410,10 @@ def test_errors_and_autochat_stops_are_noted_in_the_chat() -> None:
     view.apply(AutoChatStopped(reason=AutoChatStopReason.MAX_TURNS, turns=3))
     error, stopped = (text_of(m) for m in view.messages())
     assert error == "**Error** (model_error): rate &lt;limited>"
-    assert "AutoChat stopped (max_turns) after 3 automatic turns" in stopped
+    assert (
+        stopped
+        == "_AutoChat stopped after 3 automatic turns: it reached its limit of automatic turns_"
+    )
 
 
 def _moved(source: InterpreterState, to: InterpreterState) -> StateChanged:
@@ -439,12 +442,14 @@ def test_the_autochat_note_counts_the_turns_that_ran_as_the_status_line_does(
         view.apply(event)
         panels.apply(event)
     [note] = (text_of(m) for m in view.messages())
-    assert note == f"_AutoChat stopped (stopped) after {said}_"
-    assert panels.autochat == f"AutoChat stopped after {said}: stopped."
+    assert note == f"_AutoChat stopped after {said}: it was stopped_"
+    assert panels.autochat == f"AutoChat stopped after {said}: it was stopped."
     view.apply(AutoChatTurn(turn=1, max_turns=3, remaining=2))  # a new run starts afresh
     view.apply(_moved(stop, running))
     view.apply(AutoChatStopped(reason=AutoChatStopReason.MAX_TURNS, turns=2))
-    assert text_of(view.messages()[-1]) == "_AutoChat stopped (max_turns) after 2 automatic turns_"
+    assert text_of(view.messages()[-1]) == (
+        "_AutoChat stopped after 2 automatic turns: it reached its limit of automatic turns_"
+    )
 
 
 def test_history_truncation_drops_what_came_after() -> None:

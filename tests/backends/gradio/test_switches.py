@@ -100,10 +100,11 @@ async def test_a_view_built_after_autochat_stopped_says_why_until_it_is_switched
         return PageView.of(make_page(), interpreter, icons={}).panels.auto.text()
 
     assert not interpreter.autochat_active
-    assert rebuilt().startswith("AutoChat stopped after 1 automatic turn: max_turns")
+    limit = "AutoChat stopped after 1 automatic turn: it reached its limit of automatic turns."
+    assert rebuilt() == limit
     assert rebuilt() == watched()
     await interpreter.update(autochat=on.model_copy(update={"max_turns": 3}))  # a limit only
-    assert rebuilt().startswith("AutoChat stopped after 1 automatic turn: max_turns")
+    assert rebuilt() == limit
     assert rebuilt() == watched()
     await interpreter.update(autochat=on.model_copy(update={"enabled": False}))
     assert rebuilt() == watched() == "AutoChat is off."
