@@ -28,11 +28,10 @@ bounded interval and ends when it fails (see `sse`). The server also watches the
 is stopped and their sessions closed, which ends their streams at once. A request that
 finds its token's user gone, or their password changed, before the watcher has looked asks
 it to look at once (`users_changed`) and is refused only when that is done; so an event
-stream refused this way has the removed user's turn stopping in it before its end. A users
-file
-that cannot be read (others may read it, half-written JSON) makes login and every check
-503 `login_unavailable`: the server's fault, not a wrong password; the reason, which names
-the file, goes to the server log only.
+stream refused this way has the removed user's turn stopping in it before its end. A
+users file that cannot be read (others may read it, half-written JSON) makes login and
+every check 503 `login_unavailable`: the server's fault, not a wrong password; the reason,
+which names the file, goes to the server log only.
 """
 
 from __future__ import annotations
