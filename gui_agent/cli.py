@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING
 from gui_agent.config import LOG_LEVELS, AppConfig, load_config_with_sources
 from gui_agent.exceptions import ConfigError, GuiAgentError, InvalidRequest
 from gui_agent.log_text import loggable_traceback
-from gui_agent.wording import counted
 
 if TYPE_CHECKING:
     from gui_agent.auth.users import UserDB
@@ -315,6 +314,8 @@ def _list_users(db: UserDB, path: Path) -> int:
     """The names in the users file, sorted, one per line (nothing else on stdout, for
     scripts); how many, or that there are none, on stderr. A file that is missing is an
     error: the path is likely wrong."""
+    from gui_agent.wording import counted  # (it loads the schema: not for every command)
+
     if not path.exists():
         raise InvalidRequest(
             f"there is no users file at {path}; add a user with `gui-agent users add NAME`"
