@@ -28,6 +28,7 @@ from tests.backends.gradio.test_page_settings_hunt8 import (
     build,
     field,
     open_advanced,
+    open_settings,
     settings_of,
 )
 
@@ -104,7 +105,7 @@ def test_a_system_prompt_typed_then_sent_at_once_reaches_that_message(
     chromium: Browser, server: LiveServer
 ) -> None:
     tab = started_chat(chromium, server, "a chat for the prompt")
-    tab.locator(".ga-side").get_by_text("Settings", exact=True).click()
+    open_settings(tab)
     write(tab, "hello there")
     prompt = tab.locator("#system-prompt textarea")
     prompt.fill("You answer like a pirate.")

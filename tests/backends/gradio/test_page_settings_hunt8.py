@@ -76,12 +76,20 @@ SETTLED = """() => new Promise((done) =>
 """Resolves two animation frames later: the page's pending work (effects) has run."""
 
 
-def open_advanced(tab: Page) -> None:
-    """Open Settings, then Advanced, and wait until its boxes can be typed into: they are
+def open_settings(tab: Page) -> None:
+    """Open the side panel's Settings and wait until its boxes can be typed into: they are
     made when the accordion opens, and the framework gives each its first value a moment
     later (an effect), over anything typed before it. A box filled in that moment (about
     10 ms; a person takes longer) lost its text in 3 to 4 runs of 16 here."""
     tab.locator(".ga-side").get_by_text("Settings", exact=True).click()
+    expect(tab.locator("#temperature input[type=number]")).to_be_visible()
+    tab.wait_for_function(SETTLED)
+
+
+def open_advanced(tab: Page) -> None:
+    """Open Settings, then Advanced, and wait until its boxes can be typed into (as
+    `open_settings` does)."""
+    open_settings(tab)
     tab.locator("#advanced-settings").get_by_text("Advanced", exact=True).click()
     expect(tab.locator("#max-tokens input")).to_be_visible()
     tab.wait_for_function(SETTLED)

@@ -28,6 +28,7 @@ from tests.backends.gradio.kit import (
     wait_idle,
 )
 from tests.backends.gradio.test_page_follow import open_chat
+from tests.backends.gradio.test_page_settings_hunt8 import open_settings
 
 pytestmark = pytest.mark.browser
 
@@ -87,11 +88,6 @@ def temperature_of(server: LiveServer, interpreter: Interpreter) -> float | None
     return server.call(read())
 
 
-def settings(tab: Page) -> None:
-    tab.locator(".ga-side").get_by_text("Settings", exact=True).click()
-    expect(tab.locator("#temperature input[type=number]")).to_be_visible()
-
-
 def test_a_send_from_a_tab_that_missed_a_temperature_change_leaves_it(
     tab: Page, chromium: Browser, server: LiveServer
 ) -> None:
@@ -101,12 +97,12 @@ def test_a_send_from_a_tab_that_missed_a_temperature_change_leaves_it(
     sleepy = open_tab(chromium, server)
     try:
         open_chat(sleepy, "a chat two tabs show")
-        settings(sleepy)
+        open_settings(sleepy)
         shown = sleepy.locator("#temperature input[type=number]")
         before = shown.input_value()
         forget(server, sleepy)
 
-        settings(tab)
+        open_settings(tab)
         slider = tab.locator("#temperature input[type=range]")
         slider.focus()
         for _ in range(4):
