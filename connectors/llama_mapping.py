@@ -156,7 +156,7 @@ def tool_instructions(plan: ToolPlan) -> str:
     """What the system prompt says about tools and the reply format.
 
     The answer's form shows no stand-in text in its quotes: SmolLM2 copied one it was shown
-    ("<your answer>") as its whole reply to 4 of 20 everyday questions, and copies none
+    ("<your answer>") as its whole reply to 3 of 20 everyday questions, and copies none
     of this form (tests/connectors/test_llama_answers.py)."""
     answer = '{"answer": "..."} with your reply in place of the dots'
     if not plan.tools:
