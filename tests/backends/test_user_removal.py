@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from backends.api.sse import DEFAULT_RECHECK_S
 from backends.server import build_server
 from connectors.scripted import ScriptedModel
 from gui_agent.auth import USERS_WATCH_S, UserDB
@@ -48,7 +49,7 @@ class Served:
 
 
 def serve(
-    tmp_path: Path, *, watch_s: float = USERS_WATCH_S, recheck_s: float = 5.0
+    tmp_path: Path, *, watch_s: float = USERS_WATCH_S, recheck_s: float = DEFAULT_RECHECK_S
 ) -> Iterator[Served]:
     users = UserDB(tmp_path / "users.json")
     for name, password in USERS.items():
