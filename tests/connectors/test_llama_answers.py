@@ -41,6 +41,7 @@ async def test_the_reply_is_no_copy_of_the_answer_form_it_was_shown(
     provider.seed = seed
     tools = default_tools().schemas()
     system = Message(role=Role.SYSTEM, content=SessionSettings().system_prompt)
+    answered = 0
     for question in COPIED_BEFORE:
         messages = [system, Message(role=Role.USER, content=question)]
         plan = plan_tool_use(messages, tools, "auto")
@@ -56,3 +57,5 @@ async def test_the_reply_is_no_copy_of_the_answer_form_it_was_shown(
         reply = final.text.strip()
         assert reply, f"an empty answer to {question!r}"
         assert reply not in shown, f"{question!r} was answered with {reply!r}, from the prompt"
+        answered += 1
+    assert answered, "every question got a tool call: no answer was checked"
