@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gui_agent.session import Session, written_by_person
+from gui_agent.wording import SWITCHED_OFF, TURN_FAILED
 from schema import (
     DEFAULT_CONTINUATION_PROMPT,
     AutoChatStopReason,
@@ -72,9 +73,9 @@ class AutoRun:
         """Why AutoChat must not start another turn now, or None to go on."""
         settings = session.autochat
         if not settings.enabled:
-            return AutoChatStopReason.DISABLED, "AutoChat was switched off"
+            return AutoChatStopReason.DISABLED, SWITCHED_OFF
         if outcome is RunOutcome.ERROR:
-            return AutoChatStopReason.ERROR, "the last turn failed"
+            return AutoChatStopReason.ERROR, TURN_FAILED
         if outcome is RunOutcome.INTERRUPTED:
             return AutoChatStopReason.STOPPED, "stopped by the user"
         if session.task_complete is not None:

@@ -46,6 +46,7 @@ from gui_agent.session import Session
 from gui_agent.state import StateMachine
 from gui_agent.store.base import SessionStore as Store
 from gui_agent.tracking import PARTIAL_SAVE_INTERVAL_S
+from gui_agent.wording import SENT_A_MESSAGE, SWITCHED_OFF
 from schema import (
     MAX_MESSAGE_CHARS,
     AgentName,
@@ -189,7 +190,7 @@ class Interpreter(HistoryEdits):
         if agent is not None:
             await self.set_agent(agent)
         if self._auto.active:
-            self._end_autochat(AutoChatStopReason.USER_MESSAGE, "the person sent a message")
+            self._end_autochat(AutoChatStopReason.USER_MESSAGE, SENT_A_MESSAGE)
         if self.session.autochat.enabled:
             self._auto.begin(self.session, text)
         await self._stopped()
@@ -277,7 +278,7 @@ class Interpreter(HistoryEdits):
             await self._save_record()
         if autochat is not None and not autochat.enabled and self._auto.active:
             # Switched off: no automatic turn after this, and a delay waiting for one ends.
-            self._end_autochat(AutoChatStopReason.DISABLED, "AutoChat was switched off")
+            self._end_autochat(AutoChatStopReason.DISABLED, SWITCHED_OFF)
             self._wake.set()
         if autochat is not None and self._deadline is not None:
             self._arm_deadline(self._run_id)  # the running turn ends where the new budget does

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from schema import AutoChatStopReason
 
-__all__ = ["autochat_stop_words", "counted"]
+__all__ = [
+    "DONE",
+    "SENT_A_MESSAGE",
+    "SWITCHED_OFF",
+    "TURN_FAILED",
+    "autochat_stop_words",
+    "counted",
+]
 
 
 def counted(number: int, noun: str) -> str:
@@ -24,15 +31,15 @@ _STOPPED_BECAUSE = {
 }
 """Why AutoChat stopped, for people (the event keeps the reason's code)."""
 
-_SAID_ALREADY = frozenset(
-    {
-        "done",  # a task_complete without a summary
-        "the last turn failed",
-        "the person sent a message",
-        "AutoChat was switched off",
-    }
-)
-"""Details that only repeat the reason's words."""
+# The details the core gives AutoChat's stops that only repeat the reason's words (the
+# core writes them from here, so they cannot drift apart).
+DONE = "done"
+"""`session.task_complete` for a `task_complete` call without a summary."""
+TURN_FAILED = "the last turn failed"
+SENT_A_MESSAGE = "the person sent a message"
+SWITCHED_OFF = "AutoChat was switched off"
+
+_SAID_ALREADY = frozenset({DONE, TURN_FAILED, SENT_A_MESSAGE, SWITCHED_OFF})
 
 
 def autochat_stop_words(reason: AutoChatStopReason, detail: str = "") -> str:

@@ -95,15 +95,12 @@ class ToolSteps(ChatEntries):
             call.arguments if call else (arguments or "{}"),
             anchor=call.anchor if call else anchor,
         )
-        log = (
-            "interrupted"
-            if status is MessageStatus.INTERRUPTED
-            else "not run"
-            if not_run
-            else "error"
-            if is_error
-            else ""
-        )
+        if status is MessageStatus.INTERRUPTED:
+            log = "interrupted"
+        elif not_run:
+            log = "not run"
+        else:
+            log = "error" if is_error else ""
         extra: dict[str, Any] = {"status": "done", "log": log}
         if duration_ms:
             extra["duration"] = round(duration_ms / 1000, 3)

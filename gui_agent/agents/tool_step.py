@@ -24,6 +24,7 @@ from gui_agent.tools import (
     execute_tool,
 )
 from gui_agent.tools.execution import decode_arguments
+from gui_agent.wording import DONE
 from schema import (
     AgentName,
     ApprovalDecision,
@@ -108,7 +109,7 @@ async def run_tool_calls(
         result = results[tool_call.id]
         if tool_call.name == TASK_COMPLETE and not result.is_error:
             args = safe_args(tool_call)
-            session.task_complete = str(args.get("summary", "")) or "done"
+            session.task_complete = str(args.get("summary", "")) or DONE
         message = Message(
             role=Role.TOOL,
             type=result.message_type,
