@@ -175,6 +175,66 @@
     if (!text || !box || box.value) return;  // never over what was typed since
     fill(box, text);
   };
+  // The system prompt and the Advanced settings save when the person leaves the box or
+  // presses Enter, so a reload from inside one (or within the save's round trip) would
+  // lose what was typed there. Each such box's text is kept in the tab's session storage
+  // as it is typed, for the chat the tab shows, until the server's answer shows the box in
+  // step with that chat (app.py calls guiAgentSettingsGot with the tab's new base:
+  // bases.py). The reloaded page's first event sends what is kept (app.py reads it), and
+  // the server saves it as leaving the box would have (unsaved.py).
+  const UNSAVED_KEY = __GUI_AGENT_UNSAVED_KEY__;
+  const SAVED_WHEN_LEFT = __GUI_AGENT_SAVED_WHEN_LEFT__;  // element id -> settings field
+  const shownChat = () =>
+    document.querySelector("#session-id textarea, #session-id input")?.value ?? "";
+  const keptUnsaved = () => {
+    try {
+      const kept = JSON.parse(sessionStorage.getItem(UNSAVED_KEY) || "null");
+      if (kept && typeof kept.chat === "string" && kept.boxes && typeof kept.boxes === "object") {
+        return kept;
+      }
+    } catch (error) {}
+    return null;
+  };
+  const keepUnsaved = (kept) => {
+    try {
+      if (kept && Object.keys(kept.boxes).length) {
+        sessionStorage.setItem(UNSAVED_KEY, JSON.stringify(kept));
+      } else {
+        sessionStorage.removeItem(UNSAVED_KEY);
+      }
+    } catch (error) {}
+  };
+  document.addEventListener("input", (event) => {
+    const target = event.target instanceof Element ? event.target : null;
+    if (!target?.matches("input, textarea")) return;
+    const id = Object.keys(SAVED_WHEN_LEFT).find((each) => target.closest(`#${each}`));
+    if (!id) return;
+    const chat = shownChat();
+    const was = keptUnsaved();
+    const kept = was && was.chat === chat ? was : {chat, boxes: {}};
+    kept.boxes[id] = target.value;
+    keepUnsaved(kept);
+  }, true);
+  // When the tab shows another chat (app.py calls this), text kept for the one it showed
+  // is let go: that chat's boxes are gone from the page (left, they saved themselves), and a
+  // new chat's boxes went into the chat its first message made.
+  window.guiAgentShowing = (chat) => {
+    const kept = keptUnsaved();
+    if (kept && kept.chat !== chat) keepUnsaved(null);
+  };
+  window.guiAgentSettingsGot = (raw) => {
+    const kept = keptUnsaved();
+    if (!kept) return;
+    let base = null;
+    try { base = JSON.parse(raw || "null"); } catch (error) {}
+    if (!base || typeof base.values !== "object" || !base.values) return;
+    // (kept for a new chat: the chat its first message made from the boxes counts)
+    if (kept.chat && kept.chat !== base.session) return;
+    for (const [id, text] of Object.entries(kept.boxes)) {
+      if (base.values[SAVED_WHEN_LEFT[id]] === text) delete kept.boxes[id];
+    }
+    keepUnsaved(kept);
+  };
   // The send event calls this when a message really goes out: untick "edit my last
   // message" (the server does not send it back while streaming).
   window.guiAgentSent = () => {

@@ -49,6 +49,7 @@ from backends.gradio.quiet_queue import quiet
 from backends.gradio.sidebar import Sidebar
 from backends.gradio.sidepanel import SidePanel
 from backends.gradio.transfer import Transfer
+from backends.gradio.unsaved import UNSAVED_KEY_JS, with_unsaved
 from gui_agent.manager import SessionManager
 from schema import ApprovalDecision
 
@@ -146,19 +147,26 @@ typed, and writing that back would undo the typing."""
 _STORAGE_KEY = '"gui-agent-session:" + location.pathname'
 _REMEMBERED_JS = f"""() => {{
   const key = {_STORAGE_KEY};
-  let id = "";
-  try {{ id = sessionStorage.getItem(key) ?? localStorage.getItem(key) ?? ""; }}
-  catch (error) {{}}
+  let id = "", unsaved = "";
+  try {{
+    id = sessionStorage.getItem(key) ?? localStorage.getItem(key) ?? "";
+    unsaved = sessionStorage.getItem({UNSAVED_KEY_JS}) ?? "";
+  }} catch (error) {{}}
   window.__guiAgentRemembering = true;
-  return [id, {_NEXT_TICKET}];
+  return [id, {_NEXT_TICKET}, unsaved];
 }}"""
 """The page-load event's inputs: the chat this tab showed before a reload, else the one this
-browser showed last ("" for a new chat; the server checks that it is the user's), and a
-ticket."""
+browser showed last ("" for a new chat; the server checks that it is the user's), a ticket,
+and the settings typed in this tab and not yet saved before the reload (unsaved.py)."""
+
+_SETTINGS_GOT_JS = "(base) => { window.guiAgentSettingsGot?.(base); return []; }"
+"""Runs in the browser whenever the tab's base changes (bases.py): the kept text of a box
+now in step with its chat is let go (page.js)."""
 
 _REMEMBER_JS = f"""(id) => {{
   const key = {_STORAGE_KEY};
   if (!window.__guiAgentRemembering) return [];  // the empty box at start is not a choice
+  window.guiAgentShowing?.(id);
   try {{
     for (const store of [sessionStorage, localStorage]) {{
       if (id) store.setItem(key, id); else store.removeItem(key);
@@ -166,7 +174,8 @@ _REMEMBER_JS = f"""(id) => {{
   }} catch (error) {{}}
   return [];
 }}"""
-"""Runs in the browser whenever the tab's chat changes: remember it (see _REMEMBERED_JS)."""
+"""Runs in the browser whenever the tab's chat changes: remember it (see _REMEMBERED_JS),
+and let go of settings text kept for the chat it showed before (page.js)."""
 
 
 def create_app(
@@ -231,7 +240,7 @@ def create_app(
             sidebar=Sidebar(handlers),
             side_panel=SidePanel(handlers),
             presence=Presence(handlers),
-            page_js=assets.page_js,
+            page_js=with_unsaved(assets.page_js, page),
             download_js=assets.download_js,
         )
         _progress_on_one_sink(demo)  # (inside the block: its config is taken at the end)
@@ -334,7 +343,14 @@ def _wire(
 
     demo.load(None, None, None, js=page_js)
     settle = [handlers.settle, [*sid, *ticket], streamed]
-    loaded = demo.load(handlers.on_load, [*sid, *ticket], everything, js=_REMEMBERED_JS, **_EVENT)
+    loaded = demo.load(
+        handlers.on_load,
+        [*sid, *ticket, page.unsaved],
+        everything,
+        js=_REMEMBERED_JS,
+        **_EVENT,
+    )
+    page.form_base.change(None, [page.form_base], None, js=_SETTINGS_GOT_JS, **_EVENT)
     # The keep-alive event also wakes the tab when its chat moves on elsewhere (another
     # tab, the API): the view then settles, and follows the chat while it runs. When the
     # user's chats or the shown chat's settings change elsewhere, the tab follows those.

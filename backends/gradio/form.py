@@ -243,6 +243,23 @@ class Form:
         except ValidationError as exc:
             raise InvalidRequest(_limit_error(exc, _SETTING_NAMES)) from None
 
+    def problem(self, name: str | None = None, *, limit: bool = False) -> str | None:
+        """What is wrong with the form's setting `name` (with `limit`, its AutoChat limit
+        `name`; None: with any of its settings, or of its limits), in the page's words, or
+        None when it is right."""
+        try:
+            if limit and name is not None:
+                self.autochat_limit(name, AutoChatSettings())
+            elif limit:
+                self.autochat_settings()
+            elif name is not None:
+                self.session_setting(name, SessionSettings())
+            else:
+                self.session_settings(SessionSettings())
+        except InvalidRequest as exc:
+            return str(exc)
+        return None
+
     def settings_or(self, base: SessionSettings) -> tuple[SessionSettings, str | None]:
         """`base` with the settings the form has a field for, a setting that is wrong
         keeping `base`'s value, and what is wrong with the first such setting."""

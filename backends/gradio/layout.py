@@ -145,6 +145,9 @@ class Page:
     keep_alive: gr.Textbox
     """How many times the page started the tab's keep-alive event again after it ended
     ("" before: page.js, presence.py); each new count starts it."""
+    unsaved: gr.Textbox
+    """Never set: the page-load event's slot for the settings typed and not yet saved
+    before a reload (unsaved.py)."""
     ticket: gr.Textbox
     """Which of the tab's events the browser triggered later (a number it counts up): an
     event that replaces the view ends only the streams of events triggered before it."""
@@ -418,6 +421,7 @@ def build_page(
     chats_wake = gr.Textbox("", visible="hidden", elem_id="chats-wake", label="Chats changed")
     # The page counts here the keep-alive events it starts again (page.js, presence.py).
     keep_alive = gr.Textbox("", visible="hidden", elem_id="keep-alive", label="Kept alive")
+    unsaved = gr.Textbox("", visible="hidden", elem_id="unsaved-settings", label="Unsaved")
     ticket = gr.Textbox("", visible="hidden", elem_id="event-ticket", label="Event order")
 
     return Page(
@@ -482,6 +486,7 @@ def build_page(
         tab_wake=tab_wake,
         chats_wake=chats_wake,
         keep_alive=keep_alive,
+        unsaved=unsaved,
         ticket=ticket,
     )
 

@@ -12,6 +12,7 @@ from backends.gradio.handler_base import HandlerBase
 from backends.gradio.owners import account_note, owner_of, tab_of
 from backends.gradio.stream import Updates, no_change
 from backends.gradio.tabs import ticket_of
+from backends.gradio.unsaved import Unsaved, saved_again, shown_again
 
 __all__ = ["Navigation"]
 
@@ -19,11 +20,15 @@ __all__ = ["Navigation"]
 class Navigation(HandlerBase):
     """The handlers that change which chat a tab shows."""
 
-    async def on_load(self, remembered: str, ticket: str, request: gr.Request) -> Updates:
+    async def on_load(
+        self, remembered: str, ticket: str, unsaved: str, request: gr.Request
+    ) -> Updates:
         """The page opens on the chat this browser showed last (a reload, a server restart),
-        else on a new chat; with login, it says who is signed in."""
+        else on a new chat; with login, it says who is signed in. Settings typed there just
+        before a reload (`unsaved`, kept by the page) are saved first (unsaved.py)."""
         owner, tab, order = owner_of(request), tab_of(request), ticket_of(ticket)
         interpreter = await self.lookup(remembered or "", request, quiet=True)
+        kept = Unsaved.decode(unsaved, self.page)
         # A new chat is what the page shows already: leave it, and a message sent at once.
         # That send can be an event triggered before this one (the person sent before the
         # page's load events ran): its reply streams on into the page, not superseded.
@@ -31,7 +36,15 @@ class Navigation(HandlerBase):
             await self.streams.supersede(tab, order, interpreter.id)
         opened: Updates = {}
         if interpreter is not None and not self.streams.overtaken(tab, order):
-            opened = self.opened(tab, interpreter)
+            refused = await saved_again(
+                self.page, self.news, interpreter, kept, tab=tab, ticket=order
+            )
+            opened = {
+                **self.opened(tab, interpreter),
+                **shown_again(self.page, kept, interpreter.id, refused),
+            }
+        elif interpreter is None:  # (the boxes are the new chat's only settings)
+            opened = shown_again(self.page, kept, "", tuple(kept.of("")))
         current = interpreter.id if opened and interpreter is not None else ""
         return {
             **opened,

@@ -21,7 +21,7 @@ from backends.gradio.stream import Updates, no_change
 from backends.gradio.tabs import ticket_of
 from backends.gradio.toasts import toast_text
 from gui_agent.exceptions import InvalidRequest
-from schema import AgentName, AutoChatSettings, SessionSettings
+from schema import AgentName
 
 __all__ = ["SidePanel"]
 
@@ -74,7 +74,7 @@ class SidePanel:
 
     async def check_settings(self, data: dict[Any, Any]) -> Updates:
         """Say under the settings what is wrong with them as they are typed (nothing saved)."""
-        problem = _problem(Form.read(self.handlers.page, data), None, limit=False)
+        problem = Form.read(self.handlers.page, data).problem()
         note = "" if problem is None else SETTINGS_NOT_SAVED.format(problem=problem)
         return {self.handlers.page.settings_note: note}
 
@@ -102,7 +102,7 @@ class SidePanel:
         async def save(data: dict[Any, Any], request: gr.Request) -> Updates:
             form = Form.read(page, data)
             tab, ticket = tab_of(request), ticket_of(data.get(page.ticket))
-            problem = _problem(form, name, limit=limit)
+            problem = form.problem(name, limit=limit)
             base: Updates = {}
             if problem is None:
                 interpreter = await handlers.lookup(form.session_id, request, quiet=True)
@@ -119,24 +119,7 @@ class SidePanel:
                     # (not when a later event of the tab shows another chat, or saved more)
                     if not handlers.streams.overtaken(tab, ticket):
                         base = handlers.base_after(interpreter, form)
-                problem = _problem(form, None, limit=limit)
+                problem = form.problem(limit=limit)
             return {note: "" if problem is None else words.format(problem=problem), **base}
 
         return save
-
-
-def _problem(form: Form, name: str | None, *, limit: bool) -> str | None:
-    """What is wrong with the form's field `name` (None: with any of its settings, or of
-    its limits), or None."""
-    try:
-        if limit and name is not None:
-            form.autochat_limit(name, AutoChatSettings())
-        elif limit:
-            form.autochat_settings()
-        elif name is not None:
-            form.session_setting(name, SessionSettings())
-        else:
-            form.session_settings(SessionSettings())
-    except InvalidRequest as exc:
-        return str(exc)
-    return None

@@ -58,7 +58,7 @@ async def test_the_page_load_follow_up_does_not_blank_a_first_message_sent_at_on
     tab's next message would start yet another chat)."""
     page, store, manager, handlers = await _slowly_saving(tmp_path)
     try:
-        await handlers.on_load("", "1", None)  # type: ignore[arg-type]
+        await handlers.on_load("", "1", "", None)  # type: ignore[arg-type]
         form = {page.chat_input: "hello", page.session_id: "", page.ticket: "2"}
         sending = asyncio.ensure_future(_collect(handlers.send(form, None)))  # type: ignore[arg-type]
         await store.writing.wait()  # the send is saving its new chat
@@ -92,7 +92,7 @@ async def test_a_load_event_after_a_first_message_sent_at_once_leaves_its_reply_
         first = await anext(sending)
         (chat,) = await manager.list("local")
         assert first[page.session_id] == chat.id
-        loaded = await handlers.on_load("", "2", None)  # type: ignore[arg-type]
+        loaded = await handlers.on_load("", "2", "", None)  # type: ignore[arg-type]
         assert page.session_id not in loaded and page.chatbot not in loaded
         rest = await asyncio.wait_for(_collect(sending), 10)
         last = [u for u in rest if page.chatbot in u][-1]
