@@ -2,9 +2,13 @@
 `<head>` of every HTML page the app serves.
 
 Gradio offers no way to run a script before its own (a Blocks' `head` is added by Gradio's
-scripts, after they loaded), and one thing can only be done before: Gradio's status
-trackers keep an idle page drawing 60 frames a second (`assets/frame_timer.js` says why,
-and what the script does about it). The middleware is pure ASGI, so it sees only answers,
+scripts, after they loaded), and two things can only be done before:
+- Gradio's status trackers keep an idle page drawing 60 frames a second
+  (`assets/frame_timer.js` says why, and what the script does about it);
+- Gradio's login form, which is not a Blocks and runs no script of ours, empties the user
+  name after a wrong password (`assets/login_name.js` gives it back).
+
+The middleware is pure ASGI, so it sees only answers,
 never changes a request, and leaves every answer that is not a whole, uncompressed HTML
 page as it was.
 """
@@ -20,23 +24,27 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from backends.gradio.assets import ASSETS_DIR
 
-__all__ = ["EarlyScript", "add_early_script", "early_script"]
+__all__ = ["SCRIPT_FILES", "EarlyScript", "add_early_script", "early_script"]
 
-SCRIPT_FILE = "frame_timer.js"
+SCRIPT_FILES = ("frame_timer.js", "login_name.js")
+"""The early script's parts, in order (each one a whole statement)."""
 
 _HEAD = re.compile(rb"<head(\s[^>]*)?>", re.IGNORECASE)
 
 
 def early_script(folder: Path = ASSETS_DIR) -> str:
-    """The script from `folder` (empty if the file is missing: the page works without it).
-    Refused if it could end its own `<script>` element early."""
-    try:
-        text = (folder / SCRIPT_FILE).read_text(encoding="utf-8")
-    except OSError:
-        return ""
-    if "</script" in text.lower() or "<!--" in text:
-        raise ValueError(f"{SCRIPT_FILE} cannot be put inline: it contains </script or <!--")
-    return text
+    """The script from the parts in `folder` (a part that is missing is left out: the page
+    works without it). Refused if it could end its own `<script>` element early."""
+    parts: list[str] = []
+    for name in SCRIPT_FILES:
+        try:
+            text = (folder / name).read_text(encoding="utf-8")
+        except OSError:
+            continue
+        if "</script" in text.lower() or "<!--" in text:
+            raise ValueError(f"{name} cannot be put inline: it contains </script or <!--")
+        parts.append(text.strip())
+    return "\n".join(parts)
 
 
 def with_script(page: bytes, tag: bytes) -> bytes:

@@ -17,7 +17,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from backends.gradio.assets import ASSETS_DIR
-from backends.gradio.early_script import SCRIPT_FILE, EarlyScript, early_script, with_script
+from backends.gradio.early_script import SCRIPT_FILES, EarlyScript, early_script, with_script
 from tests.backends.conftest import LiveServer
 from tests.backends.gradio.kit import COUNT_FRAMES, WAIT_MS, ready, send, wait_idle
 
@@ -112,10 +112,20 @@ async def test_without_a_script_nothing_changes(tmp_path: Path) -> None:
 
 
 def test_a_script_that_would_end_its_own_element_is_refused(tmp_path: Path) -> None:
-    (tmp_path / SCRIPT_FILE).write_text("const s = '</SCRIPT>';", encoding="utf-8")
+    (tmp_path / SCRIPT_FILES[-1]).write_text("const s = '</SCRIPT>';", encoding="utf-8")
     with pytest.raises(ValueError, match="cannot be put inline"):
         early_script(tmp_path)
     assert early_script(ASSETS_DIR).startswith("// Runs in the page's <head>")
+
+
+def test_the_script_is_its_parts_in_order_and_a_missing_part_is_left_out(tmp_path: Path) -> None:
+    first, second = SCRIPT_FILES
+    (tmp_path / second).write_text("second();\n", encoding="utf-8")
+    assert early_script(tmp_path) == "second();"
+    (tmp_path / first).write_text("first();\n", encoding="utf-8")
+    assert early_script(tmp_path) == "first();\nsecond();"
+    served = early_script(ASSETS_DIR)
+    assert served.index("window.requestAnimationFrame") < served.index("window.fetch")
 
 
 def test_with_script_goes_after_the_first_head_tag_only() -> None:

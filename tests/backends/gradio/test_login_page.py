@@ -20,7 +20,12 @@ from tests.backends.gradio.kit import tiny_png, upload, user_messages
 
 pytestmark = pytest.mark.browser
 
-USERS = {"alice": "alice-password-1", "bob": "bob-password-22", "carol": "carol-password-3"}
+USERS = {
+    "alice": "alice-password-1",
+    "bob": "bob-password-22",
+    "carol": "carol-password-3",
+    "dave": "dave-password-44",
+}
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +80,7 @@ def test_two_people_see_only_their_own_sessions(chromium: Browser, server: LiveS
         "alice": [plan],
         "bob": [groceries],
         "carol": [],
+        "dave": [],
     }
 
 
@@ -136,6 +142,21 @@ def test_a_wrong_password_does_not_log_in(chromium: Browser, server: LiveServer)
     # Gradio's form cannot say a name is paused, so the form explains it up front
     expect(page.get_by_text("After 5 wrong passwords for a name")).to_be_visible()
     assert page.locator("#chat-input").count() == 0
+
+
+def test_after_a_wrong_password_the_name_stays_and_only_the_password_is_typed_again(
+    chromium: Browser, server: LiveServer
+) -> None:
+    page = log_in(chromium, server.url, "dave", "not-his-password")
+    expect(page.get_by_text("Incorrect Credentials")).to_be_visible(timeout=15_000)
+    # Gradio's form empties both boxes; the early script gives the name back
+    expect(page.get_by_test_id("textbox")).to_have_value("dave")
+    expect(page.get_by_test_id("password")).to_have_value("")
+    expect(page.get_by_test_id("password")).to_be_focused()
+    page.keyboard.type(USERS["dave"])
+    page.keyboard.press("Enter")
+    expect(page.locator("#chat-input")).to_be_visible(timeout=30_000)  # the name went too
+    page.context.close()
 
 
 def test_guessing_on_the_page_and_the_api_counts_together(server: LiveServer) -> None:
