@@ -202,15 +202,20 @@ class Interpreter(HistoryEdits):
         return message
 
     async def stop(self, reason: str = "stopped by the user") -> bool:
-        """Cancel the run task. The partial reply is kept, marked interrupted. False if idle."""
+        """Cancel the run task. The partial reply is kept, marked interrupted. False if idle.
+        A Stop while another one is ending the run waits for that one."""
         if self._auto.active:
             self._end_autochat(AutoChatStopReason.STOPPED, reason)
         task = self._task
         if task is None or task.done():
             return False
-        self._stop_reason = reason
-        self._stopping = task
-        task.cancel()
+        # A Stop while another one ends the run only waits for it: a second cancel would cut
+        # short what the run does as it ends (a tool ending the code it started, the
+        # partial reply being filed), and leave that code running.
+        if self._stopping is not task:
+            self._stop_reason = reason
+            self._stopping = task
+            task.cancel()
         await asyncio.wait({task})
         await self._file_unanswered()  # a task cancelled before it ran filed nothing itself
         return True

@@ -229,6 +229,23 @@ async def _settle(protocol: _ChildProtocol, pid: int) -> None:
         logger.warning("run_python: pid %s or its output pipe did not close after SIGKILL", pid)
 
 
+async def _settle_to_the_end(protocol: _ChildProtocol, pid: int) -> None:
+    """`_settle`, run to its end even when the call is cancelled again meanwhile (Stop
+    pressed twice, or the session closing while a Stop ends the code): cut short, it left
+    the code running, and whatever it started. It takes a few seconds at most; a cancel
+    that came meanwhile is raised once it is done."""
+    settling = asyncio.ensure_future(_settle(protocol, pid))
+    cancelled = False
+    while not settling.done():
+        try:
+            await asyncio.shield(settling)
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+    settling.result()
+
+
 def _signal(pid: int, number: int) -> None:
     """Signal a child that has not been reaped yet (so its pid cannot have been reused)."""
     try:
@@ -281,7 +298,7 @@ async def run_code(code: str, workdir: Path, limits: PythonLimits) -> ToolOutput
             timed_out = True
         finally:
             try:
-                await _settle(protocol, pid)
+                await _settle_to_the_end(protocol, pid)
             finally:
                 transport.close()
         returncode = transport.get_returncode()

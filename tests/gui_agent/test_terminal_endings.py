@@ -83,7 +83,8 @@ def test_sigterm_during_a_tool_run_stops_the_code_and_exits_143(tmp_path: Path) 
         pids.append(wait_for_pid(fifo))
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=60)
-        assert not alive(pids[0])  # the code the tool ran did not outlive the chat
+        # the code the tool ran did not outlive the chat
+        assert not alive(pids[0]), err.decode(errors="replace")
         assert process.returncode == 128 + signal.SIGTERM, err.decode()
         assert b"Traceback" not in err
         assert b"(SIGTERM: ending the chat)" in out

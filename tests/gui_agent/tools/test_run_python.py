@@ -167,31 +167,38 @@ async def test_huge_output_keeps_head_and_tail(workdir: Path) -> None:
     assert result.metadata["output_bytes_dropped"] > 9_900_000
 
 
-async def test_cancelling_kills_and_reaps_the_process(workdir: Path) -> None:
-    pids: asyncio.Queue[int] = asyncio.Queue()
+async def _started(workdir: Path, code: str) -> tuple[asyncio.Task[ToolResult], list[int]]:
+    """`code` running in a call of its own, once it has sent a line of pids to the local
+    port it finds in place of PORT; the call's task and those pids."""
+    lines: asyncio.Queue[bytes] = asyncio.Queue()
 
     async def on_connect(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await pids.put(int(await reader.readline()))
+        await lines.put(await reader.readline())
         writer.close()
         await writer.wait_closed()
 
     server = await asyncio.start_server(on_connect, "127.0.0.1", 0)
     port = server.sockets[0].getsockname()[1]
-    code = f"""
+    async with server:
+        task = asyncio.create_task(run(workdir, code.replace("PORT", str(port))))
+        async with asyncio.timeout(10):
+            line = await lines.get()
+    return task, [int(pid) for pid in line.split()]
+
+
+async def test_cancelling_kills_and_reaps_the_process(workdir: Path) -> None:
+    code = """
         import os, socket
-        with socket.create_connection(("127.0.0.1", {port})) as conn:
-            conn.sendall(f"{{os.getpid()}}\\n".encode())
+        with socket.create_connection(("127.0.0.1", PORT)) as conn:
+            conn.sendall(f"{os.getpid()}\\n".encode())
         while True:
             pass
     """
-    async with server:
-        task = asyncio.create_task(run(workdir, code))
-        async with asyncio.timeout(10):
-            pid = await pids.get()
-        assert not is_gone(pid)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
+    task, (pid,) = await _started(workdir, code)
+    assert not is_gone(pid)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
     with pytest.raises(ProcessLookupError):  # killed and reaped, not a zombie
         os.kill(pid, 0)
 
@@ -325,3 +332,35 @@ async def test_links_and_pipes_the_code_makes_are_listed_but_not_opened(
     assert not result.is_error, result.content
     assert result.metadata["files_created"] == ["etc", "linked.png", "pipe.png"]
     assert result.images == ()  # neither the link nor the pipe was read
+
+
+@linux_only
+async def test_a_second_cancel_while_the_first_is_ending_the_code_still_ends_all_of_it(
+    workdir: Path,
+) -> None:
+    """Stop pressed twice (or a Stop, then the chat closing): the second cancel comes while
+    the first one waits for the supervisor to end the code. The code, and a process it
+    started that left its process group, must still be killed and reaped."""
+    code = dedent(DETACHED).replace("print(os.read(read_end, 20).decode(), flush=True)\n", "")
+    code += dedent(
+        """
+        import socket
+        detached = os.read(read_end, 20).decode()
+        with socket.create_connection(("127.0.0.1", PORT)) as conn:
+            conn.sendall(f"{os.getpid()} {detached}\\n".encode())
+        while True:
+            pass
+        """
+    )
+    task, pids = await _started(workdir, code)
+    assert len(pids) == 2 and not any(is_gone(pid) for pid in pids)
+    task.cancel()
+    for _ in range(3):  # the first cancel is being handled: the supervisor was asked
+        await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for pid in pids:  # the code and what it started: killed and reaped
+        assert await asyncio.to_thread(wait_gone, pid), pid
+    with pytest.raises(ProcessLookupError):
+        os.kill(pids[0], 0)
