@@ -106,6 +106,30 @@ def test_closing_the_terminal_during_a_tool_run_stops_the_code(tmp_path: Path) -
         assert os.waitstatus_to_exitcode(status) == 128 + signal.SIGHUP
 
 
+def test_ctrl_c_twice_during_a_tool_run_stops_the_turn_and_the_code(tmp_path: Path) -> None:
+    """A person who sees no answer at once presses Ctrl-C again: the turn stops, the chat
+    goes on, and the code is not left running. (Whether the second press meets the first
+    Stop still ending the code depends on timing here; test_double_stop.py and
+    test_run_python.py pin that case down.)"""
+    with started_code(tmp_path) as (fifo, pids):
+        terminal = Terminal(
+            chat_argv([long_run(fifo), "never shown"], workspace(tmp_path)), tmp_path
+        )
+        terminal.read_until(b"you> ")
+        terminal.type(b"run it\n")
+        terminal.read_until(b"allow?")
+        terminal.type(b"y\n")
+        pids.append(wait_for_pid(fifo))
+        terminal.type(b"\x03")
+        terminal.read_until(b"(stopping")
+        terminal.type(b"\x03")  # at once: the first Stop is ending the code
+        terminal.read_until(b"you> ")  # the turn stopped; the chat goes on
+        assert not alive(pids[0])  # (the turn ends only once the code has ended)
+        terminal.type(b"/quit\n")
+        _, status = os.waitpid(terminal.pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+
+
 def test_a_reader_that_leaves_ends_the_chat_quietly(tmp_path: Path) -> None:
     chat = subprocess.Popen(
         [CLI, "chat", "--model", "scripted:echo", "--no-probe", "--workdir", str(tmp_path)],
