@@ -90,16 +90,21 @@ def test_sigterm_during_a_tool_run_stops_the_code_and_exits_143(tmp_path: Path) 
         assert b"(SIGTERM: ending the chat)" in out
 
 
+def running_code_in_a_terminal(tmp_path: Path, fifo: Path, pids: list[int]) -> Terminal:
+    """A chat in a terminal whose tool call (approved with "y") runs `long_run`'s code; its
+    pid is added to `pids` once it runs."""
+    terminal = Terminal(chat_argv([long_run(fifo), "never shown"], workspace(tmp_path)), tmp_path)
+    terminal.read_until(b"you> ")
+    terminal.type(b"run it\n")
+    terminal.read_until(b"allow?")
+    terminal.type(b"y\n")
+    pids.append(wait_for_pid(fifo))
+    return terminal
+
+
 def test_closing_the_terminal_during_a_tool_run_stops_the_code(tmp_path: Path) -> None:
     with started_code(tmp_path) as (fifo, pids):
-        terminal = Terminal(
-            chat_argv([long_run(fifo), "never shown"], workspace(tmp_path)), tmp_path
-        )
-        terminal.read_until(b"you> ")
-        terminal.type(b"run it\n")
-        terminal.read_until(b"allow?")
-        terminal.type(b"y\n")
-        pids.append(wait_for_pid(fifo))
+        terminal = running_code_in_a_terminal(tmp_path, fifo, pids)
         os.close(terminal.fd)  # the window closes: the program gets SIGHUP
         _, status = os.waitpid(terminal.pid, 0)
         assert not alive(pids[0])
@@ -112,14 +117,7 @@ def test_ctrl_c_twice_during_a_tool_run_stops_the_turn_and_the_code(tmp_path: Pa
     Stop still ending the code depends on timing here; test_double_stop.py and
     test_run_python.py pin that case down.)"""
     with started_code(tmp_path) as (fifo, pids):
-        terminal = Terminal(
-            chat_argv([long_run(fifo), "never shown"], workspace(tmp_path)), tmp_path
-        )
-        terminal.read_until(b"you> ")
-        terminal.type(b"run it\n")
-        terminal.read_until(b"allow?")
-        terminal.type(b"y\n")
-        pids.append(wait_for_pid(fifo))
+        terminal = running_code_in_a_terminal(tmp_path, fifo, pids)
         terminal.type(b"\x03")
         terminal.read_until(b"(stopping")
         terminal.type(b"\x03")  # at once: the first Stop is ending the code

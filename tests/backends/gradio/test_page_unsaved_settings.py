@@ -13,6 +13,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from backends.gradio.form import SETTINGS_NOT_SAVED
 from connectors.scripted import ScriptedModel
+from gui_agent.interpreter import Interpreter
 from tests.backends.conftest import LiveServer
 from tests.backends.gradio.kit import (
     eventually,
@@ -43,6 +44,16 @@ def server() -> Iterator[LiveServer]:
         yield running
 
 
+def _a_chat(chromium: Browser, server: LiveServer, text: str) -> tuple[Page, Interpreter]:
+    """A tab on a chat that `text` started, with Settings › Advanced open."""
+    tab = open_tab(chromium, server, viewport={"width": 1280, "height": 900})
+    send(tab, text)
+    wait_idle(tab)
+    chat = session_starting(server, text)
+    open_advanced(tab)
+    return tab, chat
+
+
 def _reload(tab: Page) -> None:
     """Reload with the keyboard's focus still in the box just typed into (no blur-save)."""
     tab.reload(wait_until="load")
@@ -52,11 +63,7 @@ def _reload(tab: Page) -> None:
 def test_a_setting_typed_just_before_a_reload_is_saved_and_shown_after_it(
     chromium: Browser, server: LiveServer
 ) -> None:
-    tab = open_tab(chromium, server, viewport={"width": 1280, "height": 900})
-    send(tab, "first message")
-    wait_idle(tab)
-    chat = session_starting(server, "first message")
-    open_advanced(tab)
+    tab, chat = _a_chat(chromium, server, "first message")
     prompt = tab.locator("#system-prompt textarea")
     prompt.click()
     prompt.press("Control+a")
@@ -96,11 +103,7 @@ def test_a_setting_typed_just_before_a_reload_is_saved_and_shown_after_it(
 def test_a_wrong_value_typed_before_a_reload_comes_back_as_typed_and_named(
     chromium: Browser, server: LiveServer
 ) -> None:
-    tab = open_tab(chromium, server, viewport={"width": 1280, "height": 900})
-    send(tab, "a chat")
-    wait_idle(tab)
-    chat = session_starting(server, "a chat")
-    open_advanced(tab)
+    tab, chat = _a_chat(chromium, server, "a chat")
     key_in(tab, "max-iterations", "0")
     problem = SETTINGS_NOT_SAVED.format(problem="Max steps per turn must be at least 1")
     expect(tab.locator("#settings-note")).to_have_text(problem)
