@@ -131,18 +131,19 @@ _DRAFT_BACK_JS = "() => { window.guiAgentDraftBack?.(); return []; }"
 typed before the reload, kept in the tab's session storage (page.js)."""
 
 _TITLE_OFFER_JS = """(offer, box, shown) => {
-  const now = box ?? "";
-  if (now.trim()) return now;
+  if ((box ?? "").trim()) return undefined;
   try {
     const [chat, title] = JSON.parse(offer || "[]");
-    return chat && title && chat === shown ? title : now;
-  } catch (error) { return now; }
+    return chat && title && chat === shown ? title : undefined;
+  } catch (error) { return undefined; }
 }"""
 """Runs in the browser when the list refresh after a turn answers: the chat's first title
 goes in the Title box only if the box is still empty and still shows that chat (a title
 typed, or another chat opened, while the answer was on its way stays; sidebar.py). The box
 is read as the page shows it (`_as_shown_js`): Gradio's own copy of it can lag what is being
-typed, and writing that back would undo the typing."""
+typed. Otherwise the box is left as it is (`undefined`: Gradio sets nothing): given back,
+what the box held when this read it went through Gradio's awaits before it was set, and
+could land over a title typed, or shown, in that moment (Rename then saved the old one)."""
 
 _STORAGE_KEY = '"gui-agent-session:" + location.pathname'
 _REMEMBERED_JS = f"""() => {{
