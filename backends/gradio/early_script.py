@@ -2,11 +2,11 @@
 `<head>` of every HTML page the app serves.
 
 Gradio offers no way to run a script before its own (a Blocks' `head` is added by Gradio's
-scripts, after they loaded), and two things can only be done before:
-- Gradio's status trackers keep an idle page drawing 60 frames a second
-  (`assets/frame_timer.js` says why, and what the script does about it);
-- Gradio's login form, which is not a Blocks and runs no script of ours, empties the user
-  name after a wrong password (`assets/login_name.js` gives it back).
+scripts, after they loaded), and two things need this script:
+- Gradio's status trackers keep an idle page drawing 60 frames a second, which can only be
+  changed before its scripts load (`assets/frame_timer.js` says why, and what it does);
+- Gradio's login form empties the user name after a wrong password, and the login page
+  runs no other script of ours (`assets/login_name.js` gives the name back).
 
 The middleware is pure ASGI, so it sees only answers,
 never changes a request, and leaves every answer that is not a whole, uncompressed HTML

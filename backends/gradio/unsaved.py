@@ -27,7 +27,15 @@ from backends.gradio.saves import save_form
 from backends.gradio.stream import Updates
 from gui_agent.interpreter import Interpreter
 
-__all__ = ["UNSAVED_KEY_JS", "Unsaved", "kept_boxes", "saved_again", "shown_again", "with_unsaved"]
+__all__ = [
+    "MAX_KEPT_CHARS",
+    "UNSAVED_KEY_JS",
+    "Unsaved",
+    "kept_boxes",
+    "saved_again",
+    "shown_again",
+    "with_unsaved",
+]
 
 logger = logging.getLogger(__name__)
 
