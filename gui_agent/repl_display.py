@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from gui_agent.agents.tool_step import NOT_RUN
-from gui_agent.wording import autochat_stop_words
+from gui_agent.wording import autochat_stop_words, role_title
 from schema import (
     AgentSwitched,
     ApprovalDecision,
@@ -38,7 +38,7 @@ CUT_OFF_NOTE = "cut off at the model's output limit: raise max_tokens or say 'co
 def format_event(event: Event) -> str | None:
     """How the terminal shows one event; None for events it does not print."""
     if isinstance(event, MessageStarted):
-        who = event.agent.value if event.agent else event.role.value
+        who = role_title(event.agent) if event.agent else event.role.value
         return f"\n[{who}] "
     if isinstance(event, TextDelta):
         return event.delta if event.channel == "content" else None
@@ -64,7 +64,7 @@ def format_event(event: Event) -> str | None:
     if isinstance(event, ApprovalResolved):
         return f"\n  approval: {event.decision.value} ({event.by})"
     if isinstance(event, AgentSwitched):
-        return f"\n  ⇄ agent: {event.to_agent.value}"
+        return f"\n  ⇄ agent: {role_title(event.to_agent)}"
     if isinstance(event, UsageReported):
         return None
     if isinstance(event, ErrorEvent):

@@ -1,8 +1,9 @@
-"""Things said in words: counts ("1 message", "2 messages") and why AutoChat stopped."""
+"""Things said in words: counts ("1 message", "2 messages"), why AutoChat stopped, and the
+agent roles' names as people read them."""
 
 from __future__ import annotations
 
-from schema import AutoChatStopReason
+from schema import AgentName, AutoChatStopReason
 
 __all__ = [
     "DONE",
@@ -11,12 +12,33 @@ __all__ = [
     "TURN_FAILED",
     "autochat_stop_words",
     "counted",
+    "role_title",
 ]
 
 
 def counted(number: int, noun: str) -> str:
     """`number` (with thousands separators) and `noun`, plural unless it is one of it."""
     return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
+_ROLE_TITLES = {
+    AgentName.AGENT_EXECUTOR: "Executor",
+    AgentName.LLM_PLANNER: "Planner",
+    AgentName.SUPERVISOR: "Supervisor",
+    AgentName.THOUGHT: "Thought",
+    AgentName.CREW: "Crew",
+    AgentName.OTHER: "Other",
+}
+
+
+def role_title(agent: AgentName | str) -> str:
+    """An agent role as the page names it ("Executor" for AGENT_EXECUTOR: the words the
+    README and `/role` use); a name that is no role (a worker named in a model's call) as
+    it is. The events, the API and the stored chats keep the role's code."""
+    if isinstance(agent, AgentName):
+        return _ROLE_TITLES[agent]
+    role = AgentName.__members__.get(agent)
+    return agent if role is None else _ROLE_TITLES[role]
 
 
 _STOPPED_BECAUSE = {

@@ -14,6 +14,7 @@ import gradio as gr
 
 from backends.gradio.markdown import escape_html
 from backends.gradio.panels import AutoChatStatus, badge_html, memory_markdown, usage_markdown
+from gui_agent.wording import role_title
 from schema import AgentName, AutoChatSettings, InterpreterState, SessionSettings, Usage
 
 __all__ = ["ELEM_IDS", "SETTING_LABELS", "Page", "build_page", "setting_text"]
@@ -323,7 +324,7 @@ def build_page(
 
         with gr.Column(scale=1, min_width=280, elem_classes=["ga-side"]):
             role_picker = gr.Dropdown(
-                choices=[(agent.value, agent.value) for agent in agents],
+                choices=[(role_title(agent), agent.value) for agent in agents],
                 value=agents[0].value if agents else None,
                 label="Agent role (answers your next message)",
                 elem_id="role-picker",

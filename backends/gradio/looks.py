@@ -17,6 +17,7 @@ from backends.gradio.markdown import (
     images_markdown,
     json_or_text,
 )
+from gui_agent.wording import role_title
 from schema import AgentName, ImagePart, Message, MessageStatus, MessageType
 
 __all__ = [
@@ -56,14 +57,16 @@ def tool_step_id(call_id: str) -> str:
 
 
 def agent_header(agent: AgentName, icons: Mapping[str, str]) -> str:
-    """The line that opens every assistant message: the role's icon and name."""
+    """The line that opens every assistant message: the role's icon and name (as people
+    read it: `role_title`; its code stays in `data-agent`)."""
     icon = icons.get(agent.value)
+    name = role_title(agent)
     image = (
-        f'<img src="{icon}" alt="{agent.value} icon" class="ga-agent-icon" style="{_ICON_STYLE}">'
+        f'<img src="{icon}" alt="{name} icon" class="ga-agent-icon" style="{_ICON_STYLE}">'
         if icon
         else ""
     )
-    return f'{image}<span class="ga-agent" data-agent="{agent.value}">{agent.value}</span>'
+    return f'{image}<span class="ga-agent" data-agent="{agent.value}">{name}</span>'
 
 
 def body_markdown(

@@ -15,6 +15,7 @@ from backends.gradio.looks import (
     confirmation_markdown,
 )
 from backends.gradio.markdown import MediaLink, escape_html, images_markdown
+from gui_agent.wording import role_title
 from schema import AgentName, Message, MessageStatus, MessageType, Role
 
 __all__ = ["error_mark", "failure_of", "header", "message_text", "user_text"]
@@ -59,7 +60,7 @@ def user_text(message: Message, link: MediaLink | None = None) -> str:
     images."""
     text = escape_html(message.content)
     if message.metadata.get("delegated_by"):  # the supervisor's task for a worker
-        worker = escape_html(str(message.metadata.get("worker", "a worker")))
+        worker = escape_html(role_title(str(message.metadata.get("worker", "a worker"))))
         text = f'<span class="ga-autochat">Task for {worker}:</span> {text}'
     elif message.metadata.get("crew_member"):
         member = escape_html(str(message.metadata["crew_member"]))

@@ -48,7 +48,7 @@ from backends.gradio.switches import kept_switch
 from backends.gradio.tool_steps import Call, ToolSteps
 from gui_agent.agents.tool_step import NOT_RUN
 from gui_agent.session import is_handover
-from gui_agent.wording import autochat_stop_words
+from gui_agent.wording import autochat_stop_words, role_title
 from schema import (
     AgentName,
     AgentSwitched,
@@ -305,11 +305,11 @@ class ChatView(ToolSteps):
         *,
         before: str | None = None,
     ) -> None:
-        source = f" from {from_agent.value}" if from_agent is not None else ""
+        source = f" from {role_title(from_agent)}" if from_agent is not None else ""
         why = f" ({escape_html(reason)})" if reason else ""
         text = (
             f'{agent_header(to_agent, self._icons)} <span class="ga-switch">'
-            f"Switched to {to_agent.value}{source}{why}</span>"
+            f"Switched to {role_title(to_agent)}{source}{why}</span>"
         )
         self._append(
             Entry(self._transient_key("switch"), "assistant", self._tail(), text, transient=True),

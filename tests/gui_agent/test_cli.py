@@ -68,7 +68,7 @@ def test_terminal_chat_streams_a_reply(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert "hello from the terminal" in result.stdout
-    assert "AGENT_EXECUTOR" in result.stdout
+    assert "[Executor] " in result.stdout
     assert "(completed)" in result.stdout
 
 

@@ -117,7 +117,7 @@ def test_bad_commands_print_one_line_each_and_the_chat_goes_on(tmp_path: Path) -
     assert "unknown command /nonsense; commands:" in out
     assert out.count("role: executor") == 2
     assert "role: planner" in out
-    assert out.index("[AGENT_EXECUTOR] one") < out.index("[AGENT_EXECUTOR] two")  # same chat
+    assert out.index("[Executor] one") < out.index("[Executor] two")  # same chat
 
 
 def test_role_names_as_the_readme_says_them_or_as_the_enum_does() -> None:

@@ -34,7 +34,7 @@ def test_bytes_that_are_not_utf8_are_replaced_and_every_line_is_answered(tmp_pat
     assert result.returncode == 0, result.stderr.decode()
     assert b"Traceback" not in result.stderr
     out = result.stdout.decode()
-    assert "[AGENT_EXECUTOR] one" in out and "[AGENT_EXECUTOR] three" in out
+    assert "[Executor] one" in out and "[Executor] three" in out
     assert "] two" in out  # the undecodable line was sent as a message too
 
 
@@ -50,7 +50,7 @@ def test_a_terminal_that_cannot_show_unicode_gets_question_marks_not_a_crash(
     out = result.stdout.decode("ascii")
     assert "? read_file(" in out  # the arrow the terminal cannot show
     assert "caf? ? ok" in out
-    assert "[AGENT_EXECUTOR] read it" in out
+    assert "[Executor] read it" in out
 
 
 def test_auto_on_after_a_reply_shows_the_automatic_turns(tmp_path: Path) -> None:

@@ -74,5 +74,5 @@ def test_text_from_the_model_and_tools_cannot_drive_the_terminal(tmp_path: Path)
         assert control not in out, repr(control)
     assert "rm -rf ~ \u241b[2Kprint('hello')<U+202E> txt.a" in out  # shown as it will run
     assert "  ┆ line one\u241b[2K\n  ┆ line two\u2407\ufffd31m" in out
-    assert "[AGENT_EXECUTOR] read\u241b]52;c;c2VjcmV0\u2407 it" in out
+    assert "[Executor] read\u241b]52;c;c2VjcmV0\u2407 it" in out
     assert not (folder / "a.txt").exists()

@@ -7,8 +7,8 @@ import pytest
 
 from gui_agent.autochat import AutoRun
 from gui_agent.session import Session
-from gui_agent.wording import autochat_stop_words, counted
-from schema import AutoChatSettings, AutoChatStopReason, RunOutcome
+from gui_agent.wording import autochat_stop_words, counted, role_title
+from schema import AgentName, AutoChatSettings, AutoChatStopReason, RunOutcome
 
 R = AutoChatStopReason
 
@@ -62,3 +62,17 @@ def test_the_details_the_core_gives_are_not_said_twice(outcome: RunOutcome) -> N
 def test_counted_says_one_and_many() -> None:
     assert counted(1, "turn") == "1 turn"
     assert counted(12_345, "byte") == "12,345 bytes"
+
+
+def test_every_role_has_the_name_people_read_and_a_name_that_is_no_role_stays_as_it_is() -> None:
+    titles = {agent: role_title(agent) for agent in AgentName}
+    assert titles == {
+        AgentName.AGENT_EXECUTOR: "Executor",
+        AgentName.LLM_PLANNER: "Planner",
+        AgentName.SUPERVISOR: "Supervisor",
+        AgentName.THOUGHT: "Thought",
+        AgentName.CREW: "Crew",
+        AgentName.OTHER: "Other",
+    }
+    assert [role_title(agent.value) for agent in AgentName] == list(titles.values())
+    assert role_title("a worker") == "a worker"  # (a name a model wrote, not a role)

@@ -25,7 +25,7 @@ from gui_agent.store import SQLiteStore
 from gui_agent.tools import tool
 from schema import AgentName, AgentSwitched, Message, ModelResponse, Role
 
-PICKED = "Switched to THOUGHT from AGENT_EXECUTOR (picked by the person)"
+PICKED = "Switched to Thought from Executor (picked by the person)"
 OWNER = "local"
 
 
@@ -165,8 +165,8 @@ def test_an_imported_chat_with_a_kept_switch_of_unknown_roles_shows_no_line() ->
     shown = texts(view)
     assert shown[0] == "a" and shown[-1] == "c"
     assert [text for text in shown if "Switched" in text] == [
-        '<span class="ga-agent" data-agent="CREW">CREW</span> '
-        '<span class="ga-switch">Switched to CREW</span>'
+        '<span class="ga-agent" data-agent="CREW">Crew</span> '
+        '<span class="ga-switch">Switched to Crew</span>'
     ]
 
 

@@ -64,8 +64,8 @@ def test_a_reply_streams_in_with_markdown_usage_and_memory(tab: Page, artifacts:
     wait_idle(tab)
     partial_renders = [t for t in recorded_texts(tab) if "word" in t and "word39" not in t]
     assert len(partial_renders) >= 2, "the reply should appear piece by piece"
-    expect(bot_messages(tab).last).to_contain_text("AGENT_EXECUTOR")
-    expect(tab.locator('#chatbot img[alt="AGENT_EXECUTOR icon"]').first).to_be_visible()
+    expect(bot_messages(tab).last).to_contain_text("Executor")
+    expect(tab.locator('#chatbot img[alt="Executor icon"]').first).to_be_visible()
     expect(tab.locator("#stop-btn")).to_be_disabled()
     expect(tab.locator("#memory-panel")).to_contain_text("2 messages")
     expect(tab.locator("#memory-panel")).to_contain_text("(estimated)")
@@ -177,22 +177,22 @@ def test_role_picker_routes_the_next_turn_and_shows_the_switch(tab: Page) -> Non
     expect(tab.locator("#role-note")).to_contain_text("Calls tools")
     send(tab, "first to the executor")
     wait_idle(tab)
-    pick(tab, "role-picker", "THOUGHT")
-    expect(chat(tab)).to_contain_text("Switched to THOUGHT")
+    pick(tab, "role-picker", "Thought")
+    expect(chat(tab)).to_contain_text("Switched to Thought")
     expect(tab.locator("#role-note")).to_contain_text("without running any tool")
     send(tab, "now to the thinker")
     wait_idle(tab)
     expect(bot_messages(tab).last).to_contain_text("You said: now to the thinker")
     last_speaker = tab.locator("#chatbot .ga-agent").last
-    expect(last_speaker).to_have_text("THOUGHT")
-    expect(tab.locator('#chatbot img[alt="THOUGHT icon"]').last).to_be_visible()
+    expect(last_speaker).to_have_text("Thought")
+    expect(tab.locator('#chatbot img[alt="Thought icon"]').last).to_be_visible()
 
 
 def test_a_picked_role_shows_the_same_after_a_reload(tab: Page) -> None:
     send(tab, "spoken before the pick")
     wait_idle(tab)
-    pick(tab, "role-picker", "THOUGHT")
-    picked = "Switched to THOUGHT from AGENT_EXECUTOR (picked by the person)"
+    pick(tab, "role-picker", "Thought")
+    picked = "Switched to Thought from Executor (picked by the person)"
     expect(chat(tab)).to_contain_text(picked)
     send(tab, "spoken after the pick")
     expect(bot_messages(tab).last).to_contain_text("You said: spoken after the pick")
@@ -231,36 +231,36 @@ def test_a_message_being_typed_is_given_back_after_a_reload_and_gone_once_sent(
 
 
 def test_the_planner_shows_its_plan_and_each_step(tab: Page) -> None:
-    pick(tab, "role-picker", "LLM_PLANNER")
+    pick(tab, "role-picker", "Planner")
     send(tab, "plan a picnic")
     wait_idle(tab)
     expect(chat(tab)).to_contain_text("Plan step 1/1:")
     expect(bot_messages(tab).last).to_contain_text("You said: Step 1 of 1 of the plan for")
     speakers = tab.locator("#chatbot .ga-agent")
-    expect(speakers.first).to_have_text("LLM_PLANNER")
-    expect(speakers.last).to_have_text("AGENT_EXECUTOR")
+    expect(speakers.first).to_have_text("Planner")
+    expect(speakers.last).to_have_text("Executor")
 
 
 def test_the_supervisor_shows_the_workers_steps_and_answers(tab: Page, artifacts: Path) -> None:
-    pick(tab, "role-picker", "SUPERVISOR")
+    pick(tab, "role-picker", "Supervisor")
     send(tab, "delegate: count the sheep")
     expect(bot_messages(tab).last).to_contain_text("Result: You said: count the sheep")
     wait_idle(tab)
     expect(chat(tab)).to_contain_text("You said: count the sheep")  # the worker's reply
     speakers = tab.locator("#chatbot .ga-agent")
-    expect(speakers.filter(has_text="THOUGHT")).not_to_have_count(0)
-    expect(speakers.last).to_have_text("SUPERVISOR")
+    expect(speakers.filter(has_text="Thought")).not_to_have_count(0)
+    expect(speakers.last).to_have_text("Supervisor")
     tab.locator("#chatbot").screenshot(path=artifacts / "supervisor.png")
 
 
 def test_the_crew_hands_over_from_the_doer_to_the_reviewer(tab: Page) -> None:
-    pick(tab, "role-picker", "CREW")
+    pick(tab, "role-picker", "Crew")
     send(tab, "hello crew")
     expect(bot_messages(tab).last).to_contain_text("You said: You are the reviewer.")
     wait_idle(tab)
     expect(chat(tab)).to_contain_text("Crew, over to the reviewer:")
     expect(user_messages(tab)).to_have_count(1)  # the hand-over is not shown as the person's
-    expect(tab.locator("#chatbot .ga-agent").last).to_have_text("THOUGHT")
+    expect(tab.locator("#chatbot .ga-agent").last).to_have_text("Thought")
 
 
 def test_two_tabs_do_not_share_a_conversation(chromium: Browser, server: LiveServer) -> None:

@@ -70,7 +70,7 @@ def test_esc_in_an_open_picker_closes_it_and_leaves_the_reply_running(tab: Page)
     expect(badge(tab)).to_have_text("RUNNING")
     picker = tab.locator("#role-picker input")
     picker.click()
-    expect(tab.get_by_role("option", name="THOUGHT", exact=True)).to_be_visible()
+    expect(tab.get_by_role("option", name="Thought", exact=True)).to_be_visible()
     tab.keyboard.press("Escape")
     expect(tab.get_by_role("option")).to_have_count(0)  # the list closed
     expect(picker).to_have_attribute("aria-expanded", "false")

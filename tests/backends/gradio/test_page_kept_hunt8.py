@@ -35,7 +35,7 @@ from tests.backends.gradio.kit import (
 
 pytestmark = pytest.mark.browser
 
-PICKED = "Switched to THOUGHT from AGENT_EXECUTOR (picked by the person)"
+PICKED = "Switched to Thought from Executor (picked by the person)"
 CUT_OFF = (
     "Cut off at the model's output limit: raise Max tokens in Settings › Advanced, "
     'or say "continue" for the rest.'
@@ -68,7 +68,7 @@ def test_a_picked_role_and_a_cut_off_reply_are_shown_after_a_restart(
         tab = open_tab(chromium, first)
         send(tab, "before the switch")
         wait_idle(tab)
-        pick(tab, "role-picker", "THOUGHT")
+        pick(tab, "role-picker", "Thought")
         expect(chat(tab)).to_contain_text(PICKED)
         send(tab, "list the reasons")
         wait_idle(tab)

@@ -151,12 +151,12 @@ def test_a_role_picked_again_while_the_last_pick_is_on_its_way_is_the_one_kept(
     wait_idle(tab)
     interpreter = session_of(server, tab)
     slow_link(tab, 5 * LATENCY_MS)  # (as for the title: a pick takes two clicks)
-    pick(tab, "role-picker", "LLM_PLANNER")
-    pick(tab, "role-picker", "THOUGHT")  # before the first pick is back
+    pick(tab, "role-picker", "Planner")
+    pick(tab, "role-picker", "Thought")  # before the first pick is back
 
     def picked() -> bool:
         return bool(interpreter.session.agent is AgentName.THOUGHT)
 
     eventually(tab, picked, "the second pick")
-    expect(tab.locator("#role-picker input")).to_have_value("THOUGHT")
-    expect(chat(tab)).to_contain_text("Switched to THOUGHT")
+    expect(tab.locator("#role-picker input")).to_have_value("Thought")
+    expect(chat(tab)).to_contain_text("Switched to Thought")

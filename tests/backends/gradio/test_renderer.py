@@ -21,6 +21,7 @@ from backends.gradio.coalesce import (
 )
 from backends.gradio.layout import ELEM_IDS, build_page
 from backends.gradio.markdown import escape_html, fence, image_markdown, json_or_text
+from backends.gradio.message_text import user_text
 from backends.gradio.panels import (
     MAX_TURNS_SHOWN,
     MemoryInfo,
@@ -112,7 +113,7 @@ def test_assistant_message_shows_agent_name_and_icon() -> None:
     assert message["role"] == "assistant"
     text = text_of(message)
     assert 'data-agent="THOUGHT"' in text
-    assert ">THOUGHT</span>" in text
+    assert ">Thought</span>" in text
     assert ICONS["THOUGHT"] in text
     assert text.endswith("Four.")
 
@@ -214,7 +215,7 @@ def test_deltas_append_to_the_streaming_reply_and_completion_finalises_it() -> N
         assert view.apply(TextDelta(message_id="m1", delta=piece))
     text = text_of(view.messages()[0])
     assert text.endswith("Hello &lt;world>")
-    assert ">AGENT_EXECUTOR</span>" in text
+    assert ">Executor</span>" in text
     final = assistant("Hello <world>", id="m1")
     assert view.apply(MessageCompleted(message=final))
     assert len(view.messages()) == 1
@@ -385,7 +386,7 @@ def test_agent_switch_event_shows_a_visible_switch() -> None:
         )
     )
     marker = text_of(view.messages()[-1])
-    assert "Switched to THOUGHT from AGENT_EXECUTOR (picked)" in marker
+    assert "Switched to Thought from Executor (picked)" in marker
     assert ICONS["THOUGHT"] in marker
     view.apply(MessageStarted(message_id="m2", agent=AgentName.THOUGHT))
     assert sum("Switched to" in text_of(m) for m in view.messages()) == 1
@@ -400,7 +401,7 @@ def test_a_change_of_speaker_in_the_history_is_marked_before_the_new_speaker() -
     ]
     texts = [text_of(m) for m in ChatView.from_history(history, icons=ICONS).messages()]
     assert len(texts) == 5
-    assert "Switched to THOUGHT from AGENT_EXECUTOR" in texts[3]
+    assert "Switched to Thought from Executor" in texts[3]
     assert texts[4].endswith("from thought")
 
 
@@ -869,3 +870,12 @@ def test_the_package_exports_exactly_create_app() -> None:
     }
     assert backends.gradio.__all__ == ["create_app"] == sorted(public)
     assert backends.__all__ == []
+
+
+def test_a_supervisors_task_names_its_worker_as_people_read_roles_and_escapes_other_names() -> None:
+    def task_for(worker: str) -> str:
+        metadata = {"delegated_by": "call-1", "worker": worker}
+        return user_text(Message(role=Role.USER, content="count", metadata=metadata))
+
+    assert '<span class="ga-autochat">Task for Thought:</span> count' in task_for("THOUGHT")
+    assert f"Task for {escape_html('<b>helper</b>')}:" in task_for("<b>helper</b>")

@@ -29,7 +29,7 @@ from schema import (
     SessionUpdated,
 )
 
-PICKED = "Switched to THOUGHT from AGENT_EXECUTOR (picked by the person)"
+PICKED = "Switched to Thought from Executor (picked by the person)"
 
 
 def texts(view: ChatView) -> list[str]:
