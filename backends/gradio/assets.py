@@ -36,7 +36,9 @@ class PageAssets:
     icons: dict[str, str]
     """Agent role → icon as a `data:image/svg+xml` URL."""
     page_js: str
-    """Runs once on page load: installs the CSS and the keyboard shortcuts."""
+    """Runs once on page load: installs the CSS and the keyboard shortcuts. What it needs of
+    the page's layout (the boxes whose typing it keeps) is filled in by `create_app`
+    (`unsaved.with_unsaved`)."""
     download_js: str
     """Turns an export into a file download in the browser."""
 
