@@ -100,6 +100,16 @@ def until_closed(stream: EventReader) -> tuple[list[Event], SSE]:
     raise AssertionError(f"the stream ended without a closed event after {events[-3:]}")
 
 
+def turn_stopped(ended: list[Event]) -> list[Message]:
+    """Check that a removed user's stream showed their turn stopping (interrupted, with the
+    removal as the reason, its partial reply marked so); that partial reply."""
+    finished = [(e.outcome.value, e.detail) for e in ended if e.type == "run_finished"]
+    assert finished == [("interrupted", REASON)]
+    partial = [e.message for e in ended if e.type == "message_completed"]
+    assert [m.status for m in partial] == [MessageStatus.INTERRUPTED]
+    return partial
+
+
 def of_type(kind: str) -> Callable[[Event], bool]:
     return lambda event: event.type == kind
 
@@ -142,10 +152,7 @@ def test_removing_a_user_stops_their_turn_and_autochat_and_ends_their_streams(
         # The stream shows the turn stopping, then ends, whichever noticed first: the
         # users-file watcher (once a second) or the stream's own access check.
         ended, closed = until_closed(turn)
-        finished = [(e.outcome.value, e.detail) for e in ended if e.type == "run_finished"]
-        assert finished == [("interrupted", REASON)]
-        partial = [e.message for e in ended if e.type == "message_completed"]
-        assert [m.status for m in partial] == [MessageStatus.INTERRUPTED]
+        partial = turn_stopped(ended)
         assert closed.event == "closed"
         assert json.loads(closed.data) == {
             "error": {"code": "unauthorized", "message": "the token's user no longer exists"}
@@ -188,12 +195,9 @@ def test_a_stream_that_meets_the_removal_first_shows_the_turn_stopping_before_it
         turn.until(of_type("text_delta"))
         remove_with_the_cli(served.users, "bob")
         ended, closed = until_closed(turn)
-    finished = [(e.outcome.value, e.detail) for e in ended if e.type == "run_finished"]
-    assert finished == [("interrupted", REASON)]
+    partial = turn_stopped(ended)
     states = [(e.to_state.value, e.reason) for e in ended if e.type == "state_changed"]
     assert states[-1] == ("STOP", "interrupted")
-    partial = [e.message for e in ended if e.type == "message_completed"]
-    assert [m.status for m in partial] == [MessageStatus.INTERRUPTED]
     assert json.loads(closed.data)["error"]["message"] == "the token's user no longer exists"
     served.server.stop()
     _, reply = stored(served.data_dir, running)

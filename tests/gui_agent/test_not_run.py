@@ -9,6 +9,7 @@ from pathlib import Path
 
 from connectors.scripted import call
 from gui_agent.agents.tool_step import NOT_RUN
+from gui_agent.interpreter import Interpreter
 from gui_agent.repl_display import format_event
 from schema import (
     ApprovalDecision,
@@ -24,6 +25,11 @@ from tests.gui_agent.helpers import answered, make
 def finished(events: list[Event]) -> ToolCallFinished:
     (done,) = [e for e in events if isinstance(e, ToolCallFinished)]
     return done
+
+
+async def finished_after(interpreter: Interpreter, text: str) -> ToolCallFinished:
+    """The one tool call's end in the turn `text` starts."""
+    return finished([e async for e in interpreter.chat(text)])
 
 
 async def test_a_call_the_person_denies_is_marked_not_run_in_its_result_and_message(
@@ -43,7 +49,7 @@ async def test_a_call_the_session_does_not_allow_is_marked_not_run(tmp_path: Pat
         [call("run_python", code="print(1)"), "fine"],
         permissions={"run_python": PermissionMode.DENY},
     )
-    done = finished([e async for e in interpreter.chat("go")])
+    done = await finished_after(interpreter, "go")
     assert done.result.metadata.get(NOT_RUN) is True
     assert "not allowed" in done.result.content
 
@@ -52,7 +58,7 @@ async def test_a_call_cut_off_by_the_output_limit_is_marked_not_run(tmp_path: Pa
     cut = ToolCall(id="c1", name="write_file", arguments='{"path": "a.txt", "content": "ab')
     reply = ModelResponse(tool_calls=(cut,), finish_reason="length")
     interpreter, _ = make(tmp_path, [reply, "I will write it in parts."])
-    done = finished([e async for e in interpreter.chat("write a long file")])
+    done = await finished_after(interpreter, "write a long file")
     assert done.result.metadata.get(NOT_RUN) is True
     assert done.result.content.startswith("Not run: your reply reached the output limit")
 
@@ -63,7 +69,7 @@ async def test_a_call_that_ran_and_failed_is_not_marked(tmp_path: Path) -> None:
         [call("read_file", path="missing.txt"), "It is not there."],
         permissions={"read_file": PermissionMode.ALLOW},
     )
-    done = finished([e async for e in interpreter.chat("read it")])
+    done = await finished_after(interpreter, "read it")
     assert done.result.is_error and NOT_RUN not in done.result.metadata
     line = format_event(done)
     assert line is not None and line.startswith("\n  ✗ read_file (") and line.endswith(" ms)")
