@@ -4,6 +4,9 @@ Whoever shows that list (a page tab) registers a listener for the owner; the ses
 announces every chat of theirs created, imported, renamed or deleted through it, whichever
 front end asked, and the owner's removal. Nothing is queued: a listener is called at once,
 inside the call that made the change, and must only take note (set a flag, wake a task).
+What was announced before a listener registered never reaches it; the feed counts each
+owner's changes (`announced`), so that a list shown before its listener registered can
+tell whether it missed one.
 """
 
 from __future__ import annotations
@@ -78,11 +81,14 @@ class Listening:
 
 
 class ChangeFeed:
-    """Listeners of each owner's chats list. Holds only the registered listeners (an owner
-    with none is forgotten); a change is handed to the owner's listeners and not kept."""
+    """Listeners of each owner's chats list. Holds the registered listeners (an owner with
+    none is forgotten) and a count of each owner's changes; a change is handed to the
+    owner's listeners and not kept."""
 
     def __init__(self) -> None:
         self._listeners: dict[str, list[ChangeListener]] = {}
+        self._announced: dict[str, int] = {}
+        """Per owner who had a change (one entry per user), how many were announced."""
 
     def listen(self, owner: str, listener: ChangeListener) -> Listening:
         """Call `listener` with every change of `owner`'s chats until the returned
@@ -96,9 +102,15 @@ class ChangeFeed:
             return len(self._listeners.get(owner, ()))
         return sum(map(len, self._listeners.values()))
 
+    def announced(self, owner: str) -> int:
+        """How many changes of `owner`'s chats were announced so far: a list built when it
+        was n, and a listener registered when it is more, missed a change in between."""
+        return self._announced.get(owner, 0)
+
     def announce(self, change: ChatChange) -> None:
         """Hand `change` to its owner's listeners, in the order they registered. A listener
         that raises is logged; the others are still called, and the change stands."""
+        self._announced[change.owner] = self._announced.get(change.owner, 0) + 1
         for listener in tuple(self._listeners.get(change.owner, ())):
             try:
                 listener(change)

@@ -35,6 +35,13 @@ that the tab shows by the time it would be woken (its first message made it: `ha
 Everything kept per tab is bounded (`MAX_ECHOES`, `MAX_LIST_NEWS`) and dropped with the tab
 (`forget`); the feed's listener is the keep-alive's, closed when it ends.
 
+The page's load event lists the user's chats before the tab's keep-alive listens to the
+feed (both start with the page, and either may run first): a chat made in between is in
+neither. So the load, as it starts, says how many changes of the user's chats the feed has
+announced (`listed`), and the keep-alive, once it listens, has the tab refresh its list if
+the feed announced more since (`listening_to_list`). A load that starts after the keep-alive
+listens misses nothing.
+
 A keep-alive that ends while the tab stays open (the server restarted, the event failed) is
 started again by the page (page.js), and what happened meanwhile was never kept for it. So a
 keep-alive that starts again opens the tab's news as a `catch_up`: its whole list and every
@@ -71,6 +78,10 @@ MAX_ECHOES = 100
 
 MAX_LIST_NEWS = 100
 """Changes of its chats list a tab keeps until it is woken; past that it just refreshes."""
+
+MAX_LISTED_TABS = 10_000
+"""Tabs whose loaded list's count of changes is kept until their keep-alive listens (beyond
+it, the oldest are forgotten: such a tab's keep-alive has it refresh its list)."""
 
 
 def as_published(settings: BaseModel) -> object:
@@ -113,6 +124,9 @@ class TabNews:
         self._renamed: deque[tuple[str, str]] = deque(maxlen=MAX_ECHOES)
         """(session, title) of renames the feed announced lately: `notice` need not pass
         those on to the user's other tabs, the feed told them already."""
+        self._listed: dict[str, int] = {}
+        """Per tab whose page loaded, the feed's count of its user's changes when its list
+        was built (`listed`), until its keep-alive listens to the feed."""
 
     def open(self, tab: str, owner: str, *, catch_up: bool = False) -> int:
         """The tab's keep-alive event starts: news for `owner`'s chats reach it. Returns the
@@ -152,6 +166,27 @@ class TabNews:
         superseded it)."""
         if lease is None or self.holds(tab, lease):
             self._tabs.pop(tab, None)
+            self._listed.pop(tab, None)
+
+    def listed(self, tab: str, announced: int) -> None:
+        """The tab's page load starts, and will list its user's chats as they are from now
+        on; the feed has announced `announced` changes of them so far."""
+        self._listed.pop(tab, None)  # (re-inserted last: the oldest go first)
+        self._listed[tab] = announced
+        while len(self._listed) > MAX_LISTED_TABS:
+            del self._listed[next(iter(self._listed))]
+
+    def listening_to_list(self, tab: str, announced: int) -> None:
+        """The tab's keep-alive listens to the feed from now on, which has announced
+        `announced` changes of the user's chats: a change announced after the tab's page
+        load listed them, and before now, reached neither; the tab refreshes its list. (A
+        load that lists them only after this call sees every change: nothing to do.)"""
+        news = self._tabs.get(tab)
+        since = self._listed.pop(tab, None)
+        if news is None or since is None or since >= announced:
+            return
+        news.refresh = True
+        news.signal.set()
 
     def listening(self, tab: str) -> None:
         """The tab's keep-alive starts listening to a chat: forget the tab's echoes (no

@@ -27,6 +27,8 @@ class Navigation(HandlerBase):
         else on a new chat; with login, it says who is signed in. Settings typed there just
         before a reload (`unsaved`, kept by the page) are saved first (unsaved.py)."""
         owner, tab, order = owner_of(request), tab_of(request), ticket_of(ticket)
+        # (said before any await: a chat made from now until the keep-alive listens is news)
+        self.news.listed(tab, self.manager.changes.announced(owner))
         interpreter = await self.lookup(remembered or "", request, quiet=True)
         kept = Unsaved.decode(unsaved, self.page)
         # A new chat is what the page shows already: leave it, and a message sent at once.

@@ -19,7 +19,9 @@ imported, renamed or deleted anywhere (the session manager's change feed, which 
 keep-alive listens to for the tab's user: `TabNews.changed`), or another tab's turn
 reorders the list (`TabNews.chats_changed`), the keep-alive changes the hidden
 `chats_wake` box instead, and `follow` shows the news: the list, and the fields of the
-shown chat that changed. Nothing polls: the keep-alive waits on these signals.
+shown chat that changed. Nothing polls: the keep-alive waits on these signals. A chat made
+after the page's load event began listing the chats, but before the keep-alive listened to
+the feed, is news too (`TabNews.listening_to_list`).
 
 When the tab's user is removed from the server's users (`SessionManager.revoke`), the
 keep-alive says so in a notification and ends; the server has ended the user's page login,
@@ -152,7 +154,9 @@ class Presence:
             streams.assume(tab, shown or "")
             logger.info("a tab's keep-alive starts again (%s)", loggable(again))
         lease = news.open(tab, owner, catch_up=bool(again))
-        feed = self.handlers.manager.changes.listen(owner, functools.partial(news.changed, tab))
+        changes = self.handlers.manager.changes
+        feed = changes.listen(owner, functools.partial(news.changed, tab))
+        news.listening_to_list(tab, changes.announced(owner))  # (what the load's list missed)
         wakes = 0
 
         def mark() -> str:  # (unique in the page: a keep-alive started again counts anew)

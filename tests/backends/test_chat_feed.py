@@ -73,6 +73,8 @@ async def test_each_owner_hears_of_every_change_to_their_chats_only(
     assert first == second and all(change.owner == "alice" for change in first)
     assert bobs == []
     assert manager.changes.listener_count() == 0  # closed listeners leave nothing behind
+    # Counted per owner, heard or not: a list shown before its listener can tell it missed one.
+    assert [manager.changes.announced(owner) for owner in ("alice", "bob", "carol")] == [5, 0, 1]
 
 
 async def test_a_failing_listener_is_logged_and_the_others_still_hear(

@@ -146,3 +146,54 @@ async def test_a_closed_tab_leaves_no_listener_behind(manager: SessionManager) -
     for keep in tabs:
         await keep.aclose()  # Gradio closes a tab's keep-alive when the tab goes
     assert manager.changes.listener_count() == 0
+
+
+async def test_a_chat_made_between_the_page_load_and_its_keep_alive_is_news(
+    manager: SessionManager,
+) -> None:
+    """The page's load event lists the chats and its keep-alive listens to the feed; both
+    start with the page. A chat made after the load began, before the keep-alive listens,
+    is in neither, unless the keep-alive has the tab refresh its list."""
+    page = make_page()
+    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    presence = Presence(handlers)
+    loaded = await handlers.on_load("", "1", "", None)  # type: ignore[arg-type]
+    assert loaded[page.session_list]["choices"] == []
+    made = await manager.create("local", title="made before the keep-alive")
+    keep = presence.keep_open(None)  # type: ignore[arg-type]
+    try:
+        assert await anext(keep) == no_change()
+        assert await asyncio.wait_for(anext(keep), 10) == {page.chats_wake: "1"}
+        shown = await presence.follow("", "", None)  # type: ignore[arg-type]
+        assert [value for _label, value in shown[page.session_list]["choices"]] == [made.id]
+    finally:
+        await keep.aclose()
+
+
+async def test_a_keep_alive_listening_before_the_load_or_after_no_change_refreshes_nothing(
+    manager: SessionManager,
+) -> None:
+    await manager.create("local", title="made before the page")
+    page = make_page()
+    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    presence, tab = Presence(handlers), "local\0"  # (no request: user "local", no session)
+    await handlers.on_load("", "1", "", None)  # type: ignore[arg-type]
+    keep = presence.keep_open(None)  # type: ignore[arg-type]
+    try:
+        assert await anext(keep) == no_change()
+        assert not handlers.news.pending(tab)  # the load listed every chat there was
+    finally:
+        await keep.aclose()
+
+    keep = presence.keep_open(None)  # type: ignore[arg-type]
+    try:
+        assert await anext(keep) == no_change()  # listening before the load
+        await handlers.on_load("", "1", "", None)  # type: ignore[arg-type]
+        assert not handlers.news.pending(tab)
+        made = await manager.create("local", title="made after both")
+        assert handlers.news.pending(tab)  # through the feed, as always
+        assert await asyncio.wait_for(anext(keep), 10) == {page.chats_wake: "1"}
+        shown = await presence.follow("", "", None)  # type: ignore[arg-type]
+        assert made.id in [value for _label, value in shown[page.session_list]["choices"]]
+    finally:
+        await keep.aclose()

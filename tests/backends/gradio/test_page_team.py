@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from backends.gradio.presence import REMOVED_NOTE
 from backends.server import build_server
@@ -24,7 +25,7 @@ from gui_agent.manager import SessionManager
 from schema import MessageStatus, Role
 from tests.backends.api.live import Api
 from tests.backends.conftest import LiveServer
-from tests.backends.gradio.kit import badge, bot_messages, send, toast
+from tests.backends.gradio.kit import badge, bot_messages, eventually, send, toast
 
 pytestmark = pytest.mark.browser
 
@@ -92,37 +93,85 @@ def test_chats_changed_through_the_api_show_in_the_owners_open_tabs(
 ) -> None:
     page, second = log_in(chromium, server, "alice"), log_in(chromium, server, "alice")
     alice, bob = api_for(server, "alice"), api_for(server, "bob")
+    mark = uuid.uuid4().hex[:8]  # (the server is the module's: a rerun finds its own chats)
+    made, renamed = f"Made through the API {mark}", f"Renamed through the API {mark}"
     try:
         chats, others = page.locator("#session-list"), second.locator("#session-list")
         page.evaluate("() => { window.__sameDocument = true; }")  # gone if the page reloads
-        ok(bob.post("/api/sessions", json={"title": "Bob's own chat"}), 201)
+        ok(bob.post("/api/sessions", json={"title": f"Bob's own chat {mark}"}), 201)
 
-        created = ok(alice.post("/api/sessions", json={"title": "Made through the API"}), 201)
+        created = ok(alice.post("/api/sessions", json={"title": made}), 201)
         session_id = created["session"]["id"]
         for listed in (chats, others):
-            expect(listed).to_contain_text("Made through the API", timeout=WAIT_MS)
+            expect(listed).to_contain_text(made, timeout=WAIT_MS)
         # Bob's chat was made before Alice's, and is in neither of her tabs.
         assert "Bob's own chat" not in chats.inner_text() + others.inner_text()
 
         url = f"/api/sessions/{session_id}"
-        ok(alice.request("PATCH", url, json={"title": "Renamed through the API"}))
-        expect(chats).to_contain_text("Renamed through the API", timeout=WAIT_MS)
-        expect(chats).not_to_contain_text("Made through the API")
+        ok(alice.request("PATCH", url, json={"title": renamed}))
+        expect(chats).to_contain_text(renamed, timeout=WAIT_MS)
+        expect(chats).not_to_contain_text(made)
 
         document = alice.get(f"{url}/export").content
         imported = ok(alice.post("/api/sessions/import", content=document), 201)
-        expect(chats.get_by_text("Renamed through the API")).to_have_count(2, timeout=WAIT_MS)
+        expect(chats.get_by_text(renamed)).to_have_count(2, timeout=WAIT_MS)
 
         ok(alice.request("DELETE", url), 204)
         ok(alice.request("DELETE", f"/api/sessions/{imported['session']['id']}"), 204)
         for listed in (chats, others):
-            expect(listed).not_to_contain_text("Renamed through the API", timeout=WAIT_MS)
+            expect(listed).not_to_contain_text(renamed, timeout=WAIT_MS)
         assert page.evaluate("() => window.__sameDocument") is True
     finally:
         alice.close()
         bob.close()
         page.context.close()
         second.context.close()
+
+
+def keep_alive_index(page: Page, server: Team) -> int:
+    """The number of the page's keep-alive event, as the browser sends it to the queue."""
+    config = page.request.get(server.url.rstrip("/") + "/config").json()
+    ids = {c["id"]: c.get("props", {}).get("elem_id") for c in config["components"]}
+    for dependency in config["dependencies"]:
+        targets = [(ids.get(target), kind) for target, kind in dependency["targets"]]
+        if ("keep-alive", "change") in targets and dependency.get("backend_fn"):
+            index: int = dependency["id"]
+            return index
+    raise AssertionError("the page has no keep-alive event")
+
+
+def test_a_chat_made_while_a_tab_loads_shows_though_its_keep_alive_started_late(
+    chromium: Browser, server: Team
+) -> None:
+    """The page's load lists the chats, and its keep-alive then listens for changes; on a
+    busy server the keep-alive can start seconds later. A chat made in between is shown."""
+    first = log_in(chromium, server, "alice")
+    alice = api_for(server, "alice")
+    title = f"Made while a tab loaded {uuid.uuid4().hex[:8]}"
+    held: list[Route] = []
+    index = keep_alive_index(first, server)
+
+    def hold_the_keep_alive(route: Route) -> None:
+        if (route.request.post_data_json or {}).get("fn_index") == index and not held:
+            held.append(route)
+        else:
+            route.continue_()
+
+    late = first.context.new_page()  # (signed in: the same browser)
+    late.set_default_timeout(WAIT_MS)
+    try:
+        late.route("**/gradio_api/queue/join*", hold_the_keep_alive)
+        late.goto(server.url, wait_until="load")
+        expect(late.locator("#account")).to_contain_text("Signed in as alice")  # listed
+        eventually(late, lambda: bool(held), "the tab's keep-alive on its way")
+        ok(alice.post("/api/sessions", json={"title": title}), 201)
+        expect(first.locator("#session-list")).to_contain_text(title)  # (its keep-alive ran)
+        assert title not in late.locator("#session-list").inner_text()
+        held[0].continue_()
+        expect(late.locator("#session-list")).to_contain_text(title)
+    finally:
+        alice.close()
+        first.context.close()
 
 
 def remove_with_the_cli(server: Team, name: str) -> None:
