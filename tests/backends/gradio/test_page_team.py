@@ -29,7 +29,8 @@ from tests.backends.gradio.kit import badge, bot_messages, eventually, send, toa
 
 pytestmark = pytest.mark.browser
 
-USERS = {"alice": "alice-password-1", "bob": "bob-password-22", "carol": "carol-password-3"}
+USERS = {"alice": "alice-password-1", "bob": "bob-password-22"}
+CAROLS_PASSWORD = "carol-password-3"  # (each attempt adds a carol of its own)
 CLI = Path(sys.executable).with_name("gui-agent")
 LONG = " ".join(f"word{i}" for i in range(3000))  # the echo model takes ~30 s to say it
 WAIT_MS = 30_000
@@ -67,12 +68,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Team]:
         live.stop()
 
 
-def log_in(browser: Browser, server: Team, name: str) -> Page:
+def log_in(browser: Browser, server: Team, name: str, password: str = "") -> Page:
     page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
     page.set_default_timeout(WAIT_MS)
     page.goto(server.url, wait_until="load")
     page.get_by_test_id("textbox").fill(name)
-    page.get_by_test_id("password").fill(USERS[name])
+    page.get_by_test_id("password").fill(password or USERS[name])
     page.get_by_role("button", name="Login").click()
     expect(badge(page)).to_have_text("INIT", timeout=WAIT_MS)
     expect(page.locator("#account")).to_contain_text(f"Signed in as {name}", timeout=WAIT_MS)
@@ -183,13 +184,16 @@ def remove_with_the_cli(server: Team, name: str) -> None:
 def test_a_removed_person_sees_the_reply_stop_and_is_signed_out(
     chromium: Browser, server: Team
 ) -> None:
-    page = log_in(chromium, server, "carol")
+    # (a person of this attempt's own: a rerun after a failed attempt starts afresh)
+    carol = f"carol-{uuid.uuid4().hex[:8]}"
+    UserDB(server.users_file).add(carol, CAROLS_PASSWORD)
+    page = log_in(chromium, server, carol, CAROLS_PASSWORD)
     try:
         send(page, LONG)
         expect(badge(page)).to_have_text("RUNNING", timeout=WAIT_MS)
         expect(bot_messages(page).last).to_contain_text("word1 word2", timeout=WAIT_MS)
 
-        remove_with_the_cli(server, "carol")
+        remove_with_the_cli(server, carol)
 
         removed = toast(page, "Your account was removed from this server")
         expect(removed).to_be_visible(timeout=WAIT_MS)
@@ -201,7 +205,7 @@ def test_a_removed_person_sees_the_reply_stop_and_is_signed_out(
         page.context.close()
 
     store, call = server.manager.store, server.live.call
-    (record,) = call(store.list_sessions("carol"))
+    (record,) = call(store.list_sessions(carol))
     user, reply = call(store.load_messages(record.id))
     assert (user.role, user.content) == (Role.USER, LONG)
     assert reply.status is MessageStatus.INTERRUPTED and "word1 word2" in reply.content
