@@ -23,9 +23,9 @@ shown chat that changed. Nothing polls: the keep-alive waits on these signals. A
 after the page's load event began listing the chats, but before the keep-alive listened to
 the feed, is news too (`TabNews.listening_to_list`).
 
-When the tab's user is removed from the server's users (`SessionManager.revoke`), the
-keep-alive says so in a notification and ends; the server has ended the user's page login,
-so the tab's next request asks them to sign in.
+When the tab's user is removed from the server's users (`SessionManager.revoke`), before
+or while the keep-alive listens, the keep-alive says so in a notification and ends; the
+server has ended the user's page login, so the tab's next request asks them to sign in.
 
 A keep-alive also ends while its tab stays open: the server shuts down (`Handlers.closing`)
 and starts again, or the event fails. The page then starts it again (page.js: once the
@@ -59,6 +59,7 @@ from backends.gradio.stream import Updates, no_change
 from gui_agent.events import Subscription
 from gui_agent.interpreter import Interpreter
 from gui_agent.log_text import loggable
+from gui_agent.manager import ChatChange, ChatChangeKind
 from schema import AgentSwitched, Event, InterpreterState, SessionUpdated, StateChanged
 
 __all__ = ["KEEP_OPEN_S", "REMOVED_NOTE", "Presence", "Wake", "moves_on"]
@@ -157,6 +158,8 @@ class Presence:
         changes = self.handlers.manager.changes
         feed = changes.listen(owner, functools.partial(news.changed, tab))
         news.listening_to_list(tab, changes.announced(owner))  # (what the load's list missed)
+        if self.handlers.manager.removed(owner):  # (removed before the feed was listened to)
+            news.changed(tab, ChatChange(ChatChangeKind.OWNER_REMOVED, owner))
         wakes = 0
 
         def mark() -> str:  # (unique in the page: a keep-alive started again counts anew)

@@ -197,3 +197,19 @@ async def test_a_keep_alive_listening_before_the_load_or_after_no_change_refresh
         assert made.id in [value for _label, value in shown[page.session_list]["choices"]]
     finally:
         await keep.aclose()
+
+
+async def test_a_keep_alive_starting_after_its_user_was_removed_says_so_and_ends(
+    manager: SessionManager,
+) -> None:
+    page = make_page()
+    handlers = Handlers(manager, page, icons={}, languages=(), models=())
+    await handlers.on_load("", "1", "", None)  # type: ignore[arg-type]
+    await manager.revoke("local")  # before the tab's keep-alive listened: it heard nothing
+    keep = Presence(handlers).keep_open(None)  # type: ignore[arg-type]
+    assert await anext(keep) == no_change()
+    with pytest.warns(UserWarning, match="Your account was removed"):
+        assert await asyncio.wait_for(anext(keep), 10) == no_change()
+    with pytest.raises(StopAsyncIteration):
+        await anext(keep)
+    assert manager.changes.listener_count() == 0
