@@ -80,8 +80,9 @@ MAX_LIST_NEWS = 100
 """Changes of its chats list a tab keeps until it is woken; past that it just refreshes."""
 
 MAX_LISTED_TABS = 10_000
-"""Tabs whose loaded list's count of changes is kept until their keep-alive listens (beyond
-it, the oldest are forgotten: such a tab's keep-alive has it refresh its list)."""
+"""Tabs whose load's count of changes is kept until their keep-alive listens (beyond it, the
+oldest are forgotten: a change made between such a tab's load and its keep-alive is missed,
+as before the count was kept)."""
 
 
 def as_published(settings: BaseModel) -> object:
@@ -125,8 +126,8 @@ class TabNews:
         """(session, title) of renames the feed announced lately: `notice` need not pass
         those on to the user's other tabs, the feed told them already."""
         self._listed: dict[str, int] = {}
-        """Per tab whose page loaded, the feed's count of its user's changes when its list
-        was built (`listed`), until its keep-alive listens to the feed."""
+        """Per tab whose page loaded, the feed's count of its user's changes when the load
+        began (`listed`), until its keep-alive listens to the feed."""
 
     def open(self, tab: str, owner: str, *, catch_up: bool = False) -> int:
         """The tab's keep-alive event starts: news for `owner`'s chats reach it. Returns the
