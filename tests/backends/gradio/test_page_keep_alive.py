@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from fastapi import FastAPI
-from playwright.sync_api import Browser, Page, Request, expect
+from playwright.sync_api import APIResponse, Browser, Page, Request, Route, expect
 from starlette.routing import Mount
 
 from backends.gradio.handlers import Handlers
@@ -28,6 +28,7 @@ from tests.backends.gradio.kit import (
     build,
     build_playing,
     closing,
+    eventually,
     open_tab,
     play,
     send,
@@ -271,3 +272,74 @@ def test_after_a_server_restart_a_tab_starts_again_once_the_server_answers(
 def _note_event(request: Request, sent: list[str]) -> None:
     if "/queue/join" in request.url:
         sent.append(request.url)
+
+
+class HeldAnswers:
+    """Holds the answers to the tab's requests to start events whose values contain `text`:
+    the server gets each request and runs its event (whose messages reach the tab on its
+    event stream), and the tab gets the answer only once let go. What a busy network or
+    server can do to the order of the two, made certain."""
+
+    def __init__(self, tab: Page, text: str) -> None:
+        self.tab, self.text = tab, text
+        self.held: list[tuple[Route, APIResponse]] = []
+        tab.route("**/gradio_api/queue/join*", self._route)
+
+    def _route(self, route: Route) -> None:
+        if self.text in (route.request.post_data or ""):
+            self.held.append((route, route.fetch()))
+        else:
+            route.continue_()
+
+    def let_go(self) -> None:
+        self.tab.unroute("**/gradio_api/queue/join*", self._route)
+        for route, answer in self.held:
+            route.fulfill(response=answer)
+
+
+def test_a_tab_whose_event_stream_broke_during_a_restart_still_hears_back(
+    chromium: Browser, tmp_path: Path
+) -> None:
+    """Gradio's client counts its stream of server events as open after it broke. So the
+    answer of a rename that comes in after the stream closed, while the server is down,
+    had the client open a stream that failed, and the tab never heard back after: neither
+    its keep-alive once the server was back, nor a reply (the page's early script mends
+    such a stream: event_stream.js)."""
+    first = LiveServer(stored_in(tmp_path))
+    first.start()
+    running = [first]
+    tab = open_tab(chromium, first)
+    try:
+        send(tab, "a chat whose stream breaks")
+        wait_idle(tab)
+        chat_id = session_starting(first, "a chat whose stream breaks").id
+        manage(tab)
+        title = tab.locator("#rename-input textarea")
+        expect(title).to_have_value("a chat whose stream breaks")  # (offered after the turn)
+        mark_the_document(tab)
+        held = HeldAnswers(tab, "Renamed before the restart")
+        title.fill(held.text)
+        tab.get_by_role("button", name="Rename chat").click()
+        manager: SessionManager = first.state.manager
+        eventually(tab, lambda: bool(held.held), "the rename's answer held")
+        assert first.call(manager.get(chat_id, "local")).session.title == held.text
+        tab.wait_for_timeout(500)  # (the rename's own messages reach the tab meanwhile)
+
+        tab.route(PROBES, lambda route: route.abort())  # as while the server is down
+        shut_down(running.pop())  # the tab's stream closes as its keep-alive ends
+        held.let_go()  # the answer comes in now: the tab opens a stream, which fails
+        second = ServerOnPort(stored_in(tmp_path), first.port)
+        second.start()
+        running.append(second)
+        later: SessionManager = second.state.manager
+        second.call(later.rename(chat_id, "Renamed after the restart", "local"))
+        tab.unroute(PROBES)
+
+        expect(title).to_have_value("Renamed after the restart")
+        send(tab, "heard after the restart")
+        expect(bot_messages(tab).last).to_contain_text("heard after the restart")
+        assert same_document(tab)
+    finally:
+        tab.context.close()
+        for server in running:
+            shut_down(server)
