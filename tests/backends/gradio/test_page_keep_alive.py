@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import socket
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -230,28 +231,62 @@ def shut_down(server: LiveServer) -> None:
     server.stop()
 
 
-def test_after_a_server_restart_a_tab_starts_again_once_the_server_answers(
-    chromium: Browser, tmp_path: Path
-) -> None:
-    first = LiveServer(stored_in(tmp_path))
+@dataclass
+class Restarts:
+    """A tab on a chat of a server that is stopped and started again on the same address,
+    keeping its chats (`stop`, then `start_again`)."""
+
+    tab: Page
+    chat_id: str
+    folder: Path
+    running: list[LiveServer]
+
+    @property
+    def server(self) -> LiveServer:
+        return self.running[-1]
+
+    def stop(self) -> None:
+        shut_down(self.running.pop())
+
+    def start_again(self, port: int) -> LiveServer:
+        server = ServerOnPort(stored_in(self.folder), port)
+        server.start()
+        self.running.append(server)
+        return server
+
+
+@contextmanager
+def a_chat_across_restarts(chromium: Browser, folder: Path, text: str) -> Iterator[Restarts]:
+    """A tab that sent `text` to a new chat, was answered and shows the chat's title box."""
+    first = LiveServer(stored_in(folder))
     first.start()
     running = [first]
     tab = open_tab(chromium, first)
     try:
-        send(tab, "a chat across a restart")
+        send(tab, text)
         wait_idle(tab)
-        chat_id = session_starting(first, "a chat across a restart").id
+        chat_id = session_starting(first, text).id
         manage(tab)
+        yield Restarts(tab, chat_id, folder, running)
+    finally:
+        tab.context.close()
+        for server in running:
+            shut_down(server)
+
+
+def test_after_a_server_restart_a_tab_starts_again_once_the_server_answers(
+    chromium: Browser, tmp_path: Path
+) -> None:
+    with a_chat_across_restarts(chromium, tmp_path, "a chat across a restart") as chat:
+        tab, port = chat.tab, chat.server.port
         mark_the_document(tab)
         sent: list[str] = []
         tab.route(PROBES, lambda route: route.abort())  # as while the server is down
-        shut_down(running.pop())
+        chat.stop()
         tab.on("request", lambda request: _note_event(request, sent))
-        second = ServerOnPort(stored_in(tmp_path), first.port)
-        second.start()
-        running.append(second)
+        second = chat.start_again(port)
         manager: SessionManager = second.state.manager
-        second.call(manager.rename(chat_id, "Renamed after the restart", "local"))
+        second.call(manager.rename(chat.chat_id, "Renamed after the restart", "local"))
         for _ in range(2):  # it keeps asking (each time after a longer wait), nothing more
             with tab.expect_request(lambda request: "/gradio_api/info" in request.url):
                 pass
@@ -263,10 +298,6 @@ def test_after_a_server_restart_a_tab_starts_again_once_the_server_answers(
         assert same_document(tab)
         waits = tab.evaluate("() => [0, 1, 2, 3, 20].map(window.guiAgentKeepAgain.delay)")
         assert waits == [500, 1000, 2000, 4000, 60_000]  # doubling, up to a minute
-    finally:
-        tab.context.close()
-        for server in running:
-            shut_down(server)
 
 
 def _note_event(request: Request, sent: list[str]) -> None:
@@ -305,15 +336,8 @@ def test_a_tab_whose_event_stream_broke_during_a_restart_still_hears_back(
     had the client open a stream that failed, and the tab never heard back after: neither
     its keep-alive once the server was back, nor a reply (the page's early script mends
     such a stream: event_stream.js)."""
-    first = LiveServer(stored_in(tmp_path))
-    first.start()
-    running = [first]
-    tab = open_tab(chromium, first)
-    try:
-        send(tab, "a chat whose stream breaks")
-        wait_idle(tab)
-        chat_id = session_starting(first, "a chat whose stream breaks").id
-        manage(tab)
+    with a_chat_across_restarts(chromium, tmp_path, "a chat whose stream breaks") as chat:
+        tab, first = chat.tab, chat.server
         title = tab.locator("#rename-input textarea")
         expect(title).to_have_value("a chat whose stream breaks")  # (offered after the turn)
         mark_the_document(tab)
@@ -322,24 +346,18 @@ def test_a_tab_whose_event_stream_broke_during_a_restart_still_hears_back(
         tab.get_by_role("button", name="Rename chat").click()
         manager: SessionManager = first.state.manager
         eventually(tab, lambda: bool(held.held), "the rename's answer held")
-        assert first.call(manager.get(chat_id, "local")).session.title == held.text
+        assert first.call(manager.get(chat.chat_id, "local")).session.title == held.text
         tab.wait_for_timeout(500)  # (the rename's own messages reach the tab meanwhile)
 
         tab.route(PROBES, lambda route: route.abort())  # as while the server is down
-        shut_down(running.pop())  # the tab's stream closes as its keep-alive ends
+        chat.stop()  # the tab's stream closes as its keep-alive ends
         held.let_go()  # the answer comes in now: the tab opens a stream, which fails
-        second = ServerOnPort(stored_in(tmp_path), first.port)
-        second.start()
-        running.append(second)
+        second = chat.start_again(first.port)
         later: SessionManager = second.state.manager
-        second.call(later.rename(chat_id, "Renamed after the restart", "local"))
+        second.call(later.rename(chat.chat_id, "Renamed after the restart", "local"))
         tab.unroute(PROBES)
 
         expect(title).to_have_value("Renamed after the restart")
         send(tab, "heard after the restart")
         expect(bot_messages(tab).last).to_contain_text("heard after the restart")
         assert same_document(tab)
-    finally:
-        tab.context.close()
-        for server in running:
-            shut_down(server)
