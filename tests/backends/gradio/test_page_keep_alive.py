@@ -306,18 +306,22 @@ def _note_event(request: Request, sent: list[str]) -> None:
 
 
 class HeldAnswers:
-    """Holds the answers to the tab's requests to start events whose values contain `text`:
-    the server gets each request and runs its event (whose messages reach the tab on its
-    event stream), and the tab gets the answer only once let go. What a busy network or
-    server can do to the order of the two, made certain."""
+    """Holds the answers to the tab's requests to start a rename (of the Title box): the
+    server gets each request and runs its event (whose messages reach the tab on its event
+    stream), and the tab gets the answer only once let go. What a busy network or server
+    can do to the order of the two, made certain."""
 
-    def __init__(self, tab: Page, text: str) -> None:
-        self.tab, self.text = tab, text
+    def __init__(self, tab: Page) -> None:
+        self.tab = tab
         self.held: list[tuple[Route, APIResponse]] = []
+        self.sent: list[object] = []
         tab.route("**/gradio_api/queue/join*", self._route)
 
     def _route(self, route: Route) -> None:
-        if self.text in (route.request.post_data or ""):
+        data = (route.request.post_data_json or {}).get("data")
+        # The rename's inputs: the chat's id, the Title box, the search box.
+        if isinstance(data, list) and len(data) == 3 and data[1] and data[2] == "":
+            self.sent.append(data[1])
             self.held.append((route, route.fetch()))
         else:
             route.continue_()
@@ -341,12 +345,13 @@ def test_a_tab_whose_event_stream_broke_during_a_restart_still_hears_back(
         title = tab.locator("#rename-input textarea")
         expect(title).to_have_value("a chat whose stream breaks")  # (offered after the turn)
         mark_the_document(tab)
-        held = HeldAnswers(tab, "Renamed before the restart")
-        title.fill(held.text)
+        held = HeldAnswers(tab)
+        title.fill("Renamed before the restart")
         tab.get_by_role("button", name="Rename chat").click()
         manager: SessionManager = first.state.manager
         eventually(tab, lambda: bool(held.held), "the rename's answer held")
-        assert first.call(manager.get(chat.chat_id, "local")).session.title == held.text
+        saved = first.call(manager.get(chat.chat_id, "local")).session.title
+        assert [saved] == held.sent  # the server renamed it: only its answer is held
         tab.wait_for_timeout(500)  # (the rename's own messages reach the tab meanwhile)
 
         tab.route(PROBES, lambda route: route.abort())  # as while the server is down
