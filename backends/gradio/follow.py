@@ -63,6 +63,7 @@ from dataclasses import dataclass, field, replace
 
 from pydantic import BaseModel
 
+from backends.gradio.bounded import keep_latest
 from gui_agent.manager import ChatChange, ChatChangeKind
 from schema import SessionUpdated
 
@@ -172,10 +173,7 @@ class TabNews:
     def listed(self, tab: str, announced: int) -> None:
         """The tab's page load starts, and will list its user's chats as they are from now
         on; the feed has announced `announced` changes of them so far."""
-        self._listed.pop(tab, None)  # (re-inserted last: the oldest go first)
-        self._listed[tab] = announced
-        while len(self._listed) > MAX_LISTED_TABS:
-            del self._listed[next(iter(self._listed))]
+        keep_latest(self._listed, tab, announced, MAX_LISTED_TABS)
 
     def listening_to_list(self, tab: str, announced: int) -> None:
         """The tab's keep-alive listens to the feed from now on, which has announced
@@ -227,10 +225,7 @@ class TabNews:
         key = (session_id, name)
         if news.saved.get(key, 0) > ticket:
             return False
-        news.saved.pop(key, None)  # (re-inserted last: the oldest go first)
-        news.saved[key] = ticket
-        while len(news.saved) > MAX_ECHOES:
-            del news.saved[next(iter(news.saved))]
+        keep_latest(news.saved, key, ticket, MAX_ECHOES)
         return True
 
     def notice(self, tab: str, session_id: str, event: SessionUpdated) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 
+from backends.gradio.bounded import keep_latest
 from backends.gradio.tabs import MAX_TABS
 
 __all__ = ["WAIT_S", "SendOrder"]
@@ -53,9 +54,7 @@ class SendOrder:
         (Said again, as each update of the send goes, it does nothing.)"""
         if number <= 0 or self._handed.get(tab, 0) >= number:
             return
-        self._handed[tab] = max(self._handed.pop(tab, 0), number)  # (re-inserted last)
-        while len(self._handed) > MAX_TABS:
-            del self._handed[next(iter(self._handed))]
+        keep_latest(self._handed, tab, number, MAX_TABS)
         changed = self._changed.pop(tab, None)
         if changed is not None:
             changed.set()

@@ -37,6 +37,8 @@ import contextlib
 import logging
 from collections.abc import Iterator
 
+from backends.gradio.bounded import keep_latest
+
 __all__ = ["END_TIMEOUT_S", "Opening", "TabStreams", "Watch", "send_number_of", "ticket_of"]
 
 logger = logging.getLogger(__name__)
@@ -203,11 +205,8 @@ class TabStreams:
         `timeout_s`)."""
         if ticket > 0:
             self._remember_shown(tab, ticket, session_id)
-        if ticket and ticket >= self._latest(tab):  # re-inserted last: kept in age order
-            self._floor.pop(tab, None)
-            self._floor[tab] = (ticket, session_id)
-            while len(self._floor) > MAX_TABS:
-                del self._floor[next(iter(self._floor))]
+        if ticket and ticket >= self._latest(tab):
+            keep_latest(self._floor, tab, (ticket, session_id), MAX_TABS)
             moved = self._moves.pop(tab, None)
             if moved is not None:
                 moved.set()
@@ -229,14 +228,9 @@ class TabStreams:
     def _remember_shown(self, tab: str, ticket: int, session_id: str) -> None:
         """The tab's event numbered `ticket` shows `session_id`, whether or not a later event
         came first: a send triggered between the two still comes from this chat."""
-        shown = self._shown_at.pop(tab, {})  # (re-inserted last: the oldest tabs go first)
-        shown.pop(ticket, None)
-        shown[ticket] = session_id
-        while len(shown) > SHOWN_KEPT:
-            del shown[next(iter(shown))]
-        self._shown_at[tab] = shown
-        while len(self._shown_at) > MAX_TABS:
-            del self._shown_at[next(iter(self._shown_at))]
+        shown = self._shown_at.get(tab, {})
+        keep_latest(shown, ticket, session_id, SHOWN_KEPT)
+        keep_latest(self._shown_at, tab, shown, MAX_TABS)  # (the oldest tabs go first)
 
     def overtaken(self, tab: str, ticket: int) -> bool:
         """An event triggered after this one has already superseded it (its reply would
@@ -253,17 +247,12 @@ class TabStreams:
         what it shows (its keep-alive starts again after the server restarted or forgot the
         tab: presence.py). Shown by no event: any event of the tab supersedes it."""
         if tab not in self._floor:
-            self._floor[tab] = (0, session_id)
-            while len(self._floor) > MAX_TABS:
-                del self._floor[next(iter(self._floor))]
+            keep_latest(self._floor, tab, (0, session_id), MAX_TABS)
 
     def built(self, tab: str, session_id: str, seq: int) -> None:
         """The tab opens `session_id` (its view and settings boxes) as it is after its event
         numbered `seq`."""
-        self._built.pop(tab, None)  # (re-inserted last: the oldest go first)
-        self._built[tab] = (session_id, seq)
-        while len(self._built) > MAX_TABS:
-            del self._built[next(iter(self._built))]
+        keep_latest(self._built, tab, (session_id, seq), MAX_TABS)
 
     def built_at(self, tab: str, session_id: str) -> int | None:
         """The `seq` the tab last opened `session_id` at, once (None: it did not open it since
