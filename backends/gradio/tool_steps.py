@@ -11,11 +11,14 @@ from typing import Any
 
 from backends.gradio.chat_entries import ChatEntries, Entry
 from backends.gradio.looks import arguments_markdown, result_markdown, tool_step_id
-from backends.gradio.markdown import MediaLink, escape_html, escape_title, fence
+from backends.gradio.markdown import MediaLink, escape_title
 from gui_agent.agents.tool_step import NOT_RUN
 from schema import ApprovalRequested, ImagePart, MessageStatus, MessageType, ToolResult
 
-__all__ = ["Call", "ToolSteps"]
+__all__ = ["APPROVAL_POINTER", "Call", "ToolSteps"]
+
+APPROVAL_POINTER = "Allow or deny it in the approval panel under the conversation."
+"""The body of a pending approval's entry in the chat."""
 
 
 @dataclass(slots=True)
@@ -126,13 +129,15 @@ class ToolSteps(ChatEntries):
         self.version += 1
 
     def _approval(self, event: ApprovalRequested) -> None:
-        detail = fence(event.detail, event.language) if event.detail else ""
+        # Where to answer, not what will run: the call's step above shows its arguments
+        # and the approval panel under the chat shows exactly what will run, so a third
+        # copy here would only push the conversation down.
         self._append(
             Entry(
                 f"approval:{event.approval_id}",
                 "assistant",
                 self._tail(),
-                detail or escape_html(event.summary),
+                APPROVAL_POINTER,
                 metadata={
                     "title": f"Waiting for your approval: {escape_title(event.summary)}",
                     "id": f"approval-{event.approval_id}",

@@ -39,6 +39,7 @@ from backends.gradio.renderer import (
     tool_step_id,
 )
 from backends.gradio.stream import PageView, stream_session
+from backends.gradio.tool_steps import APPROVAL_POINTER
 from connectors.scripted import ScriptedModel, call
 from gui_agent.quick import create_interpreter
 from schema import (
@@ -357,7 +358,9 @@ def test_history_and_live_events_give_the_same_tool_steps() -> None:
     assert live.messages() == rebuilt.messages()
 
 
-def test_approval_shows_what_will_run_while_pending_and_leaves_when_answered() -> None:
+def test_a_pending_approval_points_to_the_panel_and_leaves_when_answered() -> None:
+    """What will run is in the call's step and in the approval panel; the chat's pending
+    entry says where to answer instead of showing the code a third time."""
     view = ChatView(icons=ICONS)
     request = ApprovalRequested(
         approval_id="a1",
@@ -370,9 +373,24 @@ def test_approval_shows_what_will_run_while_pending_and_leaves_when_answered() -
     [pending] = view.messages()
     assert pending["metadata"]["status"] == "pending"
     assert pending["metadata"]["title"] == "Waiting for your approval: Run Python code"
-    assert "```python\nimport os\nos.remove('x')\n```" in text_of(pending)
+    assert text_of(pending) == APPROVAL_POINTER
+    assert "os.remove" not in text_of(pending)
     view.apply(ApprovalResolved(approval_id="a1", decision=ApprovalDecision.DENY))
     assert view.messages() == []
+
+
+def test_code_waiting_for_approval_shows_once_in_the_chat() -> None:
+    tool_call, asking, _ = _tool_call_messages()
+    view = ChatView(icons=ICONS)
+    view.apply(MessageCompleted(message=asking))
+    view.apply(
+        ApprovalRequested(
+            approval_id="a1", call=tool_call, summary="Run Python code", detail="print(42)"
+        )
+    )
+    texts = [text_of(m) for m in view.messages()]
+    assert sum(t.count("print(42)") for t in texts) == 1  # in the call's step
+    assert texts[-1] == APPROVAL_POINTER
 
 
 # -- speakers, notes, errors, history edits --------------------------------------------------
