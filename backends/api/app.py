@@ -20,6 +20,8 @@ is doing (a retry, edit or clear while a turn runs, a second answer to an approv
     POST   /api/logout                                 -> 204, the login cookie removed
     GET    /api/health                                 -> {status, protocol_version, auth}
     GET    /api/models | /api/agents
+    GET    /api/client.js                              -> the browser client (an ES module for
+                                                          React and other web front ends)
     GET    /api/sessions?q=&limit=&offset=             -> {sessions: [record], ...}
     GET    /api/sessions/changes  (SSE: the caller's chats created, imported, renamed,
                                    deleted, from anywhere; see `changes`)

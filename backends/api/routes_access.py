@@ -1,12 +1,19 @@
-"""Who, and what is on offer: login and logout, health, the models and the agent roles.
+"""Who, and what is on offer: login and logout, health, the models and the agent roles, and
+the browser client.
 
 POST /api/login   -> {token, expires_at, user} (and the login cookie, see `auth`)
 POST /api/logout  -> 204, the login cookie removed
 GET  /api/health  -> {status, protocol_version, auth}   (no token needed)
 GET  /api/models | /api/agents
+GET  /api/client.js  -> the API's browser client, an ES module (no token needed; not an
+                        endpoint of the OpenAPI document)
 """
 
 from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Final
 
 from fastapi import FastAPI, Request, Response
 
@@ -27,6 +34,14 @@ from schema import PROTOCOL_VERSION
 
 PUBLIC_PATHS = ("/api/login", "/api/logout", "/api/health")
 """The endpoints that need no token."""
+
+CLIENT_PATH = "/api/client.js"
+CLIENT_FILE: Final = Path(__file__).resolve().parents[2] / "assets" / "gui-agent-client.js"
+"""The browser client (`GuiAgentClient` for React and other web front ends), served as is."""
+_CLIENT_HEADERS: Final = {
+    "Cache-Control": "no-cache",  # a new version is picked up at once, revalidated by ETag
+    "X-Content-Type-Options": "nosniff",
+}
 
 
 def add_access_routes(app: FastAPI, api: ApiContext) -> None:
@@ -57,6 +72,19 @@ def add_access_routes(app: FastAPI, api: ApiContext) -> None:
         """Remove the login cookie the event streams accept (a bearer token stays valid
         until it expires)."""
         return clear_token_cookie(Response(status_code=204), secure=request.url.scheme == "https")
+
+    client = CLIENT_FILE.read_bytes()  # read once, with the app
+    etag = f'"{hashlib.sha256(client).hexdigest()[:32]}"'
+
+    @app.get(CLIENT_PATH, include_in_schema=False)
+    async def client_module(request: Request) -> Response:
+        if request.headers.get("if-none-match") == etag:
+            return Response(status_code=304, headers={**_CLIENT_HEADERS, "ETag": etag})
+        return Response(
+            client,
+            media_type="text/javascript; charset=utf-8",
+            headers={**_CLIENT_HEADERS, "ETag": etag},
+        )
 
     @app.get("/api/health", responses=success(HealthAnswer, "The server is up; how to log in"))
     async def health() -> Response:

@@ -1,0 +1,365 @@
+// GuiAgent's HTTP + SSE API for a browser front end (React, Vue, plain pages): one ES module,
+// no dependencies. The server serves it at /api/client.js:
+//
+//   import { GuiAgentClient } from "/api/client.js";
+//   const client = new GuiAgentClient();          // this page's origin ("" = same origin)
+//   await client.login();                          // with a users file: login(name, password)
+//   const { session } = await client.createSession({ title: "From my page" });
+//   const events = client.events(session.id, {
+//     onEvent(event) { ... },                      // typed as in `schema` (event.type, .seq)
+//   });
+//   await events.ready;                            // connected: nothing is missed
+//   await client.sendMessage(session.id, "Hello!");
+//   ...
+//   events.close();
+//
+// The API refuses other web sites (no CORS), so serve your front end from the same origin,
+// or through a proxy (a dev server's proxy of /api) as a browser sees it.
+//
+// Errors: every failed request rejects with an ApiError (status, code, message, retryAfter),
+// or a ConnectionFailed when the server could not be reached. Nothing is retried for you:
+// a message sent twice is two messages. An event stream whose connection breaks opens
+// again by itself and goes on after the last event it gave (nothing lost, nothing twice).
+
+const API = "/api";
+const RECONNECT_LIMIT = 10; // failed openings in a row, after the first hello, before giving up
+
+/** The server answered with an error ({"error": {"code", "message"}}), or not as the API. */
+export class ApiError extends Error {
+  constructor(status, code, message, retryAfter = null) {
+    super(message);
+    this.name = "ApiError";
+    this.status = status;
+    this.code = code;
+    this.retryAfter = retryAfter; // seconds, on 429
+  }
+}
+
+/** The server could not be reached, or a connection broke. */
+export class ConnectionFailed extends Error {
+  constructor(message) {
+    super(message);
+    this.name = "ConnectionFailed";
+  }
+}
+
+/** The path of a session (and what lies under it), each id one path segment. */
+function sessionPath(sessionId, ...rest) {
+  return [`${API}/sessions`, sessionId, ...rest].map((part, index) =>
+    index === 0 ? part : encodeURIComponent(String(part))).join("/");
+}
+
+async function errorOf(response) {
+  const text = await response.text().catch(() => "");
+  let body = null;
+  try { body = JSON.parse(text); } catch (error) { body = null; }
+  const retry = Number(response.headers.get("Retry-After"));
+  const retryAfter = Number.isFinite(retry) && retry >= 0 ? retry : null;
+  const error = body && typeof body === "object" ? body.error : null;
+  if (error && typeof error.code === "string" && typeof error.message === "string") {
+    return new ApiError(response.status, error.code, error.message, retryAfter);
+  }
+  // Not the API's shape: a proxy's page, say. Show its start, as text.
+  const start = text.replace(/\s+/g, " ").trim().slice(0, 200);
+  return new ApiError(response.status, "unexpected_response",
+    `HTTP ${response.status} from ${response.url}: ${start || "(no body)"}`, retryAfter);
+}
+
+/** A Server-Sent Events frame parser: lines in, {event, data, id, retry} frames out. */
+class Frames {
+  constructor() { this.reset(); }
+
+  reset() {
+    this.event = ""; this.data = []; this.id = null; this.retry = null;
+  }
+
+  line(line) {
+    if (line === "") {
+      const frame = this.data.length
+        ? { event: this.event || "message", data: this.data.join("\n"), id: this.id,
+            retry: this.retry }
+        : null;
+      this.reset();
+      return frame;
+    }
+    if (line.startsWith(":")) return null; // a keep-alive comment
+    const colon = line.indexOf(":");
+    const name = colon < 0 ? line : line.slice(0, colon);
+    let value = colon < 0 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (name === "data") this.data.push(value);
+    else if (name === "event") this.event = value;
+    else if (name === "id" && !value.includes("\0")) this.id = value;
+    else if (name === "retry" && /^\d+$/.test(value)) this.retry = Number(value);
+    return null;
+  }
+}
+
+/** One session's event stream, across the connections it takes. See `GuiAgentClient.events`. */
+class EventStream {
+  constructor(client, sessionId, handlers, since) {
+    this.client = client;
+    this.sessionId = sessionId;
+    this.handlers = handlers;
+    this.lastEventId = since ?? null; // "<epoch>-<seq>", or a bare seq before the first hello
+    this.retryMs = 2000;
+    this.failures = 0;
+    this.greeted = false; // a hello was ever read
+    this.closed = false;
+    this.controller = null;
+    // Settles at the first hello (connected: from then on nothing is missed), or fails
+    // with the reason the stream could not start.
+    this.ready = new Promise((resolve, reject) => { this.greet = resolve; this.fail = reject; });
+    this.ready.catch(() => {}); // not awaited: no unhandled rejection
+    this.done = this.run();
+  }
+
+  /** Stop reading; the stream will not open again. */
+  close() {
+    this.closed = true;
+    this.controller?.abort();
+  }
+
+  get lastSeq() {
+    if (this.lastEventId === null) return null;
+    const seq = Number(String(this.lastEventId).split("-").pop());
+    return Number.isInteger(seq) ? seq : null;
+  }
+
+  async run() {
+    while (!this.closed) {
+      let ended = false;
+      try {
+        ended = await this.connect();
+      } catch (error) {
+        if (this.closed) break;
+        if (error instanceof ApiError) { // refused (401: logged out, 404: deleted)
+          this.end(error);
+          break;
+        }
+        this.failures += 1;
+        if (!this.greeted || this.failures > RECONNECT_LIMIT) {
+          this.end(new ConnectionFailed(
+            `the event stream of session ${this.sessionId} failed: ${error.message || error}`));
+          break;
+        }
+        this.handlers.onReconnecting?.(error);
+        if (this.failures > 1) await new Promise((wake) => setTimeout(wake, this.retryMs));
+        continue;
+      }
+      if (ended) break;
+    }
+  }
+
+  end(error) {
+    this.closed = true;
+    this.fail(error); // (no effect once it connected)
+    this.handlers.onClosed?.(error);
+  }
+
+  /** One connection. True when the server ended the stream for good. */
+  async connect() {
+    this.controller = new AbortController();
+    const headers = { Accept: "text/event-stream" };
+    if (this.lastEventId !== null) headers["Last-Event-ID"] = String(this.lastEventId);
+    const response = await this.client.fetch(sessionPath(this.sessionId, "events"), {
+      headers, signal: this.controller.signal,
+    });
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    const frames = new Frames();
+    let pending = "";
+    let greeted = false;
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) {
+        if (this.closed) return true;
+        throw new ConnectionFailed("the server ended the stream");
+      }
+      pending += value;
+      const lines = pending.split(/\r\n|\r|\n/);
+      pending = lines.pop();
+      for (const line of lines) {
+        const frame = frames.line(line);
+        if (frame === null) continue;
+        if (frame.retry !== null) this.retryMs = frame.retry;
+        if (frame.event === "hello") {
+          this.hello(JSON.parse(frame.data));
+          greeted = true;
+          continue;
+        }
+        if (!greeted) throw new ConnectionFailed(`the stream began with ${frame.event}`);
+        if (frame.event === "closed") { // the caller's access ended
+          const { code, message } = JSON.parse(frame.data).error;
+          this.end(new ApiError(401, code, message));
+          reader.cancel().catch(() => {});
+          return true;
+        }
+        if (frame.event === "fell_behind") { // resumes after the last event taken
+          reader.cancel().catch(() => {});
+          this.failures = 0;
+          return false;
+        }
+        this.frame(frame);
+        if (this.closed) { reader.cancel().catch(() => {}); return true; }
+      }
+    }
+  }
+
+  hello(hello) {
+    this.failures = 0;
+    this.greeted = true;
+    if (hello.resync) {
+      // The server no longer holds every event after ours: go on from where it is now, and
+      // let the front end load the session again (getSession) to show what was missed.
+      this.lastEventId = `${hello.epoch}-${hello.last_seq}`;
+      this.handlers.onResync?.(hello);
+    } else if (this.lastEventId === null || !String(this.lastEventId).includes("-")) {
+      // From here on, ids carry the epoch: a server restart meanwhile is then told apart.
+      this.lastEventId = `${hello.epoch}-${this.lastEventId ?? hello.last_seq}`;
+    }
+    this.handlers.onHello?.(hello);
+    this.greet(hello);
+  }
+
+  frame(frame) {
+    if (frame.id === null) return;
+    const seq = frame.id.split("-").pop();
+    const last = this.lastSeq;
+    if (!/^\d+$/.test(seq) || (last !== null && Number(seq) <= last)) return; // a repeat
+    this.lastEventId = frame.id;
+    if (frame.event === "unencodable") return; // the server could not write it as JSON
+    this.handlers.onEvent?.(JSON.parse(frame.data));
+  }
+}
+
+/** The API, typed as its OpenAPI document (/api/openapi.json with docs on) describes it. */
+export class GuiAgentClient {
+  /** `baseUrl`: where the server is ("" for this page's origin). */
+  constructor(baseUrl = "") {
+    this.baseUrl = baseUrl.replace(/\/+$/, "");
+    this.token = null;
+    this.user = null;
+  }
+
+  /** A request with the token; resolves to the Response, rejects with ApiError or
+   * ConnectionFailed. Redirects are not followed: the token goes nowhere else. */
+  async fetch(path, init = {}) {
+    const headers = { ...(init.headers || {}) };
+    if (this.token !== null) headers.Authorization = `Bearer ${this.token}`;
+    let response;
+    try {
+      response = await fetch(this.baseUrl + path, { ...init, headers, redirect: "error" });
+    } catch (error) {
+      if (error?.name === "AbortError") throw error;
+      throw new ConnectionFailed(`${init.method || "GET"} ${path} failed: ${error.message}`);
+    }
+    if (!response.ok) throw await errorOf(response);
+    return response;
+  }
+
+  async call(method, path, body = undefined, query = {}) {
+    const params = new URLSearchParams();
+    for (const [name, value] of Object.entries(query)) {
+      if (value !== undefined && value !== null) params.set(name, String(value));
+    }
+    const search = params.toString() ? `?${params}` : "";
+    const init = { method };
+    if (body !== undefined) {
+      init.body = JSON.stringify(body);
+      init.headers = { "Content-Type": "application/json" };
+    }
+    const response = await this.fetch(path + search, init);
+    if (response.status === 204) return null;
+    const text = await response.text();
+    try {
+      return JSON.parse(text);
+    } catch (error) {
+      throw new ApiError(response.status, "unexpected_response",
+        `${method} ${path} answered with something that is not JSON`);
+    }
+  }
+
+  /** Sign in (no arguments when the server has no login) and keep the token. The answer
+   * also sets the login cookie. */
+  async login(username = undefined, password = undefined) {
+    const body = username === undefined ? {} : { username, password };
+    const answer = await this.call("POST", `${API}/login`, body);
+    this.token = answer.token;
+    this.user = answer.user;
+    return answer;
+  }
+
+  async logout() {
+    await this.call("POST", `${API}/logout`);
+    this.token = null;
+    this.user = null;
+  }
+
+  health() { return this.call("GET", `${API}/health`); }
+  models() { return this.call("GET", `${API}/models`); }
+  agents() { return this.call("GET", `${API}/agents`); }
+
+  listSessions({ q, limit, offset } = {}) {
+    return this.call("GET", `${API}/sessions`, undefined, { q, limit, offset });
+  }
+
+  /** {agent?, model?, settings?, title?} → {session} */
+  createSession(fields = {}) { return this.call("POST", `${API}/sessions`, fields); }
+
+  /** The session, its last `limit` messages (all by default), its state and `last_seq`. */
+  getSession(sessionId, { limit } = {}) {
+    return this.call("GET", sessionPath(sessionId), undefined, { limit });
+  }
+
+  /** Only what is given changes: {title?, settings?, autochat?, agent?, model?} */
+  updateSession(sessionId, changes) { return this.call("PATCH", sessionPath(sessionId), changes); }
+
+  deleteSession(sessionId) { return this.call("DELETE", sessionPath(sessionId)); }
+
+  /** Starts a turn (or queues the message behind the running one): {message_id} */
+  sendMessage(sessionId, text, { images, agent } = {}) {
+    const body = { text };
+    if (images !== undefined) body.images = images;
+    if (agent !== undefined) body.agent = agent;
+    return this.call("POST", sessionPath(sessionId, "messages"), body);
+  }
+
+  stop(sessionId) { return this.call("POST", sessionPath(sessionId, "stop")); }
+
+  /** `decision`: "allow_once", "allow_session" or "deny"; the note goes to the agent. */
+  answerApproval(sessionId, approvalId, decision, { note } = {}) {
+    const body = note === undefined ? { decision } : { decision, note };
+    return this.call("POST", sessionPath(sessionId, "approvals", approvalId), body);
+  }
+
+  retry(sessionId) {
+    return this.call("POST", sessionPath(sessionId, "control"), { action: "retry" });
+  }
+
+  editLast(sessionId, text, { images } = {}) {
+    const body = { action: "edit_last", text };
+    if (images !== undefined) body.images = images;
+    return this.call("POST", sessionPath(sessionId, "control"), body);
+  }
+
+  clear(sessionId) {
+    return this.call("POST", sessionPath(sessionId, "control"), { action: "clear" });
+  }
+
+  /** Follow a session's events. Open it before sending, so nothing is missed. `handlers`:
+   *   onEvent(event)      each event once, in order (event.type, event.seq, ...)
+   *   onHello(hello)      each connection's greeting: state, open approvals, replies being
+   *                       written with their text so far, last_seq
+   *   onResync(hello)     events were missed beyond what the server holds: load the
+   *                       session again (getSession); the stream goes on live
+   *   onReconnecting(err) the connection broke; it is being opened again
+   *   onClosed(err)       the stream ended for good: access ended (ApiError 401), the
+   *                       session is gone (404), or the server stayed unreachable
+   * `since`: an event id or seq to resume after (null: live events only).
+   * Returns {ready, close(), done}: await `ready` (the first hello) before sending so
+   * nothing is missed; close() stops it; `done` settles when it has ended. */
+  events(sessionId, handlers = {}, { since = null } = {}) {
+    const stream = new EventStream(this, sessionId, handlers, since);
+    return { ready: stream.ready, close: () => stream.close(), done: stream.done, stream };
+  }
+}

@@ -1,0 +1,281 @@
+"""The browser client (`assets/gui-agent-client.js`, served at /api/client.js): what a React
+front end imports. Driven in a real Chromium against a real server over HTTP: a chat with
+its streamed reply, an approval, errors as ApiError and ConnectionFailed, a stream that
+breaks mid-reply and goes on with nothing lost or twice, Stop, and a stream whose session
+is deleted ending with 404."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page
+
+from backends.api.routes_access import CLIENT_FILE, CLIENT_PATH
+from connectors.scripted import call
+from tests.backends.api.live import Backend, running_backend
+
+PASSWORD = "correct horse battery staple"
+
+# Loaded once per page: the module, and a log of what each stream's handlers were told.
+_LOAD = """async () => {
+  window.ga = await import("/api/client.js");
+  window.logs = {};
+  window.follow = (client, sessionId, name) => {
+    const log = window.logs[name] = {events: [], hellos: [], closed: null, reconnects: 0};
+    return client.events(sessionId, {
+      onEvent: (event) => log.events.push(event),
+      onHello: (hello) => log.hellos.push(hello),
+      onReconnecting: () => { log.reconnects += 1; },
+      onClosed: (error) => {
+        log.closed = {name: error.name, status: error.status, code: error.code};
+      },
+    });
+  };
+}"""
+
+
+@pytest.fixture
+def backend(tmp_path: Path) -> Iterator[Backend]:
+    with running_backend(tmp_path, users=[("ada", PASSWORD)]) as running:
+        yield running
+
+
+@pytest.fixture
+def page(backend: Backend, chromium: Browser) -> Iterator[Page]:
+    context = chromium.new_context()
+    tab = context.new_page()
+    tab.goto(f"{backend.base_url}/api/health")
+    tab.evaluate(_LOAD)
+    yield tab
+    context.close()
+
+
+def types_of(page: Page, name: str) -> list[str]:
+    return [str(t) for t in page.evaluate("(name) => logs[name].events.map((e) => e.type)", name)]
+
+
+def wait_for_type(page: Page, name: str, event_type: str) -> None:
+    page.wait_for_function(
+        "([name, type]) => logs[name].events.some((e) => e.type === type)",
+        arg=[name, event_type],
+        timeout=20_000,
+    )
+
+
+def test_the_module_is_served_without_a_token_and_revalidated_by_its_etag(
+    backend: Backend,
+) -> None:
+    answer = httpx.get(f"{backend.base_url}{CLIENT_PATH}")
+    assert answer.status_code == 200
+    assert answer.headers["content-type"] == "text/javascript; charset=utf-8"
+    assert answer.headers["x-content-type-options"] == "nosniff"
+    assert answer.content == CLIENT_FILE.read_bytes()
+    assert "export class GuiAgentClient" in answer.text
+    again = httpx.get(
+        f"{backend.base_url}{CLIENT_PATH}", headers={"If-None-Match": answer.headers["etag"]}
+    )
+    assert again.status_code == 304 and again.content == b""
+    stale = httpx.get(f"{backend.base_url}{CLIENT_PATH}", headers={"If-None-Match": '"old"'})
+    assert stale.status_code == 200 and stale.content == answer.content
+    openapi = backend.client().get("/api/openapi.json")
+    if openapi.status_code == 200:  # (only with docs on) not an endpoint of the API
+        assert CLIENT_PATH not in openapi.json()["paths"]
+
+
+@pytest.mark.browser
+def test_a_page_chats_through_the_client_and_sees_the_reply_stream(
+    backend: Backend, page: Page
+) -> None:
+    session_id = page.evaluate(
+        """async (password) => {
+          window.client = new ga.GuiAgentClient();
+          const answer = await client.login("ada", password);
+          const {session} = await client.createSession({title: "From a page"});
+          window.chat = follow(client, session.id, "chat");
+          const hello = await chat.ready;
+          if (hello.last_seq !== logs.chat.hellos[0].last_seq) return null;
+          await client.sendMessage(session.id, "Hello there");
+          return answer.user === "ada" ? session.id : null;
+        }""",
+        PASSWORD,
+    )
+    assert session_id
+    wait_for_type(page, "chat", "run_finished")
+    events: list[dict[str, Any]] = page.evaluate("() => logs.chat.events")
+    seqs = [e["seq"] for e in events]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # each once, in order
+    streamed = "".join(e["delta"] for e in events if e["type"] == "text_delta")
+    assert streamed == "Hello from the scripted model."
+    [finished] = [e for e in events if e["type"] == "run_finished"]
+    assert finished["outcome"] == "completed"
+    detail = page.evaluate("(id) => client.getSession(id)", session_id)
+    assert [m["content"] for m in detail["messages"]] == [
+        "Hello there",
+        "Hello from the scripted model.",
+    ]
+    assert detail["session"]["title"] == "From a page"
+    # the list, as the page would show it
+    listed = page.evaluate("() => client.listSessions({q: 'From a'})")
+    assert [s["id"] for s in listed["sessions"]] == [session_id]
+
+
+@pytest.mark.browser
+def test_an_approval_is_answered_from_the_page(backend: Backend, page: Page) -> None:
+    backend.scripted.push(call("run_python", code="print(6*7)"), "The answer is 42.")
+    page.evaluate(
+        """async (password) => {
+          window.client = new ga.GuiAgentClient();
+          await client.login("ada", password);
+          const {session} = await client.createSession();
+          window.sessionId = session.id;
+          window.chat = follow(client, session.id, "chat");
+          await chat.ready;
+          await client.sendMessage(session.id, "compute it");
+        }""",
+        PASSWORD,
+    )
+    wait_for_type(page, "chat", "approval_requested")
+    asked = page.evaluate("() => logs.chat.events.find((e) => e.type === 'approval_requested')")
+    assert "print(6*7)" in asked["detail"]
+    answer = page.evaluate(
+        "(id) => client.answerApproval(sessionId, id, 'allow_once', {note: 'go ahead'})",
+        asked["approval_id"],
+    )
+    assert answer["decision"] == "allow_once"
+    wait_for_type(page, "chat", "run_finished")
+    events: list[dict[str, Any]] = page.evaluate("() => logs.chat.events")
+    [finished] = [e for e in events if e["type"] == "tool_call_finished"]
+    assert finished["result"]["content"].startswith("42")
+    # a second answer is a Conflict, with the server's words
+    refused = page.evaluate(
+        """(id) => client.answerApproval(sessionId, id, "deny").then(
+             () => null, (e) => ({name: e.name, status: e.status, code: e.code}))""",
+        asked["approval_id"],
+    )
+    assert refused == {"name": "ApiError", "status": 409, "code": "conflict"}
+
+
+@pytest.mark.browser
+def test_errors_reject_with_what_went_wrong(backend: Backend, page: Page) -> None:
+    outcomes = page.evaluate(
+        """async (password) => {
+          const outcome = (promise) => promise.then(
+            () => "resolved",
+            (e) => ({name: e.name, status: e.status ?? null, code: e.code ?? null,
+                     message: e.message}));
+          const client = new ga.GuiAgentClient();
+          const anonymous = await outcome(client.listSessions());
+          const wrong = await outcome(client.login("ada", "not it"));
+          await client.login("ada", password);
+          const missing = await outcome(client.getSession("no-such-session"));
+          const empty = await outcome(client.createSession({colour: "blue"}));
+          const away = await outcome(new ga.GuiAgentClient("http://127.0.0.1:9").health());
+          const unknown = await outcome(client.events("no-such-session").ready);
+          return {anonymous, wrong, missing, empty, away, unknown};
+        }""",
+        PASSWORD,
+    )
+    assert outcomes["anonymous"]["status"] == 401
+    assert outcomes["wrong"]["status"] == 401 and outcomes["wrong"]["name"] == "ApiError"
+    assert outcomes["missing"]["status"] == 404 and outcomes["missing"]["code"] == "not_found"
+    assert outcomes["empty"]["status"] == 400 and "colour" in outcomes["empty"]["message"]
+    assert outcomes["away"]["name"] == "ConnectionFailed"
+    assert "GET /api/health failed" in outcomes["away"]["message"]
+    assert outcomes["unknown"]["status"] == 404  # a stream that cannot start says why
+
+
+@pytest.mark.browser
+def test_a_stream_broken_mid_reply_goes_on_with_nothing_lost_or_twice(
+    backend: Backend, page: Page
+) -> None:
+    page.evaluate(
+        """async (password) => {
+          window.client = new ga.GuiAgentClient();
+          await client.login("ada", password);
+          const {session} = await client.createSession({model: "slow"});
+          window.sessionId = session.id;
+          window.chat = follow(client, session.id, "chat");
+          await chat.ready;
+          await client.sendMessage(session.id, "tick for me");
+        }""",
+        PASSWORD,
+    )
+    deltas = "() => logs.chat.events.filter((e) => e.type === 'text_delta').length"
+    page.wait_for_function(f"({deltas})() > 5", timeout=20_000)
+    # The connection breaks (as a network blip would): the client opens it again with the
+    # last event id it gave, and the server replays what came meanwhile.
+    page.evaluate("() => chat.stream.controller.abort()")
+    page.wait_for_function("() => logs.chat.hellos.length === 2", timeout=20_000)
+    seen = page.evaluate(deltas)
+    page.wait_for_function(f"({deltas})() > {seen + 5}", timeout=20_000)
+    assert page.evaluate("() => client.stop(sessionId)")["stopped"] is True
+    wait_for_type(page, "chat", "run_finished")
+    log: dict[str, Any] = page.evaluate("() => logs.chat")
+    assert log["reconnects"] == 1 and log["closed"] is None
+    seqs = [e["seq"] for e in log["events"]]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))  # nothing lost, nothing twice
+    [finished] = [e for e in log["events"] if e["type"] == "run_finished"]
+    assert finished["outcome"] == "interrupted"
+    streamed = "".join(e["delta"] for e in log["events"] if e["type"] == "text_delta")
+    detail = page.evaluate("() => client.getSession(sessionId)")
+    reply = detail["messages"][-1]
+    assert reply["status"] == "interrupted" and reply["content"] == streamed
+    # the second hello said where the session was: its last seq was the last event given
+    # before the break, or later (what was replayed)
+    assert log["hellos"][1]["last_seq"] >= seqs[0]
+
+
+@pytest.mark.browser
+def test_a_stream_whose_session_is_deleted_ends_with_not_found(
+    backend: Backend, page: Page
+) -> None:
+    page.evaluate(
+        """async (password) => {
+          window.client = new ga.GuiAgentClient();
+          await client.login("ada", password);
+          const {session} = await client.createSession();
+          window.sessionId = session.id;
+          window.chat = follow(client, session.id, "chat");
+          await chat.ready;
+          await client.deleteSession(session.id);
+        }""",
+        PASSWORD,
+    )
+    page.wait_for_function("() => logs.chat.closed !== null", timeout=20_000)
+    closed = page.evaluate("() => logs.chat.closed")
+    assert closed == {"name": "ApiError", "status": 404, "code": "not_found"}
+    assert page.evaluate("() => chat.done.then(() => 'ended')") == "ended"
+    assert types_of(page, "chat") == []  # nothing was said in it
+
+
+@pytest.mark.browser
+def test_the_readme_example_runs_as_written(tmp_path: Path, chromium: Browser) -> None:
+    """The README's JavaScript block, as a module script in a page of the server's origin
+    (no login configured: `client.login()` as written)."""
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    match = re.search(r"```javascript\n(.*?)```", readme, re.S)
+    assert match is not None, "the README has no javascript example"
+    with running_backend(tmp_path) as backend:
+        context = chromium.new_context()
+        tab = context.new_page()
+        errors: list[str] = []
+        tab.on("pageerror", lambda error: errors.append(str(error)))
+        tab.goto(f"{backend.base_url}/api/health")
+        tab.evaluate(
+            "() => { document.body.innerHTML = '<p id=\"reply\"></p>'; }"  # where it writes
+        )
+        tab.add_script_tag(content=match.group(1), type="module")
+        tab.wait_for_function(
+            "() => document.querySelector('#reply').textContent === "
+            "'Hello from the scripted model.'",
+            timeout=20_000,
+        )
+        assert errors == []
+        [record] = backend.client().login().get("/api/sessions").json()["sessions"]
+        assert record["title"] == "From my page"
+        context.close()
