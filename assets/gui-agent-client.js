@@ -95,13 +95,15 @@ class Frames {
   }
 }
 
-/** One session's event stream, across the connections it takes. See `GuiAgentClient.events`. */
-class EventStream {
-  constructor(client, sessionId, handlers, since) {
+/** A Server-Sent Events stream of the API across the connections it takes: opened with the
+ * token, read frame by frame, opened again after a drop (at once, then every `retry:`),
+ * given up after RECONNECT_LIMIT failed openings in a row or a first one that fails. The
+ * subclasses say what the frames mean. */
+class Stream {
+  constructor(client, path, handlers) {
     this.client = client;
-    this.sessionId = sessionId;
+    this.path = path;
     this.handlers = handlers;
-    this.lastEventId = since ?? null; // "<epoch>-<seq>", or a bare seq before the first hello
     this.retryMs = 2000;
     this.failures = 0;
     this.greeted = false; // a hello was ever read
@@ -111,7 +113,7 @@ class EventStream {
     // with the reason the stream could not start.
     this.ready = new Promise((resolve, reject) => { this.greet = resolve; this.fail = reject; });
     this.ready.catch(() => {}); // not awaited: no unhandled rejection
-    this.done = this.run();
+    this.done = Promise.resolve().then(() => this.run()); // (after the subclass is built)
   }
 
   /** Stop reading; the stream will not open again. */
@@ -120,11 +122,7 @@ class EventStream {
     this.controller?.abort();
   }
 
-  get lastSeq() {
-    if (this.lastEventId === null) return null;
-    const seq = Number(String(this.lastEventId).split("-").pop());
-    return Number.isInteger(seq) ? seq : null;
-  }
+  headers() { return { Accept: "text/event-stream" }; }
 
   async run() {
     while (!this.closed) {
@@ -133,14 +131,13 @@ class EventStream {
         ended = await this.connect();
       } catch (error) {
         if (this.closed) break;
-        if (error instanceof ApiError) { // refused (401: logged out, 404: deleted)
+        if (error instanceof ApiError) { // refused (401: signed out, 404: deleted)
           this.end(error);
           break;
         }
         this.failures += 1;
         if (!this.greeted || this.failures > RECONNECT_LIMIT) {
-          this.end(new ConnectionFailed(
-            `the event stream of session ${this.sessionId} failed: ${error.message || error}`));
+          this.end(new ConnectionFailed(`${this.path} failed: ${error.message || error}`));
           break;
         }
         this.handlers.onReconnecting?.(error);
@@ -157,57 +154,82 @@ class EventStream {
     this.handlers.onClosed?.(error);
   }
 
-  /** One connection. True when the server ended the stream for good. */
+  /** One connection. True when the stream ended for good; false: open it again now. */
   async connect() {
     this.controller = new AbortController();
-    const headers = { Accept: "text/event-stream" };
-    if (this.lastEventId !== null) headers["Last-Event-ID"] = String(this.lastEventId);
-    const response = await this.client.fetch(sessionPath(this.sessionId, "events"), {
-      headers, signal: this.controller.signal,
+    const response = await this.client.fetch(this.path, {
+      headers: this.headers(), signal: this.controller.signal,
     });
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
     const frames = new Frames();
     let pending = "";
     let greeted = false;
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) {
-        if (this.closed) return true;
-        throw new ConnectionFailed("the server ended the stream");
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) {
+          if (this.closed) return true;
+          throw new ConnectionFailed("the server ended the stream");
+        }
+        pending += value;
+        const lines = pending.split(/\r\n|\r|\n/);
+        pending = lines.pop();
+        for (const line of lines) {
+          const frame = frames.line(line);
+          if (frame === null) continue;
+          if (frame.retry !== null) this.retryMs = frame.retry;
+          if (frame.event === "hello") {
+            greeted = true;
+            this.failures = 0;
+            const hello = JSON.parse(frame.data);
+            const again = this.greeted;
+            this.greeted = true;
+            this.hello(hello, again);
+            this.handlers.onHello?.(hello);
+            this.greet(hello);
+            continue;
+          }
+          if (!greeted) throw new ConnectionFailed(`the stream began with ${frame.event}`);
+          if (frame.event === "closed") { // the caller's access ended
+            const { code, message } = JSON.parse(frame.data).error;
+            this.end(new ApiError(401, code, message));
+            return true;
+          }
+          if (frame.event === "fell_behind") { // too slow a reader: open it again
+            this.failures = 0;
+            this.fellBehind();
+            return false;
+          }
+          this.frame(frame);
+          if (this.closed) return true;
+        }
       }
-      pending += value;
-      const lines = pending.split(/\r\n|\r|\n/);
-      pending = lines.pop();
-      for (const line of lines) {
-        const frame = frames.line(line);
-        if (frame === null) continue;
-        if (frame.retry !== null) this.retryMs = frame.retry;
-        if (frame.event === "hello") {
-          this.hello(JSON.parse(frame.data));
-          greeted = true;
-          continue;
-        }
-        if (!greeted) throw new ConnectionFailed(`the stream began with ${frame.event}`);
-        if (frame.event === "closed") { // the caller's access ended
-          const { code, message } = JSON.parse(frame.data).error;
-          this.end(new ApiError(401, code, message));
-          reader.cancel().catch(() => {});
-          return true;
-        }
-        if (frame.event === "fell_behind") { // resumes after the last event taken
-          reader.cancel().catch(() => {});
-          this.failures = 0;
-          return false;
-        }
-        this.frame(frame);
-        if (this.closed) { reader.cancel().catch(() => {}); return true; }
-      }
+    } finally {
+      reader.cancel().catch(() => {});
     }
+  }
+}
+
+/** One session's event stream. See `GuiAgentClient.events`. */
+class EventStream extends Stream {
+  constructor(client, sessionId, handlers, since) {
+    super(client, sessionPath(sessionId, "events"), handlers);
+    this.lastEventId = since ?? null; // "<epoch>-<seq>", or a bare seq before the first hello
+  }
+
+  headers() {
+    const headers = super.headers();
+    if (this.lastEventId !== null) headers["Last-Event-ID"] = String(this.lastEventId);
+    return headers;
+  }
+
+  get lastSeq() {
+    if (this.lastEventId === null) return null;
+    const seq = Number(String(this.lastEventId).split("-").pop());
+    return Number.isInteger(seq) ? seq : null;
   }
 
   hello(hello) {
-    this.failures = 0;
-    this.greeted = true;
     if (hello.resync) {
       // The server no longer holds every event after ours: go on from where it is now, and
       // let the front end load the session again (getSession) to show what was missed.
@@ -217,9 +239,9 @@ class EventStream {
       // From here on, ids carry the epoch: a server restart meanwhile is then told apart.
       this.lastEventId = `${hello.epoch}-${this.lastEventId ?? hello.last_seq}`;
     }
-    this.handlers.onHello?.(hello);
-    this.greet(hello);
   }
+
+  fellBehind() {} // resumed after the last event taken, as the server says
 
   frame(frame) {
     if (frame.id === null) return;
@@ -229,6 +251,29 @@ class EventStream {
     this.lastEventId = frame.id;
     if (frame.event === "unencodable") return; // the server could not write it as JSON
     this.handlers.onEvent?.(JSON.parse(frame.data));
+  }
+}
+
+/** The caller's chats list, live. See `GuiAgentClient.changes`. */
+class ChangeStream extends Stream {
+  constructor(client, handlers) {
+    super(client, `${API}/sessions/changes`, handlers);
+    this.stale = false; // changes may have been missed: the list must be read again
+  }
+
+  hello(hello, again) {
+    this.user = hello.user;
+    if (again || this.stale) { // changes are not kept: what came meanwhile is gone
+      this.stale = false;
+      this.handlers.onResync?.(hello);
+    }
+  }
+
+  fellBehind() { this.stale = true; }
+
+  frame(frame) {
+    if (!["created", "imported", "renamed", "deleted"].includes(frame.event)) return;
+    this.handlers.onChange?.(JSON.parse(frame.data));
   }
 }
 
@@ -360,6 +405,18 @@ export class GuiAgentClient {
    * nothing is missed; close() stops it; `done` settles when it has ended. */
   events(sessionId, handlers = {}, { since = null } = {}) {
     const stream = new EventStream(this, sessionId, handlers, since);
+    return { ready: stream.ready, close: () => stream.close(), done: stream.done, stream };
+  }
+
+  /** Follow the caller's chats list: every chat of theirs created, imported, renamed or
+   * deleted, from any tab or client. `handlers`:
+   *   onChange(change)    {kind, session_id, title}
+   *   onResync(hello)     the stream opened again after a drop: changes meanwhile are not
+   *                       kept, so read the list again (listSessions)
+   *   onHello, onReconnecting, onClosed   as for `events`
+   * Returns {ready, close(), done}, as `events` does. */
+  changes(handlers = {}) {
+    const stream = new ChangeStream(this, handlers);
     return { ready: stream.ready, close: () => stream.close(), done: stream.done, stream };
   }
 }

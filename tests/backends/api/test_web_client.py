@@ -279,3 +279,41 @@ def test_the_readme_example_runs_as_written(tmp_path: Path, chromium: Browser) -
         [record] = backend.client().login().get("/api/sessions").json()["sessions"]
         assert record["title"] == "From my page"
         context.close()
+
+
+@pytest.mark.browser
+def test_the_chats_list_follows_changes_from_elsewhere_and_says_when_to_read_it_again(
+    backend: Backend, page: Page
+) -> None:
+    page.evaluate(
+        """async (password) => {
+          window.client = new ga.GuiAgentClient();
+          await client.login("ada", password);
+          window.list = {changes: [], resyncs: 0, users: []};
+          window.feed = client.changes({
+            onChange: (change) => list.changes.push(change),
+            onHello: (hello) => list.users.push(hello.user),
+            onResync: () => { list.resyncs += 1; },
+          });
+          await feed.ready;
+        }""",
+        PASSWORD,
+    )
+    other = backend.client().login("ada", PASSWORD)  # another client of the same person
+    session_id = other.create_session(title="Made elsewhere")
+    assert other.request(
+        "PATCH", f"/api/sessions/{session_id}", json={"title": "Renamed elsewhere"}
+    ).is_success
+    page.wait_for_function("() => list.changes.length === 2", timeout=20_000)
+    assert page.evaluate("() => list.changes") == [
+        {"kind": "created", "session_id": session_id, "title": "Made elsewhere"},
+        {"kind": "renamed", "session_id": session_id, "title": "Renamed elsewhere"},
+    ]
+    assert page.evaluate("() => list.resyncs") == 0
+    # A drop: changes are not kept, so the page is told to read the list again.
+    page.evaluate("() => feed.stream.controller.abort()")
+    page.wait_for_function("() => list.resyncs === 1", timeout=20_000)
+    assert page.evaluate("() => list.users") == ["ada", "ada"]
+    other.request("DELETE", f"/api/sessions/{session_id}")
+    page.wait_for_function("() => list.changes.length === 3", timeout=20_000)
+    assert page.evaluate("() => list.changes[2].kind") == "deleted"
