@@ -317,3 +317,35 @@ def test_the_chats_list_follows_changes_from_elsewhere_and_says_when_to_read_it_
     other.request("DELETE", f"/api/sessions/{session_id}")
     page.wait_for_function("() => list.changes.length === 3", timeout=20_000)
     assert page.evaluate("() => list.changes[2].kind") == "deleted"
+
+
+@pytest.mark.browser
+def test_resuming_from_another_run_of_the_server_asks_to_load_the_session_again(
+    backend: Backend, page: Page
+) -> None:
+    """An event id from before a restart (another epoch): the server cannot replay after
+    it, so the client says to load the session again, then goes on live from there."""
+    page.evaluate(
+        """async (password) => {
+          window.client = new ga.GuiAgentClient();
+          await client.login("ada", password);
+          const {session} = await client.createSession();
+          window.sessionId = session.id;
+          await client.sendMessage(session.id, "before");
+          window.resyncs = [];
+          window.log = [];
+          window.chat = client.events(session.id, {
+            onResync: (hello) => resyncs.push(hello.last_seq),
+            onEvent: (event) => log.push(event),
+          }, {since: "0123456789abcdef-3"});
+          await chat.ready;
+        }""",
+        PASSWORD,
+    )
+    [last_seq] = page.evaluate("() => resyncs")
+    assert last_seq > 0
+    page.evaluate("() => client.sendMessage(sessionId, 'after')")
+    page.wait_for_function("() => log.some((e) => e.type === 'run_finished')", timeout=20_000)
+    seqs = page.evaluate("() => log.map((e) => e.seq)")
+    assert seqs[0] == last_seq + 1  # live from where the server was; nothing replayed twice
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
