@@ -125,6 +125,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     chat.add_argument("--auto", action="store_true", help="switch AutoChat on")
 
+    front = sub.add_parser(
+        "streamlit",
+        help="run the Streamlit front end against a running server",
+        parents=[common],
+    )
+    front.add_argument(
+        "--url",
+        default=os.environ.get("GUI_AGENT_URL", "http://127.0.0.1:7860"),
+        help="the GuiAgent server (default: GUI_AGENT_URL, else http://127.0.0.1:7860)",
+    )
+    front.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    front.add_argument("--port", type=int, default=8501, help="port (default 8501)")
+    front.add_argument(
+        "--insecure-no-auth",
+        action="store_true",
+        help="allow a non-loopback bind when the server has no login",
+    )
+
     models = sub.add_parser(
         "models", help="show the configured models and the default", parents=[common]
     )
@@ -154,7 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = ("serve", "chat", "models", "users")
+COMMANDS = ("serve", "chat", "models", "users", "streamlit")
 GLOBAL_OPTIONS = ("--config", "--log-level")
 
 
@@ -233,6 +251,16 @@ def _main(argv: Sequence[str] | None) -> int:
                 with_api=args.api,
                 models_source=_explicit_models(args, config, sources)[1],
             )
+        if command == "streamlit":
+            from backends.streamlit.launch import LaunchRefused, run_streamlit
+
+            try:
+                return run_streamlit(
+                    args.url, args.host, args.port, insecure_no_auth=args.insecure_no_auth
+                )
+            except LaunchRefused as refused:
+                logger.error("%s", refused)
+                return 2
         if command == "chat":
             from gui_agent.repl import run_repl
             from gui_agent.tools._sandbox import protect_process

@@ -1,0 +1,335 @@
+"""A Streamlit front end for GuiAgent, over the HTTP + SSE API (`GuiAgentClient`).
+
+Run it with `gui-agent streamlit` (it sets Streamlit's safe options; see `launch`), next to
+a running `gui-agent serve`. It signs in (a form when the server has users), lists the
+person's chats, shows a chat's history, streams the reply as it is written with the tool
+calls it makes, puts approvals to the person (allow once, for the session, or deny, with a
+note), and stops a turn. Everything it shows comes from the API; it keeps no chat state of
+its own beyond which chat is open, so a reload, or a turn started in another front end,
+shows the same thing.
+
+Streamlit runs this script again on every interaction. While a turn runs, the script
+follows its events (`_follow`): a thread reads the stream into a queue, and the script
+wakes at least twice a second, so a click (Stop, another chat) is taken at once even while
+a tool runs silently. A turn that ends, or asks for approval, has the script run again and
+draw the chat from the history.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import threading
+import time
+from typing import Any
+
+import streamlit as st
+
+from backends.api.client import (
+    ApiError,
+    ClientError,
+    ConnectionFailed,
+    GuiAgentClient,
+    NotFound,
+    RateLimited,
+    Unauthorized,
+)
+from backends.api.responses import SessionDetail
+from backends.streamlit.launch import URL_ENV
+from backends.streamlit.view import CallView, Entry, LiveReply, entries_of, image_source
+from gui_agent.wording import role_title
+from schema import (
+    ApprovalDecision,
+    ApprovalRequested,
+    ErrorEvent,
+    MessageType,
+    RunFinished,
+)
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_URL = "http://127.0.0.1:7860"
+WAKE_S = 0.5  # how often the script wakes while it follows a silent turn (a click is taken)
+IDLE_CHECK_S = 2.0  # how often a silent turn is asked whether it is still running
+
+
+def _client() -> GuiAgentClient:
+    state = st.session_state
+    if "client" not in state:
+        state.client = GuiAgentClient(os.environ.get(URL_ENV, DEFAULT_URL))
+    client: GuiAgentClient = state.client
+    return client
+
+
+def _sign_in(client: GuiAgentClient) -> bool:
+    """True once this browser session holds a token (a form first when the server has
+    users)."""
+    state = st.session_state
+    if state.get("user"):
+        return True
+    try:
+        mode = client.health().auth
+        if mode == "none":
+            state.user = client.login().user
+            return True
+    except ClientError as error:
+        st.error(f"Cannot reach GuiAgent at {client.base_url}: {error}")
+        return False
+    if mode == "proxy":
+        st.error("This GuiAgent server signs people in through its proxy: use its own page.")
+        return False
+    with st.form("login"):
+        st.subheader("Sign in to GuiAgent")
+        name = st.text_input("User name")
+        password = st.text_input("Password", type="password")
+        submitted = st.form_submit_button("Sign in", type="primary")
+    if submitted:
+        try:
+            state.user = client.login(name, password).user
+        except RateLimited as error:
+            st.error(f"Too many attempts: try again in {error.retry_after or 60:.0f} s.")
+        except Unauthorized:
+            st.error("Wrong user name or password.")
+        except ClientError as error:
+            st.error(str(error))
+        else:
+            st.rerun()
+    return False
+
+
+def _sidebar(client: GuiAgentClient, open_id: str | None) -> None:
+    state = st.session_state
+    with st.sidebar:
+        st.caption(f"Signed in as {state.user}")
+        if st.button("New chat", type="primary", width="stretch"):
+            state.session_id = client.create_session().id
+            st.rerun()
+        search = st.text_input("Search chats", key="search", placeholder="Search by title")
+        for record in client.list_sessions(query=search or None, limit=50).sessions:
+            title = record.title or "Untitled chat"
+            current = record.id == open_id
+            if st.button(
+                f"{'▸ ' if current else ''}{title}",
+                key=f"open-{record.id}",
+                width="stretch",
+                disabled=current,
+            ):
+                state.session_id = record.id
+                st.rerun()
+
+
+def _change(client: GuiAgentClient, session_id: str, field: str, key: str) -> None:
+    """A picker's new value, saved before the script runs again (Streamlit's callback)."""
+    try:
+        client.update_session(session_id, **{field: st.session_state[key]})
+    except ApiError as error:
+        st.session_state.flash = error.message
+
+
+def _settings(client: GuiAgentClient, detail: SessionDetail) -> None:
+    """The chat's role and model, as the server has them (changed elsewhere too), saved as
+    soon as they are picked."""
+    record = detail.session
+    roles = [entry.name for entry in client.agents().agents]
+    models = client.models()
+    names = [entry.name for entry in models.models]
+    left, right = st.columns(2)
+    role_key, model_key = f"role-{record.id}", f"model-{record.id}"
+    state = st.session_state
+    if record.agent in roles:
+        state[role_key] = record.agent
+    left.selectbox(
+        "Agent role",
+        roles,
+        format_func=role_title,
+        key=role_key,
+        on_change=_change,
+        args=(client, record.id, "agent", role_key),
+    )
+    current = record.settings.model or models.default
+    if names:
+        if current in names:
+            state[model_key] = current
+        right.selectbox(
+            "Model",
+            names,
+            key=model_key,
+            on_change=_change,
+            args=(client, record.id, "model", model_key),
+        )
+    if models.notice:
+        st.caption(models.notice)
+    if flash := state.pop("flash", None):
+        st.error(flash)
+
+
+def _draw_call(view: CallView) -> None:
+    with st.expander(view.label, expanded=view.result is None):
+        st.code(view.arguments, language="json")
+        if view.result is not None:
+            st.code(view.result, language=None)
+
+
+def _draw_entry(entry: Entry) -> None:
+    with st.chat_message(entry.role):
+        if entry.speaker:
+            st.caption(entry.speaker)
+        if entry.reasoning:
+            with st.expander("Reasoning"):
+                st.text(entry.reasoning)
+        if entry.kind is MessageType.CODE:
+            st.code(entry.text, language=entry.language)
+        elif entry.kind is MessageType.CONSOLE:
+            st.code(entry.text, language=None)
+        elif entry.kind is MessageType.CONFIRMATION:
+            st.caption(entry.text)
+        elif entry.text:
+            st.markdown(entry.text)
+        for image in entry.images:
+            st.image(image_source(image))
+        for view in entry.calls:
+            _draw_call(view)
+        for note in entry.notes:
+            st.caption(note)
+
+
+def _approval(client: GuiAgentClient, session_id: str, request: ApprovalRequested) -> None:
+    with st.container(border=True):
+        warning = " It changes things: check it first." if request.destructive else ""
+        st.markdown(f"**Approval needed:** {request.summary}.{warning}")
+        if request.detail:
+            st.code(request.detail, language=request.language)
+        note = st.text_input("A note for the agent (optional)", key=f"note-{request.approval_id}")
+        columns = st.columns(3)
+        choices = (
+            ("Allow once", ApprovalDecision.ALLOW_ONCE),
+            ("Allow for this session", ApprovalDecision.ALLOW_SESSION),
+            ("Deny", ApprovalDecision.DENY),
+        )
+        for column, (label, decision) in zip(columns, choices, strict=True):
+            if column.button(label, key=f"{decision.value}-{request.approval_id}"):
+                try:
+                    client.answer_approval(
+                        session_id, request.approval_id, decision, note=note or None
+                    )
+                except ApiError as error:  # answered elsewhere meanwhile
+                    st.warning(error.message)
+                st.rerun()
+
+
+def _pump(stream: Any, inbox: queue.Queue[object]) -> None:
+    try:
+        for event in stream:
+            inbox.put(event)
+    except Exception as error:  # handed to the script, which shows it
+        inbox.put(error)
+    inbox.put(None)
+
+
+def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
+    """Show the running turn as it goes, until it ends or asks for approval; then draw the
+    chat again from the history."""
+    session_id = detail.session.id
+    live = LiveReply()
+    for message in detail.streaming:  # a reply already being written: its text so far
+        live.text += message.content
+    started = checked = time.monotonic()
+    with st.chat_message("assistant"):
+        status = st.empty()
+        body = st.empty()
+    stream = client.events(session_id, since=detail.last_seq, epoch=detail.epoch)
+    inbox: queue.Queue[object] = queue.Queue()
+    threading.Thread(target=_pump, args=(stream, inbox), daemon=True).start()
+    try:
+        while True:
+            try:
+                item = inbox.get(timeout=WAKE_S)
+            except queue.Empty:
+                now = time.monotonic()
+                status.caption(f"Working… {now - started:.0f} s")
+                if now - checked >= IDLE_CHECK_S:
+                    # The turn may have ended between the history read and the stream's
+                    # start (its last events before `last_seq`): nothing more would come.
+                    checked = now
+                    if not client.get_session(session_id, limit=1).busy:
+                        break
+                continue
+            if item is None:
+                break
+            if isinstance(item, Exception):
+                st.error(f"The event stream ended: {item}")
+                return
+            if isinstance(item, ErrorEvent):
+                st.error(item.message)
+            if live.apply(item):
+                with body.container():
+                    if live.text:
+                        st.markdown(live.text)
+                    for view in live.calls:
+                        _draw_call(view)
+            if isinstance(item, RunFinished | ApprovalRequested):
+                break
+    finally:
+        stream.close()
+    st.rerun()
+
+
+def _chat(client: GuiAgentClient, session_id: str) -> None:
+    try:
+        detail = client.get_session(session_id)
+    except NotFound:
+        st.session_state.session_id = None
+        st.rerun()
+    record = detail.session
+    st.title(record.title or "Untitled chat")
+    _settings(client, detail)
+    running = detail.busy or bool(detail.pending_approvals)
+    if st.button("Stop", key="stop", disabled=not running):
+        client.stop(session_id)
+        st.rerun()
+    for entry in entries_of(detail.messages):
+        _draw_entry(entry)
+    for request in detail.pending_approvals[:1]:  # one at a time, the oldest first
+        _approval(client, session_id, request)
+    text = st.chat_input("Message the agent")
+    if isinstance(text, str) and text:
+        try:
+            client.send_message(session_id, text)
+        except ApiError as error:
+            st.error(error.message)
+            return
+        st.rerun()
+    if detail.busy and not detail.pending_approvals:
+        _follow(client, detail)
+
+
+def main() -> None:
+    st.set_page_config(page_title="GuiAgent", page_icon="💬", layout="wide")
+    client = _client()
+    try:
+        if not _sign_in(client):
+            return
+        session_id = st.session_state.get("session_id")
+        _sidebar(client, session_id)
+        if session_id is None:
+            st.title("GuiAgent")
+            st.info("Start a new chat, or open one from the list.")
+            text = st.chat_input("Message the agent")
+            if isinstance(text, str) and text:
+                session_id = st.session_state.session_id = client.create_session().id
+                client.send_message(session_id, text)
+                st.rerun()
+            return
+        _chat(client, session_id)
+    except Unauthorized:  # the token expired, or the user was removed
+        st.session_state.user = None
+        client.token = None
+        st.warning("Your sign-in ended: sign in again.")
+        _sign_in(client)
+    except ConnectionFailed as error:
+        st.error(f"GuiAgent is not reachable: {error}")
+
+
+if __name__ == "__main__":  # as `streamlit run` runs it
+    main()

@@ -1,0 +1,91 @@
+"""`gui-agent streamlit`: run the Streamlit front end (`app`) against a GuiAgent server.
+
+Streamlit's own defaults are not this project's: it binds every interface and sends usage
+statistics. The command it runs binds 127.0.0.1 unless told otherwise, turns the statistics
+off, watches no files and opens no browser. A non-loopback bind is refused when the
+GuiAgent server has no login (every visitor would be its one local user), unless
+`insecure_no_auth` says that is meant.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Final
+
+from backends.api.client import ClientError, GuiAgentClient
+from gui_agent.auth.users import is_loopback
+
+logger = logging.getLogger(__name__)
+
+APP_FILE: Final = Path(__file__).resolve().with_name("app.py")
+URL_ENV: Final = "GUI_AGENT_URL"  # (the app reads the server's address from it)
+DEFAULT_PORT: Final = 8501
+
+
+class LaunchRefused(Exception):
+    """The front end was not started; the message says why and what to do."""
+
+
+def streamlit_command(host: str, port: int) -> list[str]:
+    """The `streamlit run` command line, with the safe options."""
+    return [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(APP_FILE),
+        "--server.address",
+        host,
+        "--server.port",
+        str(port),
+        "--server.headless",
+        "true",
+        "--browser.gatherUsageStats",
+        "false",
+        "--server.fileWatcherType",
+        "none",
+        "--global.developmentMode",
+        "false",
+        "--client.toolbarMode",
+        "minimal",
+        "--runner.magicEnabled",  # only what the app draws is drawn
+        "false",
+    ]
+
+
+def check_launch(url: str, host: str, *, insecure_no_auth: bool = False) -> None:
+    """Raise LaunchRefused when Streamlit is missing, the server does not answer, or a
+    non-loopback bind would open a server without login to the network."""
+    if importlib.util.find_spec("streamlit") is None:
+        raise LaunchRefused(
+            "Streamlit is not installed: pip install 'gui-agent[streamlit]' (or streamlit)"
+        )
+    try:
+        with GuiAgentClient(url) as client:
+            mode = client.health().auth
+    except (ClientError, ValueError) as error:
+        raise LaunchRefused(
+            f"no GuiAgent server answers at {url} ({error}); start one with `gui-agent serve`"
+        ) from error
+    if mode == "none" and not is_loopback(host) and not insecure_no_auth:
+        raise LaunchRefused(
+            f"refusing to serve on {host}: the GuiAgent server at {url} has no login, so "
+            "anyone reaching this port would use its chats. Give it users (`gui-agent "
+            "users add`), bind 127.0.0.1, or pass --insecure-no-auth."
+        )
+
+
+def run_streamlit(url: str, host: str, port: int, *, insecure_no_auth: bool = False) -> int:
+    """Run the front end until it ends (Ctrl-C ends it); its exit code."""
+    check_launch(url, host, insecure_no_auth=insecure_no_auth)
+    env = {**os.environ, URL_ENV: url, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    logger.info("Streamlit front end for %s on http://%s:%s/", url, host, port)
+    try:
+        return subprocess.call(streamlit_command(host, port), env=env)
+    except KeyboardInterrupt:  # Streamlit got the same Ctrl-C and ends by itself
+        return 130

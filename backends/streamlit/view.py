@@ -1,0 +1,186 @@
+"""What the Streamlit front end shows of a chat, without Streamlit: the history as entries
+(who speaks, what kind of content, the tool calls a reply made with their results), and a
+reply being streamed as events arrive. The app (`backends.streamlit.app`) only draws these.
+
+Every message type is shown: text as Markdown, code with its language, console output as
+plain text, images, tool calls with their arguments and results, and confirmations (what
+was allowed or denied) as a note. Tool results are folded into the call that asked for
+them, as on the Gradio page.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from dataclasses import dataclass, field
+
+from gui_agent.wording import role_title
+from schema import (
+    ImagePart,
+    Message,
+    MessageCompleted,
+    MessageStarted,
+    MessageStatus,
+    MessageType,
+    Role,
+    TextDelta,
+    ToolCall,
+    ToolCallFinished,
+    ToolCallStarted,
+)
+
+__all__ = ["CallView", "Entry", "LiveReply", "entries_of", "image_source", "pretty_arguments"]
+
+
+@dataclass(slots=True)
+class CallView:
+    """One tool call, and its result once there is one."""
+
+    call_id: str
+    name: str
+    arguments: str
+    result: str | None = None
+    is_error: bool = False
+    not_run: bool = False
+
+    @property
+    def label(self) -> str:
+        if self.result is None:
+            return f"{self.name} (running)"
+        if self.not_run:
+            return f"{self.name} (not run)"
+        return f"{self.name} (error)" if self.is_error else self.name
+
+
+@dataclass(slots=True)
+class Entry:
+    """One chat bubble: `role` is "user" or "assistant" (Streamlit's two avatars)."""
+
+    role: str
+    kind: MessageType
+    text: str
+    speaker: str = ""
+    language: str | None = None
+    reasoning: str | None = None
+    images: tuple[ImagePart, ...] = ()
+    calls: list[CallView] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def pretty_arguments(arguments: str) -> str:
+    """A call's JSON arguments indented, or as sent when they are not JSON."""
+    try:
+        return json.dumps(json.loads(arguments or "{}"), indent=2, ensure_ascii=False)
+    except ValueError:
+        return arguments
+
+
+def image_source(image: ImagePart) -> bytes | str:
+    """What `st.image` takes: the decoded bytes, or the URL (an undecodable part: its text,
+    which shows as a broken image rather than failing the page)."""
+    if image.data is None:
+        return image.url or ""
+    try:
+        return base64.b64decode(image.data, validate=True)
+    except (binascii.Error, ValueError):
+        return image.data
+
+
+def _speaker(message: Message) -> str:
+    return role_title(message.agent) if message.agent else ""
+
+
+def _notes(message: Message) -> list[str]:
+    notes = []
+    if message.status is MessageStatus.INTERRUPTED:
+        notes.append("Interrupted: the turn was stopped here.")
+    elif message.status is MessageStatus.ERROR:
+        notes.append("This reply ended with an error.")
+    if message.metadata.get("cut_off"):
+        notes.append('Cut off at the output limit (Max tokens): say "continue" for the rest.')
+    if message.metadata.get("truncated") and message.role is Role.ASSISTANT:
+        notes.append("Stopped at the most steps one turn may take.")
+    return notes
+
+
+def entries_of(history: list[Message]) -> list[Entry]:
+    """The history as chat entries, each tool result folded into the call that made it."""
+    entries: list[Entry] = []
+    calls: dict[str, CallView] = {}
+    for message in history:
+        if message.role is Role.TOOL:
+            view = calls.get(message.tool_call_id or "")
+            if view is None:  # a result whose call is not shown: on its own
+                entries.append(Entry("assistant", message.type, message.content))
+                continue
+            view.result = message.content
+            view.is_error = bool(message.metadata.get("is_error"))
+            view.not_run = bool(message.metadata.get("not_run"))
+            continue
+        if message.type is MessageType.CONFIRMATION or message.metadata.get("display_only"):
+            note = message.content.strip() or message.type.value
+            if entries and entries[-1].role == "assistant":
+                entries[-1].notes.append(note)
+            else:
+                entries.append(Entry("assistant", MessageType.CONFIRMATION, note))
+            continue
+        if message.role is Role.SYSTEM:
+            continue  # the instructions, not the conversation
+        entry = Entry(
+            "user" if message.role is Role.USER else "assistant",
+            message.type,
+            message.content,
+            speaker=_speaker(message),
+            language=message.language,
+            reasoning=message.reasoning,
+            images=message.images,
+            notes=_notes(message),
+        )
+        for call in message.tool_calls:
+            view = CallView(call.id, call.name, pretty_arguments(call.arguments))
+            calls[call.id] = view
+            entry.calls.append(view)
+        entries.append(entry)
+    return entries
+
+
+@dataclass(slots=True)
+class LiveReply:
+    """A turn as its events arrive: the text being written and the calls being run, for
+    the app to draw again after each event that changed it. The history, loaded again when
+    the turn ends, is what stays."""
+
+    text: str = ""
+    reasoning: str = ""
+    calls: list[CallView] = field(default_factory=list)
+    replies: int = 0
+
+    def apply(self, event: object) -> bool:
+        """Take in one event; True when what is shown changed."""
+        if isinstance(event, MessageStarted):
+            self.replies += 1
+            if self.text:  # a new reply of the same turn (after tool calls)
+                self.text += "\n\n"
+            return False
+        if isinstance(event, TextDelta):
+            if event.channel == "reasoning":
+                self.reasoning += event.delta
+            else:
+                self.text += event.delta
+            return True
+        if isinstance(event, ToolCallStarted):
+            self.calls.append(_call_view(event.call))
+            return True
+        if isinstance(event, ToolCallFinished):
+            for view in self.calls:
+                if view.call_id == event.result.call_id:
+                    view.result = event.result.content
+                    view.is_error = event.result.is_error
+                    view.not_run = bool(event.result.metadata.get("not_run"))
+            return True
+        return isinstance(event, MessageCompleted) and event.message.role is Role.TOOL
+
+
+def _call_view(call: ToolCall) -> CallView:
+    return CallView(call.id, call.name, pretty_arguments(call.arguments))

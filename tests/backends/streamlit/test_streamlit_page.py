@@ -1,0 +1,172 @@
+"""The Streamlit front end, end to end: `gui-agent streamlit` run as a real process against
+a real GuiAgent API server (offline models), driven in a real Chromium. Signing in, a chat
+with its reply, an approval answered from the page, and Stop during a streaming reply."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from connectors.scripted import call
+from schema import MessageStatus, Role
+from tests.backends.api.live import Backend, running_backend
+
+pytestmark = pytest.mark.browser
+
+PASSWORD = "correct horse battery staple"
+STARTUP_S = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
+    with running_backend(tmp_path_factory.mktemp("st"), users=[("ada", PASSWORD)]) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def front(backend: Backend, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`gui-agent streamlit` for the backend; its address."""
+    pytest.importorskip("streamlit")
+    port = free_port()
+    log = tmp_path_factory.mktemp("st-log") / "streamlit.log"
+    command = [
+        sys.executable,
+        "-c",
+        "import sys; from gui_agent.cli import main; sys.exit(main())",
+        "streamlit",
+        "--url",
+        backend.base_url,
+        "--port",
+        str(port),
+    ]
+    env = {**os.environ, "HOME": str(tmp_path_factory.mktemp("st-home"))}
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + STARTUP_S
+    try:
+        while True:
+            try:
+                if httpx.get(f"{url}_stcore/health", timeout=2).text == "ok":
+                    break
+            except httpx.HTTPError:
+                pass
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"Streamlit did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.2)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+@pytest.fixture
+def page(front: str, chromium: Browser) -> Iterator[Page]:
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    tab = context.new_page()
+    tab.goto(front)
+    yield tab
+    context.close()
+
+
+def sign_in(page: Page, password: str = PASSWORD) -> None:
+    page.get_by_label("User name").fill("ada")
+    page.get_by_label("Password", exact=True).fill(password)
+    page.get_by_role("button", name="Sign in").click()
+
+
+def settled(page: Page) -> None:
+    """Wait for the script to finish its run (a click or a change runs it again)."""
+    app = page.get_by_test_id("stApp")
+    expect(app).to_have_attribute("data-test-script-state", "notRunning")
+
+
+def send(page: Page, text: str) -> None:
+    settled(page)  # typed during a run, the text could land in the box being replaced
+    box = page.get_by_test_id("stChatInputTextArea")
+    box.fill(text)
+    box.press("Enter")
+
+
+def signed_in(page: Page) -> None:
+    sign_in(page)
+    expect(page.get_by_text("Signed in as ada")).to_be_visible()
+
+
+def test_a_person_signs_in_chats_and_sees_the_reply(page: Page, backend: Backend) -> None:
+    sign_in(page, "not the password")
+    expect(page.get_by_text("Wrong user name or password.")).to_be_visible()
+    signed_in(page)
+    send(page, "Hello from Streamlit")
+    expect(page.get_by_text("Hello from the scripted model.")).to_be_visible()
+    expect(page.get_by_role("heading", name="Hello from Streamlit")).to_be_visible()  # title
+    # the chat is the person's, on the server, with both messages
+    api = backend.client().login("ada", PASSWORD)
+    [record] = [
+        s
+        for s in api.get("/api/sessions").json()["sessions"]
+        if s["title"] == "Hello from Streamlit"
+    ]
+    contents = [m.content for m in api.messages(record["id"])]
+    assert contents == ["Hello from Streamlit", "Hello from the scripted model."]
+    # A reload keeps the person signed in to nothing: Streamlit's state is per tab, so the
+    # form comes back and nothing of the chat shows before signing in.
+    page.reload()
+    expect(page.get_by_label("User name")).to_be_visible()
+    expect(page.get_by_text("Hello from the scripted model.")).to_have_count(0)
+
+
+def test_an_approval_is_put_to_the_person_and_the_result_shown(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    page.get_by_role("button", name="New chat", exact=True).click()
+    backend.scripted.push(call("run_python", code="print(6*7)"), "The answer is 42.")
+    send(page, "compute six times seven")
+    expect(page.get_by_text("Approval needed: Run Python code.")).to_be_visible()
+    expect(page.get_by_test_id("stCode").filter(has_text="print(6*7)").first).to_be_visible()
+    page.get_by_role("button", name="Allow once").click()
+    expect(page.get_by_text("The answer is 42.")).to_be_visible()
+    expect(page.get_by_text("Approval needed")).to_have_count(0)
+    settled(page)  # the chat drawn again from the history, the call's step closed
+    step = page.get_by_test_id("stExpander").filter(has_text="run_python").first
+    step.get_by_text("run_python").click()  # opened
+    expect(page.get_by_text("exit code 0").first).to_be_visible()
+
+
+def test_stop_ends_a_streaming_reply_and_keeps_what_was_written(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    page.get_by_role("button", name="New chat", exact=True).click()
+    page.get_by_label("Model").click()
+    page.get_by_role("option", name="slow").click()
+    send(page, "tick slowly")
+    expect(page.get_by_text("tick20", exact=False).first).to_be_visible()
+    stop = page.get_by_role("button", name="Stop")
+    expect(stop).to_be_enabled()
+    stop.click()
+    expect(page.get_by_text("Interrupted: the turn was stopped here.")).to_be_visible()
+    api = backend.client().login("ada", PASSWORD)
+    sessions = api.get("/api/sessions").json()["sessions"]
+    [record] = [s for s in sessions if s["title"] == "tick slowly"]
+    reply = api.messages(record["id"])[-1]
+    assert reply.role is Role.ASSISTANT and reply.status is MessageStatus.INTERRUPTED
+    assert "tick20" in reply.content and len(reply.content.split()) < 3000

@@ -1,0 +1,143 @@
+"""What the Streamlit front end shows of a chat (`backends.streamlit.view`), without
+Streamlit: every message type, tool results folded into their calls, notes, and a reply
+built from its events."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+from backends.streamlit.view import LiveReply, entries_of, image_source, pretty_arguments
+from schema import (
+    AgentName,
+    ImagePart,
+    Message,
+    MessageCompleted,
+    MessageStarted,
+    MessageStatus,
+    MessageType,
+    Role,
+    TextDelta,
+    ToolCall,
+    ToolCallFinished,
+    ToolCallStarted,
+    ToolResult,
+)
+
+CALL = ToolCall(id="c1", name="run_python", arguments=json.dumps({"code": "print(42)"}))
+
+
+def conversation() -> list[Message]:
+    return [
+        Message(role=Role.SYSTEM, content="You are helpful."),
+        Message(role=Role.USER, content="compute it"),
+        Message(
+            role=Role.ASSISTANT,
+            content="Let me run it.",
+            agent=AgentName.AGENT_EXECUTOR,
+            tool_calls=(CALL,),
+            reasoning="Python will do.",
+        ),
+        Message(
+            role=Role.ASSISTANT,
+            type=MessageType.CONFIRMATION,
+            content="Allowed once",
+            metadata={"display_only": True},
+        ),
+        Message(
+            role=Role.TOOL,
+            type=MessageType.CONSOLE,
+            content="42\nexit code 0",
+            tool_call_id="c1",
+            name="run_python",
+            metadata={"is_error": False},
+        ),
+        Message(role=Role.ASSISTANT, type=MessageType.CODE, content="x = 1", language="python"),
+        Message(
+            role=Role.ASSISTANT,
+            type=MessageType.IMAGE,
+            images=(ImagePart(data=base64.b64encode(b"png!").decode()),),
+        ),
+        Message(
+            role=Role.ASSISTANT,
+            content="The answer is 4",
+            agent=AgentName.LLM_PLANNER,
+            status=MessageStatus.INTERRUPTED,
+            metadata={"cut_off": True},
+        ),
+    ]
+
+
+def test_the_history_shows_every_kind_with_results_folded_into_their_calls() -> None:
+    entries = entries_of(conversation())
+    assert [(e.role, e.kind) for e in entries] == [
+        ("user", MessageType.MESSAGE),
+        ("assistant", MessageType.MESSAGE),
+        ("assistant", MessageType.CODE),
+        ("assistant", MessageType.IMAGE),
+        ("assistant", MessageType.MESSAGE),
+    ]  # the system prompt is not the conversation; the tool result is in its call
+    asked = entries[1]
+    assert asked.speaker == "Executor" and asked.reasoning == "Python will do."
+    [view] = asked.calls
+    assert view.name == "run_python" and json.loads(view.arguments) == {"code": "print(42)"}
+    assert view.result == "42\nexit code 0" and view.label == "run_python"
+    assert asked.notes == ["Allowed once"]  # the confirmation, under the reply it answered
+    assert entries[2].language == "python"
+    assert image_source(entries[3].images[0]) == b"png!"
+    last = entries[4]
+    assert last.speaker == "Planner"
+    assert last.notes == [
+        "Interrupted: the turn was stopped here.",
+        'Cut off at the output limit (Max tokens): say "continue" for the rest.',
+    ]
+
+
+def test_calls_refused_failing_or_unanswered_are_labelled_so() -> None:
+    refused = ToolCall(id="c2", name="write_file", arguments="{}")
+    failed = ToolCall(id="c3", name="read_file", arguments="not json")
+    waiting = ToolCall(id="c4", name="list_files", arguments="{}")
+    history = [
+        Message(role=Role.ASSISTANT, tool_calls=(refused, failed, waiting)),
+        Message(
+            role=Role.TOOL,
+            content="denied",
+            tool_call_id="c2",
+            metadata={"is_error": True, "not_run": True},
+        ),
+        Message(
+            role=Role.TOOL, content="no such file", tool_call_id="c3", metadata={"is_error": True}
+        ),
+        Message(role=Role.TOOL, content="orphan", tool_call_id="gone"),
+    ]
+    entries = entries_of(history)
+    labels = [v.label for v in entries[0].calls]
+    assert labels == ["write_file (not run)", "read_file (error)", "list_files (running)"]
+    assert entries[0].calls[1].arguments == "not json"  # shown as sent
+    assert entries[1].text == "orphan"  # a result whose call is not shown stands alone
+
+
+def test_a_live_reply_follows_its_events() -> None:
+    live = LiveReply()
+    assert not live.apply(MessageStarted(message_id="m1"))
+    assert live.apply(TextDelta(message_id="m1", delta="Let me "))
+    assert live.apply(TextDelta(message_id="m1", delta="think", channel="reasoning"))
+    assert live.apply(TextDelta(message_id="m1", delta="check."))
+    assert live.apply(ToolCallStarted(call=CALL))
+    assert live.calls[0].label == "run_python (running)"
+    result = ToolResult(call_id="c1", name="run_python", content="42")
+    assert live.apply(ToolCallFinished(result=result))
+    assert live.calls[0].result == "42" and live.calls[0].label == "run_python"
+    live.apply(MessageStarted(message_id="m2"))
+    live.apply(TextDelta(message_id="m2", delta="It is 42."))
+    assert live.text == "Let me check.\n\nIt is 42." and live.reasoning == "think"
+    user = Message(role=Role.USER, content="hi")
+    assert not live.apply(MessageCompleted(message=user))
+
+
+def test_arguments_and_images_never_fail_the_page() -> None:
+    assert pretty_arguments('{"a": 1}') == '{\n  "a": 1\n}'
+    assert pretty_arguments("{broken") == "{broken"
+    assert pretty_arguments("") == "{}"
+    assert image_source(ImagePart(url="https://example.org/a.png")) == "https://example.org/a.png"
+    assert image_source(ImagePart(data="not base64!")) == "not base64!"
