@@ -146,6 +146,7 @@ class Stream {
       }
       if (ended) break;
     }
+    if (!this.greeted) this.fail(new ConnectionFailed("the stream was closed before it connected"));
   }
 
   end(error) {

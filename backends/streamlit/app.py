@@ -33,6 +33,7 @@ from backends.api.client import (
     GuiAgentClient,
     NotFound,
     RateLimited,
+    ResyncRequired,
     Unauthorized,
 )
 from backends.api.responses import SessionDetail
@@ -257,6 +258,8 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
                 continue
             if item is None:
                 break
+            if isinstance(item, ResyncRequired):
+                break  # events were missed: the history, drawn again, has them
             if isinstance(item, Exception):
                 st.error(f"The event stream ended: {item}")
                 return
@@ -282,7 +285,7 @@ def _chat(client: GuiAgentClient, session_id: str) -> None:
         st.session_state.session_id = None
         st.rerun()
     record = detail.session
-    st.title(record.title or "Untitled chat")
+    st.subheader(record.title or "Untitled chat")
     _settings(client, detail)
     running = detail.busy or bool(detail.pending_approvals)
     if st.button("Stop", key="stop", disabled=not running):
@@ -329,6 +332,11 @@ def main() -> None:
         _sign_in(client)
     except ConnectionFailed as error:
         st.error(f"GuiAgent is not reachable: {error}")
+    except NotFound:  # the chat was deleted elsewhere meanwhile
+        st.session_state.session_id = None
+        st.warning("This chat was deleted.")
+    except ClientError as error:  # anything else the server refused: said, not a traceback
+        st.error(str(error))
 
 
 if __name__ == "__main__":  # as `streamlit run` runs it

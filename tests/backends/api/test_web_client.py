@@ -176,7 +176,10 @@ def test_errors_reject_with_what_went_wrong(backend: Backend, page: Page) -> Non
           const empty = await outcome(client.createSession({colour: "blue"}));
           const away = await outcome(new ga.GuiAgentClient("http://127.0.0.1:9").health());
           const unknown = await outcome(client.events("no-such-session").ready);
-          return {anonymous, wrong, missing, empty, away, unknown};
+          const early = client.events("no-such-session");
+          early.close();  // before it connected: whoever awaits it is not left waiting
+          const closed = await outcome(early.ready);
+          return {anonymous, wrong, missing, empty, away, unknown, closed};
         }""",
         PASSWORD,
     )
@@ -187,6 +190,8 @@ def test_errors_reject_with_what_went_wrong(backend: Backend, page: Page) -> Non
     assert outcomes["away"]["name"] == "ConnectionFailed"
     assert "GET /api/health failed" in outcomes["away"]["message"]
     assert outcomes["unknown"]["status"] == 404  # a stream that cannot start says why
+    assert outcomes["closed"]["name"] == "ConnectionFailed"
+    assert "closed before it connected" in outcomes["closed"]["message"]
 
 
 @pytest.mark.browser
