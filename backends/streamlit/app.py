@@ -37,12 +37,21 @@ from backends.api.client import (
     Unauthorized,
 )
 from backends.api.responses import SessionDetail
+from backends.streamlit.autochat import (
+    autochat_panel,
+    note_autochat,
+    read_up_to,
+    resume_point,
+)
 from backends.streamlit.launch import URL_ENV
 from backends.streamlit.view import CallView, Entry, LiveReply, entries_of, image_source
 from gui_agent.wording import role_title
 from schema import (
     ApprovalDecision,
     ApprovalRequested,
+    AutoChatStopped,
+    AutoChatTurn,
+    BaseEvent,
     ErrorEvent,
     MessageType,
     RunFinished,
@@ -53,6 +62,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_URL = "http://127.0.0.1:7860"
 WAKE_S = 0.5  # how often the script wakes while it follows a silent turn (a click is taken)
 IDLE_CHECK_S = 2.0  # how often a silent turn is asked whether it is still running
+AUTOCHAT_GRACE_S = 0.5  # how long after a turn's end its AutoChat events are waited for
 
 
 def _client() -> GuiAgentClient:
@@ -229,24 +239,42 @@ def _pump(stream: Any, inbox: queue.Queue[object]) -> None:
 
 
 def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
-    """Show the running turn as it goes, until it ends or asks for approval; then draw the
-    chat again from the history."""
-    session_id = detail.session.id
+    """Show the running turn as it goes, until it ends or asks for approval, then draw the
+    chat again from the history. The events this tab has not read yet that the history
+    already holds (up to `last_seq`) are read first, for what AutoChat said of them; with
+    no turn running, only those are read."""
+    session_id, last, epoch = detail.session.id, detail.last_seq, detail.epoch
+    live_turn = detail.busy and not detail.pending_approvals
+    since = resume_point(detail)
+    if since is None:  # the chat as shown now is where this tab starts reading
+        read_up_to(session_id, epoch, last)
+        since = last
+    if not live_turn and since >= last:
+        return
     live = LiveReply()
     for message in detail.streaming:  # a reply already being written: its text so far
         live.text += message.content
     started = checked = time.monotonic()
-    with st.chat_message("assistant"):
-        status = st.empty()
-        body = st.empty()
-    stream = client.events(session_id, since=detail.last_seq, epoch=detail.epoch)
+    if live_turn:
+        with st.chat_message("assistant"):
+            status = st.empty()
+            body = st.empty()
+    stream = client.events(session_id, since=since, epoch=epoch)
     inbox: queue.Queue[object] = queue.Queue()
     threading.Thread(target=_pump, args=(stream, inbox), daemon=True).start()
+    ending: float | None = None  # the turn ended: AutoChat's word on it comes right after
     try:
         while True:
+            wait = WAKE_S if ending is None else ending - time.monotonic()
+            if wait <= 0:
+                break
             try:
-                item = inbox.get(timeout=WAKE_S)
+                item = inbox.get(timeout=min(wait, WAKE_S))
             except queue.Empty:
+                if not live_turn:
+                    break  # caught up as far as the server had gone
+                if ending is not None:
+                    continue
                 now = time.monotonic()
                 status.caption(f"Working… {now - started:.0f} s")
                 if now - checked >= IDLE_CHECK_S:
@@ -263,6 +291,16 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
             if isinstance(item, Exception):
                 st.error(f"The event stream ended: {item}")
                 return
+            if not isinstance(item, BaseEvent):
+                continue
+            read_up_to(session_id, epoch, item.seq)
+            note_autochat(session_id, item)
+            if item.seq <= last:  # in the history already: only AutoChat's word counted
+                if not live_turn and item.seq >= last:
+                    break
+                continue
+            if not live_turn:
+                break  # a turn began meanwhile: the script, run again, follows it
             if isinstance(item, ErrorEvent):
                 st.error(item.message)
             if live.apply(item):
@@ -271,10 +309,14 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
                         st.markdown(live.text)
                     for view in live.calls:
                         _draw_call(view)
-            if isinstance(item, RunFinished | ApprovalRequested):
+            if isinstance(item, ApprovalRequested | AutoChatTurn | AutoChatStopped):
                 break
+            if isinstance(item, RunFinished):
+                ending = time.monotonic() + AUTOCHAT_GRACE_S
     finally:
         stream.close()
+        if (resume_point(detail) or 0) < last:  # whatever happened, not read again and again
+            read_up_to(session_id, epoch, last)
     st.rerun()
 
 
@@ -287,6 +329,7 @@ def _chat(client: GuiAgentClient, session_id: str) -> None:
     record = detail.session
     st.subheader(record.title or "Untitled chat")
     _settings(client, detail)
+    autochat_panel(client, detail)
     running = detail.busy or bool(detail.pending_approvals)
     if st.button("Stop", key="stop", disabled=not running):
         client.stop(session_id)
@@ -303,8 +346,7 @@ def _chat(client: GuiAgentClient, session_id: str) -> None:
             st.error(error.message)
             return
         st.rerun()
-    if detail.busy and not detail.pending_approvals:
-        _follow(client, detail)
+    _follow(client, detail)
 
 
 def main() -> None:

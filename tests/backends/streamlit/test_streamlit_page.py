@@ -170,3 +170,34 @@ def test_stop_ends_a_streaming_reply_and_keeps_what_was_written(
     reply = api.messages(record["id"])[-1]
     assert reply.role is Role.ASSISTANT and reply.status is MessageStatus.INTERRUPTED
     assert "tick20" in reply.content and len(reply.content.split()) < 3000
+
+
+def test_autochat_runs_its_turns_within_the_limit_and_says_why_it_stopped(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    page.get_by_role("button", name="New chat", exact=True).click()
+    settled(page)
+    page.get_by_text("AutoChat", exact=True).click()  # the section, opened
+    page.get_by_label("Max automatic turns").fill("2")
+    page.get_by_role("button", name="Save limits").click()
+    settled(page)
+    page.get_by_text("AutoChat: keep working on its own").click()
+    expect(page.get_by_text("AutoChat is on: up to 2 automatic turns.")).to_be_visible()
+    send(page, "keep going on your own")
+    expect(
+        page.get_by_text(
+            "AutoChat stopped after 2 automatic turns: it reached its limit of automatic turns."
+        )
+    ).to_be_visible()
+    api = backend.client().login("ada", PASSWORD)
+    sessions = api.get("/api/sessions").json()["sessions"]
+    [record] = [s for s in sessions if s["title"] == "keep going on your own"]
+    assert record["autochat"]["max_turns"] == 2 and record["autochat"]["enabled"] is True
+    messages = api.messages(record["id"])
+    assert [m.role for m in messages] == [Role.USER, Role.ASSISTANT] * 3
+    assert [bool(m.metadata.get("autochat")) for m in messages if m.role is Role.USER] == [
+        False,
+        True,
+        True,
+    ]

@@ -1,0 +1,106 @@
+"""AutoChat in the Streamlit front end: the switch and its limits for the open chat, and
+where an AutoChat run is (which automatic turn, or why it stopped), kept per chat in the
+browser session from the events the app follows."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import streamlit as st
+
+from backends.api.client import ApiError, GuiAgentClient
+from backends.api.responses import SessionDetail
+from gui_agent.wording import autochat_stop_words, counted
+from schema import AutoChatStopped, AutoChatTurn
+
+__all__ = ["autochat_panel", "note_autochat", "read_up_to", "resume_point"]
+
+_STATUS = "autochat-status"
+_READ = "events-read"
+
+
+def resume_point(detail: SessionDetail) -> int | None:
+    """Where this tab stopped reading the chat's events: the seq of the last one it read,
+    while the server still numbers them the same way (the same epoch); None when it has
+    read none of this run of numbers. Reading on from there, AutoChat's word on a run that
+    ended between two runs of the script is not lost."""
+    read = st.session_state.get(_READ, {}).get(detail.session.id)
+    if read is None or read[0] != detail.epoch or read[1] > detail.last_seq:
+        return None
+    return int(read[1])
+
+
+def read_up_to(session_id: str, epoch: str, seq: int) -> None:
+    """Note that this tab has read the chat's events up to `seq` (of `epoch`)."""
+    st.session_state.setdefault(_READ, {})[session_id] = (epoch, seq)
+
+
+def note_autochat(session_id: str, event: object) -> None:
+    """Keep what an AutoChat event says about the chat, to show next to the switch."""
+    if isinstance(event, AutoChatTurn):
+        words = f"Automatic turn {event.turn} of {event.max_turns}."
+    elif isinstance(event, AutoChatStopped):
+        ran = counted(event.turns, "automatic turn")
+        words = f"AutoChat stopped after {ran}: {autochat_stop_words(event.reason, event.detail)}."
+    else:
+        return
+    st.session_state.setdefault(_STATUS, {})[session_id] = words
+
+
+def _save(client: GuiAgentClient, session_id: str, changes: dict[str, Any]) -> None:
+    try:
+        client.update_session(session_id, autochat=changes)
+    except ApiError as error:
+        st.session_state.flash = error.message
+
+
+def _switched(client: GuiAgentClient, session_id: str, key: str) -> None:
+    _save(client, session_id, {"enabled": bool(st.session_state[key])})
+
+
+def autochat_panel(client: GuiAgentClient, detail: SessionDetail) -> None:
+    """The switch (saved at once) and the limits (saved together), as the server has them."""
+    session_id, settings = detail.session.id, detail.session.autochat
+    state = st.session_state
+    key = f"autochat-{session_id}"
+    state[key] = settings.enabled
+    with st.expander("AutoChat", expanded=settings.enabled):
+        st.toggle(
+            "AutoChat: keep working on its own",
+            key=key,
+            on_change=_switched,
+            args=(client, session_id, key),
+        )
+        with st.form(f"limits-{session_id}"):
+            left, right = st.columns(2)
+            turns = left.number_input(
+                "Max automatic turns", min_value=1, max_value=1000, value=settings.max_turns
+            )
+            delay = right.number_input(
+                "Delay between turns (s)", min_value=0.0, max_value=3600.0, value=settings.delay_s
+            )
+            tokens = left.number_input(
+                "Token budget (0 = none)", min_value=0, value=settings.token_budget or 0
+            )
+            seconds = right.number_input(
+                "Time budget in s (0 = none)", min_value=0.0, value=settings.time_budget_s or 0.0
+            )
+            if st.form_submit_button("Save limits"):
+                _save(
+                    client,
+                    session_id,
+                    {
+                        "max_turns": int(turns),
+                        "delay_s": float(delay),
+                        "token_budget": int(tokens) or None,
+                        "time_budget_s": float(seconds) or None,
+                    },
+                )
+                st.rerun()
+        status = state.get(_STATUS, {}).get(session_id)
+        if status:
+            st.caption(status)
+        elif settings.enabled:
+            st.caption(f"AutoChat is on: up to {counted(settings.max_turns, 'automatic turn')}.")
+        else:
+            st.caption("AutoChat is off.")
