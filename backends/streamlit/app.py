@@ -44,7 +44,14 @@ from backends.streamlit.autochat import (
     resume_point,
 )
 from backends.streamlit.launch import URL_ENV
-from backends.streamlit.view import CallView, Entry, LiveReply, entries_of, image_source
+from backends.streamlit.view import (
+    CallView,
+    Entry,
+    LiveReply,
+    entries_of,
+    image_source,
+    safe_markdown,
+)
 from gui_agent.wording import role_title
 from schema import (
     ApprovalDecision,
@@ -196,9 +203,13 @@ def _draw_entry(entry: Entry) -> None:
         elif entry.kind is MessageType.CONFIRMATION:
             st.caption(entry.text)
         elif entry.text:
-            st.markdown(entry.text)
+            st.markdown(safe_markdown(entry.text))
         for image in entry.images:
-            st.image(image_source(image))
+            source = image_source(image)
+            if isinstance(source, bytes):
+                st.image(source)
+            else:
+                st.caption(source)
         for view in entry.calls:
             _draw_call(view)
         for note in entry.notes:
@@ -306,7 +317,7 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
             if live.apply(item):
                 with body.container():
                     if live.text:
-                        st.markdown(live.text)
+                        st.markdown(safe_markdown(live.text))
                     for view in live.calls:
                         _draw_call(view)
             if isinstance(item, ApprovalRequested | AutoChatTurn | AutoChatStopped):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from dataclasses import dataclass, field
 
 from gui_agent.wording import role_title
@@ -30,7 +31,15 @@ from schema import (
     ToolCallStarted,
 )
 
-__all__ = ["CallView", "Entry", "LiveReply", "entries_of", "image_source", "pretty_arguments"]
+__all__ = [
+    "CallView",
+    "Entry",
+    "LiveReply",
+    "entries_of",
+    "image_source",
+    "pretty_arguments",
+    "safe_markdown",
+]
 
 
 @dataclass(slots=True)
@@ -68,6 +77,16 @@ class Entry:
     notes: list[str] = field(default_factory=list)
 
 
+_IMAGE_SYNTAX = re.compile(r"!\[")
+
+
+def safe_markdown(text: str) -> str:
+    """`text` for `st.markdown` with its image syntax shown as written: a picture a model
+    or a tool names by address would otherwise be fetched by the browser, telling that
+    address who reads the chat. (Streamlit escapes raw HTML itself.)"""
+    return _IMAGE_SYNTAX.sub(lambda _: "!\\[", text)
+
+
 def pretty_arguments(arguments: str) -> str:
     """A call's JSON arguments indented, or as sent when they are not JSON."""
     try:
@@ -77,14 +96,14 @@ def pretty_arguments(arguments: str) -> str:
 
 
 def image_source(image: ImagePart) -> bytes | str:
-    """What `st.image` takes: the decoded bytes, or the URL (an undecodable part: its text,
-    which shows as a broken image rather than failing the page)."""
+    """The image's bytes for `st.image`, or what to say in its place: an image given by
+    address is not fetched (see `safe_markdown`), and data that is not base64 is not one."""
     if image.data is None:
-        return image.url or ""
+        return f"(an image at {image.url}, not loaded)"
     try:
         return base64.b64decode(image.data, validate=True)
     except (binascii.Error, ValueError):
-        return image.data
+        return "(an image whose data could not be read)"
 
 
 def _speaker(message: Message) -> str:

@@ -7,7 +7,13 @@ from __future__ import annotations
 import base64
 import json
 
-from backends.streamlit.view import LiveReply, entries_of, image_source, pretty_arguments
+from backends.streamlit.view import (
+    LiveReply,
+    entries_of,
+    image_source,
+    pretty_arguments,
+    safe_markdown,
+)
 from schema import (
     AgentName,
     ImagePart,
@@ -139,5 +145,15 @@ def test_arguments_and_images_never_fail_the_page() -> None:
     assert pretty_arguments('{"a": 1}') == '{\n  "a": 1\n}'
     assert pretty_arguments("{broken") == "{broken"
     assert pretty_arguments("") == "{}"
-    assert image_source(ImagePart(url="https://example.org/a.png")) == "https://example.org/a.png"
-    assert image_source(ImagePart(data="not base64!")) == "not base64!"
+    assert image_source(ImagePart(url="https://example.org/a.png")) == (
+        "(an image at https://example.org/a.png, not loaded)"
+    )
+    assert image_source(ImagePart(data="not base64!")) == "(an image whose data could not be read)"
+
+
+def test_markdown_fetches_no_picture_a_model_names() -> None:
+    text = "Look: ![pixel](https://tracker.example/p.png) and [a link](https://example.org)"
+    shown = safe_markdown(text)
+    assert "![" not in shown and "!\\[pixel](https://tracker.example/p.png)" in shown
+    assert "[a link](https://example.org)" in shown  # links stay links (a click is a choice)
+    assert safe_markdown("no images") == "no images"
