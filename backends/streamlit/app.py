@@ -25,6 +25,7 @@ import time
 from typing import Any
 
 import streamlit as st
+from streamlit.typing import ChatInputValue
 
 from backends.api.client import (
     ApiError,
@@ -37,6 +38,7 @@ from backends.api.client import (
     Unauthorized,
 )
 from backends.api.responses import SessionDetail
+from backends.streamlit.actions import IMAGE_TYPES, chat_actions, prompt_of
 from backends.streamlit.autochat import (
     autochat_panel,
     note_autochat,
@@ -341,23 +343,28 @@ def _chat(client: GuiAgentClient, session_id: str) -> None:
     st.subheader(record.title or "Untitled chat")
     _settings(client, detail)
     autochat_panel(client, detail)
-    running = detail.busy or bool(detail.pending_approvals)
-    if st.button("Stop", key="stop", disabled=not running):
-        client.stop(session_id)
-        st.rerun()
+    chat_actions(client, detail)
     for entry in entries_of(detail.messages):
         _draw_entry(entry)
     for request in detail.pending_approvals[:1]:  # one at a time, the oldest first
         _approval(client, session_id, request)
-    text = st.chat_input("Message the agent")
-    if isinstance(text, str) and text:
+    prompt = prompt_of(_message_box())
+    if prompt is not None:
         try:
-            client.send_message(session_id, text)
+            client.send_message(session_id, prompt[0], images=prompt[1])
         except ApiError as error:
             st.error(error.message)
             return
         st.rerun()
     _follow(client, detail)
+
+
+def _message_box() -> str | ChatInputValue | None:
+    return st.chat_input(
+        "Message the agent (attach pictures with the clip)",
+        accept_file="multiple",
+        file_type=list(IMAGE_TYPES),
+    )
 
 
 def main() -> None:
@@ -371,10 +378,10 @@ def main() -> None:
         if session_id is None:
             st.title("GuiAgent")
             st.info("Start a new chat, or open one from the list.")
-            text = st.chat_input("Message the agent")
-            if isinstance(text, str) and text:
+            prompt = prompt_of(_message_box())
+            if prompt is not None:
                 session_id = st.session_state.session_id = client.create_session().id
-                client.send_message(session_id, text)
+                client.send_message(session_id, prompt[0], images=prompt[1])
                 st.rerun()
             return
         _chat(client, session_id)

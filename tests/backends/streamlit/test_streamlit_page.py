@@ -4,16 +4,19 @@ with its reply, an approval answered from the page, and Stop during a streaming 
 
 from __future__ import annotations
 
+import base64
 import os
 import socket
+import struct
 import subprocess
 import sys
 import time
+import zlib
 from collections.abc import Iterator
 
 import httpx
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, FilePayload, Page, expect
 
 from connectors.scripted import call
 from schema import MessageStatus, Role
@@ -201,3 +204,57 @@ def test_autochat_runs_its_turns_within_the_limit_and_says_why_it_stopped(
         True,
         True,
     ]
+
+
+def red_png(size: int = 4) -> bytes:
+    """A real PNG of `size`×`size` red pixels."""
+    rows = b"".join(b"\x00" + b"\xff\x00\x00" * size for _ in range(size))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+def test_a_picture_is_sent_a_turn_retried_and_the_chat_deleted(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    page.get_by_role("button", name="New chat", exact=True).click()
+    settled(page)
+    image = red_png()
+    attached: FilePayload = {"name": "red.png", "mimeType": "image/png", "buffer": image}
+    page.get_by_test_id("stChatInput").locator("input[type=file]").set_input_files(attached)
+    expect(page.get_by_text("red.png")).to_be_visible()  # attached, waiting to be sent
+    send(page, "what colour is this")
+    expect(page.get_by_text("Hello from the scripted model.")).to_be_visible()
+    user = page.get_by_test_id("stChatMessage").filter(has_text="what colour is this")
+    expect(user.locator("img")).to_have_count(1)
+    api = backend.client().login("ada", PASSWORD)
+    sessions = api.get("/api/sessions").json()["sessions"]
+    [record] = [s for s in sessions if s["title"] == "what colour is this"]
+    first, reply = api.messages(record["id"])
+    assert [base64.b64decode(i.data or "") for i in first.images] == [image]
+    # Retry: the last message answered again, in place of the reply it had
+    backend.scripted.push("A red square.")
+    settled(page)
+    page.get_by_role("button", name="Retry last turn").click()
+    expect(page.get_by_text("A red square.")).to_be_visible()
+    expect(page.get_by_text("Hello from the scripted model.")).to_have_count(0)
+    again = api.messages(record["id"])
+    assert [m.content for m in again] == ["what colour is this", "A red square."]
+    assert again[1].id != reply.id
+    # Delete, after saying yes
+    settled(page)
+    page.get_by_role("button", name="Delete chat").click()
+    page.get_by_role("button", name="Delete", exact=True).click()
+    expect(page.get_by_text("Start a new chat, or open one from the list.")).to_be_visible()
+    expect(page.get_by_role("button", name="what colour is this")).to_have_count(0)
+    assert api.get(f"/api/sessions/{record['id']}").status_code == 404
