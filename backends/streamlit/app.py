@@ -46,6 +46,7 @@ from backends.streamlit.autochat import (
     resume_point,
 )
 from backends.streamlit.launch import URL_ENV
+from backends.streamlit.settings import settings_panel
 from backends.streamlit.view import (
     CallView,
     Entry,
@@ -343,6 +344,7 @@ def _chat(client: GuiAgentClient, session_id: str) -> None:
     st.subheader(record.title or "Untitled chat")
     _settings(client, detail)
     autochat_panel(client, detail)
+    settings_panel(client, detail)
     chat_actions(client, detail)
     for entry in entries_of(detail.messages):
         _draw_entry(entry)

@@ -95,6 +95,12 @@ def sign_in(page: Page, password: str = PASSWORD) -> None:
     page.get_by_role("button", name="Sign in").click()
 
 
+def new_chat(page: Page) -> None:
+    page.get_by_role("button", name="New chat", exact=True).click()
+    expect(page.get_by_role("heading", name="Untitled chat")).to_be_visible()
+    settled(page)
+
+
 def settled(page: Page) -> None:
     """Wait for the script to finish its run (a click or a change runs it again)."""
     app = page.get_by_test_id("stApp")
@@ -140,7 +146,7 @@ def test_an_approval_is_put_to_the_person_and_the_result_shown(
     page: Page, backend: Backend
 ) -> None:
     signed_in(page)
-    page.get_by_role("button", name="New chat", exact=True).click()
+    new_chat(page)
     backend.scripted.push(call("run_python", code="print(6*7)"), "The answer is 42.")
     send(page, "compute six times seven")
     expect(page.get_by_text("Approval needed: Run Python code.")).to_be_visible()
@@ -148,18 +154,16 @@ def test_an_approval_is_put_to_the_person_and_the_result_shown(
     page.get_by_role("button", name="Allow once").click()
     expect(page.get_by_text("The answer is 42.")).to_be_visible()
     expect(page.get_by_text("Approval needed")).to_have_count(0)
-    settled(page)  # the chat drawn again from the history, the call's step closed
     step = page.get_by_test_id("stExpander").filter(has_text="run_python").first
-    step.get_by_text("run_python").click()  # opened
-    expect(page.get_by_text("exit code 0").first).to_be_visible()
+    expect(step).to_contain_text("exit code 0")  # the result, in the call's step
 
 
 def test_stop_ends_a_streaming_reply_and_keeps_what_was_written(
     page: Page, backend: Backend
 ) -> None:
     signed_in(page)
-    page.get_by_role("button", name="New chat", exact=True).click()
-    page.get_by_label("Model").click()
+    new_chat(page)
+    page.get_by_label("Model", exact=True).click()
     page.get_by_role("option", name="slow").click()
     send(page, "tick slowly")
     expect(page.get_by_text("tick20", exact=False).first).to_be_visible()
@@ -179,8 +183,7 @@ def test_autochat_runs_its_turns_within_the_limit_and_says_why_it_stopped(
     page: Page, backend: Backend
 ) -> None:
     signed_in(page)
-    page.get_by_role("button", name="New chat", exact=True).click()
-    settled(page)
+    new_chat(page)
     page.get_by_text("AutoChat", exact=True).click()  # the section, opened
     page.get_by_label("Max automatic turns").fill("2")
     page.get_by_role("button", name="Save limits").click()
@@ -227,8 +230,7 @@ def test_a_picture_is_sent_a_turn_retried_and_the_chat_deleted(
     page: Page, backend: Backend
 ) -> None:
     signed_in(page)
-    page.get_by_role("button", name="New chat", exact=True).click()
-    settled(page)
+    new_chat(page)
     image = red_png()
     attached: FilePayload = {"name": "red.png", "mimeType": "image/png", "buffer": image}
     page.get_by_test_id("stChatInput").locator("input[type=file]").set_input_files(attached)
@@ -258,3 +260,40 @@ def test_a_picture_is_sent_a_turn_retried_and_the_chat_deleted(
     expect(page.get_by_text("Start a new chat, or open one from the list.")).to_be_visible()
     expect(page.get_by_role("button", name="what colour is this")).to_have_count(0)
     assert api.get(f"/api/sessions/{record['id']}").status_code == 404
+
+
+def test_the_chats_settings_are_shown_and_saved(page: Page, backend: Backend) -> None:
+    signed_in(page)
+    new_chat(page)
+    page.get_by_text("Settings", exact=True).click()  # the section, opened
+    prompt = page.get_by_label("System prompt")
+    expect(prompt).to_have_value("You are a helpful assistant. Use tools when they help.")
+    for label, value in (
+        ("System prompt", "Answer like a pirate."),
+        ("Max steps per turn", "3"),
+        ("Temperature (empty: the model's)", "0.50"),
+    ):
+        box = page.get_by_label(label)
+        box.fill(value)
+        box.press("Tab")  # as a person leaves the box
+        expect(box).to_have_value(value)
+    page.get_by_role("button", name="Save settings").click()
+    api = backend.client().login("ada", PASSWORD)
+    # (the newest chat without a title is this one)
+    untitled = [s for s in api.get("/api/sessions").json()["sessions"] if not s["title"]]
+    session_id = untitled[0]["id"]
+    deadline = time.monotonic() + 20
+    while api.session(session_id)["session"]["settings"]["max_iterations"] != 3:
+        assert time.monotonic() < deadline, "the settings were not saved"
+        time.sleep(0.1)
+    settled(page)
+    send(page, "ahoy")
+    expect(page.get_by_text("Hello from the scripted model.")).to_be_visible()
+    settings = api.session(session_id)["session"]["settings"]
+    assert settings["system_prompt"] == "Answer like a pirate."
+    assert settings["max_iterations"] == 3 and settings["temperature"] == 0.5
+    assert settings["max_tokens"] is None  # left empty: the model's
+    assert settings["approval_timeout_s"] == 300.0  # unchanged
+    sent = backend.scripted.requests[-1]
+    assert sent.messages[0].content == "Answer like a pirate."  # the model was told
+    assert sent.settings is not None and sent.settings.temperature == 0.5
