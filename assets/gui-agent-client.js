@@ -124,6 +124,18 @@ class Stream {
 
   headers() { return { Accept: "text/event-stream" }; }
 
+  /** Call a handler; one that throws is reported and the stream goes on (its failure is
+   * the front end's, not the connection's: nothing is read again or lost). */
+  tell(name, ...args) {
+    const handler = this.handlers[name];
+    if (typeof handler !== "function") return;
+    try {
+      handler(...args);
+    } catch (error) {
+      console.error(`GuiAgentClient: the ${name} handler failed`, error);
+    }
+  }
+
   async run() {
     while (!this.closed) {
       let ended = false;
@@ -140,7 +152,7 @@ class Stream {
           this.end(new ConnectionFailed(`${this.path} failed: ${error.message || error}`));
           break;
         }
-        this.handlers.onReconnecting?.(error);
+        this.tell("onReconnecting", error);
         if (this.failures > 1) await new Promise((wake) => setTimeout(wake, this.retryMs));
         continue;
       }
@@ -152,7 +164,7 @@ class Stream {
   end(error) {
     this.closed = true;
     this.fail(error); // (no effect once it connected)
-    this.handlers.onClosed?.(error);
+    this.tell("onClosed", error);
   }
 
   /** One connection. True when the stream ended for good; false: open it again now. */
@@ -186,7 +198,7 @@ class Stream {
             const again = this.greeted;
             this.greeted = true;
             this.hello(hello, again);
-            this.handlers.onHello?.(hello);
+            this.tell("onHello", hello);
             this.greet(hello);
             continue;
           }
@@ -235,7 +247,7 @@ class EventStream extends Stream {
       // The server no longer holds every event after ours: go on from where it is now, and
       // let the front end load the session again (getSession) to show what was missed.
       this.lastEventId = `${hello.epoch}-${hello.last_seq}`;
-      this.handlers.onResync?.(hello);
+      this.tell("onResync", hello);
     } else if (this.lastEventId === null || !String(this.lastEventId).includes("-")) {
       // From here on, ids carry the epoch: a server restart meanwhile is then told apart.
       this.lastEventId = `${hello.epoch}-${this.lastEventId ?? hello.last_seq}`;
@@ -251,7 +263,7 @@ class EventStream extends Stream {
     if (!/^\d+$/.test(seq) || (last !== null && Number(seq) <= last)) return; // a repeat
     this.lastEventId = frame.id;
     if (frame.event === "unencodable") return; // the server could not write it as JSON
-    this.handlers.onEvent?.(JSON.parse(frame.data));
+    this.tell("onEvent", JSON.parse(frame.data));
   }
 }
 
@@ -266,7 +278,7 @@ class ChangeStream extends Stream {
     this.user = hello.user;
     if (again || this.stale) { // changes are not kept: what came meanwhile is gone
       this.stale = false;
-      this.handlers.onResync?.(hello);
+      this.tell("onResync", hello);
     }
   }
 
@@ -274,7 +286,7 @@ class ChangeStream extends Stream {
 
   frame(frame) {
     if (!["created", "imported", "renamed", "deleted"].includes(frame.event)) return;
-    this.handlers.onChange?.(JSON.parse(frame.data));
+    this.tell("onChange", JSON.parse(frame.data));
   }
 }
 

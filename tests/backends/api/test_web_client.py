@@ -354,3 +354,36 @@ def test_resuming_from_another_run_of_the_server_asks_to_load_the_session_again(
     seqs = page.evaluate("() => log.map((e) => e.seq)")
     assert seqs[0] == last_seq + 1  # live from where the server was; nothing replayed twice
     assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+
+
+@pytest.mark.browser
+def test_a_handler_that_throws_loses_no_event_and_breaks_no_connection(
+    backend: Backend, page: Page
+) -> None:
+    console: list[str] = []
+    page.on("console", lambda message: console.append(message.text))
+    page.evaluate(
+        """async (password) => {
+          window.client = new ga.GuiAgentClient();
+          await client.login("ada", password);
+          const {session} = await client.createSession();
+          window.got = [];
+          window.hellos = 0;
+          window.chat = client.events(session.id, {
+            onHello: () => { hellos += 1; },
+            onEvent: (event) => {
+              got.push([event.seq, event.type]);
+              if (event.type === "message_started") throw new Error("a bug in the page");
+            },
+          });
+          await chat.ready;
+          await client.sendMessage(session.id, "hi");
+        }""",
+        PASSWORD,
+    )
+    page.wait_for_function("() => got.some(([, type]) => type === 'run_finished')")
+    seqs = [seq for seq, _ in page.evaluate("() => got")]
+    assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+    assert "message_started" in [kind for _, kind in page.evaluate("() => got")]
+    assert page.evaluate("() => hellos") == 1  # never reconnected
+    assert any("the onEvent handler failed" in line for line in console)
