@@ -53,6 +53,7 @@ from backends.streamlit.view import (
     LiveReply,
     entries_of,
     image_source,
+    plain_markdown,
     safe_markdown,
 )
 from gui_agent.wording import role_title
@@ -95,7 +96,7 @@ def _sign_in(client: GuiAgentClient) -> bool:
             state.user = client.login().user
             return True
     except ClientError as error:
-        st.error(f"Cannot reach GuiAgent at {client.base_url}: {error}")
+        st.error(plain_markdown(f"Cannot reach GuiAgent at {client.base_url}: {error}"))
         return False
     if mode == "proxy":
         st.error("This GuiAgent server signs people in through its proxy: use its own page.")
@@ -113,7 +114,7 @@ def _sign_in(client: GuiAgentClient) -> bool:
         except Unauthorized:
             st.error("Wrong user name or password.")
         except ClientError as error:
-            st.error(str(error))
+            st.error(plain_markdown(str(error)))
         else:
             st.rerun()
     return False
@@ -122,7 +123,7 @@ def _sign_in(client: GuiAgentClient) -> bool:
 def _sidebar(client: GuiAgentClient, open_id: str | None) -> None:
     state = st.session_state
     with st.sidebar:
-        st.caption(f"Signed in as {state.user}")
+        st.caption(plain_markdown(f"Signed in as {state.user}"))
         if st.button("New chat", type="primary", width="stretch"):
             state.session_id = client.create_session().id
             st.rerun()
@@ -131,7 +132,7 @@ def _sidebar(client: GuiAgentClient, open_id: str | None) -> None:
             title = record.title or "Untitled chat"
             current = record.id == open_id
             if st.button(
-                f"{'▸ ' if current else ''}{title}",
+                f"{'▸ ' if current else ''}{plain_markdown(title)}",
                 key=f"open-{record.id}",
                 width="stretch",
                 disabled=current,
@@ -180,13 +181,13 @@ def _settings(client: GuiAgentClient, detail: SessionDetail) -> None:
             args=(client, record.id, "model", model_key),
         )
     if models.notice:
-        st.caption(models.notice)
+        st.caption(plain_markdown(models.notice))
     if flash := state.pop("flash", None):
-        st.error(flash)
+        st.error(plain_markdown(flash))
 
 
 def _draw_call(view: CallView) -> None:
-    with st.expander(view.label, expanded=view.result is None):
+    with st.expander(plain_markdown(view.label), expanded=view.result is None):
         st.code(view.arguments, language="json")
         if view.result is not None:
             st.code(view.result, language=None)
@@ -195,7 +196,7 @@ def _draw_call(view: CallView) -> None:
 def _draw_entry(entry: Entry) -> None:
     with st.chat_message(entry.role):
         if entry.speaker:
-            st.caption(entry.speaker)
+            st.caption(plain_markdown(entry.speaker))
         if entry.reasoning:
             with st.expander("Reasoning"):
                 st.text(entry.reasoning)
@@ -204,7 +205,7 @@ def _draw_entry(entry: Entry) -> None:
         elif entry.kind is MessageType.CONSOLE:
             st.code(entry.text, language=None)
         elif entry.kind is MessageType.CONFIRMATION:
-            st.caption(entry.text)
+            st.caption(plain_markdown(entry.text))
         elif entry.text:
             st.markdown(safe_markdown(entry.text))
         for image in entry.images:
@@ -212,17 +213,17 @@ def _draw_entry(entry: Entry) -> None:
             if isinstance(source, bytes):
                 st.image(source)
             else:
-                st.caption(source)
+                st.caption(plain_markdown(source))
         for view in entry.calls:
             _draw_call(view)
         for note in entry.notes:
-            st.caption(note)
+            st.caption(plain_markdown(note))
 
 
 def _approval(client: GuiAgentClient, session_id: str, request: ApprovalRequested) -> None:
     with st.container(border=True):
         warning = " It changes things: check it first." if request.destructive else ""
-        st.markdown(f"**Approval needed:** {request.summary}.{warning}")
+        st.markdown(f"**Approval needed:** {plain_markdown(request.summary)}.{warning}")
         if request.detail:
             st.code(request.detail, language=request.language)
         note = st.text_input("A note for the agent (optional)", key=f"note-{request.approval_id}")
@@ -239,7 +240,7 @@ def _approval(client: GuiAgentClient, session_id: str, request: ApprovalRequeste
                         session_id, request.approval_id, decision, note=note or None
                     )
                 except ApiError as error:  # answered elsewhere meanwhile
-                    st.warning(error.message)
+                    st.warning(plain_markdown(error.message))
                 st.rerun()
 
 
@@ -303,7 +304,7 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
             if isinstance(item, ResyncRequired):
                 break  # events were missed: the history, drawn again, has them
             if isinstance(item, Exception):
-                st.error(f"The event stream ended: {item}")
+                st.error(plain_markdown(f"The event stream ended: {item}"))
                 return
             if not isinstance(item, BaseEvent):
                 continue
@@ -316,7 +317,7 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
             if not live_turn:
                 break  # a turn began meanwhile: the script, run again, follows it
             if isinstance(item, ErrorEvent):
-                st.error(item.message)
+                st.error(plain_markdown(item.message))
             if live.apply(item):
                 with body.container():
                     if live.text:
@@ -341,7 +342,7 @@ def _chat(client: GuiAgentClient, session_id: str) -> None:
         st.session_state.session_id = None
         st.rerun()
     record = detail.session
-    st.subheader(record.title or "Untitled chat")
+    st.subheader(plain_markdown(record.title or "Untitled chat"))
     _settings(client, detail)
     autochat_panel(client, detail)
     settings_panel(client, detail)
@@ -355,7 +356,7 @@ def _chat(client: GuiAgentClient, session_id: str) -> None:
         try:
             client.send_message(session_id, prompt[0], images=prompt[1])
         except ApiError as error:
-            st.error(error.message)
+            st.error(plain_markdown(error.message))
             return
         st.rerun()
     _follow(client, detail)
@@ -393,12 +394,12 @@ def main() -> None:
         st.warning("Your sign-in ended: sign in again.")
         _sign_in(client)
     except ConnectionFailed as error:
-        st.error(f"GuiAgent is not reachable: {error}")
+        st.error(plain_markdown(f"GuiAgent is not reachable: {error}"))
     except NotFound:  # the chat was deleted elsewhere meanwhile
         st.session_state.session_id = None
         st.warning("This chat was deleted.")
     except ClientError as error:  # anything else the server refused: said, not a traceback
-        st.error(str(error))
+        st.error(plain_markdown(str(error)))
 
 
 if __name__ == "__main__":  # as `streamlit run` runs it

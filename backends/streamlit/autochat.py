@@ -10,6 +10,7 @@ import streamlit as st
 
 from backends.api.client import ApiError, GuiAgentClient
 from backends.api.responses import SessionDetail
+from backends.streamlit.view import plain_markdown
 from gui_agent.wording import autochat_stop_words, counted
 from schema import AutoChatStopped, AutoChatTurn
 
@@ -99,7 +100,7 @@ def autochat_panel(client: GuiAgentClient, detail: SessionDetail) -> None:
                 st.rerun()
         status = state.get(_STATUS, {}).get(session_id)
         if status:
-            st.caption(status)
+            st.caption(plain_markdown(status))
         elif settings.enabled:
             st.caption(f"AutoChat is on: up to {counted(settings.max_turns, 'automatic turn')}.")
         else:

@@ -37,6 +37,7 @@ __all__ = [
     "LiveReply",
     "entries_of",
     "image_source",
+    "plain_markdown",
     "pretty_arguments",
     "safe_markdown",
 ]
@@ -85,6 +86,16 @@ def safe_markdown(text: str) -> str:
     or a tool names by address would otherwise be fetched by the browser, telling that
     address who reads the chat. (Streamlit escapes raw HTML itself.)"""
     return _IMAGE_SYNTAX.sub(lambda _: "!\\[", text)
+
+
+_MARKDOWN_SIGNS = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~$:])")
+
+
+def plain_markdown(text: str) -> str:
+    """`text` shown as written where Streamlit reads Markdown (titles, labels, captions):
+    every sign Markdown gives a meaning is escaped, so a chat title or a tool's name can
+    neither format the page nor make it fetch a picture."""
+    return _MARKDOWN_SIGNS.sub(r"\\\1", text)
 
 
 def pretty_arguments(arguments: str) -> str:

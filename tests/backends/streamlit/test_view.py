@@ -11,6 +11,7 @@ from backends.streamlit.view import (
     LiveReply,
     entries_of,
     image_source,
+    plain_markdown,
     pretty_arguments,
     safe_markdown,
 )
@@ -157,3 +158,12 @@ def test_markdown_fetches_no_picture_a_model_names() -> None:
     assert "![" not in shown and "!\\[pixel](https://tracker.example/p.png)" in shown
     assert "[a link](https://example.org)" in shown  # links stay links (a click is a choice)
     assert safe_markdown("no images") == "no images"
+
+
+def test_titles_labels_and_captions_are_shown_as_written() -> None:
+    title = "![x](https://tracker.example/p.png) **bold** :red[red] $x^2$ <b>"
+    shown = plain_markdown(title)
+    # every sign Markdown (or Streamlit's :color[] and $math$) reads is escaped
+    assert "![" not in shown and "**" not in shown and ":red[" not in shown
+    assert shown.replace("\\", "") == title  # and nothing else changed
+    assert plain_markdown("Run Python code") == "Run Python code"
