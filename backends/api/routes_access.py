@@ -12,6 +12,7 @@ GET  /api/client.js  -> the API's browser client, an ES module (no token needed;
 from __future__ import annotations
 
 import hashlib
+import logging
 from pathlib import Path
 from typing import Final
 
@@ -19,6 +20,7 @@ from fastapi import FastAPI, Request, Response
 
 from backends.api.auth import LoginBody, clear_token_cookie, set_token_cookie
 from backends.api.context import ApiContext
+from backends.api.errors import not_found
 from backends.api.openapi import errors
 from backends.api.responses import (
     AgentEntry,
@@ -31,6 +33,8 @@ from backends.api.responses import (
     success,
 )
 from schema import PROTOCOL_VERSION
+
+logger = logging.getLogger(__name__)
 
 PUBLIC_PATHS = ("/api/login", "/api/logout", "/api/health")
 """The endpoints that need no token."""
@@ -73,11 +77,17 @@ def add_access_routes(app: FastAPI, api: ApiContext) -> None:
         until it expires)."""
         return clear_token_cookie(Response(status_code=204), secure=request.url.scheme == "https")
 
-    client = CLIENT_FILE.read_bytes()  # read once, with the app
-    etag = f'"{hashlib.sha256(client).hexdigest()[:32]}"'
+    try:
+        client: bytes | None = CLIENT_FILE.read_bytes()  # read once, with the app
+    except OSError as error:  # an install without the assets folder: the API still serves
+        logger.warning("the browser client %s is missing (%s)", CLIENT_FILE, error.strerror)
+        client = None
+    etag = f'"{hashlib.sha256(client or b"").hexdigest()[:32]}"'
 
     @app.get(CLIENT_PATH, include_in_schema=False)
     async def client_module(request: Request) -> Response:
+        if client is None:
+            raise not_found("this server was installed without its browser client")
         if request.headers.get("if-none-match") == etag:
             return Response(status_code=304, headers={**_CLIENT_HEADERS, "ETag": etag})
         return Response(

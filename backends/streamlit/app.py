@@ -45,7 +45,7 @@ from backends.streamlit.autochat import (
     read_up_to,
     resume_point,
 )
-from backends.streamlit.launch import URL_ENV
+from backends.streamlit.launch import DEFAULT_URL, URL_ENV
 from backends.streamlit.settings import settings_panel
 from backends.streamlit.view import (
     CallView,
@@ -70,7 +70,6 @@ from schema import (
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_URL = "http://127.0.0.1:7860"
 WAKE_S = 0.5  # how often the script wakes while it follows a silent turn (a click is taken)
 IDLE_CHECK_S = 2.0  # how often a silent turn is asked whether it is still running
 AUTOCHAT_GRACE_S = 0.5  # how long after a turn's end its AutoChat events are waited for

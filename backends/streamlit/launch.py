@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 APP_FILE: Final = Path(__file__).resolve().with_name("app.py")
 URL_ENV: Final = "GUI_AGENT_URL"  # (the app reads the server's address from it)
-DEFAULT_PORT: Final = 8501
+DEFAULT_URL: Final = "http://127.0.0.1:7860"  # (the CLI's default names it too)
 
 
 class LaunchRefused(Exception):

@@ -15,6 +15,7 @@ import httpx
 import pytest
 from playwright.sync_api import Browser, Page
 
+from backends.api import routes_access
 from backends.api.routes_access import CLIENT_FILE, CLIENT_PATH
 from connectors.scripted import call
 from tests.backends.api.live import Backend, running_backend
@@ -387,3 +388,16 @@ def test_a_handler_that_throws_loses_no_event_and_breaks_no_connection(
     assert "message_started" in [kind for _, kind in page.evaluate("() => got")]
     assert page.evaluate("() => hellos") == 1  # never reconnected
     assert any("the onEvent handler failed" in line for line in console)
+
+
+def test_a_server_installed_without_the_client_still_serves_the_api(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(routes_access, "CLIENT_FILE", tmp_path / "not-there.js")
+    with running_backend(tmp_path) as backend:
+        missing = httpx.get(f"{backend.base_url}{CLIENT_PATH}")
+        assert missing.status_code == 404
+        assert missing.json()["error"]["message"] == (
+            "this server was installed without its browser client"
+        )
+        assert httpx.get(f"{backend.base_url}/api/health").status_code == 200
