@@ -5,6 +5,7 @@ attached (`prompt_of`)."""
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 
 import streamlit as st
 from streamlit.typing import ChatInputValue
@@ -36,11 +37,10 @@ def prompt_of(value: str | ChatInputValue | None) -> tuple[str, list[ImagePart]]
     return (text, images) if text.strip() or images else None
 
 
-def _act(action: str, call: object) -> None:
+def _act(action: str, call: Callable[[], object]) -> None:
     """Run an action's request; the server's refusal (409: a turn runs) is said."""
     try:
-        if callable(call):
-            call()
+        call()
     except ApiError as error:
         st.session_state.flash = f"{action}: {error.message}"
     st.rerun()
