@@ -152,12 +152,14 @@ def _settings(client: GuiAgentClient, detail: SessionDetail) -> None:
     """The chat's role and model, as the server has them (changed elsewhere too), saved as
     soon as they are picked."""
     record = detail.session
-    roles = [entry.name for entry in client.agents().agents]
-    models = client.models()
+    state = st.session_state
+    if "offer" not in state:  # the server's roles and models: asked once per tab
+        state.offer = (client.agents(), client.models())
+    agents, models = state.offer
+    roles = [entry.name for entry in agents.agents]
     names = [entry.name for entry in models.models]
     left, right = st.columns(2)
     role_key, model_key = f"role-{record.id}", f"model-{record.id}"
-    state = st.session_state
     if record.agent in roles:
         state[role_key] = record.agent
     left.selectbox(

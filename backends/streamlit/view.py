@@ -168,7 +168,7 @@ def entries_of(history: list[Message]) -> list[Entry]:
             notes=_notes(message),
         )
         for call in message.tool_calls:
-            view = CallView(call.id, call.name, pretty_arguments(call.arguments))
+            view = _call_view(call)
             calls[call.id] = view
             entry.calls.append(view)
         entries.append(entry)

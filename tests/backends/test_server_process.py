@@ -26,17 +26,11 @@ from gui_agent.auth import UserDB
 from gui_agent.config import AppConfig
 from gui_agent.manager import INTERRUPTED_NOTE
 from schema import MessageStatus, MessageType, Role, TextDelta
-from tests.backends.api.live import Api, ServerThread, is_idle
+from tests.backends.api.live import Api, ServerThread, free_port, is_idle
 
 GUI_AGENT = Path(sys.executable).with_name("gui-agent")
 READY_TIMEOUT_S = 90.0
 ECHO_PREFIX = "I am the built-in echo model"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _env() -> dict[str, str]:

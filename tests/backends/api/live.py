@@ -31,6 +31,15 @@ from gui_agent.tokens import EstimateCounter
 from schema import EVENT_ADAPTER, Event, Message, MessageCompleted, TextDelta
 
 SECRET = "test-signing-secret-" + "k" * 40
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on (for a server started as its own process)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
 SLOW_CHUNKS = 3000
 """The slow model streams this many pieces, 10 ms apart: long enough to stop it midway."""
 

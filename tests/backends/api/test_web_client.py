@@ -37,6 +37,16 @@ _LOAD = """async () => {
       },
     });
   };
+  // Signed in as ada, a new chat (its fields), followed as "chat" and connected.
+  window.openChat = async (password, fields = {}) => {
+    window.client = new ga.GuiAgentClient();
+    await client.login("ada", password);
+    const {session} = await client.createSession(fields);
+    window.sessionId = session.id;
+    window.chat = follow(client, session.id, "chat");
+    await chat.ready;
+    return session;
+  };
 }"""
 
 
@@ -130,12 +140,7 @@ def test_an_approval_is_answered_from_the_page(backend: Backend, page: Page) -> 
     backend.scripted.push(call("run_python", code="print(6*7)"), "The answer is 42.")
     page.evaluate(
         """async (password) => {
-          window.client = new ga.GuiAgentClient();
-          await client.login("ada", password);
-          const {session} = await client.createSession();
-          window.sessionId = session.id;
-          window.chat = follow(client, session.id, "chat");
-          await chat.ready;
+          const session = await openChat(password);
           await client.sendMessage(session.id, "compute it");
         }""",
         PASSWORD,
@@ -201,12 +206,7 @@ def test_a_stream_broken_mid_reply_goes_on_with_nothing_lost_or_twice(
 ) -> None:
     page.evaluate(
         """async (password) => {
-          window.client = new ga.GuiAgentClient();
-          await client.login("ada", password);
-          const {session} = await client.createSession({model: "slow"});
-          window.sessionId = session.id;
-          window.chat = follow(client, session.id, "chat");
-          await chat.ready;
+          const session = await openChat(password, {model: "slow"});
           await client.sendMessage(session.id, "tick for me");
         }""",
         PASSWORD,
@@ -242,12 +242,7 @@ def test_a_stream_whose_session_is_deleted_ends_with_not_found(
 ) -> None:
     page.evaluate(
         """async (password) => {
-          window.client = new ga.GuiAgentClient();
-          await client.login("ada", password);
-          const {session} = await client.createSession();
-          window.sessionId = session.id;
-          window.chat = follow(client, session.id, "chat");
-          await chat.ready;
+          const session = await openChat(password);
           await client.deleteSession(session.id);
         }""",
         PASSWORD,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import os
-import socket
 import struct
 import subprocess
 import sys
@@ -20,18 +19,12 @@ from playwright.sync_api import Browser, FilePayload, Page, expect
 
 from connectors.scripted import call
 from schema import MessageStatus, Role
-from tests.backends.api.live import Backend, running_backend
+from tests.backends.api.live import Backend, free_port, running_backend
 
 pytestmark = pytest.mark.browser
 
 PASSWORD = "correct horse battery staple"
 STARTUP_S = 60.0
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
