@@ -228,7 +228,11 @@ def test_a_picture_is_sent_a_turn_retried_and_the_chat_deleted(
     attached: FilePayload = {"name": "red.png", "mimeType": "image/png", "buffer": image}
     page.get_by_test_id("stChatInput").locator("input[type=file]").set_input_files(attached)
     expect(page.get_by_text("red.png")).to_be_visible()  # attached, waiting to be sent
-    send(page, "what colour is this")
+    settled(page)
+    page.get_by_test_id("stChatInputTextArea").fill("what colour is this")
+    submit = page.get_by_test_id("stChatInputSubmitButton")
+    expect(submit).to_be_enabled()  # once the picture is uploaded (Enter before is ignored)
+    submit.click()
     expect(page.get_by_text("Hello from the scripted model.")).to_be_visible()
     user = page.get_by_test_id("stChatMessage").filter(has_text="what colour is this")
     expect(user.locator("img")).to_have_count(1)
