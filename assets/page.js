@@ -362,6 +362,9 @@
     if (event.key !== "Escape" || event.isComposing) return;
     const target = event.target instanceof Element ? event.target : null;
     if (target?.closest('[aria-expanded="true"], [role="listbox"]')) return;
+    // In step with the badge first: `sync` waits for the next frame, which a busy machine
+    // delays, and Esc pressed as RUNNING shows must not find the button still disabled.
+    sync();
     const button = document.querySelector("#stop-btn");
     if (button && !button.disabled) {
       event.preventDefault();
