@@ -32,6 +32,7 @@ from gui_agent.export import (
     read_import,
     replay_events,
 )
+from gui_agent.import_words import import_summary
 from gui_agent.log_text import loggable
 from schema import Event, Message, MessageCompleted
 
@@ -41,12 +42,6 @@ logger = logging.getLogger(__name__)
 
 REPLAY_STEP_S = 0.25
 """The longest pause between two steps of a replay (recorded gaps are shortened to this)."""
-
-RESET_WORDS = {
-    "settings.permissions": "the tools it allowed without asking (each asks you again)",
-    "autochat.enabled": "AutoChat being on (switch it on again if you want it)",
-}
-"""What `Imported.reset` names, in plain words."""
 
 
 class Transfer:
@@ -193,48 +188,5 @@ def complete_events(events: Sequence[Event], history: Sequence[Message]) -> list
 
 
 def import_notice(imported: Imported) -> str:
-    """What an import did, in plain words: the messages it brought, what of the file it did
-    not carry over, and what it repaired (only what happened is said)."""
-    said = [f"Imported {_count(len(imported.messages), 'message')} as a new chat."]
-    reset = [RESET_WORDS.get(name, name) for name in imported.reset]
-    if reset:
-        said.append(f"For safety, an import does not carry over {' or '.join(reset)}.")
-    repaired = _repairs(imported.repairs)
-    if repaired:
-        said.append(f"Repaired so that any model can continue the chat: {'; '.join(repaired)}.")
-    return " ".join(said)
-
-
-def _repairs(repairs: HistoryRepairs) -> list[str]:
-    said = []
-    if count := repairs.orphan_results_dropped:
-        were = _verb(count, "was", "were")
-        said.append(f"{_count(count, 'tool result')} that answered no call {were} left out")
-    if count := repairs.unanswered_calls_answered:
-        said.append(
-            f"{_count(count, 'tool call')} that had no result "
-            + _verb(
-                count,
-                "is marked unanswered (it may have run: check before running it again)",
-                "are marked unanswered (they may have run: check before running them again)",
-            )
-        )
-    if count := repairs.system_messages_made_notes:
-        said.append(
-            f"{_count(count, 'system message')} {_verb(count, 'is', 'are')} kept as a note, "
-            "shown but never sent to the model"
-        )
-    return said
-
-
-def _count(number: int, noun: str) -> str:
-    return f"{number:,} {noun}{'' if number == 1 else 's'}"
-
-
-def _verb(count: int, one: str, more: str) -> str:
-    return one if count == 1 else more
-
-
-def _and(items: list[str]) -> str:
-    """ "a", "a and b", "a, b and c"."""
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+    """What an import did, in plain words (`gui_agent.import_words`)."""
+    return import_summary(len(imported.messages), imported.reset, imported.repairs)

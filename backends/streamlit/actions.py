@@ -1,6 +1,7 @@
 """What a person does to the open chat in the Streamlit front end, besides writing: Stop,
-Retry the last turn, Delete the chat (after a confirmation), and a message with pictures
-attached (`prompt_of`)."""
+Retry the last turn, Edit their last message (and answer it again), Clear the conversation
+and Delete the chat (each after a confirmation), and a message with pictures attached
+(`prompt_of`)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from streamlit.typing import ChatInputValue
 
 from backends.api.client import ApiError, GuiAgentClient
 from backends.api.responses import SessionDetail
-from schema import ImagePart
+from gui_agent.session import written_by_person
+from gui_agent.wording import counted
+from schema import ImagePart, Message
 
-__all__ = ["IMAGE_TYPES", "chat_actions", "prompt_of"]
+__all__ = ["IMAGE_TYPES", "chat_actions", "last_written", "prompt_of"]
 
 IMAGE_TYPES = ("png", "jpg", "jpeg", "gif", "webp")
 """What the message box takes as attachments (the server checks their number and size)."""
@@ -46,11 +49,16 @@ def _act(action: str, call: Callable[[], object]) -> None:
     st.rerun()
 
 
+def last_written(messages: list[Message]) -> Message | None:
+    """The person's own last message (not AutoChat's, not a hand-over): what Edit changes."""
+    return next((m for m in reversed(messages) if written_by_person(m)), None)
+
+
 def chat_actions(client: GuiAgentClient, detail: SessionDetail) -> None:
-    """Stop, Retry and Delete, each enabled when it can act."""
+    """Stop, Retry, Edit, Clear and Delete, each enabled when it can act."""
     session_id = detail.session.id
     running = detail.busy or bool(detail.pending_approvals)
-    stop, retry, delete = st.columns(3)
+    stop, retry, edit, clear, delete = st.columns(5)
     if stop.button("Stop", key="stop", disabled=not running, width="stretch"):
         _act("Stop", lambda: client.stop(session_id))
     if retry.button(
@@ -60,6 +68,14 @@ def chat_actions(client: GuiAgentClient, detail: SessionDetail) -> None:
         width="stretch",
     ):
         _act("Retry", lambda: client.retry(session_id))
+    last = last_written(detail.messages)
+    with edit.popover("Edit last message", width="stretch", disabled=running or last is None):
+        if last is not None:
+            _edit_form(client, session_id, last)
+    with clear.popover("Clear chat", width="stretch", disabled=running or not detail.messages):
+        st.write("Empty this conversation? Its settings stay.")
+        if st.button("Clear", key="clear", type="primary"):
+            _act("Clear", lambda: client.clear(session_id))
     with delete.popover("Delete chat", width="stretch"):
         st.write("Delete this chat and its files, for good?")
         if st.button("Delete", key="delete", type="primary"):
@@ -70,3 +86,16 @@ def chat_actions(client: GuiAgentClient, detail: SessionDetail) -> None:
             else:
                 st.session_state.session_id = None
             st.rerun()
+
+
+def _edit_form(client: GuiAgentClient, session_id: str, last: Message) -> None:
+    """The last message's text to change; it is answered again in place of what followed.
+    Its pictures go with it unless the person lets them go."""
+    with st.form(f"edit-{last.id}", border=False):
+        text = st.text_area("Your message", value=last.content, key=f"edit-text-{last.id}")
+        keep = bool(last.images) and st.checkbox(
+            f"Keep its {counted(len(last.images), 'picture')}", value=True
+        )
+        if st.form_submit_button("Send edited", type="primary"):
+            images = list(last.images) if keep else []
+            _act("Edit", lambda: client.edit_last(session_id, text, images=images))

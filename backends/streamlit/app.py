@@ -4,7 +4,8 @@ Run it with `gui-agent streamlit` (it sets Streamlit's safe options; see `launch
 a running `gui-agent serve`. It signs in (a form when the server has users), lists the
 person's chats, shows a chat's history, streams the reply as it is written with the tool
 calls it makes, puts approvals to the person (allow once, for the session, or deny, with a
-note), and stops a turn. Everything it shows comes from the API; it keeps no chat state of
+note), and stops a turn; `actions` holds the other controls (Retry, Edit, Clear, Delete)
+and `transfer` export and import. Everything it shows comes from the API; it keeps no chat state of
 its own beyond which chat is open, so a reload, or a turn started in another front end,
 shows the same thing.
 
@@ -47,6 +48,7 @@ from backends.streamlit.autochat import (
 )
 from backends.streamlit.launch import DEFAULT_URL, URL_ENV
 from backends.streamlit.settings import settings_panel
+from backends.streamlit.transfer import export_panel, import_box
 from backends.streamlit.view import (
     CallView,
     Entry,
@@ -55,6 +57,7 @@ from backends.streamlit.view import (
     image_source,
     plain_markdown,
     safe_markdown,
+    usage_line,
 )
 from gui_agent.wording import role_title
 from schema import (
@@ -138,6 +141,8 @@ def _sidebar(client: GuiAgentClient, open_id: str | None) -> None:
             ):
                 state.session_id = record.id
                 st.rerun()
+        st.divider()
+        import_box(client)
 
 
 def _change(client: GuiAgentClient, session_id: str, field: str, key: str) -> None:
@@ -221,10 +226,15 @@ def _draw_entry(entry: Entry) -> None:
             st.caption(plain_markdown(note))
 
 
-def _approval(client: GuiAgentClient, session_id: str, request: ApprovalRequested) -> None:
+def _approval(
+    client: GuiAgentClient, session_id: str, request: ApprovalRequested, waiting: int
+) -> None:
+    """The oldest approval waiting; `waiting` counts it and those behind it."""
     with st.container(border=True):
         warning = " It changes things: check it first." if request.destructive else ""
         st.markdown(f"**Approval needed:** {plain_markdown(request.summary)}.{warning}")
+        if waiting > 1:
+            st.caption(f"{waiting - 1} more after this one.")
         if request.detail:
             st.code(request.detail, language=request.language)
         note = st.text_input("A note for the agent (optional)", key=f"note-{request.approval_id}")
@@ -344,14 +354,19 @@ def _chat(client: GuiAgentClient, session_id: str) -> None:
         st.rerun()
     record = detail.session
     st.subheader(plain_markdown(record.title or "Untitled chat"))
+    if notice := st.session_state.pop("notice", None):
+        st.success(plain_markdown(notice))
+    st.caption(usage_line(record.usage))
     _settings(client, detail)
     autochat_panel(client, detail)
     settings_panel(client, detail)
     chat_actions(client, detail)
+    export_panel(client, detail)
     for entry in entries_of(detail.messages):
         _draw_entry(entry)
+    waiting = len(detail.pending_approvals)
     for request in detail.pending_approvals[:1]:  # one at a time, the oldest first
-        _approval(client, session_id, request)
+        _approval(client, session_id, request, waiting)
     prompt = prompt_of(_message_box())
     if prompt is not None:
         try:

@@ -19,6 +19,7 @@ from typing import Final
 
 from backends.api.client import ClientError, GuiAgentClient
 from gui_agent.auth.users import is_loopback
+from gui_agent.export_format import MAX_IMPORT_BYTES
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +56,8 @@ def streamlit_command(host: str, port: int) -> list[str]:
         "minimal",
         "--runner.magicEnabled",  # only what the app draws is drawn
         "false",
+        "--server.maxUploadSize",  # in MiB: an import file, the largest upload the API takes
+        str(MAX_IMPORT_BYTES // 2**20),
     ]
 
 

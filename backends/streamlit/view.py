@@ -16,7 +16,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from gui_agent.wording import role_title
+from gui_agent.wording import counted, role_title
 from schema import (
     ImagePart,
     Message,
@@ -29,6 +29,7 @@ from schema import (
     ToolCall,
     ToolCallFinished,
     ToolCallStarted,
+    Usage,
 )
 
 __all__ = [
@@ -40,6 +41,7 @@ __all__ = [
     "plain_markdown",
     "pretty_arguments",
     "safe_markdown",
+    "usage_line",
 ]
 
 
@@ -96,6 +98,18 @@ def plain_markdown(text: str) -> str:
     every sign Markdown gives a meaning is escaped, so a chat title or a tool's name can
     neither format the page nor make it fetch a picture."""
     return _MARKDOWN_SIGNS.sub(r"\\\1", text)
+
+
+def usage_line(usage: Usage) -> str:
+    """The chat's tokens so far, in and out, and its model calls (as the page's usage panel
+    says them)."""
+    if not usage.requests:
+        return "No model calls yet."
+    estimated = " (estimated)" if usage.estimated else ""
+    return (
+        f"Tokens so far: {usage.input_tokens:,} in · {usage.output_tokens:,} out · "
+        f"{counted(usage.requests, 'model call')}{estimated}"
+    )
 
 
 def pretty_arguments(arguments: str) -> str:

@@ -47,6 +47,7 @@ def test_the_command_binds_where_asked_and_phones_nowhere() -> None:
     assert option(command, "--server.headless") == "true"  # opens no browser
     assert option(command, "--server.fileWatcherType") == "none"
     assert option(command, "--runner.magicEnabled") == "false"
+    assert option(command, "--server.maxUploadSize") == "64"  # MiB: what an import takes
 
 
 def test_a_loopback_bind_starts_against_any_server(open_server: Backend) -> None:

@@ -5,13 +5,16 @@ with its reply, an approval answered from the page, and Stop during a streaming 
 from __future__ import annotations
 
 import base64
+import json
 import os
+import re
 import struct
 import subprocess
 import sys
 import time
 import zlib
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -294,3 +297,80 @@ def test_the_chats_settings_are_shown_and_saved(page: Page, backend: Backend) ->
     sent = backend.scripted.requests[-1]
     assert sent.messages[0].content == "Answer like a pirate."  # the model was told
     assert sent.settings is not None and sent.settings.temperature == 0.5
+
+
+def test_the_last_message_is_edited_and_the_chat_exported_imported_and_cleared(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    new_chat(page)
+    expect(page.get_by_text("No model calls yet.")).to_be_visible()
+    send(page, "what is the capital of Frnace")
+    expect(page.get_by_text("Hello from the scripted model.")).to_be_visible()
+    expect(page.get_by_text("Tokens so far:", exact=False)).to_contain_text("1 model call")
+    # Edit: the message back in a box, changed, and answered again in place of the reply
+    backend.scripted.push("Paris.")
+    settled(page)
+    page.get_by_role("button", name="Edit last message").click()
+    box = page.get_by_label("Your message")
+    expect(box).to_have_value("what is the capital of Frnace")
+    box.fill("what is the capital of France")
+    page.get_by_role("button", name="Send edited").click()
+    expect(page.get_by_text("Paris.")).to_be_visible()
+    expect(page.get_by_text("Hello from the scripted model.")).to_have_count(0)
+    api = backend.client().login("ada", PASSWORD)
+    sessions = api.get("/api/sessions").json()["sessions"]
+    [record] = [s for s in sessions if s["title"] == "what is the capital of Frnace"]
+    expected = ["what is the capital of France", "Paris."]
+    assert [m.content for m in api.messages(record["id"])] == expected
+    # Export: asked for, then saved as a file holding the chat
+    settled(page)
+    page.get_by_role("button", name="Export chat").click()
+    with page.expect_download() as saving:
+        page.get_by_role("button", name=re.compile(r"^Save the file")).click()
+    download = saving.value
+    assert download.suggested_filename.startswith("gui-agent-what-is-the-capital-of-frnace-")
+    data = Path(download.path()).read_bytes()
+    assert [m["content"] for m in json.loads(data)["messages"]] == expected
+    # Import: the file becomes a new chat, opened, and the page says what it did
+    settled(page)
+    expect(page.get_by_test_id("stFileUploader")).to_contain_text("64MB per file")
+    uploader = page.get_by_test_id("stFileUploader").locator("input[type=file]")
+    uploader.set_input_files(
+        {"name": download.suggested_filename, "mimeType": "application/json", "buffer": data}
+    )
+    expect(page.get_by_text("Imported 2 messages as a new chat.")).to_be_visible()
+    sessions = api.get("/api/sessions").json()["sessions"]
+    copies = [s["id"] for s in sessions if s["title"] == "what is the capital of Frnace"]
+    assert len(copies) == 2
+    [imported] = [i for i in copies if i != record["id"]]
+    assert [m.content for m in api.messages(imported)] == expected
+    # Clear, after saying yes: the open (imported) chat empties, the first one keeps its own
+    settled(page)
+    page.get_by_role("button", name="Clear chat").click()
+    page.get_by_role("button", name="Clear", exact=True).click()
+    expect(page.get_by_text("Paris.")).to_have_count(0)
+    assert api.messages(imported) == []
+    assert [m.content for m in api.messages(record["id"])] == expected
+
+
+def test_a_file_that_is_not_an_export_is_refused_once_and_nothing_is_made(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    api = backend.client().login("ada", PASSWORD)
+    before = len(api.get("/api/sessions").json()["sessions"])
+    uploader = page.get_by_test_id("stFileUploader").locator("input[type=file]")
+    bogus = b'{"format": "something else", "version": 1}'
+    uploader.set_input_files(
+        {"name": "notes.json", "mimeType": "application/json", "buffer": bogus}
+    )
+    refusal = page.get_by_text("Could not import:", exact=False)
+    expect(refusal).to_be_visible()
+    expect(page.get_by_text("notes.json")).to_have_count(0)  # taken once: the box is empty
+    settled(page)
+    page.get_by_label("Search chats").fill("x")  # any rerun: the refusal is not sent again
+    page.get_by_label("Search chats").press("Enter")
+    settled(page)
+    expect(refusal).to_have_count(0)
+    assert len(api.get("/api/sessions").json()["sessions"]) == before

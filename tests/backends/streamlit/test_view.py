@@ -1,12 +1,13 @@
 """What the Streamlit front end shows of a chat (`backends.streamlit.view`), without
 Streamlit: every message type, tool results folded into their calls, notes, and a reply
-built from its events."""
+built from its events, the usage line, and which message Edit changes."""
 
 from __future__ import annotations
 
 import base64
 import json
 
+from backends.streamlit.actions import last_written
 from backends.streamlit.view import (
     LiveReply,
     entries_of,
@@ -14,6 +15,7 @@ from backends.streamlit.view import (
     plain_markdown,
     pretty_arguments,
     safe_markdown,
+    usage_line,
 )
 from schema import (
     AgentName,
@@ -29,6 +31,7 @@ from schema import (
     ToolCallFinished,
     ToolCallStarted,
     ToolResult,
+    Usage,
 )
 
 CALL = ToolCall(id="c1", name="run_python", arguments=json.dumps({"code": "print(42)"}))
@@ -167,3 +170,19 @@ def test_titles_labels_and_captions_are_shown_as_written() -> None:
     assert "![" not in shown and "**" not in shown and ":red[" not in shown
     assert shown.replace("\\", "") == title  # and nothing else changed
     assert plain_markdown("Run Python code") == "Run Python code"
+
+
+def test_the_usage_line_says_tokens_calls_and_estimates() -> None:
+    assert usage_line(Usage()) == "No model calls yet."
+    measured = Usage(input_tokens=12_345, output_tokens=678, requests=1)
+    assert usage_line(measured) == "Tokens so far: 12,345 in · 678 out · 1 model call"
+    guessed = Usage(input_tokens=10, output_tokens=3, requests=2, estimated=True)
+    assert usage_line(guessed) == "Tokens so far: 10 in · 3 out · 2 model calls (estimated)"
+
+
+def test_edit_changes_the_persons_own_last_message_only() -> None:
+    mine = Message(role=Role.USER, content="first try")
+    reply = Message(role=Role.ASSISTANT, content="ok")
+    automatic = Message(role=Role.USER, content="continue", metadata={"autochat": True})
+    assert last_written([mine, reply, automatic, reply]) is mine
+    assert last_written([reply]) is None and last_written([]) is None
