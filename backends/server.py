@@ -12,7 +12,8 @@
    turns a crash left running as interrupted, apply retention (and again every
    `RETENTION_SWEEP_S` while serving, `SessionManager.expire`);
 4. load or create the token signing key; set up login (users file or proxy header);
-5. the API under /api, then the Gradio page at / (same login, assets folder only); no
+5. the API under /api, the React front end's build at /react/ (`mount_react`), then the
+   Gradio page at / (same login, assets folder only); no
    other web site may read an answer from either (`NoCrossOrigin`: no CORS, whatever
    Gradio would allow) or have either do anything (`SameOriginWrites`: a POST, PUT,
    PATCH or DELETE that a browser sends from another origin is refused) or show either
@@ -55,6 +56,7 @@ from fastapi import FastAPI
 from backends.api import LoginThrottles, create_api
 from backends.api.guards import NoCrossOrigin, NotFramed, SameOriginWrites, add_host_guard
 from backends.api.sse import DEFAULT_RECHECK_S
+from backends.react_front import REACT_PATH, mount_react
 from connectors.llama_local import LOCAL_MODEL_NOTICE
 from connectors.registry import ModelRegistry, resolve_models
 from gui_agent.auth import (
@@ -199,6 +201,7 @@ async def build_server(
             auth_recheck_s=auth_recheck_s,
             users_changed=watcher.check if watcher is not None else None,
         )
+        mount_react(app)  # at /react/, before the page takes every other path
         page = _mount_page(
             app,
             manager,
@@ -525,7 +528,8 @@ def _mount_page(
         footer_links=["gradio", "settings"],
         **login,
     )
-    early.add_early_script(app)  # (before Gradio's scripts: an idle page draws no frames)
+    # (before Gradio's scripts: an idle page draws no frames; not in the React front end)
+    early.add_early_script(app, skip=(REACT_PATH,))
     cache.add_asset_cache(app)  # (Gradio's build files, read and compressed once)
     return shelves.mounted_page(app)
 

@@ -64,12 +64,20 @@ class EarlyScript:
     length included, and no body. Other answers (another type, compressed, any other
     method) pass through untouched, as they arrive."""
 
-    def __init__(self, app: ASGIApp, script: str) -> None:
+    def __init__(self, app: ASGIApp, script: str, skip: tuple[str, ...] = ()) -> None:
         self.app = app
         self.tag = f"<script>{script}</script>".encode() if script else b""
+        self.skip = skip
+        """Paths of other front ends the app serves (and all below them): Gradio's mends
+        are not theirs, so their pages are left as they are."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] not in ("GET", "HEAD") or not self.tag:
+        if (
+            scope["type"] != "http"
+            or scope["method"] not in ("GET", "HEAD")
+            or not self.tag
+            or self._skipped(scope)
+        ):
             await self.app(scope, receive, send)
             return
         head = scope["method"] == "HEAD"
@@ -103,7 +111,17 @@ class EarlyScript:
         # A HEAD is asked as the GET it stands for: its headers are then that answer's.
         await self.app({**scope, "method": "GET"} if head else scope, receive, with_tag)
 
+    def _skipped(self, scope: Scope) -> bool:
+        path: str = scope.get("path", "")
+        root: str = scope.get("root_path", "")
+        if root and path.startswith(root):
+            path = path[len(root) :]
+        return any(path == prefix or path.startswith(prefix + "/") for prefix in self.skip)
 
-def add_early_script(app: FastAPI, folder: Path = ASSETS_DIR) -> None:
-    """Serve `app`'s pages with the early script (before the app starts)."""
-    app.add_middleware(EarlyScript, script=early_script(folder))
+
+def add_early_script(
+    app: FastAPI, folder: Path = ASSETS_DIR, *, skip: tuple[str, ...] = ()
+) -> None:
+    """Serve `app`'s pages with the early script (before the app starts), but for those at
+    the paths in `skip` and below."""
+    app.add_middleware(EarlyScript, script=early_script(folder), skip=skip)

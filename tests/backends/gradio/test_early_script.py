@@ -105,6 +105,19 @@ async def test_only_a_get_is_changed_and_a_head_tells_its_length() -> None:
     assert int((await fetch("/", method="HEAD")).headers["content-length"]) == len(got.content)
 
 
+async def test_other_front_ends_pages_are_left_as_they_are() -> None:
+    routes = [Route("/react/", page), Route("/reactor", page), Route("/react", page)]
+    wrapped = EarlyScript(Starlette(routes=routes), script=SCRIPT, skip=("/react",))
+    transport = httpx.ASGITransport(app=wrapped)
+    async with httpx.AsyncClient(transport=transport, base_url="http://app") as client:
+        assert (await client.get("/react/")).content == PAGE
+        assert (await client.get("/react")).content == PAGE
+        assert TAG in (await client.get("/reactor")).content  # a prefix of a name is not it
+    behind = httpx.ASGITransport(app=wrapped, root_path="/gui")  # a proxy's path prefix
+    async with httpx.AsyncClient(transport=behind, base_url="http://app") as client:
+        assert (await client.get("/gui/react/")).content == PAGE
+
+
 async def test_without_a_script_nothing_changes(tmp_path: Path) -> None:
     assert early_script(tmp_path) == ""  # (no file there)
     answer = await fetch("/", script=early_script(tmp_path))

@@ -1,0 +1,169 @@
+// The page: signing in (a form when the server has users), the person's chats (kept live by
+// the chats-list stream, so a chat made or renamed in another tab shows here), and the open
+// chat (Chat.jsx).
+import { useCallback, useEffect, useState } from "react";
+import { Chat } from "./Chat.jsx";
+
+export function App({ client, api }) {
+  const [phase, setPhase] = useState("starting"); // starting | signin | ready | failed
+  const [problem, setProblem] = useState(null);
+
+  useEffect(() => {
+    (async () => {
+      try {
+        const { auth } = await client.health();
+        if (auth === "password") {
+          setPhase("signin");
+          return;
+        }
+        await client.login(); // no login, or the proxy's header says who
+        setPhase("ready");
+      } catch (error) {
+        setProblem(`GuiAgent is not reachable: ${error.message}`);
+        setPhase("failed");
+      }
+    })();
+  }, [client]);
+
+  if (phase === "starting") return <p className="hint">Connecting…</p>;
+  if (phase === "failed") return <p role="alert" className="problem">{problem}</p>;
+  if (phase === "signin") {
+    return <SignIn client={client} api={api} onSignedIn={() => setPhase("ready")} />;
+  }
+  return <Workspace client={client} api={api} onSignedOut={() => setPhase("signin")} />;
+}
+
+function SignIn({ client, api, onSignedIn }) {
+  const [name, setName] = useState("");
+  const [password, setPassword] = useState("");
+  const [problem, setProblem] = useState(null);
+  const [busy, setBusy] = useState(false);
+
+  async function submit(event) {
+    event.preventDefault();
+    setBusy(true);
+    try {
+      await client.login(name, password);
+      onSignedIn();
+    } catch (error) {
+      if (error instanceof api.ApiError && error.status === 401) {
+        setProblem("Wrong user name or password.");
+      } else if (error instanceof api.ApiError && error.status === 429) {
+        setProblem(`Too many attempts: try again in ${Math.ceil(error.retryAfter ?? 60)} s.`);
+      } else {
+        setProblem(error.message);
+      }
+    } finally {
+      setBusy(false);
+    }
+  }
+
+  return (
+    <form className="signin" onSubmit={submit}>
+      <h1>Sign in to GuiAgent</h1>
+      <label>
+        User name
+        <input value={name} onChange={(e) => setName(e.target.value)} autoComplete="username" />
+      </label>
+      <label>
+        Password
+        <input
+          type="password"
+          value={password}
+          onChange={(e) => setPassword(e.target.value)}
+          autoComplete="current-password"
+        />
+      </label>
+      {problem && <p role="alert" className="problem">{problem}</p>}
+      <button type="submit" disabled={busy}>Sign in</button>
+    </form>
+  );
+}
+
+function Workspace({ client, api, onSignedOut }) {
+  const [sessions, setSessions] = useState([]);
+  const [openId, setOpenId] = useState(null);
+  const [offer, setOffer] = useState({ agents: [], models: [], defaultModel: null, notice: null });
+  const [problem, setProblem] = useState(null);
+
+  const failed = useCallback(
+    (error) => {
+      if (error instanceof api.ApiError && error.status === 401) onSignedOut();
+      else setProblem(error.message);
+    },
+    [api, onSignedOut],
+  );
+
+  const reload = useCallback(async () => {
+    try {
+      setSessions((await client.listSessions({ limit: 100 })).sessions);
+    } catch (error) {
+      failed(error);
+    }
+  }, [client, failed]);
+
+  useEffect(() => {
+    reload();
+    Promise.all([client.agents(), client.models()]).then(
+      ([agents, models]) =>
+        setOffer({
+          agents: agents.agents.map((a) => a.name),
+          models: models.models.map((m) => m.name),
+          defaultModel: models.default,
+          notice: models.notice,
+        }),
+      failed,
+    );
+    const changes = client.changes({
+      onChange: (change) => {
+        reload();
+        if (change.kind === "deleted") setOpenId((id) => (id === change.session_id ? null : id));
+      },
+      onResync: reload,
+      onClosed: failed,
+    });
+    return () => changes.close();
+  }, [client, reload, failed]);
+
+  async function newChat() {
+    try {
+      const { session } = await client.createSession();
+      setOpenId(session.id);
+      reload();
+    } catch (error) {
+      failed(error);
+    }
+  }
+
+  return (
+    <div className="layout">
+      <nav className="sidebar" aria-label="Your chats">
+        <p className="hint">Signed in as {client.user}</p>
+        <button type="button" className="primary" onClick={newChat}>New chat</button>
+        <ul>
+          {sessions.map((s) => (
+            <li key={s.id}>
+              <button
+                type="button"
+                aria-current={s.id === openId ? "page" : undefined}
+                onClick={() => setOpenId(s.id)}
+              >
+                {s.title || "Untitled chat"}
+              </button>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <main>
+        {offer.notice && <p className="notice">{offer.notice}</p>}
+        {problem && <p role="alert" className="problem">{problem}</p>}
+        {openId ? (
+          <Chat key={openId} client={client} api={api} sessionId={openId} offer={offer}
+            onGone={() => setOpenId(null)} onSignedOut={onSignedOut} />
+        ) : (
+          <p className="hint">Start a new chat, or open one from the list.</p>
+        )}
+      </main>
+    </div>
+  );
+}

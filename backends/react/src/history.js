@@ -1,0 +1,175 @@
+// What the React front end shows of a chat, without React: the history as entries (each tool
+// result folded into the call that asked for it, as on the Gradio page), and a chat's live
+// state kept up to date by its events (`applyEvent`), so the page never reloads the history
+// while a turn runs.
+
+const ROLE_TITLES = {
+  AGENT_EXECUTOR: "Executor",
+  LLM_PLANNER: "Planner",
+  SUPERVISOR: "Supervisor",
+  THOUGHT: "Thought",
+  CREW: "Crew",
+  OTHER: "Other",
+};
+
+/** A role's name as people read it ("LLM_PLANNER" -> "Planner"). */
+export function roleTitle(name) {
+  return ROLE_TITLES[name] ?? String(name ?? "");
+}
+
+/** A call's JSON arguments indented, or as sent when they are not JSON. */
+export function prettyArguments(text) {
+  try {
+    return JSON.stringify(JSON.parse(text || "{}"), null, 2);
+  } catch {
+    return text;
+  }
+}
+
+function notesOf(message) {
+  const notes = [];
+  if (message.status === "interrupted") notes.push("Interrupted: the turn was stopped here.");
+  else if (message.status === "error") notes.push("This reply ended with an error.");
+  if (message.metadata?.cut_off) {
+    notes.push('Cut off at the output limit (Max tokens): say "continue" for the rest.');
+  }
+  return notes;
+}
+
+/** The history as chat entries: {key, role, speaker, kind, text, reasoning, images, calls,
+ * notes}; a call is {id, name, arguments, result, isError}, its result null until it has
+ * one. SYSTEM messages are instructions, not conversation, and are left out. */
+export function entriesOf(messages) {
+  const entries = [];
+  const calls = new Map();
+  for (const message of messages) {
+    if (message.role === "tool") {
+      const call = calls.get(message.tool_call_id ?? "");
+      if (call) {
+        call.result = message.content;
+        call.isError = Boolean(message.metadata?.is_error);
+      } else {
+        entries.push(plain(message, "assistant", message.content));
+      }
+      continue;
+    }
+    if (message.type === "confirmation" || message.metadata?.display_only) {
+      const note = message.content.trim() || message.type;
+      const last = entries[entries.length - 1];
+      if (last && last.role === "assistant") last.notes.push(note);
+      else entries.push({ ...plain(message, "assistant", ""), notes: [note] });
+      continue;
+    }
+    if (message.role === "system") continue;
+    const entry = plain(message, message.role === "user" ? "user" : "assistant", message.content);
+    entry.notes = notesOf(message);
+    for (const call of message.tool_calls ?? []) {
+      const view = {
+        id: call.id,
+        name: call.name,
+        arguments: prettyArguments(call.arguments),
+        result: null,
+        isError: false,
+      };
+      calls.set(call.id, view);
+      entry.calls.push(view);
+    }
+    entries.push(entry);
+  }
+  return entries;
+}
+
+function plain(message, role, text) {
+  return {
+    key: message.id,
+    role,
+    speaker: message.agent ? roleTitle(message.agent) : "",
+    kind: message.type,
+    language: message.language ?? null,
+    text,
+    reasoning: message.reasoning ?? "",
+    images: message.images ?? [],
+    calls: [],
+    notes: [],
+  };
+}
+
+/** An image's data URL, or null for one given by address: the page fetches no picture a
+ * model, a tool or an imported chat names (it would tell that address who reads the chat). */
+export function imageSource(image) {
+  if (!image.data) return null;
+  return `data:${image.media_type || "image/png"};base64,${image.data}`;
+}
+
+/** A chat as the page holds it: the session's record, its messages, replies being written,
+ * approvals waiting, its state, and the last problem to show. */
+export function chatFrom(detail) {
+  return {
+    session: detail.session,
+    messages: detail.messages,
+    streaming: Object.fromEntries(
+      detail.streaming.map((m) => [m.id, { id: m.id, agent: m.agent, text: m.content, reasoning: "" }]),
+    ),
+    approvals: detail.pending_approvals,
+    state: detail.state,
+    busy: detail.busy,
+    problem: null,
+    autochat: null,
+  };
+}
+
+/** The chat after one event (a new object when anything changed, else the same one). */
+export function applyEvent(chat, event) {
+  switch (event.type) {
+    case "state_changed":
+      return { ...chat, state: event.to_state, busy: event.to_state !== "STOP" && event.to_state !== "INIT" };
+    case "message_started":
+      return {
+        ...chat,
+        streaming: {
+          ...chat.streaming,
+          [event.message_id]: { id: event.message_id, agent: event.agent, text: "", reasoning: "" },
+        },
+      };
+    case "text_delta": {
+      const live = chat.streaming[event.message_id];
+      if (!live) return chat;
+      const field = event.channel === "reasoning" ? "reasoning" : "text";
+      const grown = { ...live, [field]: live[field] + event.delta };
+      return { ...chat, streaming: { ...chat.streaming, [event.message_id]: grown } };
+    }
+    case "message_completed": {
+      const message = event.message;
+      const { [message.id]: _done, ...streaming } = chat.streaming;
+      const at = chat.messages.findIndex((m) => m.id === message.id);
+      const messages =
+        at === -1
+          ? [...chat.messages, message]
+          : chat.messages.map((m, i) => (i === at ? message : m));
+      return { ...chat, messages, streaming };
+    }
+    case "approval_requested":
+      if (chat.approvals.some((a) => a.approval_id === event.approval_id)) return chat;
+      return { ...chat, approvals: [...chat.approvals, event] };
+    case "approval_resolved":
+      return { ...chat, approvals: chat.approvals.filter((a) => a.approval_id !== event.approval_id) };
+    case "session_updated":
+      return { ...chat, session: { ...chat.session, ...event.fields } };
+    case "error":
+      return { ...chat, problem: event.message };
+    case "run_finished":
+      return { ...chat, streaming: {} };
+    case "autochat_turn":
+      return { ...chat, autochat: `AutoChat: automatic turn ${event.turn} of ${event.max_turns}.` };
+    case "autochat_stopped":
+      return { ...chat, autochat: autochatStopped(event) };
+    default:
+      return chat;
+  }
+}
+
+function autochatStopped(event) {
+  const turns = `${event.turns} automatic turn${event.turns === 1 ? "" : "s"}`;
+  const why = event.detail || String(event.reason).replaceAll("_", " ");
+  return `AutoChat stopped after ${turns}: ${why}.`;
+}

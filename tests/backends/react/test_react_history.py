@@ -1,0 +1,138 @@
+"""The React front end's view of a chat (`backends/react/src/history.js`), run in Node: tool
+results folded into their calls, a reply built from its deltas and replaced by the message
+as filed, approvals added once and removed when answered, and pictures named by address
+never loaded."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+HISTORY = Path(__file__).resolve().parents[3] / "backends" / "react" / "src" / "history.js"
+
+SCRIPT = """
+import { applyEvent, chatFrom, entriesOf, imageSource } from %s;
+const detail = JSON.parse(process.argv[1]);
+let chat = chatFrom(detail);
+const seen = [];
+for (const event of detail.events) {
+  chat = applyEvent(chat, event);
+  seen.push({state: chat.state, busy: chat.busy, live: Object.values(chat.streaming),
+             approvals: chat.approvals.map((a) => a.approval_id), problem: chat.problem});
+}
+const entries = entriesOf(chat.messages);
+const images = entries.flatMap((e) => e.images.map(imageSource));
+console.log(JSON.stringify({entries, seen, images, title: chat.session.title}));
+"""
+
+
+def run(detail: dict[str, Any]) -> dict[str, Any]:
+    node = shutil.which("node")
+    assert node is not None, "Node.js is needed (scripts/test.sh installs it)"
+    script = SCRIPT % json.dumps(HISTORY.as_uri())
+    done = subprocess.run(
+        [node, "--input-type=module", "-e", script, json.dumps(detail)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def message(id_: str, role: str, content: str = "", **fields: Any) -> dict[str, Any]:
+    return {
+        "id": id_,
+        "role": role,
+        "content": content,
+        "type": "message",
+        "metadata": {},
+        **fields,
+    }
+
+
+def test_a_turn_is_followed_from_its_events() -> None:
+    asked = message("u1", "user", "add 2 and 3")
+    call = {"id": "c1", "name": "add", "arguments": '{"a": 2, "b": 3}'}
+    reply = message("a1", "assistant", "", agent="AGENT_EXECUTOR", tool_calls=[call])
+    result = message("t1", "tool", "5", tool_call_id="c1")
+    final = message("a2", "assistant", "It is 5.", agent="AGENT_EXECUTOR")
+    approval = {"type": "approval_requested", "approval_id": "p1", "call": call}
+    events = [
+        {"type": "state_changed", "to_state": "RUNNING"},
+        {"type": "message_completed", "message": asked},
+        {"type": "message_started", "message_id": "a1", "agent": "AGENT_EXECUTOR"},
+        {"type": "message_completed", "message": reply},
+        approval,
+        approval,  # heard twice (a resumed stream): shown once
+        {"type": "approval_resolved", "approval_id": "p1", "decision": "allow_once"},
+        {"type": "message_completed", "message": result},
+        {"type": "message_started", "message_id": "a2", "agent": "AGENT_EXECUTOR"},
+        {"type": "text_delta", "message_id": "a2", "delta": "It is "},
+        {"type": "text_delta", "message_id": "a2", "delta": "thinking", "channel": "reasoning"},
+        {"type": "text_delta", "message_id": "zz", "delta": "not ours"},
+        {"type": "text_delta", "message_id": "a2", "delta": "5."},
+        {"type": "message_completed", "message": final},
+        {"type": "session_updated", "fields": {"title": "Adding"}},
+        {"type": "error", "message": "a problem said"},
+        {"type": "state_changed", "to_state": "STOP"},
+    ]
+    detail = {
+        "session": {"id": "s", "title": ""},
+        "messages": [],
+        "streaming": [],
+        "pending_approvals": [],
+        "state": "STOP",
+        "busy": False,
+        "events": events,
+    }
+    out = run(detail)
+    seen = out["seen"]
+    assert seen[0]["busy"] is True and seen[-1] == {**seen[-1], "busy": False, "state": "STOP"}
+    assert [s["approvals"] for s in seen[4:7]] == [["p1"], ["p1"], []]
+    writing = seen[12]["live"]
+    assert writing == [
+        {"id": "a2", "agent": "AGENT_EXECUTOR", "text": "It is 5.", "reasoning": "thinking"}
+    ]
+    assert seen[13]["live"] == []  # filed: the message takes its place
+    assert seen[-2]["problem"] == "a problem said" and out["title"] == "Adding"
+    entries = out["entries"]
+    assert [(e["role"], e["text"], e["speaker"]) for e in entries] == [
+        ("user", "add 2 and 3", ""),
+        ("assistant", "", "Executor"),
+        ("assistant", "It is 5.", "Executor"),
+    ]
+    [folded] = entries[1]["calls"]
+    assert folded == {
+        "id": "c1",
+        "name": "add",
+        "arguments": '{\n  "a": 2,\n  "b": 3\n}',
+        "result": "5",
+        "isError": False,
+    }
+
+
+def test_pictures_by_address_are_named_and_notes_are_kept() -> None:
+    images = [
+        {"data": "iVBORw0KGgo=", "media_type": "image/png"},
+        {"url": "https://t.example/p.png"},
+    ]
+    stopped = message("a1", "assistant", "partial", status="interrupted")
+    system = message("s1", "system", "You are a helpful assistant.")
+    detail = {
+        "session": {"id": "s", "title": "t"},
+        "messages": [system, message("u1", "user", "look", images=images), stopped],
+        "streaming": [{"id": "a2", "agent": None, "content": "so far"}],
+        "pending_approvals": [],
+        "state": "RUNNING",
+        "busy": True,
+        "events": [],
+    }
+    out = run(detail)
+    assert out["images"] == ["data:image/png;base64,iVBORw0KGgo=", None]  # not fetched
+    assert [e["text"] for e in out["entries"]] == ["look", "partial"]  # instructions left out
+    assert out["entries"][1]["notes"] == ["Interrupted: the turn was stopped here."]

@@ -1,0 +1,168 @@
+"""The React front end (`backends/react`), as built by scripts/build-react.sh and served at
+/react/ by the server's own `mount_react`, against a real API server (offline models), in a
+real Chromium: signing in, a chat with its reply, an approval answered from the page, Stop
+during a streaming reply, and the chats list kept live from another client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+from starlette.applications import Starlette
+
+from backends.react_front import REACT_DIST, mount_react
+from connectors.scripted import call
+from schema import MessageStatus, Role
+from tests.backends.api.live import Backend, running_backend
+
+pytestmark = pytest.mark.browser
+
+PASSWORD = "correct horse battery staple"
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
+    assert (REACT_DIST / "index.html").is_file(), "build it first: scripts/build-react.sh"
+    front = Starlette()
+    assert mount_react(front)
+    with running_backend(
+        tmp_path_factory.mktemp("react"), users=[("ada", PASSWORD)], page=front
+    ) as running:
+        yield running
+
+
+@pytest.fixture
+def page(backend: Backend, chromium: Browser) -> Iterator[Page]:
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    tab = context.new_page()
+    problems: list[str] = []
+    tab.on("pageerror", lambda error: problems.append(str(error)))
+    tab.goto(f"{backend.base_url}/react")  # the folder's address without its slash, too
+    yield tab
+    context.close()
+    assert problems == []  # no script error on the page
+
+
+def signed_in(page: Page) -> None:
+    page.get_by_label("User name").fill("ada")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_text("Signed in as ada")).to_be_visible()
+
+
+def new_chat(page: Page) -> None:
+    page.get_by_role("button", name="New chat").click()
+    expect(page.get_by_role("heading", name="Untitled chat")).to_be_visible()
+
+
+def send(page: Page, text: str) -> None:
+    box = page.get_by_label("Message")
+    box.fill(text)
+    box.press("Enter")
+
+
+def chat_titled(backend: Backend, title: str) -> str:
+    api = backend.client().login("ada", PASSWORD)
+    sessions = api.get("/api/sessions").json()["sessions"]
+    [record] = [s for s in sessions if s["title"] == title]
+    return str(record["id"])
+
+
+def test_a_person_signs_in_and_the_reply_streams_in(page: Page, backend: Backend) -> None:
+    page.get_by_label("User name").fill("ada")
+    page.get_by_label("Password").fill("not the password")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_have_text("Wrong user name or password.")
+    signed_in(page)
+    new_chat(page)
+    send(page, "Hello from React")
+    conversation = page.get_by_role("list", name="Conversation")
+    expect(conversation).to_contain_text("Hello from the scripted model.")
+    expect(page.get_by_label("Message")).to_have_value("")  # sent: the box is empty
+    expect(page.get_by_role("status", name="State")).to_have_text("STOP")
+    # the title the first message gave, in the heading and the list (the chats-list stream)
+    expect(page.get_by_role("heading", name="Hello from React")).to_be_visible()
+    chats = page.get_by_role("navigation", name="Your chats")
+    expect(chats.get_by_role("button", name="Hello from React")).to_be_visible()
+    api = backend.client().login("ada", PASSWORD)
+    messages = api.messages(chat_titled(backend, "Hello from React"))
+    assert [m.content for m in messages] == ["Hello from React", "Hello from the scripted model."]
+
+
+def test_an_approval_is_put_to_the_person_and_the_result_shown(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    new_chat(page)
+    backend.scripted.push(call("run_python", code="print(6*7)"), "The answer is 42.")
+    send(page, "compute six times seven")
+    approval = page.get_by_role("region", name="Approval")
+    expect(approval).to_contain_text("Approval needed: Run Python code.")
+    expect(approval).to_contain_text("print(6*7)")
+    expect(page.get_by_role("status", name="State")).to_have_text("WAITING")
+    approval.get_by_role("button", name="Allow once").click()
+    conversation = page.get_by_role("list", name="Conversation")
+    expect(conversation).to_contain_text("The answer is 42.")
+    expect(approval).to_have_count(0)
+    expect(conversation.locator("details.call").filter(has_text="run_python")).to_contain_text(
+        "exit code 0"
+    )
+
+
+def test_stop_ends_a_streaming_reply_and_keeps_what_was_written(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    new_chat(page)
+    page.get_by_label("Model").select_option("slow")
+    send(page, "tick slowly")
+    conversation = page.get_by_role("list", name="Conversation")
+    expect(conversation).to_contain_text("tick20")  # streaming, before the reply is filed
+    page.get_by_role("button", name="Stop").click()
+    expect(conversation).to_contain_text("Interrupted: the turn was stopped here.")
+    expect(page.get_by_role("button", name="Stop")).to_be_disabled()
+    api = backend.client().login("ada", PASSWORD)
+    reply = api.messages(chat_titled(backend, "tick slowly"))[-1]
+    assert reply.role is Role.ASSISTANT and reply.status is MessageStatus.INTERRUPTED
+    assert "tick20" in reply.content
+
+
+def test_the_chats_list_follows_another_client_and_a_deleted_chat_closes(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    api = backend.client().login("ada", PASSWORD)
+    made = api.post("/api/sessions", json={"title": "Made elsewhere"}).json()["session"]
+    chats = page.get_by_role("navigation", name="Your chats")
+    opened = chats.get_by_role("button", name="Made elsewhere")
+    expect(opened).to_be_visible()  # without a reload
+    opened.click()
+    expect(page.get_by_role("heading", name="Made elsewhere")).to_be_visible()
+    assert api.request("DELETE", f"/api/sessions/{made['id']}").status_code == 204
+    expect(page.get_by_text("Start a new chat, or open one from the list.")).to_be_visible()
+    expect(opened).to_have_count(0)
+
+
+def test_a_message_the_server_refuses_stays_in_the_box(page: Page, backend: Backend) -> None:
+    signed_in(page)
+    new_chat(page)
+    too_long = "x" * 200_001
+    page.get_by_label("Message").fill(too_long)
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("alert")).to_be_visible()
+    assert page.get_by_label("Message").input_value() == too_long  # nothing typed is lost
+    page.get_by_label("Message").fill("short")
+    page.get_by_role("button", name="Send").click()
+    expect(page.get_by_role("list", name="Conversation")).to_contain_text(
+        "Hello from the scripted model."
+    )
+    expect(page.get_by_role("alert")).to_have_count(0)  # the refusal is gone once sent
+
+
+def test_the_build_is_what_the_server_serves() -> None:
+    index = (REACT_DIST / "index.html").read_text()
+    assert "./assets/" in index  # relative: served under /react/ behind any path prefix
+    built = next(Path(REACT_DIST / "assets").glob("*.js")).read_text()
+    assert "api/client.js" in built  # the API's client is the server's own, not bundled
