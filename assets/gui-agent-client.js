@@ -321,12 +321,17 @@ export class GuiAgentClient {
       if (value !== undefined && value !== null) params.set(name, String(value));
     }
     const search = params.toString() ? `?${params}` : "";
+    return this.sendJson(method, path + search, body === undefined ? undefined : JSON.stringify(body));
+  }
+
+  /** `body` (JSON text, or a Blob of it) sent as JSON; the answer's JSON. */
+  async sendJson(method, path, body = undefined) {
     const init = { method };
     if (body !== undefined) {
-      init.body = JSON.stringify(body);
+      init.body = body;
       init.headers = { "Content-Type": "application/json" };
     }
-    const response = await this.fetch(path + search, init);
+    const response = await this.fetch(path, init);
     if (response.status === 204) return null;
     const text = await response.text();
     try {
@@ -373,6 +378,25 @@ export class GuiAgentClient {
   updateSession(sessionId, changes) { return this.call("PATCH", sessionPath(sessionId), changes); }
 
   deleteSession(sessionId) { return this.call("DELETE", sessionPath(sessionId)); }
+
+  /** The export document (JSON) as a Blob, to save as a file. A chat that could not be
+   * imported back (too large, too many messages) rejects with ApiError 413 or 400, whose
+   * message says why, unless `allowUnimportable`. */
+  async exportSession(sessionId, { allowUnimportable = false } = {}) {
+    const query = allowUnimportable ? "?allow_unimportable=true" : "";
+    const response = await this.fetch(sessionPath(sessionId, "export") + query);
+    return response.blob();
+  }
+
+  /** A new session from an export document (a File or Blob, its text, or the parsed
+   * object): {session, message_count, reset, repairs}. What the file held that an import
+   * never carries over is in `reset`; what was repaired, counted, in `repairs`. */
+  importSession(document) {
+    const body = typeof document === "string" || document instanceof Blob
+      ? document
+      : JSON.stringify(document);
+    return this.sendJson("POST", `${API}/sessions/import`, body);
+  }
 
   /** Starts a turn (or queues the message behind the running one): {message_id} */
   sendMessage(sessionId, text, { images, agent } = {}) {

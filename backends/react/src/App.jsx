@@ -3,6 +3,7 @@
 // chat (Chat.jsx).
 import { useCallback, useEffect, useState } from "react";
 import { Chat } from "./Chat.jsx";
+import { ImportBox, importSummary } from "./Transfer.jsx";
 
 export function App({ client, api }) {
   const [phase, setPhase] = useState("starting"); // starting | signin | ready | failed
@@ -85,6 +86,12 @@ function Workspace({ client, api, onSignedOut }) {
   const [openId, setOpenId] = useState(null);
   const [offer, setOffer] = useState({ agents: [], models: [], defaultModel: null, notice: null });
   const [problem, setProblem] = useState(null);
+  const [notice, setNotice] = useState(null); // what an import did, shown with the chat
+
+  const open = (id) => {
+    setNotice(null);
+    setOpenId(id);
+  };
 
   const failed = useCallback(
     (error) => {
@@ -128,7 +135,7 @@ function Workspace({ client, api, onSignedOut }) {
   async function newChat() {
     try {
       const { session } = await client.createSession();
-      setOpenId(session.id);
+      open(session.id);
       reload();
     } catch (error) {
       failed(error);
@@ -146,20 +153,30 @@ function Workspace({ client, api, onSignedOut }) {
               <button
                 type="button"
                 aria-current={s.id === openId ? "page" : undefined}
-                onClick={() => setOpenId(s.id)}
+                onClick={() => open(s.id)}
               >
                 {s.title || "Untitled chat"}
               </button>
             </li>
           ))}
         </ul>
+        <ImportBox
+          client={client}
+          onImported={(answer) => {
+            setProblem(null);
+            setOpenId(answer.session.id);
+            setNotice(importSummary(answer));
+            reload();
+          }}
+          onProblem={setProblem}
+        />
       </nav>
       <main>
         {offer.notice && <p className="notice">{offer.notice}</p>}
         {problem && <p role="alert" className="problem">{problem}</p>}
         {openId ? (
           <Chat key={openId} client={client} api={api} sessionId={openId} offer={offer}
-            onGone={() => setOpenId(null)} onSignedOut={onSignedOut} />
+            notice={notice} onGone={() => open(null)} onSignedOut={onSignedOut} />
         ) : (
           <p className="hint">Start a new chat, or open one from the list.</p>
         )}

@@ -1,14 +1,23 @@
 // One open chat: its history, the reply being written with the tool calls it makes, the
-// approval waiting for the person, and the controls (role, model, AutoChat, Stop, Retry,
-// Delete). The history is read once; from there on the chat's events keep it current, from
-// the event after the one the history holds, so nothing is missed or shown twice.
-import { useEffect, useRef, useState } from "react";
-import { applyEvent, chatFrom, entriesOf, imageSource, roleTitle } from "./history.js";
+// approval waiting for the person, and the controls (role, model, AutoChat, settings, Stop,
+// Retry, Edit, Clear, Delete, Export). The history is read once; from there on the chat's
+// events keep it current, from the event after the one the history holds, so nothing is
+// missed or shown twice. When the history is cut (a retry, an edit or a clear, from any tab),
+// or events were missed, it is read again.
+import { useEffect, useState } from "react";
+import { Approval } from "./Approval.jsx";
+import { Composer } from "./Composer.jsx";
+import { Entry, LiveEntry } from "./Entry.jsx";
+import { AutoChatPanel, SettingsPanel } from "./Panels.jsx";
+import { exportChat } from "./Transfer.jsx";
+import { applyEvent, chatFrom, entriesOf, lastWritten, roleTitle, usageLine } from "./history.js";
 
-export function Chat({ client, api, sessionId, offer, onGone, onSignedOut }) {
+export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOut }) {
   const [chat, setChat] = useState(null);
   const [problem, setProblem] = useState(null);
-  const [generation, setGeneration] = useState(0); // read the history again (after a resync)
+  const [warning, setWarning] = useState(null);
+  const [editing, setEditing] = useState(null); // {text, images} of the message being edited
+  const [generation, setGeneration] = useState(0); // bumped: read the history again
 
   function failed(error) {
     if (error instanceof api.ApiError && error.status === 401) onSignedOut();
@@ -43,6 +52,11 @@ export function Chat({ client, api, sessionId, offer, onGone, onSignedOut }) {
     };
   }, [client, sessionId, generation]);
 
+  const stale = chat?.stale;
+  useEffect(() => {
+    if (stale) setGeneration((n) => n + 1);
+  }, [stale]);
+
   if (chat === null) {
     return problem ? <p role="alert" className="problem">{problem}</p> : <p className="hint">Loading…</p>;
   }
@@ -59,10 +73,22 @@ export function Chat({ client, api, sessionId, offer, onGone, onSignedOut }) {
     }
   }
 
+  // A change shows at once; the server's answer then stands, and a refusal reads the chat
+  // again, so what shows is what the server has.
+  const save = async (changes) => {
+    setChat((c) => ({ ...c, session: withChanges(c.session, changes) }));
+    const saved = await act(async () => {
+      const { session } = await client.updateSession(sessionId, changes);
+      setChat((c) => ({ ...c, session }));
+    });
+    if (!saved) setGeneration((n) => n + 1);
+    return saved;
+  };
+
   const record = chat.session;
   const running = chat.busy || chat.approvals.length > 0;
   const model = record.settings?.model || offer.defaultModel || "";
-  const live = Object.values(chat.streaming);
+  const mine = lastWritten(chat.messages);
 
   return (
     <section className="chat" aria-label="Chat">
@@ -72,16 +98,15 @@ export function Chat({ client, api, sessionId, offer, onGone, onSignedOut }) {
           {chat.state}
         </span>
       </header>
+      <p className="hint">{usageLine(record.usage)}</p>
+      {notice && <p className="notice" role="status">{notice}</p>}
       <div className="controls">
         <label>
           Agent role
           <select
+            aria-label="Agent role"
             value={record.agent}
-            onChange={(e) => {
-              const agent = e.target.value;
-              setChat((c) => ({ ...c, session: { ...c.session, agent } }));
-              act(() => client.updateSession(sessionId, { agent }));
-            }}
+            onChange={(e) => save({ agent: e.target.value })}
           >
             {offer.agents.map((name) => (
               <option key={name} value={name}>{roleTitle(name)}</option>
@@ -90,25 +115,15 @@ export function Chat({ client, api, sessionId, offer, onGone, onSignedOut }) {
         </label>
         <label>
           Model
-          <select
-            value={model}
-            onChange={(e) => {
-              const chosen = e.target.value;
-              setChat((c) => ({
-                ...c,
-                session: { ...c.session, settings: { ...c.session.settings, model: chosen } },
-              }));
-              act(() => client.updateSession(sessionId, { model: chosen }));
-            }}
-          >
+          <select aria-label="Model" value={model} onChange={(e) => save({ model: e.target.value })}>
             {offer.models.map((name) => (
               <option key={name} value={name}>{name}</option>
             ))}
           </select>
         </label>
-        <AutoChat client={client} sessionId={sessionId} record={record} act={act}
-          setChat={setChat} note={chat.autochat} />
       </div>
+      <AutoChatPanel record={record} save={save} note={chat.autochat} />
+      <SettingsPanel record={record} save={save} />
       <div className="actions">
         <button type="button" disabled={!running} onClick={() => act(() => client.stop(sessionId))}>
           Stop
@@ -119,6 +134,31 @@ export function Chat({ client, api, sessionId, offer, onGone, onSignedOut }) {
           onClick={() => act(() => client.retry(sessionId))}
         >
           Retry last turn
+        </button>
+        <button
+          type="button"
+          disabled={running || mine === null}
+          onClick={() => setEditing({ text: mine.content, images: mine.images ?? [] })}
+        >
+          Edit last message
+        </button>
+        <button
+          type="button"
+          disabled={running || chat.messages.length === 0}
+          onClick={() => {
+            if (window.confirm("Empty this conversation? Its settings stay.")) {
+              act(() => client.clear(sessionId));
+            }
+          }}
+        >
+          Clear chat
+        </button>
+        <button
+          type="button"
+          disabled={chat.messages.length === 0}
+          onClick={() => act(async () => setWarning(await exportChat(client, api, sessionId, record.title)))}
+        >
+          Export chat
         </button>
         <button
           type="button"
@@ -134,18 +174,15 @@ export function Chat({ client, api, sessionId, offer, onGone, onSignedOut }) {
           Delete chat
         </button>
       </div>
+      {warning && <p role="alert" className="warning">{warning}</p>}
       {problem && <p role="alert" className="problem">{problem}</p>}
       {chat.problem && <p role="alert" className="problem">{chat.problem}</p>}
       <ol className="messages" aria-label="Conversation" aria-live="polite">
         {entriesOf(chat.messages).map((entry) => (
           <Entry key={entry.key} entry={entry} running={chat.busy} />
         ))}
-        {live.map((reply) => (
-          <li key={reply.id} className="entry assistant writing">
-            {reply.agent && <p className="speaker">{roleTitle(reply.agent)}</p>}
-            {reply.reasoning && <details><summary>Reasoning</summary><pre>{reply.reasoning}</pre></details>}
-            <div className="text">{reply.text || "…"}</div>
-          </li>
+        {Object.values(chat.streaming).map((reply) => (
+          <LiveEntry key={reply.id} reply={reply} />
         ))}
       </ol>
       {chat.approvals.length > 0 && (
@@ -162,139 +199,27 @@ export function Chat({ client, api, sessionId, offer, onGone, onSignedOut }) {
           }
         />
       )}
-      <Composer send={(text) => act(() => client.sendMessage(sessionId, text))} />
-    </section>
-  );
-}
-
-function Entry({ entry, running }) {
-  return (
-    <li className={`entry ${entry.role}`}>
-      {entry.speaker && <p className="speaker">{entry.speaker}</p>}
-      {entry.reasoning && (
-        <details>
-          <summary>Reasoning</summary>
-          <pre>{entry.reasoning}</pre>
-        </details>
-      )}
-      {entry.kind === "code" || entry.kind === "console" ? (
-        <pre className="code">{entry.text}</pre>
-      ) : (
-        entry.text && <div className="text">{entry.text}</div>
-      )}
-      {entry.images.map((image, i) => {
-        const source = imageSource(image);
-        return source ? (
-          <img key={i} src={source} alt={`picture ${i + 1}`} />
-        ) : (
-          <p key={i} className="hint">(an image at {image.url}, not loaded)</p>
-        );
-      })}
-      {entry.calls.map((call) => (
-        <details key={call.id} className="call" open={call.result === null}>
-          <summary>
-            {call.name}
-            {call.result === null ? (running ? " (running)" : " (no result)") : call.isError ? " (error)" : ""}
-          </summary>
-          <pre>{call.arguments}</pre>
-          {call.result !== null && <pre className="result">{call.result}</pre>}
-        </details>
-      ))}
-      {entry.notes.map((note, i) => (
-        <p key={i} className="note">{note}</p>
-      ))}
-    </li>
-  );
-}
-
-function Approval({ request, waiting, answer }) {
-  const [note, setNote] = useState("");
-  return (
-    <section className="approval" aria-label="Approval">
-      <p>
-        <strong>Approval needed:</strong> {request.summary}.
-        {request.destructive && " It changes things: check it first."}
-      </p>
-      {waiting > 1 && <p className="hint">{waiting - 1} more after this one.</p>}
-      {request.detail && <pre className="code">{request.detail}</pre>}
-      <label>
-        A note for the agent (optional)
-        <input value={note} onChange={(e) => setNote(e.target.value)} />
-      </label>
-      <div className="actions">
-        <button type="button" className="primary" onClick={() => answer("allow_once", note)}>
-          Allow once
-        </button>
-        <button type="button" onClick={() => answer("allow_session", note)}>
-          Allow for this session
-        </button>
-        <button type="button" onClick={() => answer("deny", note)}>Deny</button>
-      </div>
-    </section>
-  );
-}
-
-function AutoChat({ client, sessionId, record, act, setChat, note }) {
-  const enabled = Boolean(record.autochat?.enabled);
-  return (
-    <div className="autochat">
-      <label>
-        <input
-          type="checkbox"
-          checked={enabled}
-          onChange={(e) => {
-            const on = e.target.checked;
-            setChat((c) => ({
-              ...c,
-              session: { ...c.session, autochat: { ...c.session.autochat, enabled: on } },
-            }));
-            act(() => client.updateSession(sessionId, { autochat: { enabled: on } }));
-          }}
-        />
-        AutoChat: keep working on its own
-      </label>
-      <span className="hint">
-        {enabled ? `On: up to ${record.autochat.max_turns} automatic turns.` : "Off."}
-      </span>
-      {note && <p className="note">{note}</p>}
-    </div>
-  );
-}
-
-function Composer({ send }) {
-  const [text, setText] = useState("");
-  const box = useRef(null);
-  const [sending, setSending] = useState(false);
-  async function submit() {
-    if (!text.trim() || sending) return;
-    setSending(true);
-    const sent = await send(text); // refused (too long, signed out): the text stays
-    setSending(false);
-    if (sent) setText("");
-    box.current?.focus();
-  }
-  return (
-    <form
-      className="composer"
-      onSubmit={(e) => {
-        e.preventDefault();
-        submit();
-      }}
-    >
-      <textarea
-        ref={box}
-        aria-label="Message"
-        placeholder="Message the agent. Enter sends, Shift+Enter adds a line."
-        value={text}
-        onChange={(e) => setText(e.target.value)}
-        onKeyDown={(e) => {
-          if (e.key === "Enter" && !e.shiftKey && !e.nativeEvent.isComposing) {
-            e.preventDefault();
-            submit();
-          }
+      <Composer
+        send={(text, images) => act(() => client.sendMessage(sessionId, text, { images }))}
+        editing={editing}
+        sendEdit={async (text, images) => {
+          const done = await act(() => client.editLast(sessionId, text, { images }));
+          if (done) setEditing(null);
+          return done;
         }}
+        cancelEdit={() => setEditing(null)}
       />
-      <button type="submit" className="primary" disabled={sending}>Send</button>
-    </form>
+    </section>
   );
+}
+
+/** The session record with a PATCH's `changes` applied, as the server will have it. */
+function withChanges(session, changes) {
+  const next = { ...session };
+  if (changes.agent !== undefined) next.agent = changes.agent;
+  if (changes.title !== undefined) next.title = changes.title;
+  if (changes.model !== undefined) next.settings = { ...next.settings, model: changes.model };
+  if (changes.settings) next.settings = { ...next.settings, ...changes.settings };
+  if (changes.autochat) next.autochat = { ...next.autochat, ...changes.autochat };
+  return next;
 }

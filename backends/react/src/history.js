@@ -115,7 +115,32 @@ export function chatFrom(detail) {
     busy: detail.busy,
     problem: null,
     autochat: null,
+    stale: false,
   };
+}
+
+// Metadata marks of messages an agent writes to another (a plan step, a crew hand-over, a
+// supervisor's task and the worker's steps): not the person's.
+const HANDOVER_MARKS = ["plan_step", "crew_member", "delegated_by"];
+
+/** The person's own last message (not AutoChat's, not a hand-over): what Edit changes. */
+export function lastWritten(messages) {
+  for (let i = messages.length - 1; i >= 0; i -= 1) {
+    const m = messages[i];
+    const meta = m.metadata ?? {};
+    if (m.role === "user" && !meta.autochat && !HANDOVER_MARKS.some((mark) => meta[mark])) {
+      return m;
+    }
+  }
+  return null;
+}
+
+/** The chat's tokens so far, in and out, and its model calls. */
+export function usageLine(usage) {
+  if (!usage?.requests) return "No model calls yet.";
+  const calls = `${usage.requests} model call${usage.requests === 1 ? "" : "s"}`;
+  const number = (n) => n.toLocaleString("en-US");
+  return `Tokens so far: ${number(usage.input_tokens)} in · ${number(usage.output_tokens)} out · ${calls}${usage.estimated ? " (estimated)" : ""}`;
 }
 
 /** The chat after one event (a new object when anything changed, else the same one). */
@@ -153,8 +178,14 @@ export function applyEvent(chat, event) {
       return { ...chat, approvals: [...chat.approvals, event] };
     case "approval_resolved":
       return { ...chat, approvals: chat.approvals.filter((a) => a.approval_id !== event.approval_id) };
-    case "session_updated":
-      return { ...chat, session: { ...chat.session, ...event.fields } };
+    case "session_updated": {
+      const { history_length: length, ...fields } = event.fields;
+      const session = { ...chat.session, ...fields };
+      // The history was cut (a retry, an edit or a clear, from any tab): read it again.
+      return { ...chat, session, stale: chat.stale || length !== undefined };
+    }
+    case "usage":
+      return { ...chat, session: { ...chat.session, usage: event.total } };
     case "error":
       return { ...chat, problem: event.message };
     case "run_finished":

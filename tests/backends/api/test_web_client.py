@@ -396,3 +396,47 @@ def test_a_server_installed_without_the_client_still_serves_the_api(
             "this server was installed without its browser client"
         )
         assert httpx.get(f"{backend.base_url}/api/health").status_code == 200
+
+
+@pytest.mark.browser
+def test_a_chat_is_exported_as_a_file_and_imported_back(backend: Backend, page: Page) -> None:
+    result = page.evaluate(
+        """async (password) => {
+          window.client = new ga.GuiAgentClient();
+          await client.login("ada", password);
+          const {session} = await client.createSession({title: "To keep"});
+          const chat = follow(client, session.id, "chat");
+          await chat.ready;
+          await client.sendMessage(session.id, "remember this");
+          while (!logs.chat.events.some((e) => e.type === "run_finished")) {
+            await new Promise((done) => setTimeout(done, 20));
+          }
+          const file = await client.exportSession(session.id);
+          const anyway = await client.exportSession(session.id, {allowUnimportable: true});
+          const document = JSON.parse(await file.text());
+          const imported = await client.importSession(new File([file], "chat.json"));
+          const again = await client.importSession(document);  // the parsed object too
+          let refused = null;
+          try {
+            await client.importSession('{"format": "something else"}');
+          } catch (error) {
+            refused = {name: error.name, status: error.status, message: error.message};
+          }
+          const messages = (text) => JSON.stringify(JSON.parse(text).messages);
+          const same = messages(await anyway.text()) === messages(await file.text());
+          return {type: file.type, same, document, imported, again, original: session.id,
+                  refused};
+        }""",
+        PASSWORD,
+    )
+    assert result["type"].startswith("application/json") and result["same"]
+    assert [m["content"] for m in result["document"]["messages"]] == [
+        "remember this",
+        "Hello from the scripted model.",
+    ]
+    for answer in (result["imported"], result["again"]):
+        assert answer["message_count"] == 2 and answer["session"]["id"] != result["original"]
+        assert answer["session"]["title"] == "To keep"
+    refused = result["refused"]
+    assert refused["name"] == "ApiError" and refused["status"] == 400
+    assert refused["message"]  # the server's words

@@ -5,8 +5,13 @@ during a streaming reply, and the chats list kept live from another client."""
 
 from __future__ import annotations
 
+import base64
+import json
+import struct
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
@@ -14,7 +19,7 @@ from starlette.applications import Starlette
 
 from backends.react_front import REACT_DIST, mount_react
 from connectors.scripted import call
-from schema import MessageStatus, Role
+from schema import Message, MessageStatus, Role
 from tests.backends.api.live import Backend, running_backend
 
 pytestmark = pytest.mark.browser
@@ -116,7 +121,7 @@ def test_stop_ends_a_streaming_reply_and_keeps_what_was_written(
 ) -> None:
     signed_in(page)
     new_chat(page)
-    page.get_by_label("Model").select_option("slow")
+    page.get_by_label("Model", exact=True).select_option("slow")
     send(page, "tick slowly")
     conversation = page.get_by_role("list", name="Conversation")
     expect(conversation).to_contain_text("tick20")  # streaming, before the reply is filed
@@ -159,6 +164,118 @@ def test_a_message_the_server_refuses_stays_in_the_box(page: Page, backend: Back
         "Hello from the scripted model."
     )
     expect(page.get_by_role("alert")).to_have_count(0)  # the refusal is gone once sent
+
+
+def test_a_picture_is_sent_the_message_edited_and_the_chat_exported_imported_and_cleared(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    new_chat(page)
+    expect(page.get_by_text("No model calls yet.")).to_be_visible()
+    image = red_png()
+    page.get_by_label("Attach pictures").set_input_files(
+        {"name": "red.png", "mimeType": "image/png", "buffer": image}
+    )
+    expect(page.get_by_role("list", name="Attached pictures")).to_contain_text("red.png")
+    send(page, "what colour is this")
+    conversation = page.get_by_role("list", name="Conversation")
+    expect(conversation).to_contain_text("Hello from the scripted model.")
+    expect(conversation.locator(".entry.user img")).to_have_count(1)
+    expect(page.get_by_text("Tokens so far:", exact=False)).to_contain_text("1 model call")
+    session_id = chat_titled(backend, "what colour is this")
+    api = backend.client().login("ada", PASSWORD)
+    [asked, _] = api.messages(session_id)
+    assert [base64.b64decode(i.data or "") for i in asked.images] == [image]
+    # Edit: the message and its picture back in the box; sent, it replaces the old turn
+    backend.scripted.push("A red square.")
+    page.get_by_role("button", name="Edit last message").click()
+    box = page.get_by_label("Message")
+    expect(box).to_have_value("what colour is this")
+    expect(page.get_by_role("list", name="Attached pictures")).to_contain_text("picture 1")
+    box.fill("what colour is this square")
+    page.get_by_role("button", name="Send edited").click()
+    expect(conversation).to_contain_text("A red square.")
+    expect(conversation).not_to_contain_text("Hello from the scripted model.")
+    expected = ["what colour is this square", "A red square."]
+    messages = api.messages(session_id)
+    assert [m.content for m in messages] == expected and len(messages[0].images) == 1
+    # Export: saved as a file holding the chat
+    with page.expect_download() as saving:
+        page.get_by_role("button", name="Export chat").click()
+    download = saving.value
+    assert download.suggested_filename.startswith("gui-agent-what-colour-is-this-")
+    data = Path(download.path()).read_bytes()
+    assert [m["content"] for m in json.loads(data)["messages"]] == expected
+    # Import: a new chat, opened, saying what the import did
+    page.get_by_label("Import a chat (an export file)").set_input_files(
+        {"name": "chat.json", "mimeType": "application/json", "buffer": data}
+    )
+    expect(page.get_by_text("Imported 2 messages as a new chat.")).to_be_visible()
+    sessions = api.get("/api/sessions").json()["sessions"]
+    copies = [s["id"] for s in sessions if s["title"] == "what colour is this"]
+    [imported] = [i for i in copies if i != session_id]
+    assert [m.content for m in api.messages(imported)] == expected
+    # Clear, after saying yes: the open (imported) chat empties, the first keeps its own
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Clear chat").click()
+    expect(conversation).not_to_contain_text("A red square.")
+    assert api.messages(imported) == []
+    assert [m.content for m in api.messages(session_id)] == expected
+
+
+def test_the_chats_settings_are_saved_and_a_refused_value_is_named(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    new_chat(page)
+    page.get_by_text("Settings", exact=True).click()
+    prompt = page.get_by_label("System prompt")
+    expect(prompt).to_have_value("You are a helpful assistant. Use tools when they help.")
+    prompt.fill("Answer like a pirate.")
+    page.get_by_label("Max steps per turn").fill("500")  # over the limit of 200
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.get_by_role("alert")).to_contain_text("max_iterations")
+    page.get_by_label("Max steps per turn").fill("3")
+    page.get_by_label("Temperature (empty: the model's)").fill("0.5")
+    page.get_by_role("button", name="Save settings").click()
+    expect(page.get_by_role("alert")).to_have_count(0)
+    page.get_by_text("AutoChat", exact=True).click()
+    page.get_by_label("Max automatic turns").fill("2")
+    page.get_by_role("button", name="Save limits").click()
+    page.get_by_label("AutoChat: keep working on its own").check()
+    expect(page.get_by_text("AutoChat is on: up to 2 automatic turns.")).to_be_visible()
+    send(page, "ahoy")
+    expect(
+        page.get_by_text("AutoChat stopped after 2 automatic turns", exact=False)
+    ).to_be_visible()
+    record = backend.client().login("ada", PASSWORD).session(chat_titled(backend, "ahoy"))
+    settings = record["session"]["settings"]
+    assert settings["system_prompt"] == "Answer like a pirate."
+    assert settings["max_iterations"] == 3 and settings["temperature"] == 0.5
+    assert settings["max_tokens"] is None and settings["approval_timeout_s"] == 300.0
+    assert record["session"]["autochat"]["max_turns"] == 2
+    assert [m.role for m in record_messages(record)] == [Role.USER, Role.ASSISTANT] * 3
+
+
+def record_messages(record: dict[str, Any]) -> list[Message]:
+    return [Message.model_validate(m) for m in record["messages"]]
+
+
+def red_png(size: int = 4) -> bytes:
+    """A real PNG of `size`×`size` red pixels."""
+    rows = b"".join(b"\x00" + b"\xff\x00\x00" * size for _ in range(size))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
 
 
 def test_the_build_is_what_the_server_serves() -> None:

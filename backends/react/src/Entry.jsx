@@ -1,0 +1,64 @@
+// One chat bubble: who speaks, the text (shown as written: React escapes it), code and
+// console output, pictures (only those the chat holds; one named by address is not loaded),
+// the tool calls with their results, and notes. A reply being written is drawn the same way.
+import { imageSource, roleTitle } from "./history.js";
+
+export function Entry({ entry, running }) {
+  return (
+    <li className={`entry ${entry.role}`}>
+      {entry.speaker && <p className="speaker">{entry.speaker}</p>}
+      <Reasoning text={entry.reasoning} />
+      {entry.kind === "code" || entry.kind === "console" ? (
+        <pre className="code">{entry.text}</pre>
+      ) : (
+        entry.text && <div className="text">{entry.text}</div>
+      )}
+      {entry.images.map((image, i) => {
+        const source = imageSource(image);
+        return source ? (
+          <img key={i} src={source} alt={`picture ${i + 1}`} />
+        ) : (
+          <p key={i} className="hint">(an image at {image.url}, not loaded)</p>
+        );
+      })}
+      {entry.calls.map((call) => (
+        <details key={call.id} className="call" open={call.result === null}>
+          <summary>
+            {call.name}
+            {callState(call, running)}
+          </summary>
+          <pre>{call.arguments}</pre>
+          {call.result !== null && <pre className="result">{call.result}</pre>}
+        </details>
+      ))}
+      {entry.notes.map((note, i) => (
+        <p key={i} className="note">{note}</p>
+      ))}
+    </li>
+  );
+}
+
+export function LiveEntry({ reply }) {
+  return (
+    <li className="entry assistant writing">
+      {reply.agent && <p className="speaker">{roleTitle(reply.agent)}</p>}
+      <Reasoning text={reply.reasoning} />
+      <div className="text">{reply.text || "…"}</div>
+    </li>
+  );
+}
+
+function Reasoning({ text }) {
+  if (!text) return null;
+  return (
+    <details>
+      <summary>Reasoning</summary>
+      <pre>{text}</pre>
+    </details>
+  );
+}
+
+function callState(call, running) {
+  if (call.result === null) return running ? " (running)" : " (no result)";
+  return call.isError ? " (error)" : "";
+}

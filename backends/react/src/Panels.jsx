@@ -1,0 +1,129 @@
+// The chat's AutoChat (its switch, its limits, what it is doing) and its settings, as the
+// server has them. A form is saved as a whole; an empty box means the default (the model's,
+// or none), and a value the server refuses is said in its words, naming the field.
+import { useState } from "react";
+
+/** A box's text as the API takes it: empty is null, a number is a number, and anything else
+ * is sent as typed, for the server to name the field it refuses. */
+function valueOf(text) {
+  const trimmed = String(text).trim();
+  if (trimmed === "") return null;
+  const number = Number(trimmed);
+  return Number.isNaN(number) ? trimmed : number;
+}
+
+const shown = (value) => (value === null || value === undefined ? "" : String(value));
+
+export function AutoChatPanel({ record, save, note }) {
+  const settings = record.autochat ?? {};
+  const [limits, setLimits] = useState({
+    max_turns: shown(settings.max_turns),
+    delay_s: shown(settings.delay_s),
+    token_budget: shown(settings.token_budget ?? 0),
+    time_budget_s: shown(settings.time_budget_s ?? 0),
+  });
+  const field = (name, label) => (
+    <label>
+      {label}
+      <input
+        inputMode="decimal"
+        value={limits[name]}
+        onChange={(e) => setLimits({ ...limits, [name]: e.target.value })}
+      />
+    </label>
+  );
+  return (
+    <details className="panel">
+      <summary>AutoChat</summary>
+      <label className="switch">
+        <input
+          type="checkbox"
+          checked={Boolean(settings.enabled)}
+          onChange={(e) => save({ autochat: { enabled: e.target.checked } })}
+        />
+        AutoChat: keep working on its own
+      </label>
+      <p className="hint">
+        {settings.enabled
+          ? `AutoChat is on: up to ${settings.max_turns} automatic turns.`
+          : "AutoChat is off."}
+      </p>
+      {note && <p className="note">{note}</p>}
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          save({
+            autochat: {
+              max_turns: valueOf(limits.max_turns),
+              delay_s: valueOf(limits.delay_s) ?? 0,
+              token_budget: valueOf(limits.token_budget) || null,
+              time_budget_s: valueOf(limits.time_budget_s) || null,
+            },
+          });
+        }}
+      >
+        <div className="grid">
+          {field("max_turns", "Max automatic turns")}
+          {field("delay_s", "Delay between turns (s)")}
+          {field("token_budget", "Token budget (0 = none)")}
+          {field("time_budget_s", "Time budget in s (0 = none)")}
+        </div>
+        <button type="submit">Save limits</button>
+      </form>
+    </details>
+  );
+}
+
+export function SettingsPanel({ record, save }) {
+  const now = record.settings ?? {};
+  const [form, setForm] = useState({
+    system_prompt: shown(now.system_prompt),
+    temperature: shown(now.temperature),
+    max_tokens: shown(now.max_tokens),
+    max_iterations: shown(now.max_iterations),
+    memory_exchanges: shown(now.memory_exchanges),
+    memory_token_budget: shown(now.memory_token_budget),
+    approval_timeout_s: shown(now.approval_timeout_s),
+  });
+  const field = (name, label) => (
+    <label>
+      {label}
+      <input
+        inputMode="decimal"
+        value={form[name]}
+        onChange={(e) => setForm({ ...form, [name]: e.target.value })}
+      />
+    </label>
+  );
+  return (
+    <details className="panel">
+      <summary>Settings</summary>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          const { system_prompt: prompt, ...numbers } = form;
+          const settings = { system_prompt: prompt };
+          for (const [name, text] of Object.entries(numbers)) settings[name] = valueOf(text);
+          save({ settings });
+        }}
+      >
+        <label>
+          System prompt
+          <textarea
+            value={form.system_prompt}
+            onChange={(e) => setForm({ ...form, system_prompt: e.target.value })}
+          />
+        </label>
+        <div className="grid">
+          {field("temperature", "Temperature (empty: the model's)")}
+          {field("max_tokens", "Max tokens (empty: the model's)")}
+          {field("max_iterations", "Max steps per turn")}
+          {field("memory_exchanges", "Exchanges remembered")}
+          {field("memory_token_budget", "Memory token budget (empty: none)")}
+          {field("approval_timeout_s", "Approval timeout in s (empty: waits for ever)")}
+        </div>
+        <button type="submit">Save settings</button>
+      </form>
+    </details>
+  );
+}
