@@ -1,7 +1,7 @@
 // The page: signing in (a form when the server has users), the person's chats (kept live by
 // the chats-list stream, so a chat made or renamed in another tab shows here), and the open
 // chat (Chat.jsx).
-import { useCallback, useEffect, useState } from "react";
+import { useCallback, useEffect, useRef, useState } from "react";
 import { Chat } from "./Chat.jsx";
 import { ImportBox, importSummary } from "./Transfer.jsx";
 
@@ -101,16 +101,26 @@ function Workspace({ client, api, onSignedOut }) {
     [api, onSignedOut],
   );
 
+  const [query, setQuery] = useState("");
+  const asked = useRef(0); // only the newest list asked for is shown (answers may cross)
   const reload = useCallback(async () => {
+    const mine = ++asked.current;
     try {
-      setSessions((await client.listSessions({ limit: 100 })).sessions);
+      const q = query.trim() || undefined;
+      const { sessions: found } = await client.listSessions({ q, limit: 100 });
+      if (mine === asked.current) setSessions(found);
     } catch (error) {
       failed(error);
     }
-  }, [client, failed]);
+  }, [client, failed, query]);
 
+  const latest = useRef(reload); // the list as searched now, for the change stream
+  latest.current = reload;
   useEffect(() => {
     reload();
+  }, [reload]);
+
+  useEffect(() => {
     Promise.all([client.agents(), client.models()]).then(
       ([agents, models]) =>
         setOffer({
@@ -123,14 +133,14 @@ function Workspace({ client, api, onSignedOut }) {
     );
     const changes = client.changes({
       onChange: (change) => {
-        reload();
+        latest.current();
         if (change.kind === "deleted") setOpenId((id) => (id === change.session_id ? null : id));
       },
-      onResync: reload,
+      onResync: () => latest.current(),
       onClosed: failed,
     });
     return () => changes.close();
-  }, [client, reload, failed]);
+  }, [client, failed]);
 
   async function newChat() {
     try {
@@ -147,6 +157,24 @@ function Workspace({ client, api, onSignedOut }) {
       <nav className="sidebar" aria-label="Your chats">
         <p className="hint">Signed in as {client.user}</p>
         <button type="button" className="primary" onClick={newChat}>New chat</button>
+        <ImportBox
+          client={client}
+          onImported={(answer) => {
+            setProblem(null);
+            setOpenId(answer.session.id);
+            setNotice(importSummary(answer));
+            reload();
+          }}
+          onProblem={setProblem}
+        />
+        <input
+          type="search"
+          className="search"
+          aria-label="Search chats"
+          placeholder="Search by title"
+          value={query}
+          onChange={(e) => setQuery(e.target.value)}
+        />
         <ul>
           {sessions.map((s) => (
             <li key={s.id}>
@@ -160,16 +188,6 @@ function Workspace({ client, api, onSignedOut }) {
             </li>
           ))}
         </ul>
-        <ImportBox
-          client={client}
-          onImported={(answer) => {
-            setProblem(null);
-            setOpenId(answer.session.id);
-            setNotice(importSummary(answer));
-            reload();
-          }}
-          onProblem={setProblem}
-        />
       </nav>
       <main>
         {offer.notice && <p className="notice">{offer.notice}</p>}

@@ -134,7 +134,7 @@ def test_stop_ends_a_streaming_reply_and_keeps_what_was_written(
     assert "tick20" in reply.content
 
 
-def test_the_chats_list_follows_another_client_and_a_deleted_chat_closes(
+def test_the_chats_list_follows_another_client_is_searched_and_a_deleted_chat_closes(
     page: Page, backend: Backend
 ) -> None:
     signed_in(page)
@@ -145,6 +145,13 @@ def test_the_chats_list_follows_another_client_and_a_deleted_chat_closes(
     expect(opened).to_be_visible()  # without a reload
     opened.click()
     expect(page.get_by_role("heading", name="Made elsewhere")).to_be_visible()
+    search = page.get_by_label("Search chats")  # the list, searched
+    search.fill("elsewhere")
+    expect(chats.get_by_role("listitem")).to_have_count(1)
+    search.fill("no chat is called this")
+    expect(chats.get_by_role("listitem")).to_have_count(0)
+    search.fill("")
+    expect(opened).to_be_visible()
     assert api.request("DELETE", f"/api/sessions/{made['id']}").status_code == 204
     expect(page.get_by_text("Start a new chat, or open one from the list.")).to_be_visible()
     expect(opened).to_have_count(0)
