@@ -4,7 +4,7 @@
 // events keep it current, from the event after the one the history holds, so nothing is
 // missed or shown twice. When the history is cut (a retry, an edit or a clear, from any tab),
 // or events were missed, it is read again.
-import { useEffect, useState } from "react";
+import { useEffect, useMemo, useState } from "react";
 import { Approval } from "./Approval.jsx";
 import { Composer } from "./Composer.jsx";
 import { Entry, LiveEntry } from "./Entry.jsx";
@@ -52,6 +52,9 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
     };
   }, [client, sessionId, generation]);
 
+  // Drawn again only when the history changes, not on every word of a streaming reply.
+  const messages = chat?.messages;
+  const entries = useMemo(() => (messages ? entriesOf(messages) : []), [messages]);
   const stale = chat?.stale;
   useEffect(() => {
     if (stale) setGeneration((n) => n + 1);
@@ -178,7 +181,7 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
       {problem && <p role="alert" className="problem">{problem}</p>}
       {chat.problem && <p role="alert" className="problem">{chat.problem}</p>}
       <ol className="messages" aria-label="Conversation" aria-live="polite">
-        {entriesOf(chat.messages).map((entry) => (
+        {entries.map((entry) => (
           <Entry key={entry.key} entry={entry} running={chat.busy} />
         ))}
         {Object.values(chat.streaming).map((reply) => (

@@ -1,9 +1,10 @@
 // One chat bubble: who speaks, the text (shown as written: React escapes it), code and
 // console output, pictures (only those the chat holds; one named by address is not loaded),
 // the tool calls with their results, and notes. A reply being written is drawn the same way.
+import { memo } from "react";
 import { imageSource, roleTitle } from "./history.js";
 
-export function Entry({ entry, running }) {
+export const Entry = memo(function Entry({ entry, running }) {
   return (
     <li className={`entry ${entry.role}`}>
       {entry.speaker && <p className="speaker">{entry.speaker}</p>}
@@ -36,7 +37,7 @@ export function Entry({ entry, running }) {
       ))}
     </li>
   );
-}
+});
 
 export function LiveEntry({ reply }) {
   return (
