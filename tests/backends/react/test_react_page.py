@@ -157,6 +157,29 @@ def test_the_chats_list_follows_another_client_is_searched_and_a_deleted_chat_cl
     expect(opened).to_have_count(0)
 
 
+def test_a_turn_and_a_retry_from_another_client_show_in_the_open_chat(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    api = backend.client().login("ada", PASSWORD)
+    session_id = api.create_session(title="Shared")
+    page.get_by_role("navigation", name="Your chats").get_by_role("button", name="Shared").click()
+    expect(page.get_by_role("heading", name="Shared")).to_be_visible()
+    expect(page.get_by_role("status", name="State")).to_have_text("INIT")
+    api.send(session_id, "sent from elsewhere")
+    conversation = page.get_by_role("list", name="Conversation")
+    expect(conversation).to_contain_text("sent from elsewhere")
+    expect(conversation).to_contain_text("Hello from the scripted model.")
+    backend.scripted.push("Answered again.")
+    expect(page.get_by_role("status", name="State")).to_have_text("STOP")
+    retried = api.post(f"/api/sessions/{session_id}/control", json={"action": "retry"})
+    assert retried.status_code == 202, retried.text
+    # the history was cut elsewhere: the page reads it again, the old reply gone
+    expect(conversation).to_contain_text("Answered again.")
+    expect(conversation).not_to_contain_text("Hello from the scripted model.")
+    expect(conversation.locator("li")).to_have_count(2)
+
+
 def test_a_message_the_server_refuses_stays_in_the_box(page: Page, backend: Backend) -> None:
     signed_in(page)
     new_chat(page)
