@@ -367,15 +367,35 @@ def _chat(client: GuiAgentClient, session_id: str) -> None:
     waiting = len(detail.pending_approvals)
     for request in detail.pending_approvals[:1]:  # one at a time, the oldest first
         _approval(client, session_id, request, waiting)
+    _draw_waiting(session_id, detail)
     prompt = prompt_of(_message_box())
     if prompt is not None:
         try:
-            client.send_message(session_id, prompt[0], images=prompt[1])
+            answer = client.send_message(session_id, prompt[0], images=prompt[1])
         except ApiError as error:
             st.error(plain_markdown(error.message))
             return
+        if answer.queued:
+            waiting = st.session_state.setdefault("waiting", {})
+            waiting.setdefault(session_id, []).append((answer.message_id, prompt[0]))
         st.rerun()
     _follow(client, detail)
+
+
+def _draw_waiting(session_id: str, detail: SessionDetail) -> None:
+    """Messages sent while a turn ran, until the history holds them (the agent took them,
+    or a Stop kept them unanswered)."""
+    waiting: dict[str, list[tuple[str, str]]] = st.session_state.setdefault("waiting", {})
+    held = {message.id for message in detail.messages}
+    still = [(id_, text) for id_, text in waiting.get(session_id, []) if id_ not in held]
+    if not still:
+        waiting.pop(session_id, None)
+        return
+    waiting[session_id] = still
+    for _, text in still:
+        with st.chat_message("user"):
+            st.markdown(safe_markdown(text))
+            st.caption("Waiting: the agent reads this when its current step ends.")
 
 
 def _message_box() -> str | ChatInputValue | None:

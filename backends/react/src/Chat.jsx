@@ -10,7 +10,15 @@ import { Composer } from "./Composer.jsx";
 import { Entry, LiveEntry } from "./Entry.jsx";
 import { AutoChatPanel, SettingsPanel } from "./Panels.jsx";
 import { exportChat } from "./Transfer.jsx";
-import { applyEvent, chatFrom, entriesOf, lastWritten, roleTitle, usageLine } from "./history.js";
+import {
+  applyEvent,
+  chatFrom,
+  entriesOf,
+  lastWritten,
+  roleTitle,
+  usageLine,
+  withQueued,
+} from "./history.js";
 
 export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOut }) {
   const [chat, setChat] = useState(null);
@@ -32,7 +40,11 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
       try {
         const detail = await client.getSession(sessionId);
         if (closed) return;
-        setChat(chatFrom(detail));
+        setChat((before) => {
+          const read = chatFrom(detail); // what was queued and is not in it yet still waits
+          const waiting = (before?.queued ?? []).filter((q) => !detail.messages.some((m) => m.id === q.id));
+          return { ...read, queued: waiting };
+        });
         stream = client.events(
           sessionId,
           {
@@ -187,6 +199,12 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
         {Object.values(chat.streaming).map((reply) => (
           <LiveEntry key={reply.id} reply={reply} />
         ))}
+        {chat.queued.map((waiting) => (
+          <li key={waiting.id} className="entry user queued">
+            <div className="text">{waiting.text}</div>
+            <p className="note">Waiting: the agent reads this when its current step ends.</p>
+          </li>
+        ))}
       </ol>
       {chat.approvals.length > 0 && (
         <Approval
@@ -203,7 +221,12 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
         />
       )}
       <Composer
-        send={(text, images) => act(() => client.sendMessage(sessionId, text, { images }))}
+        send={(text, images) =>
+          act(async () => {
+            const answer = await client.sendMessage(sessionId, text, { images });
+            if (answer.queued) setChat((c) => withQueued(c, answer.message_id, text));
+          })
+        }
         editing={editing}
         sendEdit={async (text, images) => {
           const done = await act(() => client.editLast(sessionId, text, { images }));

@@ -116,7 +116,15 @@ export function chatFrom(detail) {
     problem: null,
     autochat: null,
     stale: false,
+    queued: [], // {id, text}: messages sent while a turn ran, until the agent takes them
   };
+}
+
+/** The chat with a message the server queued behind the running turn (unless it was taken
+ * in already: its event can come before the answer to the request that sent it). */
+export function withQueued(chat, id, text) {
+  if (chat.messages.some((m) => m.id === id) || chat.queued.some((q) => q.id === id)) return chat;
+  return { ...chat, queued: [...chat.queued, { id, text }] };
 }
 
 // Metadata marks of messages an agent writes to another (a plan step, a crew hand-over, a
@@ -171,7 +179,8 @@ export function applyEvent(chat, event) {
         at === -1
           ? [...chat.messages, message]
           : chat.messages.map((m, i) => (i === at ? message : m));
-      return { ...chat, messages, streaming };
+      const queued = chat.queued.filter((q) => q.id !== message.id);
+      return { ...chat, messages, streaming, queued };
     }
     case "approval_requested":
       if (chat.approvals.some((a) => a.approval_id === event.approval_id)) return chat;

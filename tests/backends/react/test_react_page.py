@@ -134,6 +134,29 @@ def test_stop_ends_a_streaming_reply_and_keeps_what_was_written(
     assert "tick20" in reply.content
 
 
+def test_a_message_sent_during_a_turn_shows_as_waiting_until_the_agent_takes_it(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    new_chat(page)
+    page.get_by_label("Model", exact=True).select_option("slow")
+    send(page, "tick for a while")
+    conversation = page.get_by_role("list", name="Conversation")
+    expect(conversation).to_contain_text("tick5")
+    send(page, "and then this")
+    waiting = conversation.locator(".entry.queued")
+    expect(waiting).to_contain_text("and then this")
+    expect(waiting).to_contain_text("Waiting: the agent reads this when its current step ends.")
+    # Stop: the waiting message is kept in the chat, unanswered (nothing said is lost)
+    page.get_by_role("button", name="Stop").click()
+    expect(waiting).to_have_count(0)
+    expect(conversation.locator(".entry.user").filter(has_text="and then this")).to_have_count(1)
+    expect(page.get_by_role("status", name="State")).to_have_text("STOP")
+    api = backend.client().login("ada", PASSWORD)
+    contents = [m.content for m in api.messages(chat_titled(backend, "tick for a while"))]
+    assert contents[0] == "tick for a while" and contents[-1] == "and then this"
+
+
 def test_the_chats_list_follows_another_client_is_searched_and_a_deleted_chat_closes(
     page: Page, backend: Backend
 ) -> None:

@@ -163,14 +163,23 @@ def test_stop_ends_a_streaming_reply_and_keeps_what_was_written(
     page.get_by_role("option", name="slow").click()
     send(page, "tick slowly")
     expect(page.get_by_text("tick20", exact=False).first).to_be_visible()
+    # a message sent meanwhile shows as waiting (the script is following the turn: no wait)
+    box = page.get_by_test_id("stChatInputTextArea")
+    box.fill("and after that")
+    box.press("Enter")
+    waiting = page.get_by_text("Waiting: the agent reads this when its current step ends.")
+    expect(waiting).to_be_visible()
     stop = page.get_by_role("button", name="Stop")
     expect(stop).to_be_enabled()
     stop.click()
     expect(page.get_by_text("Interrupted: the turn was stopped here.")).to_be_visible()
+    expect(waiting).to_have_count(0)  # kept in the chat, unanswered, as the person's own
+    expect(page.get_by_test_id("stChatMessage").filter(has_text="and after that")).to_have_count(1)
     api = backend.client().login("ada", PASSWORD)
     sessions = api.get("/api/sessions").json()["sessions"]
     [record] = [s for s in sessions if s["title"] == "tick slowly"]
-    reply = api.messages(record["id"])[-1]
+    *_, reply, after = api.messages(record["id"])
+    assert after.role is Role.USER and after.content == "and after that"
     assert reply.role is Role.ASSISTANT and reply.status is MessageStatus.INTERRUPTED
     assert "tick20" in reply.content and len(reply.content.split()) < 3000
 
