@@ -132,7 +132,21 @@ def image_source(image: ImagePart) -> bytes | str:
 
 
 def _speaker(message: Message) -> str:
-    return role_title(message.agent) if message.agent else ""
+    """Who wrote it: the role of an agent's message; for a user message the app or an agent
+    wrote, which (as the Gradio page labels it)."""
+    if message.role is not Role.USER:
+        return role_title(message.agent) if message.agent else ""
+    meta = message.metadata
+    if meta.get("delegated_by"):  # the supervisor's task for a worker
+        return f"Task for {role_title(str(meta.get('worker', 'a worker')))}"
+    if meta.get("crew_member"):
+        return f"Crew, over to the {meta['crew_member']}"
+    if meta.get("autochat"):
+        turn = meta.get("autochat_turn")
+        return f"AutoChat turn {turn}" if turn else "AutoChat"
+    if meta.get("plan_step"):
+        return f"Plan step {meta['plan_step']}/{meta.get('plan_steps', '?')}"
+    return ""
 
 
 def _notes(message: Message) -> list[str]:
@@ -162,7 +176,10 @@ def entries_of(history: list[Message]) -> list[Entry]:
             view.is_error = bool(message.metadata.get("is_error"))
             view.not_run = bool(message.metadata.get("not_run"))
             continue
-        if message.type is MessageType.CONFIRMATION or message.metadata.get("display_only"):
+        # A worker's steps are display-only too, but they are the conversation: shown whole.
+        if message.type is MessageType.CONFIRMATION or (
+            message.metadata.get("display_only") and not message.metadata.get("delegated_by")
+        ):
             note = message.content.strip() or message.type.value
             if entries and entries[-1].role == "assistant":
                 entries[-1].notes.append(note)

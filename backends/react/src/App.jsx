@@ -90,6 +90,7 @@ function Workspace({ client, api, onSignedOut }) {
 
   const open = (id) => {
     setNotice(null);
+    setProblem(null);
     setOpenId(id);
   };
 

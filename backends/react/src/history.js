@@ -53,7 +53,9 @@ export function entriesOf(messages) {
       }
       continue;
     }
-    if (message.type === "confirmation" || message.metadata?.display_only) {
+    // A worker's steps are display-only too, but they are the conversation: shown whole.
+    const meta = message.metadata ?? {};
+    if (message.type === "confirmation" || (meta.display_only && !meta.delegated_by)) {
       const note = message.content.trim() || message.type;
       const last = entries[entries.length - 1];
       if (last && last.role === "assistant") last.notes.push(note);
@@ -79,11 +81,23 @@ export function entriesOf(messages) {
   return entries;
 }
 
+/** Who wrote it: the role of an agent's message; for a user message the app or an agent
+ * wrote, which (as the Gradio page labels it). */
+function speakerOf(message) {
+  if (message.role !== "user") return message.agent ? roleTitle(message.agent) : "";
+  const meta = message.metadata ?? {};
+  if (meta.delegated_by) return `Task for ${roleTitle(meta.worker ?? "a worker")}`;
+  if (meta.crew_member) return `Crew, over to the ${meta.crew_member}`;
+  if (meta.autochat) return meta.autochat_turn ? `AutoChat turn ${meta.autochat_turn}` : "AutoChat";
+  if (meta.plan_step) return `Plan step ${meta.plan_step}/${meta.plan_steps ?? "?"}`;
+  return "";
+}
+
 function plain(message, role, text) {
   return {
     key: message.id,
     role,
-    speaker: message.agent ? roleTitle(message.agent) : "",
+    speaker: speakerOf(message),
     kind: message.type,
     language: message.language ?? null,
     text,
@@ -108,7 +122,10 @@ export function chatFrom(detail) {
     session: detail.session,
     messages: detail.messages,
     streaming: Object.fromEntries(
-      detail.streaming.map((m) => [m.id, { id: m.id, agent: m.agent, text: m.content, reasoning: "" }]),
+      detail.streaming.map((m) => [
+        m.id,
+        { id: m.id, agent: m.agent, text: m.content, reasoning: m.reasoning ?? "" },
+      ]),
     ),
     approvals: detail.pending_approvals,
     state: detail.state,

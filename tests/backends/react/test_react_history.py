@@ -136,3 +136,44 @@ def test_pictures_by_address_are_named_and_notes_are_kept() -> None:
     assert out["images"] == ["data:image/png;base64,iVBORw0KGgo=", None]  # not fetched
     assert [e["text"] for e in out["entries"]] == ["look", "partial"]  # instructions left out
     assert out["entries"][1]["notes"] == ["Interrupted: the turn was stopped here."]
+
+
+def test_a_workers_steps_are_shown_whole_and_agents_messages_labelled() -> None:
+    worker = {"display_only": True, "delegated_by": "d1", "worker": "AGENT_EXECUTOR"}
+    delegate = {"id": "d1", "name": "delegate", "arguments": '{"task": "add 2 and 3"}'}
+    add = {"id": "c1", "name": "add", "arguments": '{"a": 2, "b": 3}'}
+    history = [
+        message("u1", "user", "sum it"),
+        message("a1", "assistant", agent="SUPERVISOR", tool_calls=[delegate]),
+        message("u2", "user", "add 2 and 3", metadata=worker),
+        message("a2", "assistant", agent="AGENT_EXECUTOR", tool_calls=[add], metadata=worker),
+        message("t1", "tool", "5", tool_call_id="c1", metadata=worker),
+        message("a3", "assistant", "5", agent="AGENT_EXECUTOR", metadata=worker),
+        message("t2", "tool", "5", tool_call_id="d1"),
+        message("u3", "user", "continue", metadata={"autochat": True, "autochat_turn": 2}),
+        message("u4", "user", "check it", metadata={"crew_member": "reviewer"}),
+        message("u5", "user", "step", metadata={"plan_step": 1, "plan_steps": 3}),
+    ]
+    detail = {
+        "session": {"id": "s", "title": ""},
+        "messages": history,
+        "streaming": [],
+        "pending_approvals": [],
+        "state": "STOP",
+        "busy": False,
+        "events": [],
+    }
+    entries = run(detail)["entries"]
+    assert [(e["role"], e["speaker"], e["text"]) for e in entries] == [
+        ("user", "", "sum it"),
+        ("assistant", "Supervisor", ""),
+        ("user", "Task for Executor", "add 2 and 3"),
+        ("assistant", "Executor", ""),
+        ("assistant", "Executor", "5"),
+        ("user", "AutoChat turn 2", "continue"),
+        ("user", "Crew, over to the reviewer", "check it"),
+        ("user", "Plan step 1/3", "step"),
+    ]
+    assert [(c["name"], c["result"]) for c in entries[1]["calls"]] == [("delegate", "5")]
+    assert [(c["name"], c["result"]) for c in entries[3]["calls"]] == [("add", "5")]
+    assert all(not e["notes"] for e in entries)

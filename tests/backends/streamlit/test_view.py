@@ -186,3 +186,37 @@ def test_edit_changes_the_persons_own_last_message_only() -> None:
     automatic = Message(role=Role.USER, content="continue", metadata={"autochat": True})
     assert last_written([mine, reply, automatic, reply]) is mine
     assert last_written([reply]) is None and last_written([]) is None
+
+
+def test_a_workers_steps_are_shown_whole_and_agents_messages_labelled() -> None:
+    worker = {"display_only": True, "delegated_by": "d1", "worker": "AGENT_EXECUTOR"}
+    delegate = ToolCall(id="d1", name="delegate", arguments='{"task": "add 2 and 3"}')
+    add = ToolCall(id="c1", name="add", arguments='{"a": 2, "b": 3}')
+    history = [
+        Message(role=Role.USER, content="sum it"),
+        Message(role=Role.ASSISTANT, agent=AgentName.SUPERVISOR, tool_calls=(delegate,)),
+        Message(role=Role.USER, content="add 2 and 3", metadata=worker),
+        Message(
+            role=Role.ASSISTANT, agent=AgentName.AGENT_EXECUTOR, tool_calls=(add,), metadata=worker
+        ),
+        Message(role=Role.TOOL, content="5", tool_call_id="c1", metadata=worker),
+        Message(role=Role.ASSISTANT, agent=AgentName.AGENT_EXECUTOR, content="5", metadata=worker),
+        Message(role=Role.TOOL, content="5", tool_call_id="d1"),
+        Message(
+            role=Role.USER, content="continue", metadata={"autochat": True, "autochat_turn": 2}
+        ),
+        Message(role=Role.USER, content="check it", metadata={"crew_member": "reviewer"}),
+    ]
+    entries = entries_of(history)
+    assert [(e.role, e.speaker, e.text) for e in entries] == [
+        ("user", "", "sum it"),
+        ("assistant", "Supervisor", ""),
+        ("user", "Task for Executor", "add 2 and 3"),
+        ("assistant", "Executor", ""),
+        ("assistant", "Executor", "5"),
+        ("user", "AutoChat turn 2", "continue"),
+        ("user", "Crew, over to the reviewer", "check it"),
+    ]
+    assert [(c.name, c.result) for c in entries[1].calls] == [("delegate", "5")]
+    assert [(c.name, c.result) for c in entries[3].calls] == [("add", "5")]  # folded, not a note
+    assert all(not e.notes for e in entries)
