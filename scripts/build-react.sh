@@ -11,7 +11,8 @@ stamp="dist/.built-$key"
 if [ -f "$stamp" ]; then exit 0; fi
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   log "installing its packages (npm ci)"
-  npm ci --no-audit --no-fund --loglevel=error
+  # (a registry that cannot be reached fails within about a minute, not the default five)
+  npm ci --no-audit --no-fund --loglevel=error --fetch-retries=1 --fetch-timeout=30000
 fi
 log "building"
 npx --no-install vite build --logLevel warn
