@@ -374,6 +374,10 @@ export class GuiAgentClient {
     return this.call("GET", sessionPath(sessionId), undefined, { limit });
   }
 
+  /** What the next model call would be sent of the history (the memory window):
+   * {message_ids (oldest first), token_count, token_estimated, goal, goal_pinned, dropped} */
+  memory(sessionId) { return this.call("GET", sessionPath(sessionId, "memory")); }
+
   /** Only what is given changes: {title?, settings?, autochat?, agent?, model?} */
   updateSession(sessionId, changes) { return this.call("PATCH", sessionPath(sessionId), changes); }
 

@@ -57,6 +57,7 @@ from backends.api.responses import (
     HealthAnswer,
     ImportAnswer,
     LoginAnswer,
+    MemoryAnswer,
     MessageAccepted,
     ModelsAnswer,
     SessionDetail,
@@ -137,6 +138,9 @@ class AsyncGuiAgentClient:
 
     async def get_session(self, session_id: str, *, limit: int | None = None) -> SessionDetail:
         return await self._call(calls.get_session(session_id, limit))
+
+    async def memory(self, session_id: str) -> MemoryAnswer:
+        return await self._call(calls.memory(session_id))
 
     async def update_session(
         self,

@@ -83,6 +83,7 @@ from backends.api.responses import (
     HealthAnswer,
     ImportAnswer,
     LoginAnswer,
+    MemoryAnswer,
     MessageAccepted,
     ModelsAnswer,
     SessionDetail,
@@ -189,6 +190,11 @@ class GuiAgentClient:
         """The session, its last `limit` messages (all by default), what it is doing, and
         where its events are at (`last_seq`, `epoch`: where `events` can resume)."""
         return self._call(calls.get_session(session_id, limit))
+
+    def memory(self, session_id: str) -> MemoryAnswer:
+        """What the next model call would be sent of the history: the memory window's
+        message ids (oldest first), its tokens, and AutoChat's goal."""
+        return self._call(calls.memory(session_id))
 
     def update_session(
         self,

@@ -23,6 +23,7 @@ from backends.api.responses import (
     HealthAnswer,
     ImportAnswer,
     LoginAnswer,
+    MemoryAnswer,
     MessageAccepted,
     ModelsAnswer,
     SessionAnswer,
@@ -114,6 +115,10 @@ def create_session(
 def get_session(session_id: str, limit: int | None) -> Call[SessionDetail]:
     path = session_path(session_id)
     return Call("GET", path, partial(parse, SessionDetail), params={"limit": limit})
+
+
+def memory(session_id: str) -> Call[MemoryAnswer]:
+    return Call("GET", session_path(session_id, "memory"), partial(parse, MemoryAnswer))
 
 
 def update_session(

@@ -110,6 +110,23 @@ class SessionDetail(_Answer):
     protocol_version: str
 
 
+class MemoryAnswer(_Answer):
+    """What the next model call would be sent of the history: the memory window."""
+
+    message_ids: list[str]
+    """The history messages in the window, oldest first (`GET /api/sessions/{id}` has them)."""
+    token_count: int
+    """Tokens of the whole window (system prompt and pinned goal included)."""
+    token_estimated: bool
+    """True when counted by estimate (no tokenizer for the model)."""
+    goal: str | None
+    """AutoChat's goal, when it is on."""
+    goal_pinned: bool
+    """The goal had slid out of the window and is put back in."""
+    dropped: int
+    """Older messages that slid out of the window."""
+
+
 class MessageAccepted(_Answer):
     message_id: str
     queued: bool

@@ -1,11 +1,12 @@
 """The caller's sessions as records: listed (and followed as they change), created,
-imported, read, changed, deleted and exported.
+imported, read (with what the memory window holds of them), changed, deleted and exported.
 
     GET    /api/sessions?q=&limit=&offset=             -> {sessions: [record], ...}
     GET    /api/sessions/changes  (SSE, see `changes`)
     POST   /api/sessions          {agent?, model?, settings?, title?}  -> 201 {session}
     POST   /api/sessions/import   (an export document) -> 201 {session, message_count, ...}
     GET    /api/sessions/{id}     ?limit=              -> {session, messages, state, ...}
+    GET    /api/sessions/{id}/memory                   -> what the next model call is sent
     PATCH  /api/sessions/{id}     {title?, settings?, autochat?, agent?, model?}  (partial)
     DELETE /api/sessions/{id}                          -> 204 (its working folder too)
     GET    /api/sessions/{id}/export ?allow_unimportable=  -> the export, as an attachment
@@ -31,6 +32,7 @@ from backends.api.errors import ApiError, describe_validation
 from backends.api.openapi import errors
 from backends.api.responses import (
     ImportAnswer,
+    MemoryAnswer,
     SessionAnswer,
     SessionDetail,
     SessionList,
@@ -207,6 +209,28 @@ def add_session_routes(app: FastAPI, api: ApiContext) -> None:
             protocol_version=PROTOCOL_VERSION,
         )
         return send(detail)
+
+    @app.get(
+        "/api/sessions/{session_id}/memory",
+        responses={
+            **success(MemoryAnswer, "What the next model call would be sent of the history"),
+            **errors(401, 404, 503),
+        },
+    )
+    async def memory(request: Request, session_id: str) -> Response:
+        """The memory window over the history as it stands: which messages the model would
+        be sent next, their tokens, and AutoChat's goal (pinned when it slid out)."""
+        interpreter = await api.session_of(request, session_id)
+        window = interpreter.window()
+        answer = MemoryAnswer(
+            message_ids=list(window.message_ids),
+            token_count=window.token_count,
+            token_estimated=window.token_estimated,
+            goal=window.goal,
+            goal_pinned=window.goal_pinned,
+            dropped=window.dropped,
+        )
+        return send(answer)
 
     @app.patch(
         "/api/sessions/{session_id}",

@@ -55,6 +55,7 @@ from backends.streamlit.view import (
     LiveReply,
     entries_of,
     image_source,
+    memory_lines,
     plain_markdown,
     safe_markdown,
     usage_line,
@@ -360,6 +361,11 @@ def _chat(client: GuiAgentClient, session_id: str) -> None:
     _settings(client, detail)
     autochat_panel(client, detail)
     settings_panel(client, detail)
+    # Asked of the server only while shown (one request per script run then).
+    if st.toggle("Memory: what the agent remembers", key=f"memory-{session_id}"):
+        with st.container(border=True):
+            for line in memory_lines(client.memory(session_id), detail.messages):
+                st.text(line)
     chat_actions(client, detail)
     export_panel(client, detail)
     for entry in entries_of(detail.messages):

@@ -14,8 +14,10 @@ import base64
 import binascii
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from backends.api.responses import MemoryAnswer
 from gui_agent.wording import counted, role_title
 from schema import (
     ImagePart,
@@ -38,6 +40,7 @@ __all__ = [
     "LiveReply",
     "entries_of",
     "image_source",
+    "memory_lines",
     "plain_markdown",
     "pretty_arguments",
     "safe_markdown",
@@ -110,6 +113,30 @@ def usage_line(usage: Usage) -> str:
         f"Tokens so far: {usage.input_tokens:,} in · {usage.output_tokens:,} out · "
         f"{counted(usage.requests, 'model call')}{estimated}"
     )
+
+
+def memory_lines(memory: MemoryAnswer, history: Sequence[Message]) -> list[str]:
+    """What the memory panel says: the window's size, what slid out, AutoChat's goal, then
+    each message in the window (its role and the start of its text), as plain text."""
+    estimated = " (estimated)" if memory.token_estimated else ""
+    lines = [
+        f"Context window: {counted(len(memory.message_ids), 'message')}, "
+        f"{counted(memory.token_count, 'token')}{estimated}."
+    ]
+    if memory.dropped:
+        lines.append(f"{counted(memory.dropped, 'older message')} slid out of the window.")
+    if memory.goal:
+        where = "pinned (re-inserted)" if memory.goal_pinned else "in the window"
+        lines.append(f"Goal ({where}): {memory.goal}")
+    else:
+        lines.append("Goal: none pinned.")
+    by_id = {message.id: message for message in history}
+    for number, message_id in enumerate(memory.message_ids, start=1):
+        message = by_id.get(message_id)
+        text = " ".join(message.content.split()) if message else ""
+        short = text if len(text) <= 80 else text[:79] + "…"
+        lines.append(f"{number}. {message.role.value if message else '?'}: {short or '…'}")
+    return lines
 
 
 def pretty_arguments(arguments: str) -> str:

@@ -8,13 +8,14 @@ import { useEffect, useMemo, useState } from "react";
 import { Approval } from "./Approval.jsx";
 import { Composer } from "./Composer.jsx";
 import { Entry, LiveEntry } from "./Entry.jsx";
-import { AutoChatPanel, SettingsPanel } from "./Panels.jsx";
+import { AutoChatPanel, MemoryPanel, SettingsPanel } from "./Panels.jsx";
 import { exportChat } from "./Transfer.jsx";
 import {
   applyEvent,
   chatFrom,
   entriesOf,
   lastWritten,
+  memoryView,
   roleTitle,
   usageLine,
   withQueued,
@@ -38,12 +39,15 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
     let closed = false;
     (async () => {
       try {
-        const detail = await client.getSession(sessionId);
+        const [detail, memory] = await Promise.all([
+          client.getSession(sessionId),
+          client.memory(sessionId),
+        ]);
         if (closed) return;
         setChat((before) => {
           const read = chatFrom(detail); // what was queued and is not in it yet still waits
           const waiting = (before?.queued ?? []).filter((q) => !detail.messages.some((m) => m.id === q.id));
-          return { ...read, queued: waiting };
+          return { ...read, queued: waiting, memory };
         });
         stream = client.events(
           sessionId,
@@ -67,6 +71,8 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
   // Drawn again only when the history changes, not on every word of a streaming reply.
   const messages = chat?.messages;
   const entries = useMemo(() => (messages ? entriesOf(messages) : []), [messages]);
+  const memory = chat?.memory;
+  const remembered = useMemo(() => memoryView(memory, messages ?? []), [memory, messages]);
   const stale = chat?.stale;
   useEffect(() => {
     if (stale) setGeneration((n) => n + 1);
@@ -139,6 +145,7 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
       </div>
       <AutoChatPanel record={record} save={save} note={chat.autochat} />
       <SettingsPanel record={record} save={save} />
+      <MemoryPanel view={remembered} />
       <div className="actions">
         <button type="button" disabled={!running} onClick={() => act(() => client.stop(sessionId))}>
           Stop

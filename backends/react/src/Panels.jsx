@@ -127,3 +127,28 @@ export function SettingsPanel({ record, save }) {
     </details>
   );
 }
+
+/** What the agent remembers: the memory window the model is sent (`memoryView`). */
+export function MemoryPanel({ view }) {
+  return (
+    <details className="panel">
+      <summary>Memory</summary>
+      {view === null ? (
+        <p className="hint">Context window: empty (no messages yet).</p>
+      ) : (
+        <>
+          <p>{view.summary}</p>
+          {view.dropped && <p className="hint">{view.dropped}</p>}
+          <p className="hint">{view.goal}</p>
+          <ol className="window" aria-label="Context window">
+            {view.items.map((item) => (
+              <li key={item.id}>
+                <em>{item.role}</em>: {item.text || "…"}
+              </li>
+            ))}
+          </ol>
+        </>
+      )}
+    </details>
+  );
+}

@@ -134,6 +134,28 @@ export function chatFrom(detail) {
     autochat: null,
     stale: false,
     queued: [], // {id, text}: messages sent while a turn ran, until the agent takes them
+    memory: null, // the memory window (GET .../memory, then each memory_updated event)
+  };
+}
+
+/** What the memory panel says: the window's size, what slid out, the goal, and each
+ * message in it (its role and the start of its text, from the history). */
+export function memoryView(memory, messages) {
+  if (!memory) return null;
+  const plural = (n, noun) => `${n.toLocaleString("en-US")} ${noun}${n === 1 ? "" : "s"}`;
+  const estimated = memory.token_estimated ? " (estimated)" : "";
+  const byId = new Map(messages.map((m) => [m.id, m]));
+  return {
+    summary: `Context window: ${plural(memory.message_ids.length, "message")}, ${plural(memory.token_count, "token")}${estimated}.`,
+    dropped: memory.dropped ? `${plural(memory.dropped, "older message")} slid out of the window.` : null,
+    goal: memory.goal
+      ? `Goal (${memory.goal_pinned ? "pinned (re-inserted)" : "in the window"}): ${memory.goal}`
+      : "Goal: none pinned.",
+    items: memory.message_ids.map((id) => {
+      const message = byId.get(id);
+      const text = message ? message.content.replace(/\s+/g, " ").trim() : "";
+      return { id, role: message ? message.role : "?", text: text.length > 80 ? `${text.slice(0, 79)}…` : text };
+    }),
   };
 }
 
@@ -209,6 +231,10 @@ export function applyEvent(chat, event) {
       const session = { ...chat.session, ...fields };
       // The history was cut (a retry, an edit or a clear, from any tab): read it again.
       return { ...chat, session, stale: chat.stale || length !== undefined };
+    }
+    case "memory_updated": {
+      const { message_ids, token_count, token_estimated, goal, goal_pinned, dropped } = event;
+      return { ...chat, memory: { message_ids, token_count, token_estimated, goal, goal_pinned, dropped } };
     }
     case "usage":
       return { ...chat, session: { ...chat.session, usage: event.total } };

@@ -187,6 +187,8 @@ def test_every_status_an_endpoint_answers_with_is_documented(tmp_path: Path) -> 
             ),
             ("get", "/api/sessions/{session_id}/events", s + "/events?since=x", {}),
             ("get", "/api/sessions/{session_id}/export", s + "/export", {}),
+            ("get", "/api/sessions/{session_id}/memory", s + "/memory", {}),
+            ("get", "/api/sessions/{session_id}/memory", "/api/sessions/nope/memory", {}),
         ]
         seen: dict[tuple[str, str], set[str]] = {}
         checked: set[tuple[str, str, str]] = set()

@@ -14,7 +14,7 @@ from typing import Any
 HISTORY = Path(__file__).resolve().parents[3] / "backends" / "react" / "src" / "history.js"
 
 SCRIPT = """
-import { applyEvent, chatFrom, entriesOf, imageSource } from %s;
+import { applyEvent, chatFrom, entriesOf, imageSource, memoryView } from %s;
 const detail = JSON.parse(process.argv[1]);
 let chat = chatFrom(detail);
 const seen = [];
@@ -25,7 +25,8 @@ for (const event of detail.events) {
 }
 const entries = entriesOf(chat.messages);
 const images = entries.flatMap((e) => e.images.map(imageSource));
-console.log(JSON.stringify({entries, seen, images, title: chat.session.title}));
+const memory = memoryView(chat.memory, chat.messages);
+console.log(JSON.stringify({entries, seen, images, title: chat.session.title, memory}));
 """
 
 
@@ -78,6 +79,15 @@ def test_a_turn_is_followed_from_its_events() -> None:
         {"type": "text_delta", "message_id": "a2", "delta": "5."},
         {"type": "message_completed", "message": final},
         {"type": "session_updated", "fields": {"title": "Adding"}},
+        {
+            "type": "memory_updated",
+            "message_ids": ["u1", "a1", "t1", "gone"],
+            "token_count": 1234,
+            "token_estimated": True,
+            "goal": "add things",
+            "goal_pinned": True,
+            "dropped": 1,
+        },
         {"type": "error", "message": "a problem said"},
         {"type": "state_changed", "to_state": "STOP"},
     ]
@@ -100,6 +110,17 @@ def test_a_turn_is_followed_from_its_events() -> None:
     ]
     assert seen[13]["live"] == []  # filed: the message takes its place
     assert seen[-2]["problem"] == "a problem said" and out["title"] == "Adding"
+    assert out["memory"] == {
+        "summary": "Context window: 4 messages, 1,234 tokens (estimated).",
+        "dropped": "1 older message slid out of the window.",
+        "goal": "Goal (pinned (re-inserted)): add things",
+        "items": [
+            {"id": "u1", "role": "user", "text": "add 2 and 3"},
+            {"id": "a1", "role": "assistant", "text": ""},
+            {"id": "t1", "role": "tool", "text": "5"},
+            {"id": "gone", "role": "?", "text": ""},  # (not in the history this tab read)
+        ],
+    }
     entries = out["entries"]
     assert [(e["role"], e["text"], e["speaker"]) for e in entries] == [
         ("user", "add 2 and 3", ""),

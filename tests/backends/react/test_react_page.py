@@ -94,6 +94,21 @@ def test_a_person_signs_in_and_the_reply_streams_in(page: Page, backend: Backend
     api = backend.client().login("ada", PASSWORD)
     messages = api.messages(chat_titled(backend, "Hello from React"))
     assert [m.content for m in messages] == ["Hello from React", "Hello from the scripted model."]
+    # what the agent remembers: the window of the model call, then (read again) the next one
+    page.get_by_text("Memory", exact=True).click()
+    window = page.get_by_role("list", name="Context window")
+    expect(page.get_by_text("Context window: 1 message,", exact=False)).to_be_visible()
+    expect(window).to_have_text("user: Hello from React")
+    page.reload()
+    signed_in(page)
+    page.get_by_role("navigation", name="Your chats").get_by_role(
+        "button", name="Hello from React"
+    ).click()
+    page.get_by_text("Memory", exact=True).click()
+    expect(page.get_by_text("Context window: 2 messages,", exact=False)).to_be_visible()
+    expect(window.get_by_role("listitem")).to_have_text(
+        ["user: Hello from React", "assistant: Hello from the scripted model."]
+    )
 
 
 def test_an_approval_is_put_to_the_person_and_the_result_shown(

@@ -132,6 +132,10 @@ def test_a_person_signs_in_chats_and_sees_the_reply(page: Page, backend: Backend
     ]
     contents = [m.content for m in api.messages(record["id"])]
     assert contents == ["Hello from Streamlit", "Hello from the scripted model."]
+    settled(page)
+    page.get_by_text("Memory: what the agent remembers").click()  # what the model is sent
+    expect(page.get_by_text("Context window: 2 messages,", exact=False)).to_be_visible()
+    expect(page.get_by_text("2. assistant: Hello from the scripted model.")).to_be_visible()
     # A reload keeps the person signed in to nothing: Streamlit's state is per tab, so the
     # form comes back and nothing of the chat shows before signing in.
     page.reload()

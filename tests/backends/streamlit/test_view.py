@@ -7,11 +7,13 @@ from __future__ import annotations
 import base64
 import json
 
+from backends.api.responses import MemoryAnswer
 from backends.streamlit.actions import last_written
 from backends.streamlit.view import (
     LiveReply,
     entries_of,
     image_source,
+    memory_lines,
     plain_markdown,
     pretty_arguments,
     safe_markdown,
@@ -220,3 +222,33 @@ def test_a_workers_steps_are_shown_whole_and_agents_messages_labelled() -> None:
     assert [(c.name, c.result) for c in entries[1].calls] == [("delegate", "5")]
     assert [(c.name, c.result) for c in entries[3].calls] == [("add", "5")]  # folded, not a note
     assert all(not e.notes for e in entries)
+
+
+def test_the_memory_panel_says_what_the_model_is_sent() -> None:
+    asked = Message(role=Role.USER, content="a   question\nover two lines " + "x" * 100)
+    reply = Message(role=Role.ASSISTANT, content="")
+    memory = MemoryAnswer(
+        message_ids=[asked.id, reply.id, "gone"],
+        token_count=1234,
+        token_estimated=True,
+        goal="keep going",
+        goal_pinned=False,
+        dropped=2,
+    )
+    lines = memory_lines(memory, [asked, reply])
+    assert lines[:3] == [
+        "Context window: 3 messages, 1,234 tokens (estimated).",
+        "2 older messages slid out of the window.",
+        "Goal (in the window): keep going",
+    ]
+    assert lines[3].startswith("1. user: a question over two lines xxx") and lines[3].endswith("…")
+    assert lines[4:] == ["2. assistant: …", "3. ?: …"]
+    bare = MemoryAnswer(
+        message_ids=[],
+        token_count=9,
+        token_estimated=False,
+        goal=None,
+        goal_pinned=False,
+        dropped=0,
+    )
+    assert memory_lines(bare, []) == ["Context window: 0 messages, 9 tokens.", "Goal: none pinned."]
