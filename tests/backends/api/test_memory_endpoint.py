@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from backends.api.client import GuiAgentClient, NotFound
+from backends.api.client import AsyncGuiAgentClient, GuiAgentClient, NotFound
 from schema import AutoChatStopped, Event
 from tests.backends.api.live import Backend, is_idle, running_backend
 
@@ -76,3 +76,11 @@ def test_autochats_goal_is_shown_and_nobody_elses_chat_is(backend: Backend) -> N
         assert window.goal_pinned  # slid out after the automatic turn: put back in
         with pytest.raises(NotFound):
             bob.memory(session_id)
+
+
+async def test_the_asyncio_client_reads_it_too(backend: Backend) -> None:
+    async with AsyncGuiAgentClient(backend.base_url) as client:
+        await client.login(*ALICE)
+        session = await client.create_session()
+        window = await client.memory(session.id)
+        assert window.message_ids == [] and window.token_count > 0
