@@ -1,7 +1,7 @@
 """What a person does to the open chat in the Streamlit front end, besides writing: Stop,
 Retry the last turn, Edit their last message (and answer it again), Clear the conversation
-and Delete the chat (each after a confirmation), and a message with pictures attached
-(`prompt_of`)."""
+and Delete the chat (each after a confirmation), Rename it, and a message with pictures
+attached (`prompt_of`)."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from backends.api.responses import SessionDetail
 from gui_agent.session import written_by_person
 from gui_agent.wording import counted
 from schema import ImagePart, Message
+from schema.requests import MAX_TITLE_CHARS
 
-__all__ = ["IMAGE_TYPES", "chat_actions", "last_written", "prompt_of"]
+__all__ = ["IMAGE_TYPES", "chat_actions", "last_written", "prompt_of", "rename_box"]
 
 IMAGE_TYPES = ("png", "jpg", "jpeg", "gif", "webp")
 """What the message box takes as attachments (the server checks their number and size)."""
@@ -99,3 +100,11 @@ def _edit_form(client: GuiAgentClient, session_id: str, last: Message) -> None:
         if st.form_submit_button("Send edited", type="primary"):
             images = list(last.images) if keep else []
             _act("Edit", lambda: client.edit_last(session_id, text, images=images))
+
+
+def rename_box(client: GuiAgentClient, session_id: str, title: str) -> None:
+    """Rename: the title in a box, saved with the button (empty: the chat is untitled)."""
+    with st.popover("Rename"), st.form(f"rename-{session_id}", border=False):
+        typed = st.text_input("Chat title", value=title, max_chars=MAX_TITLE_CHARS)
+        if st.form_submit_button("Save title", type="primary"):
+            _act("Rename", lambda: client.update_session(session_id, title=typed.strip()))

@@ -39,7 +39,7 @@ from backends.api.client import (
     Unauthorized,
 )
 from backends.api.responses import SessionDetail
-from backends.streamlit.actions import IMAGE_TYPES, chat_actions, prompt_of
+from backends.streamlit.actions import IMAGE_TYPES, chat_actions, prompt_of, rename_box
 from backends.streamlit.autochat import (
     autochat_panel,
     note_autochat,
@@ -354,7 +354,10 @@ def _chat(client: GuiAgentClient, session_id: str) -> None:
         st.session_state.session_id = None
         st.rerun()
     record = detail.session
-    st.subheader(plain_markdown(record.title or "Untitled chat"))
+    heading, rename = st.columns([6, 1], vertical_alignment="center")
+    heading.subheader(plain_markdown(record.title or "Untitled chat"))
+    with rename:
+        rename_box(client, session_id, record.title)
     if notice := st.session_state.pop("notice", None):
         st.success(plain_markdown(notice))
     st.caption(usage_line(record.usage))

@@ -9,6 +9,7 @@ import { Approval } from "./Approval.jsx";
 import { Composer } from "./Composer.jsx";
 import { Entry, LiveEntry } from "./Entry.jsx";
 import { AutoChatPanel, MemoryPanel, SettingsPanel } from "./Panels.jsx";
+import { Title } from "./Title.jsx";
 import { exportChat } from "./Transfer.jsx";
 import {
   applyEvent,
@@ -114,7 +115,7 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
   return (
     <section className="chat" aria-label="Chat">
       <header>
-        <h2>{record.title || "Untitled chat"}</h2>
+        <Title title={record.title} rename={(title) => save({ title })} />
         <span className={`badge state-${chat.state}`} role="status" aria-label="State">
           {chat.state}
         </span>

@@ -172,7 +172,7 @@ def test_a_message_sent_during_a_turn_shows_as_waiting_until_the_agent_takes_it(
     assert contents[0] == "tick for a while" and contents[-1] == "and then this"
 
 
-def test_the_chats_list_follows_another_client_is_searched_and_a_deleted_chat_closes(
+def test_the_chats_list_follows_another_client_is_searched_renamed_and_a_deleted_chat_closes(
     page: Page, backend: Backend
 ) -> None:
     signed_in(page)
@@ -190,9 +190,19 @@ def test_the_chats_list_follows_another_client_is_searched_and_a_deleted_chat_cl
     expect(chats.get_by_role("listitem")).to_have_count(0)
     search.fill("")
     expect(opened).to_be_visible()
+    # renamed here: the heading, the list and the server have the new title
+    page.get_by_role("button", name="Rename").click()
+    title = page.get_by_label("Chat title")
+    expect(title).to_have_value("Made elsewhere")
+    title.fill("Renamed here")
+    title.press("Enter")
+    expect(page.get_by_role("heading", name="Renamed here")).to_be_visible()
+    renamed = chats.get_by_role("button", name="Renamed here")
+    expect(renamed).to_be_visible()
+    assert api.session(made["id"])["session"]["title"] == "Renamed here"
     assert api.request("DELETE", f"/api/sessions/{made['id']}").status_code == 204
     expect(page.get_by_text("Start a new chat, or open one from the list.")).to_be_visible()
-    expect(opened).to_have_count(0)
+    expect(renamed).to_have_count(0)
 
 
 def test_a_turn_and_a_retry_from_another_client_show_in_the_open_chat(

@@ -330,6 +330,16 @@ def test_the_chats_settings_are_shown_and_saved(page: Page, backend: Backend) ->
     sent = backend.scripted.requests[-1]
     assert sent.messages[0].content == "Answer like a pirate."  # the model was told
     assert sent.settings is not None and sent.settings.temperature == 0.5
+    # renamed: the heading and the list say so, and so does the server
+    settled(page)
+    page.get_by_role("button", name="Rename").click()
+    title = page.get_by_label("Chat title")
+    expect(title).to_have_value("ahoy")
+    title.fill("Pirate talk")
+    title.press("Enter")  # submits the form, as its hint says
+    expect(page.get_by_role("heading", name="Pirate talk")).to_be_visible()
+    expect(page.get_by_role("button", name="▸ Pirate talk")).to_be_visible()
+    assert api.session(session_id)["session"]["title"] == "Pirate talk"
 
 
 def test_the_last_message_is_edited_and_the_chat_exported_imported_and_cleared(
