@@ -4,10 +4,11 @@ Run it with `gui-agent streamlit` (it sets Streamlit's safe options; see `launch
 a running `gui-agent serve`. It signs in (a form when the server has users), lists the
 person's chats, shows a chat's history, streams the reply as it is written with the tool
 calls it makes, puts approvals to the person (allow once, for the session, or deny, with a
-note), and stops a turn; `actions` holds the other controls (Retry, Edit, Clear, Delete)
-and `transfer` export and import. Everything it shows comes from the API; it keeps no chat state of
-its own beyond which chat is open, so a reload, or a turn started in another front end,
-shows the same thing.
+note), and stops a turn; `actions` holds the other controls (Retry, Edit, Clear, Rename,
+Delete) and `transfer` export and import. Everything it shows comes from the API; it keeps
+no chat state of its own beyond which chat is open (and an export waiting to be saved, and
+messages sent during a turn until the history holds them), so a reload, or a turn started
+in another front end, shows the same thing.
 
 Streamlit runs this script again on every interaction. While a turn runs, the script
 follows its events (`_follow`): a thread reads the stream into a queue, and the script
@@ -373,9 +374,9 @@ def _chat(client: GuiAgentClient, session_id: str) -> None:
     export_panel(client, detail)
     for entry in entries_of(detail.messages):
         _draw_entry(entry)
-    waiting = len(detail.pending_approvals)
+    approvals = len(detail.pending_approvals)
     for request in detail.pending_approvals[:1]:  # one at a time, the oldest first
-        _approval(client, session_id, request, waiting)
+        _approval(client, session_id, request, approvals)
     _draw_waiting(session_id, detail)
     prompt = prompt_of(_message_box())
     if prompt is not None:
@@ -384,9 +385,9 @@ def _chat(client: GuiAgentClient, session_id: str) -> None:
         except ApiError as error:
             st.error(plain_markdown(error.message))
             return
-        if answer.queued:
-            waiting = st.session_state.setdefault("waiting", {})
-            waiting.setdefault(session_id, []).append((answer.message_id, prompt[0]))
+        if answer.queued:  # shown as waiting until the history holds it (`_draw_waiting`)
+            queued = st.session_state.setdefault("waiting", {})
+            queued.setdefault(session_id, []).append((answer.message_id, prompt[0]))
         st.rerun()
     _follow(client, detail)
 
