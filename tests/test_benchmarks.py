@@ -18,6 +18,7 @@ CASES = {
     "bench_connectors.py": (["--chunks", "50", "--runs", "1", "--no-llama"], "overhead"),
     "bench_long_chat.py": (["--seconds", "1", "--sizes", "22", "--paces", "paced"], "paced"),
     "bench_media.py": (["--photos", "2", "--mib", "0.1"], "linked"),
+    "bench_react.py": (["--seconds", "0.5", "--sizes", "2"], "sizes"),
     "bench_stream.py": (["--quick"], "plain_gradio"),
     "bench_page.py": (["--seconds", "1", "--loads", "1", "--settle", "0.5"], "served"),
     "bench_server.py": (["--seconds", "0.5", "--loads", "1", "--settle", "0.5"], "idle_cores"),
@@ -28,7 +29,13 @@ CASES = {
 }
 
 
-IN_A_BROWSER = {"bench_long_chat.py", "bench_page.py", "bench_server.py", "bench_stream.py"}
+IN_A_BROWSER = {
+    "bench_long_chat.py",
+    "bench_page.py",
+    "bench_react.py",
+    "bench_server.py",
+    "bench_stream.py",
+}
 """Benchmarks that start Chromium and serve the page: 18-30 s each here (together about 6 %
 of the default run's test time), so they run with the slow tests (`scripts/test.sh -m
 slow`). What they drive (page loads, streaming, an idle server) the browser tests cover."""
