@@ -221,16 +221,10 @@ def add_session_routes(app: FastAPI, api: ApiContext) -> None:
         """The memory window over the history as it stands: which messages the model would
         be sent next, their tokens, and AutoChat's goal (pinned when it slid out)."""
         interpreter = await api.session_of(request, session_id)
-        window = interpreter.window()
-        answer = MemoryAnswer(
-            message_ids=list(window.message_ids),
-            token_count=window.token_count,
-            token_estimated=window.token_estimated,
-            goal=window.goal,
-            goal_pinned=window.goal_pinned,
-            dropped=window.dropped,
+        window = interpreter.window()._asdict()  # the answer's fields are the window's
+        return send(
+            MemoryAnswer.model_validate({name: window[name] for name in MemoryAnswer.model_fields})
         )
-        return send(answer)
 
     @app.patch(
         "/api/sessions/{session_id}",

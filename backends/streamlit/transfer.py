@@ -22,7 +22,7 @@ from backends.streamlit.view import plain_markdown
 from gui_agent.export import export_file_name
 from gui_agent.import_words import import_summary, repairs_from
 
-__all__ = ["Export", "export_panel", "import_box"]
+__all__ = ["Export", "export_panel", "fetch_export", "import_box"]
 
 _NOT_IMPORTABLE = {"too_large", "not_importable"}  # the export answer's codes for it
 _API_HINT = "; add ?allow_unimportable=true"  # how the API's message goes on; not for people

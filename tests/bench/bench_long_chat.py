@@ -73,19 +73,20 @@ COUNT_CHANGES = """() => {
 update received may be made in more than one)."""
 
 
+def earlier_exchanges(exchanges: int) -> Iterator[Message]:
+    """This many questions and answers of 30 words each, as if they had been said."""
+    for number in range(exchanges):
+        words = " ".join(f"earlier{number}x{index}" for index in range(30))
+        yield Message(role=Role.USER, content=f"Question {number}: {words}?")
+        yield Message(role=Role.ASSISTANT, content=f"Answer {number}: **{words}** `done`.")
+
+
 def grow(server: LiveServer, first: str, exchanges: int) -> None:
     """Give the chat that starts with `first` this many more questions and answers."""
     interpreter = session_starting(server, first)
 
     async def add() -> None:
-        for number in range(exchanges):
-            words = " ".join(f"earlier{number}x{index}" for index in range(30))
-            interpreter.session.history.append(
-                Message(role=Role.USER, content=f"Question {number}: {words}?")
-            )
-            interpreter.session.history.append(
-                Message(role=Role.ASSISTANT, content=f"Answer {number}: **{words}** `done`.")
-            )
+        interpreter.session.history.extend(earlier_exchanges(exchanges))
 
     server.call(add())
 

@@ -48,9 +48,10 @@ from gui_agent.llm import StaticCatalog  # noqa: E402
 from gui_agent.manager import SessionManager  # noqa: E402
 from gui_agent.store import DB_FILE_NAME, SQLiteStore  # noqa: E402
 from gui_agent.tokens import EstimateCounter  # noqa: E402
-from schema import Message, Role  # noqa: E402
+from schema import Message  # noqa: E402
 from tests.backends.api.live import ServerThread  # noqa: E402
 from tests.backends.conftest import CHROMIUM  # noqa: E402
+from tests.bench.bench_long_chat import earlier_exchanges  # noqa: E402
 from tests.bench.bench_page import browser_cpu_s, launch  # noqa: E402
 
 WORDS_PER_S = 20
@@ -108,14 +109,7 @@ def grow(server: ServerThread, manager: SessionManager, session_id: str, exchang
 
     async def add() -> None:
         interpreter = await manager.get(session_id, "local")
-        for number in range(exchanges):
-            words = " ".join(f"earlier{number}x{index}" for index in range(30))
-            interpreter.session.history.append(
-                Message(role=Role.USER, content=f"Question {number}: {words}?")
-            )
-            interpreter.session.history.append(
-                Message(role=Role.ASSISTANT, content=f"Answer {number}: {words}.")
-            )
+        interpreter.session.history.extend(earlier_exchanges(exchanges))
 
     server.call(add())
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import base64
 import json
-import struct
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +19,7 @@ from backends.react_front import REACT_DIST, mount_react
 from connectors.scripted import call
 from schema import Message, MessageStatus, Role
 from tests.backends.api.live import Backend, running_backend
+from tests.backends.pictures import red_png
 
 pytestmark = pytest.mark.browser
 
@@ -337,23 +336,6 @@ def test_the_chats_settings_are_saved_and_a_refused_value_is_named(
 
 def record_messages(record: dict[str, Any]) -> list[Message]:
     return [Message.model_validate(m) for m in record["messages"]]
-
-
-def red_png(size: int = 4) -> bytes:
-    """A real PNG of `size`×`size` red pixels."""
-    rows = b"".join(b"\x00" + b"\xff\x00\x00" * size for _ in range(size))
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
-
-    header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
 
 
 def test_the_build_is_what_the_server_serves() -> None:

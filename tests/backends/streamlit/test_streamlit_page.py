@@ -8,12 +8,10 @@ import base64
 import json
 import os
 import re
-import struct
 import subprocess
 import sys
 import time
 import uuid
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +22,7 @@ from playwright.sync_api import Browser, FilePayload, Page, expect
 from connectors.scripted import call
 from schema import MessageStatus, Role
 from tests.backends.api.live import Backend, free_port, running_backend
+from tests.backends.pictures import red_png
 
 pytestmark = pytest.mark.browser
 
@@ -236,23 +235,6 @@ def test_autochat_runs_its_turns_within_the_limit_and_says_why_it_stopped(
         True,
         True,
     ]
-
-
-def red_png(size: int = 4) -> bytes:
-    """A real PNG of `size`×`size` red pixels."""
-    rows = b"".join(b"\x00" + b"\xff\x00\x00" * size for _ in range(size))
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        crc = zlib.crc32(kind + data) & 0xFFFFFFFF
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
-
-    header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
 
 
 def test_a_picture_is_sent_a_turn_retried_and_the_chat_deleted(
