@@ -503,13 +503,16 @@ def _wire(
         **_EVENT,
     )
     # The button, or Enter; a title changed again while the last is on its way is saved
-    # once that one is back (the box is not an output: the box as it is then).
+    # once that one is back (the box is not an output: the box as it is then). The title
+    # is read as the box shows it: Gradio's copy can lag a title typed just before.
+    as_shown_title = _as_shown_js([None, page.rename_box.elem_id, None], "(...a) => a")
     for rename in (page.rename_btn.click, page.rename_box.submit):
         rename(
             sidebar.rename,
             [page.session_id, page.rename_box, page.search],
             [page.session_list],
             trigger_mode="always_last",
+            js=as_shown_title,
             **_EVENT,
         )
     page.delete_btn.click(sidebar.ask_delete, sid, [page.confirm_row], **_EVENT)

@@ -333,6 +333,8 @@ def test_sessions_can_be_listed_reopened_renamed_searched_and_deleted(tab: Page)
     expect(badge(tab)).to_have_text("STOP")
 
     tab.get_by_role("button", name="Manage this chat").click()
+    # (the chat just opened sets its Title box; typing before that lands would be replaced)
+    expect(tab.locator("#rename-input textarea")).to_have_value("remember the zebra")
     tab.locator("#rename-input textarea").fill("Zebra facts")
     tab.get_by_role("button", name="Rename chat").click()
     expect(sessions).to_contain_text("Zebra facts")
