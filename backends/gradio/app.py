@@ -481,17 +481,26 @@ def _wire(
     approval_inputs = [page.session_id, page.approval_id, page.approval_note]
     approval_outputs = [page.approval_title, page.approval_code, page.approval_id]
     approval_outputs.append(page.approval_note)
+    # The note as its box shows it (Gradio's copy can lag a note typed just before).
+    as_shown_note = _as_shown_js([None, None, page.approval_note.elem_id], "(...a) => a")
     for button, decision in (
         (page.approve_once_btn, ApprovalDecision.ALLOW_ONCE),
         (page.approve_session_btn, ApprovalDecision.ALLOW_SESSION),
         (page.deny_btn, ApprovalDecision.DENY),
     ):
-        button.click(handlers.approver(decision), approval_inputs, approval_outputs, **_EVENT)
+        button.click(
+            handlers.approver(decision),
+            approval_inputs,
+            approval_outputs,
+            js=as_shown_note,
+            **_EVENT,
+        )
     # Enter in the note box denies with the note (layout.NOTE_PLACEHOLDER says why).
     page.approval_note.submit(
         handlers.approver(ApprovalDecision.DENY, needs_note=True),
         approval_inputs,
         approval_outputs,
+        js=as_shown_note,
         **_EVENT,
     )
 

@@ -252,6 +252,27 @@ def test_enter_in_the_approval_note_denies_with_the_note(tab: Page, server: Live
     assert "not on this machine\nask me first" in denial.content
 
 
+@pytest.mark.parametrize("how", ["deny", "enter"])
+def test_a_denial_carries_the_note_the_box_shows_even_when_gradio_lags(
+    tab: Page, server: LiveServer, how: str
+) -> None:
+    """Gradio's copy of the note box can lag a note typed just before Deny or Enter (Enter
+    then saw an empty note and decided nothing): the note is read from the box itself."""
+    send(tab, "python: open('kept-out.txt', 'w').write('x')")
+    expect(badge(tab)).to_have_text("WAITING")
+    note = tab.locator("#approval-note textarea")
+    # The box shows the note; Gradio is never told (no input event): its copy stays empty.
+    note.evaluate("(box) => { box.value = 'not without asking'; }")
+    if how == "enter":
+        note.press("Enter")
+    else:
+        tab.locator("#deny-btn").click()
+    wait_idle(tab)
+    expect(chat(tab)).to_contain_text("Denied")
+    denial = next(m for m in session_of(server, tab).session.history if m.role.value == "tool")
+    assert "not without asking" in denial.content
+
+
 def test_on_a_phone_picking_a_chat_closes_the_sidebar(
     chromium: Browser, server: LiveServer
 ) -> None:
