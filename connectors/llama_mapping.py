@@ -21,7 +21,9 @@ branches are offered (`plan_tool_use`):
   trial); the word gate leaves the model only the choice between the plausible tools and
   an answer. A verb alone ("write a haiku", "list the planets", "read me a poem") names no
   tool: when it did, the model called one for 7 of 30 everyday requests (seeds 7 and 11),
-  and the person was asked to approve a file write for an email.
+  and the person was asked to approve a file write for an email. A verb does narrow the
+  offer to the tools it names ("read the file notes.txt": read_file only); offered all
+  three file tools, the model picked list_files for most file requests.
   A system instruction after the user's message (the supervisor's, which names its
   delegate tool) counts with it: without that, the supervisor could never delegate.
 - `auto` after a tool result (or anything else): the answer branch alone, so the model
@@ -138,9 +140,14 @@ def _is_relevant(asked: set[str], tool: ToolSchema) -> bool:
 
 
 def relevant_tools(text: str, tools: Sequence[ToolSchema]) -> tuple[ToolSchema, ...]:
-    """The tools `text` asks for, in order: see `_is_relevant`."""
+    """The tools `text` asks for, in order (see `_is_relevant`); of those, the ones whose
+    name has a verb of `text` when any has ("read the file notes.txt": read_file, not
+    list_files or write_file, which the 135M model picked as often)."""
     asked = _asked_words(text)
-    return tuple(tool for tool in tools if _is_relevant(asked, tool))
+    relevant = tuple(tool for tool in tools if _is_relevant(asked, tool))
+    verbs = _words(text) & _WEAK
+    named = tuple(tool for tool in relevant if verbs & _words(tool.name))
+    return named or relevant
 
 
 def plan_tool_use(

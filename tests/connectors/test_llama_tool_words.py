@@ -88,3 +88,16 @@ def test_plurals_and_word_stems_match() -> None:
     calculator = ToolSchema(name="calculator", description="Evaluate arithmetic.")
     assert relevant_tools("Which file is the newest?", [files]) == (files,)
     assert relevant_tools("calculate 3 + 4", [calculator]) == (calculator,)
+
+
+def test_a_verb_naming_one_of_the_relevant_tools_narrows_the_offer_to_it() -> None:
+    """The model picked list_files for "Read the file notes.txt" when offered all three."""
+    assert offered("Read the file notes.txt") == ["read_file"]
+    assert offered("List the files in the current folder") == ["list_files"]
+    assert offered("Write 'hello' to greeting.txt") == ["write_file"]
+    # no verb of a tool's name: every relevant tool stays on offer
+    assert offered("Open config.json and tell me the port") == [
+        "list_files",
+        "read_file",
+        "write_file",
+    ]
