@@ -378,6 +378,12 @@ export class GuiAgentClient {
    * {message_ids (oldest first), token_count, token_estimated, goal, goal_pinned, dropped} */
   memory(sessionId) { return this.call("GET", sessionPath(sessionId, "memory")); }
 
+  /** Ask again before `tool` runs (every tool allowed for this session when none is
+   * given): {allowed_tools}, the tools still allowed without asking. */
+  forgetAllowedTools(sessionId, { tool } = {}) {
+    return this.call("DELETE", sessionPath(sessionId, "allowed-tools"), undefined, { tool });
+  }
+
   /** Only what is given changes: {title?, settings?, autochat?, agent?, model?} */
   updateSession(sessionId, changes) { return this.call("PATCH", sessionPath(sessionId), changes); }
 

@@ -300,6 +300,27 @@ class Interpreter(HistoryEdits):
             # else: switched on while a turn runs; the run task goes on after it
             # (`_next_prompt`), as if AutoChat had been on when the person wrote.
 
+    @property
+    def allowed_tools(self) -> tuple[str, ...]:
+        """The tools the person allowed for this session ("Allow for this session"), by name:
+        they run without asking until forgotten. Kept in memory only: a restart, or the
+        session unloaded, asks again."""
+        return tuple(sorted(self.session.allowed_tools))
+
+    def forget_allowed_tools(self, tool: str | None = None) -> tuple[str, ...]:
+        """Ask again before `tool` (every tool allowed for this session when None) runs; a
+        call already running goes on. Returns the tools still allowed."""
+        allowed = self.session.allowed_tools
+        if tool is None:
+            forgotten = bool(allowed)
+            allowed.clear()
+        else:
+            forgotten = tool in allowed
+            allowed.discard(tool)
+        if forgotten:
+            self._publish(SessionUpdated(fields={"allowed_tools": sorted(allowed)}))
+        return self.allowed_tools
+
     def set_provider(self, provider: LLMProvider) -> None:
         """Use another model from the next model call on."""
         self.deps = dataclasses.replace(self.deps, provider=provider)

@@ -142,6 +142,9 @@ class AsyncGuiAgentClient:
     async def memory(self, session_id: str) -> MemoryAnswer:
         return await self._call(calls.memory(session_id))
 
+    async def forget_allowed_tools(self, session_id: str, *, tool: str | None = None) -> list[str]:
+        return await self._call(calls.forget_allowed_tools(session_id, tool))
+
     async def update_session(
         self,
         session_id: str,

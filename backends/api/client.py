@@ -196,6 +196,11 @@ class GuiAgentClient:
         message ids (oldest first), its tokens, and AutoChat's goal."""
         return self._call(calls.memory(session_id))
 
+    def forget_allowed_tools(self, session_id: str, *, tool: str | None = None) -> list[str]:
+        """Ask again before `tool` runs (every tool allowed for this session when None);
+        the tools still allowed without asking."""
+        return self._call(calls.forget_allowed_tools(session_id, tool))
+
     def update_session(
         self,
         session_id: str,

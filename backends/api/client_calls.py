@@ -19,6 +19,7 @@ import httpx
 from backends.api.client_wire import json_body, parse, segment, session_path
 from backends.api.responses import (
     AgentsAnswer,
+    AllowedToolsAnswer,
     ApprovalAnswer,
     HealthAnswer,
     ImportAnswer,
@@ -74,6 +75,10 @@ def _stopped(data: bytes) -> bool:
     return parse(StopAnswer, data).stopped
 
 
+def _still_allowed(data: bytes) -> list[str]:
+    return parse(AllowedToolsAnswer, data).allowed_tools
+
+
 # -- who, and what is on offer -----------------------------------------------------------
 
 
@@ -119,6 +124,15 @@ def get_session(session_id: str, limit: int | None) -> Call[SessionDetail]:
 
 def memory(session_id: str) -> Call[MemoryAnswer]:
     return Call("GET", session_path(session_id, "memory"), partial(parse, MemoryAnswer))
+
+
+def forget_allowed_tools(session_id: str, tool: str | None) -> Call[list[str]]:
+    return Call(
+        "DELETE",
+        session_path(session_id, "allowed-tools"),
+        _still_allowed,
+        params={"tool": tool},
+    )
 
 
 def update_session(

@@ -108,6 +108,16 @@ class SessionDetail(_Answer):
     epoch: str
     """Names this run of `seq` numbers; pass it back with `since` to resume the events."""
     protocol_version: str
+    allowed_tools: list[str] = []
+    """The tools the person allowed for this session ("allow_session"): they run without
+    asking until forgotten (`DELETE .../allowed-tools`), the server restarts or the session
+    is unloaded. `session_updated` events with this field say when it changes."""
+
+
+class AllowedToolsAnswer(_Answer):
+    """The tools still allowed for the session without asking, after a forget."""
+
+    allowed_tools: list[str]
 
 
 class MemoryAnswer(_Answer):

@@ -293,6 +293,7 @@ def _stream_outputs(page: Page) -> list[Any]:
         page.autochat_status,
         page.memory_panel,
         page.usage_panel,
+        page.allowed_panel,
         page.role_picker,
     ]
 
@@ -478,6 +479,7 @@ def _wire(
     )
     page.detach_btn.click(handlers.detach, None, attached, **_EVENT)
     page.stop_btn.click(handlers.stop, sid, [page.badge], **_EVENT)
+    page.forget_allowed_btn.click(handlers.forget_allowed, sid, [page.allowed_panel], **_EVENT)
     approval_inputs = [page.session_id, page.approval_id, page.approval_note]
     approval_outputs = [page.approval_title, page.approval_code, page.approval_id]
     approval_outputs.append(page.approval_note)

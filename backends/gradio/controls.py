@@ -1,6 +1,7 @@
-"""The quick controls of the chat a tab shows: stop, the answer to an approval, the last
-message back in the box to edit, clear (with a confirmation), and the images attached for
-the next message (a mixin of `Handlers`: handler_base.py)."""
+"""The quick controls of the chat a tab shows: stop, the answer to an approval, asking again
+before the tools allowed for the session, the last message back in the box to edit, clear
+(with a confirmation), and the images attached for the next message (a mixin of
+`Handlers`: handler_base.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import gradio as gr
 
 from backends.gradio.handler_base import HandlerBase
 from backends.gradio.owners import tab_of
-from backends.gradio.panels import badge_html
+from backends.gradio.panels import allowed_markdown, badge_html
 from backends.gradio.stream import Updates, no_change
 from backends.gradio.toasts import toast_text
 from gui_agent.exceptions import InvalidRequest
@@ -32,6 +33,16 @@ class QuickControls(HandlerBase):
         await interpreter.stop()
         stoppable = interpreter.busy or interpreter.autochat_active
         return {self.page.badge: badge_html(interpreter.state, stoppable=stoppable)}
+
+    async def forget_allowed(self, session_id: str, request: gr.Request) -> Updates:
+        """Every tool allowed for this session asks again before it runs."""
+        interpreter = await self.lookup(session_id, request)
+        if interpreter is None:
+            return no_change()
+        if interpreter.allowed_tools:
+            interpreter.forget_allowed_tools()
+            gr.Info("Every tool that changes things asks you again before it runs.")
+        return {self.page.allowed_panel: allowed_markdown(interpreter.allowed_tools)}
 
     def approver(
         self, decision: ApprovalDecision, *, needs_note: bool = False

@@ -13,7 +13,13 @@ from typing import Any
 import gradio as gr
 
 from backends.gradio.markdown import escape_html
-from backends.gradio.panels import AutoChatStatus, badge_html, memory_markdown, usage_markdown
+from backends.gradio.panels import (
+    AutoChatStatus,
+    allowed_markdown,
+    badge_html,
+    memory_markdown,
+    usage_markdown,
+)
 from gui_agent.wording import role_title
 from schema import AgentName, AutoChatSettings, InterpreterState, SessionSettings, Usage
 
@@ -134,6 +140,8 @@ class Page:
     limits_note: gr.Markdown
     autochat_status: gr.Markdown
     memory_panel: gr.Markdown
+    allowed_panel: gr.Markdown
+    forget_allowed_btn: gr.Button
     usage_panel: gr.Markdown
     form_base: gr.Textbox
     """The values the tab's settings boxes last got from the server, for the chat it shows
@@ -384,6 +392,11 @@ def build_page(
                 usage_panel = gr.Markdown(
                     usage_markdown(OrderedDict(), Usage()), elem_id="usage-panel"
                 )
+            with gr.Accordion("Allowed tools", open=True, elem_id="allowed-box"):
+                allowed_panel = gr.Markdown(allowed_markdown(()), elem_id="allowed-tools")
+                forget_allowed_btn = gr.Button(
+                    "Ask before every tool again", elem_id="forget-allowed-btn", size="sm"
+                )
             with gr.Accordion("Settings", open=False):
                 model_picker = gr.Dropdown(
                     choices=list(models),
@@ -482,6 +495,8 @@ def build_page(
         limits_note=limits_note,
         autochat_status=autochat_status,
         memory_panel=memory_panel,
+        allowed_panel=allowed_panel,
+        forget_allowed_btn=forget_allowed_btn,
         usage_panel=usage_panel,
         form_base=form_base,
         tab_wake=tab_wake,

@@ -35,6 +35,7 @@ __all__ = [
     "MemoryInfo",
     "PanelState",
     "WindowLike",
+    "allowed_markdown",
     "badge_html",
     "code_language",
     "memory_markdown",
@@ -182,6 +183,8 @@ class PanelState:
     auto: AutoChatStatus = field(default_factory=AutoChatStatus)
     sessions_changed: bool = False
     """Set when the title changed (the session list needs a refresh); the reader resets it."""
+    allowed: tuple[str, ...] = ()
+    """The tools allowed for this session without asking ("Allow for this session")."""
 
     @property
     def approval(self) -> ApprovalRequested | None:
@@ -225,6 +228,9 @@ class PanelState:
             agent = event.fields.get("agent")
             if isinstance(agent, str) and agent in AgentName.__members__:
                 self.agent = AgentName(agent)
+            allowed = event.fields.get("allowed_tools")
+            if isinstance(allowed, list):
+                self.allowed = tuple(str(name) for name in allowed)
         if isinstance(event, _AUTOCHAT_EVENTS):
             self.auto.apply(event)
 
@@ -266,6 +272,15 @@ def memory_markdown(
             role, text = seen if seen is not None else ("?", message_id[:8])
             lines.append(f"{number}. *{role}*: {escape_html(text) or '…'}")
     return "\n".join(lines)
+
+
+def allowed_markdown(allowed: tuple[str, ...]) -> str:
+    """The tools that run without asking in this chat, because the person allowed them for
+    the session; the button under it makes them ask again."""
+    if not allowed:
+        return "None: a tool that changes things asks you first."
+    names = ", ".join(f"`{escape_html(name)}`" for name in allowed)
+    return f"{names}: {'runs' if len(allowed) == 1 else 'run'} without asking in this chat."
 
 
 def usage_markdown(

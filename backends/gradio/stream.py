@@ -36,6 +36,7 @@ from backends.gradio.panels import (
     AutoChatStatus,
     MemoryInfo,
     PanelState,
+    allowed_markdown,
     badge_html,
     code_language,
     memory_markdown,
@@ -127,6 +128,7 @@ class PageView:
             total=session.usage,
             memory=MemoryInfo.of(interpreter.window()) if session.history else None,
             auto=AutoChatStatus(enabled=session.autochat.enabled),
+            allowed=interpreter.allowed_tools,
         )
         for approval in interpreter.pending_approvals:
             panels.approvals[approval.approval_id] = approval
@@ -216,6 +218,7 @@ class PageView:
             page.autochat_status: panels.autochat,
             page.memory_panel: memory_markdown(panels.memory, self.chat.preview),
             page.usage_panel: usage_markdown(panels.turns, panels.total, newest=panels.turns_seen),
+            page.allowed_panel: allowed_markdown(panels.allowed),
             page.role_picker: panels.agent.value,
         }
 

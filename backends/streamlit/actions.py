@@ -13,12 +13,20 @@ from streamlit.typing import ChatInputValue
 
 from backends.api.client import ApiError, GuiAgentClient
 from backends.api.responses import SessionDetail
+from backends.streamlit.view import plain_markdown
 from gui_agent.session import written_by_person
 from gui_agent.wording import counted
 from schema import ImagePart, Message
 from schema.requests import MAX_TITLE_CHARS
 
-__all__ = ["IMAGE_TYPES", "chat_actions", "last_written", "prompt_of", "rename_box"]
+__all__ = [
+    "IMAGE_TYPES",
+    "allowed_tools_panel",
+    "chat_actions",
+    "last_written",
+    "prompt_of",
+    "rename_box",
+]
 
 IMAGE_TYPES = ("png", "jpg", "jpeg", "gif", "webp")
 """What the message box takes as attachments (the server checks their number and size)."""
@@ -87,6 +95,19 @@ def chat_actions(client: GuiAgentClient, detail: SessionDetail) -> None:
             else:
                 st.session_state.session_id = None
             st.rerun()
+
+
+def allowed_tools_panel(client: GuiAgentClient, detail: SessionDetail) -> None:
+    """The tools the person allowed for this session (they run without asking), with a
+    button that makes every one of them ask again; nothing while none is allowed."""
+    allowed = detail.allowed_tools
+    if not allowed:
+        return
+    said, button = st.columns([3, 1], vertical_alignment="center")
+    verb = "runs" if len(allowed) == 1 else "run"
+    said.caption(plain_markdown(f"{', '.join(allowed)}: {verb} without asking in this chat."))
+    if button.button("Ask before every tool again", key="forget-allowed", width="stretch"):
+        _act("Ask again", lambda: client.forget_allowed_tools(detail.session.id))
 
 
 def _edit_form(client: GuiAgentClient, session_id: str, last: Message) -> None:

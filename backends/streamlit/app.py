@@ -40,7 +40,13 @@ from backends.api.client import (
     Unauthorized,
 )
 from backends.api.responses import SessionDetail
-from backends.streamlit.actions import IMAGE_TYPES, chat_actions, prompt_of, rename_box
+from backends.streamlit.actions import (
+    IMAGE_TYPES,
+    allowed_tools_panel,
+    chat_actions,
+    prompt_of,
+    rename_box,
+)
 from backends.streamlit.autochat import (
     autochat_panel,
     note_autochat,
@@ -370,6 +376,7 @@ def _chat(client: GuiAgentClient, session_id: str) -> None:
         with st.container(border=True):
             for line in memory_lines(client.memory(session_id), detail.messages):
                 st.text(line)
+    allowed_tools_panel(client, detail)
     chat_actions(client, detail)
     export_panel(client, detail)
     for entry in entries_of(detail.messages):

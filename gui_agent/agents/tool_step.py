@@ -36,6 +36,7 @@ from schema import (
     MessageType,
     PermissionMode,
     Role,
+    SessionUpdated,
     ToolCall,
     ToolCallFinished,
     ToolCallStarted,
@@ -243,16 +244,20 @@ async def ask_person(
     )
     timeout_s = session.settings.approval_timeout_s
     verdict = await deps.approvals.wait(approval_id, timeout_s)
+    newly_allowed = False
     if verdict.decision is ApprovalDecision.DENY:
         session.denials[tool_call.id] = denial_text(verdict, timeout_s)
     else:
         if verdict.decision is ApprovalDecision.ALLOW_SESSION:
+            newly_allowed = tool_call.name not in session.allowed_tools
             session.allowed_tools.add(tool_call.name)
         if verdict.note and verdict.note.strip():
             session.allow_notes[tool_call.id] = verdict.note.strip()
     yield ApprovalResolved(
         approval_id=approval_id, decision=verdict.decision, note=verdict.note, by=verdict.by
     )
+    if newly_allowed:  # front ends show what runs without asking, and offer to forget it
+        yield SessionUpdated(fields={"allowed_tools": sorted(session.allowed_tools)})
     confirmation = Message(
         role=Role.ASSISTANT,
         type=MessageType.CONFIRMATION,

@@ -8,7 +8,7 @@ import { useEffect, useMemo, useState } from "react";
 import { Approval } from "./Approval.jsx";
 import { Composer } from "./Composer.jsx";
 import { Entry, LiveEntry } from "./Entry.jsx";
-import { AutoChatPanel, MemoryPanel, SettingsPanel } from "./Panels.jsx";
+import { AllowedPanel, AutoChatPanel, MemoryPanel, SettingsPanel } from "./Panels.jsx";
 import { Title } from "./Title.jsx";
 import { exportChat } from "./Transfer.jsx";
 import {
@@ -147,6 +147,15 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
       <AutoChatPanel record={record} save={save} note={chat.autochat} />
       <SettingsPanel record={record} save={save} />
       <MemoryPanel view={remembered} />
+      <AllowedPanel
+        allowed={chat.allowed}
+        forget={() =>
+          act(async () => {
+            const answer = await client.forgetAllowedTools(sessionId);
+            setChat((c) => ({ ...c, allowed: answer.allowed_tools }));
+          })
+        }
+      />
       <div className="actions">
         <button type="button" disabled={!running} onClick={() => act(() => client.stop(sessionId))}>
           Stop

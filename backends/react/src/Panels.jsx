@@ -152,3 +152,23 @@ export function MemoryPanel({ view }) {
     </details>
   );
 }
+
+/** The tools the person allowed for this session ("Allow for this session"): they run
+ * without asking until `forget` makes every one of them ask again. */
+export function AllowedPanel({ allowed, forget }) {
+  return (
+    <details className="panel" open>
+      <summary>Allowed tools</summary>
+      {allowed.length === 0 ? (
+        <p className="hint">None: a tool that changes things asks you first.</p>
+      ) : (
+        <>
+          <p aria-label="Allowed tools">
+            {allowed.join(", ")}: {allowed.length === 1 ? "runs" : "run"} without asking in this chat.
+          </p>
+          <button type="button" onClick={forget}>Ask before every tool again</button>
+        </>
+      )}
+    </details>
+  );
+}

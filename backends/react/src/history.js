@@ -135,6 +135,7 @@ export function chatFrom(detail) {
     stale: false,
     queued: [], // {id, text}: messages sent while a turn ran, until the agent takes them
     memory: null, // the memory window (GET .../memory, then each memory_updated event)
+    allowed: detail.allowed_tools ?? [], // tools allowed for the session: run without asking
   };
 }
 
@@ -227,10 +228,11 @@ export function applyEvent(chat, event) {
     case "approval_resolved":
       return { ...chat, approvals: chat.approvals.filter((a) => a.approval_id !== event.approval_id) };
     case "session_updated": {
-      const { history_length: length, ...fields } = event.fields;
+      const { history_length: length, allowed_tools: allowed, ...fields } = event.fields;
       const session = { ...chat.session, ...fields };
       // The history was cut (a retry, an edit or a clear, from any tab): read it again.
-      return { ...chat, session, stale: chat.stale || length !== undefined };
+      const stale = chat.stale || length !== undefined;
+      return { ...chat, session, stale, allowed: allowed ?? chat.allowed };
     }
     case "memory_updated": {
       const { message_ids, token_count, token_estimated, goal, goal_pinned, dropped } = event;

@@ -189,6 +189,19 @@ def test_every_status_an_endpoint_answers_with_is_documented(tmp_path: Path) -> 
             ("get", "/api/sessions/{session_id}/export", s + "/export", {}),
             ("get", "/api/sessions/{session_id}/memory", s + "/memory", {}),
             ("get", "/api/sessions/{session_id}/memory", "/api/sessions/nope/memory", {}),
+            ("delete", "/api/sessions/{session_id}/allowed-tools", s + "/allowed-tools", {}),
+            (
+                "delete",
+                "/api/sessions/{session_id}/allowed-tools",
+                s + "/allowed-tools?tool=",
+                {},
+            ),
+            (
+                "delete",
+                "/api/sessions/{session_id}/allowed-tools",
+                "/api/sessions/nope/allowed-tools",
+                {},
+            ),
         ]
         seen: dict[tuple[str, str], set[str]] = {}
         checked: set[tuple[str, str, str]] = set()

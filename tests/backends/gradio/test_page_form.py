@@ -273,6 +273,30 @@ def test_a_denial_carries_the_note_the_box_shows_even_when_gradio_lags(
     assert "not without asking" in denial.content
 
 
+def test_a_tool_allowed_for_the_session_is_shown_and_can_be_made_to_ask_again(
+    tab: Page, server: LiveServer
+) -> None:
+    allowed = tab.locator("#allowed-tools")
+    expect(allowed).to_contain_text("None")
+    send(tab, "python: print('first')")
+    expect(badge(tab)).to_have_text("WAITING")
+    tab.locator("#approve-session-btn").click()
+    wait_idle(tab)
+    expect(allowed).to_contain_text("run_python")
+    expect(allowed).to_contain_text("without asking")
+    send(tab, "python: print('second')")  # runs without asking
+    wait_idle(tab)
+    expect(bot_messages(tab).last).to_contain_text("second")
+    tab.locator("#forget-allowed-btn").click()
+    expect(toast(tab, "asks you again")).to_be_visible()
+    expect(allowed).to_contain_text("None")
+    assert session_of(server, tab).allowed_tools == ()
+    send(tab, "python: print('third')")
+    expect(badge(tab)).to_have_text("WAITING")  # asked again
+    tab.locator("#deny-btn").click()
+    wait_idle(tab)
+
+
 def test_on_a_phone_picking_a_chat_closes_the_sidebar(
     chromium: Browser, server: LiveServer
 ) -> None:

@@ -130,6 +130,28 @@ def test_an_approval_is_put_to_the_person_and_the_result_shown(
     )
 
 
+def test_a_tool_allowed_for_the_session_is_shown_and_made_to_ask_again(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    new_chat(page)
+    for code in ("print(1)", "print(2)"):
+        backend.scripted.push(call("run_python", code=code), f"Ran {code}.")
+    send(page, "run the first")
+    approval = page.get_by_role("region", name="Approval")
+    approval.get_by_role("button", name="Allow for this session").click()
+    conversation = page.get_by_role("list", name="Conversation")
+    expect(conversation).to_contain_text("Ran print(1).")
+    allowed = page.get_by_label("Allowed tools")
+    expect(allowed).to_have_text("run_python: runs without asking in this chat.")
+    page.get_by_role("button", name="Ask before every tool again").click()
+    expect(page.get_by_text("None: a tool that changes things asks you first.")).to_be_visible()
+    send(page, "run the second")
+    expect(approval).to_contain_text("print(2)")  # it asks again
+    approval.get_by_role("button", name="Deny").click()
+    expect(approval).to_have_count(0)
+
+
 def test_stop_ends_a_streaming_reply_and_keeps_what_was_written(
     page: Page, backend: Backend
 ) -> None:

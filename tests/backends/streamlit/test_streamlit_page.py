@@ -158,6 +158,27 @@ def test_an_approval_is_put_to_the_person_and_the_result_shown(
     expect(step).to_contain_text("exit code 0")  # the result, in the call's step
 
 
+def test_a_tool_allowed_for_the_session_is_shown_and_made_to_ask_again(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    new_chat(page)
+    for code in ("print(11)", "print(22)"):
+        backend.scripted.push(call("run_python", code=code), f"Ran {code}.")
+    send(page, "run the first")
+    page.get_by_role("button", name="Allow for this session").click()
+    expect(page.get_by_text("Ran print(11).")).to_be_visible()
+    allowed = page.get_by_text("run_python: runs without asking in this chat.")
+    expect(allowed).to_be_visible()
+    settled(page)
+    page.get_by_role("button", name="Ask before every tool again").click()
+    expect(allowed).to_have_count(0)
+    send(page, "run the second")
+    expect(page.get_by_text("Approval needed: Run Python code.")).to_be_visible()  # asks again
+    page.get_by_role("button", name="Deny").click()
+    expect(page.get_by_text("Approval needed")).to_have_count(0)
+
+
 def test_a_message_sent_while_a_turn_waits_shows_as_waiting_until_the_agent_takes_it(
     page: Page, backend: Backend
 ) -> None:
