@@ -1,4 +1,4 @@
-"""The terminal chat's slash commands: /stop, /auto, /role, /model, /window, /help.
+"""The terminal chat's slash commands: /stop, /auto, /role, /model, /window, /allowed, /help.
 
 A command acts on the session and returns the line to show; a mistyped one raises
 InvalidRequest with one line saying what is accepted. /quit is the chat loop's own (it
@@ -18,7 +18,14 @@ from gui_agent.manager import SessionManager
 from gui_agent.wording import counted
 from schema import AgentName, AutoChatSettings
 
-HELP = "commands: /stop /auto [on|off] /auto LIMIT VALUE /role NAME /model NAME /window /help /quit"
+HELP = (
+    "commands: /stop /auto [on|off] /auto LIMIT VALUE /role NAME /model NAME /window "
+    "/allowed [forget [TOOL]] /help /quit"
+)
+ALLOWED_USAGE = (
+    "usage: /allowed shows the tools you allowed for this session (they run without asking); "
+    "/allowed forget makes them all ask again, /allowed forget TOOL one of them"
+)
 KEYS = "keys: Ctrl-C stops the reply (at the prompt: press twice to leave), Ctrl-D leaves"
 EDITING_KEYS = (
     "editing (in a terminal): Left/Right, Home/End and Ctrl-A/E move in the line, "
@@ -158,8 +165,25 @@ async def _window(args: list[str], interpreter: Interpreter, manager: SessionMan
     )
 
 
+async def _allowed(args: list[str], interpreter: Interpreter, manager: SessionManager) -> str:
+    if args and (args[0].lower() != "forget" or len(args) > 2):
+        raise InvalidRequest(ALLOWED_USAGE)
+    before = interpreter.allowed_tools
+    if args:
+        tool = args[1] if len(args) == 2 else None
+        if tool is not None and tool not in before:
+            allowed = ", ".join(before) or "none"
+            raise InvalidRequest(f"{tool!r} is not allowed for this session; allowed: {allowed}")
+        interpreter.forget_allowed_tools(tool)
+        forgotten = ", ".join(sorted(set(before) - set(interpreter.allowed_tools))) or "nothing"
+        return f"asks again before it runs: {forgotten}\n"
+    if not before:
+        return "no tool allowed for this session: each that changes things asks first\n"
+    return f"run without asking in this session: {', '.join(before)}\n"
+
+
 async def _help(args: list[str], interpreter: Interpreter, manager: SessionManager) -> str:
-    return f"{HELP}\n{AUTO_USAGE}\n{KEYS}\n{EDITING_KEYS}\n{BLOCKS}\n"
+    return f"{HELP}\n{AUTO_USAGE}\n{ALLOWED_USAGE}\n{KEYS}\n{EDITING_KEYS}\n{BLOCKS}\n"
 
 
 COMMANDS: Final[Mapping[str, Command]] = {
@@ -168,5 +192,6 @@ COMMANDS: Final[Mapping[str, Command]] = {
     "/role": _role,
     "/model": _model,
     "/window": _window,
+    "/allowed": _allowed,
     "/help": _help,
 }

@@ -221,3 +221,28 @@ async def test_the_window_command_counts_in_words_that_agree(tmp_path: Path) -> 
         assert said.startswith("2 messages, ") and said.endswith(" tokens in the window\n")
     finally:
         await manager.close()
+
+
+async def test_the_allowed_command_lists_and_forgets_the_tools_allowed_for_the_session(
+    tmp_path: Path,
+) -> None:
+    manager = scripted_manager(tmp_path)
+    await manager.start()
+    try:
+        interpreter = await manager.create("local")
+        said = await run_command("/allowed", [], interpreter, manager)
+        assert said == "no tool allowed for this session: each that changes things asks first\n"
+        interpreter.session.allowed_tools.update({"run_python", "write_file"})
+        said = await run_command("/allowed", [], interpreter, manager)
+        assert said == "run without asking in this session: run_python, write_file\n"
+        with pytest.raises(InvalidRequest, match="'read_file' is not allowed"):
+            await run_command("/allowed", ["forget", "read_file"], interpreter, manager)
+        with pytest.raises(InvalidRequest, match="usage: /allowed"):
+            await run_command("/allowed", ["drop"], interpreter, manager)
+        said = await run_command("/allowed", ["forget", "write_file"], interpreter, manager)
+        assert said == "asks again before it runs: write_file\n"
+        said = await run_command("/ALLOWED", ["Forget"], interpreter, manager)
+        assert said == "asks again before it runs: run_python\n"
+        assert interpreter.allowed_tools == ()
+    finally:
+        await manager.close()
