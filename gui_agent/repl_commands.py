@@ -174,8 +174,10 @@ async def _allowed(args: list[str], interpreter: Interpreter, manager: SessionMa
         if tool is not None and tool not in before:
             allowed = ", ".join(before) or "none"
             raise InvalidRequest(f"{tool!r} is not allowed for this session; allowed: {allowed}")
+        if not before:
+            return "no tool was allowed for this session\n"
         interpreter.forget_allowed_tools(tool)
-        forgotten = ", ".join(sorted(set(before) - set(interpreter.allowed_tools))) or "nothing"
+        forgotten = ", ".join(sorted(set(before) - set(interpreter.allowed_tools)))
         return f"asks again before it runs: {forgotten}\n"
     if not before:
         return "no tool allowed for this session: each that changes things asks first\n"

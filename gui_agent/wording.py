@@ -1,15 +1,19 @@
-"""Things said in words: counts ("1 message", "2 messages"), why AutoChat stopped, and the
-agent roles' names as people read them."""
+"""Things said in words: counts ("1 message", "2 messages"), why AutoChat stopped, the
+agent roles' names as people read them, and the tools allowed for a session."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from schema import AgentName, AutoChatStopReason
 
 __all__ = [
     "DONE",
+    "NONE_ALLOWED",
     "SENT_A_MESSAGE",
     "SWITCHED_OFF",
     "TURN_FAILED",
+    "allowed_tools_words",
     "autochat_stop_words",
     "counted",
     "role_title",
@@ -19,6 +23,19 @@ __all__ = [
 def counted(number: int, noun: str) -> str:
     """`number` (with thousands separators) and `noun`, plural unless it is one of it."""
     return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
+NONE_ALLOWED = "None: a tool that changes things asks you first."
+"""What the front ends say while no tool is allowed for the session."""
+
+
+def allowed_tools_words(allowed: Sequence[str]) -> str:
+    """The tools a person allowed for the session ("Allow for this session"), in a sentence
+    saying what that means; NONE_ALLOWED when there are none."""
+    if not allowed:
+        return NONE_ALLOWED
+    verb = "runs" if len(allowed) == 1 else "run"
+    return f"{', '.join(allowed)}: {verb} without asking in this chat."
 
 
 _ROLE_TITLES = {

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from backends.gradio.autoturns import TurnTally, turns_phrase
-from backends.gradio.markdown import escape_html
-from gui_agent.wording import autochat_stop_words, counted
+from backends.gradio.markdown import escape_html, escape_title
+from gui_agent.wording import allowed_tools_words, autochat_stop_words, counted
 from schema import (
     AgentName,
     AgentSwitched,
@@ -277,10 +277,7 @@ def memory_markdown(
 def allowed_markdown(allowed: tuple[str, ...]) -> str:
     """The tools that run without asking in this chat, because the person allowed them for
     the session; the button under it makes them ask again."""
-    if not allowed:
-        return "None: a tool that changes things asks you first."
-    names = ", ".join(f"`{escape_html(name)}`" for name in allowed)
-    return f"{names}: {'runs' if len(allowed) == 1 else 'run'} without asking in this chat."
+    return escape_title(allowed_tools_words(allowed))
 
 
 def usage_markdown(

@@ -15,7 +15,7 @@ from backends.api.client import ApiError, GuiAgentClient
 from backends.api.responses import SessionDetail
 from backends.streamlit.view import plain_markdown
 from gui_agent.session import written_by_person
-from gui_agent.wording import counted
+from gui_agent.wording import allowed_tools_words, counted
 from schema import ImagePart, Message
 from schema.requests import MAX_TITLE_CHARS
 
@@ -104,8 +104,7 @@ def allowed_tools_panel(client: GuiAgentClient, detail: SessionDetail) -> None:
     if not allowed:
         return
     said, button = st.columns([3, 1], vertical_alignment="center")
-    verb = "runs" if len(allowed) == 1 else "run"
-    said.caption(plain_markdown(f"{', '.join(allowed)}: {verb} without asking in this chat."))
+    said.caption(plain_markdown(allowed_tools_words(allowed)))
     if button.button("Ask before every tool again", key="forget-allowed", width="stretch"):
         _act("Ask again", lambda: client.forget_allowed_tools(detail.session.id))
 

@@ -232,6 +232,8 @@ async def test_the_allowed_command_lists_and_forgets_the_tools_allowed_for_the_s
         interpreter = await manager.create("local")
         said = await run_command("/allowed", [], interpreter, manager)
         assert said == "no tool allowed for this session: each that changes things asks first\n"
+        said = await run_command("/allowed", ["forget"], interpreter, manager)
+        assert said == "no tool was allowed for this session\n"
         interpreter.session.allowed_tools.update({"run_python", "write_file"})
         said = await run_command("/allowed", [], interpreter, manager)
         assert said == "run without asking in this session: run_python, write_file\n"
