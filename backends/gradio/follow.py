@@ -71,8 +71,10 @@ __all__ = ["FOLLOWED_FIELDS", "TabNews", "as_published"]
 
 logger = logging.getLogger(__name__)
 
-FOLLOWED_FIELDS = ("title", "autochat", "settings")
-"""The `session_updated` fields a tab shows outside the chat's streamed view."""
+FOLLOWED_FIELDS = ("title", "autochat", "settings", "allowed_tools")
+"""The `session_updated` fields a tab shows outside the chat's streamed view (the tools
+allowed for the session are in it too, but change while the chat is idle: another tab's
+"Ask before every tool again")."""
 
 MAX_ECHOES = 100
 """Values a tab saved that are remembered until their event comes (the oldest go first)."""

@@ -54,6 +54,7 @@ from backends.gradio.follow import FOLLOWED_FIELDS
 from backends.gradio.form import based_fields
 from backends.gradio.handlers import Handlers, owner_of, tab_of
 from backends.gradio.layout import Page
+from backends.gradio.panels import allowed_markdown
 from backends.gradio.saves import LIMITS, SETTINGS
 from backends.gradio.stream import Updates, no_change
 from gui_agent.events import Subscription
@@ -243,6 +244,7 @@ class Presence:
         updates: Updates = {boxes[name]: values[boxes[name]] for name in moved}
         for box in (page.model_picker, page.model_note, page.autochat_toggle):
             updates[box] = values[box]
+        updates[page.allowed_panel] = allowed_markdown(interpreter.allowed_tools)
         if any(name in moved for name in SETTINGS):
             updates[page.settings_note] = ""  # (it spoke of a box that changed)
         if any(name in moved for name in LIMITS):
@@ -259,7 +261,10 @@ class Presence:
     ) -> Updates:
         page = self.handlers.page
         shows = field_components(page)
-        values = self.handlers.settings_values(interpreter)
+        values = {
+            **self.handlers.settings_values(interpreter),
+            page.allowed_panel: allowed_markdown(interpreter.allowed_tools),
+        }
         updates = {c: values[c] for name in fields for c in shows.get(name, ())}
         shown = self.handlers.shows(interpreter, values)
         got = {
@@ -407,6 +412,7 @@ def field_components(page: Page) -> dict[str, list[Any]]:
             page.time_budget,
             page.limits_note,
         ],
+        "allowed_tools": [page.allowed_panel],
         "settings": [
             page.model_picker,
             page.model_note,

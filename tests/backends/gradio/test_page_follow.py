@@ -98,3 +98,25 @@ def test_every_tab_lists_the_chats_made_renamed_or_deleted_in_another(
         expect(sessions).to_contain_text("a chat listed in every tab")
     finally:
         other.context.close()
+
+
+def test_a_second_tab_shows_the_tools_allowed_and_forgotten_in_the_first(
+    tab: Page, chromium: Browser, server: LiveServer
+) -> None:
+    send(tab, "tools across tabs")
+    wait_idle(tab)
+    other = open_tab(chromium, server)
+    try:
+        open_chat(other, "tools across tabs")
+        allowed_there = other.locator("#allowed-tools")
+        expect(allowed_there).to_contain_text("None")
+        send(tab, "python: print(5)")
+        expect(badge(tab)).to_have_text("WAITING")
+        tab.locator("#approve-session-btn").click()
+        wait_idle(tab)
+        expect(allowed_there).to_contain_text("run_python: runs without asking")
+        tab.locator("#forget-allowed-btn").click()  # the chat is idle: no turn carries it
+        expect(tab.locator("#allowed-tools")).to_contain_text("None")
+        expect(allowed_there).to_contain_text("None")
+    finally:
+        other.context.close()
