@@ -84,11 +84,22 @@ def check_launch(url: str, host: str, *, insecure_no_auth: bool = False) -> None
 
 
 def run_streamlit(url: str, host: str, port: int, *, insecure_no_auth: bool = False) -> int:
-    """Run the front end until it ends (Ctrl-C ends it); its exit code."""
+    """Run the front end until it ends (Ctrl-C ends it); its exit code.
+
+    On POSIX this process becomes Streamlit (exec), so a signal sent to it (a service
+    manager's SIGTERM, `kill`) reaches Streamlit itself: run as a child, Streamlit was left
+    serving, orphaned, when only this process was told to stop."""
     check_launch(url, host, insecure_no_auth=insecure_no_auth)
     env = {**os.environ, URL_ENV: url, "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     logger.info("Streamlit front end for %s on http://%s:%s/", url, host, port)
+    command = streamlit_command(host, port)
+    if os.name == "posix":
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os.execve(command[0], command, env)
     try:
-        return subprocess.call(streamlit_command(host, port), env=env)
+        return subprocess.call(command, env=env)
     except KeyboardInterrupt:  # Streamlit got the same Ctrl-C and ends by itself
         return 130
