@@ -354,6 +354,9 @@ class AnswerStream:
         return safe
 
 
+_CALL_NAME = re.compile(r'\s*\{\s*"name"\s*:\s*"([A-Za-z0-9_.-]{1,64})"')
+
+
 def parse_constrained_output(raw: str) -> tuple[str | None, ToolCall | None]:
     """`(answer, None)` or `(None, call)` from a whole constrained output.
 
@@ -362,8 +365,12 @@ def parse_constrained_output(raw: str) -> tuple[str | None, ToolCall | None]:
     try:
         value = json.loads(raw, strict=False)
     except json.JSONDecodeError as exc:
+        named = _CALL_NAME.match(raw)
+        what = f"its call of {named.group(1)}" if named else "its structured reply"
         raise ModelResponseError(
-            "the local model's structured reply was cut off (raise max_tokens)",
+            f"the offline model did not finish {what} before its token limit (a model this "
+            "small often repeats itself): ask again, raise Max tokens in the settings if the "
+            "call was long, or use a capable model",
             provider=LOCAL_MODEL_NAME,
         ) from exc
     if not isinstance(value, dict):

@@ -185,8 +185,10 @@ def test_a_tool_call_shows_no_text_while_streaming() -> None:
 
 
 def test_a_cut_off_tool_call_is_an_error_not_a_broken_call() -> None:
-    with pytest.raises(ModelResponseError, match="cut off"):
+    with pytest.raises(ModelResponseError, match="did not finish its call of get_weather"):
         parse_constrained_output('{"name": "get_weather", "arguments": {"ci')
+    with pytest.raises(ModelResponseError, match="did not finish its structured reply"):
+        parse_constrained_output('{"na')
 
 
 def test_chat_messages_name_tool_results_and_skip_what_is_only_for_display() -> None:
