@@ -1,4 +1,5 @@
-"""Fixtures: a running API server with no login configured, and a client logged in to it."""
+"""Fixtures: a running API server with no login configured, and a client logged in to it;
+and one with two users (live.ALICE and live.BOB)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.backends.api.live import Api, Backend, running_backend
+from tests.backends.api.live import ALICE, BOB, Api, Backend, running_backend
 
 
 @pytest.fixture
@@ -20,3 +21,10 @@ def backend(tmp_path: Path) -> Iterator[Backend]:
 @pytest.fixture
 def api(backend: Backend) -> Api:
     return backend.client().login()
+
+
+@pytest.fixture
+def two_users(tmp_path: Path) -> Iterator[Backend]:
+    """Login configured, with ALICE and BOB as its users."""
+    with running_backend(tmp_path, users=[ALICE, BOB]) as running:
+        yield running

@@ -20,6 +20,7 @@ from fastapi import FastAPI
 from starlette.types import ASGIApp
 
 from backends.api import create_api
+from backends.api.client import GuiAgentClient
 from connectors.function import FunctionInfo, FunctionModel
 from connectors.scripted import ScriptedModel
 from gui_agent.auth import TokenService, UserDB
@@ -191,6 +192,17 @@ class EventReader:
             out.append(event)
             if predicate(event):
                 return out
+
+
+ALICE, BOB = ("alice", "alice-password-1"), ("bob", "bob-password-12")
+"""The users of the `two_users` fixture (conftest.py)."""
+
+
+def client_of(backend: Backend, user: tuple[str, str]) -> GuiAgentClient:
+    """The Python client, logged in as `user`."""
+    client = GuiAgentClient(backend.base_url)
+    client.login(*user)
+    return client
 
 
 def is_idle(event: Event) -> bool:

@@ -4,30 +4,18 @@ detail, a `session_updated` event when it changes, and DELETE .../allowed-tools 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import httpx
 import pytest
 
 from backends.api.client import GuiAgentClient, NotFound
 from connectors.scripted import call
 from schema import ApprovalDecision, ApprovalRequested, Event, SessionUpdated
-from tests.backends.api.live import Backend, is_idle, running_backend
-
-ALICE, BOB = ("alice", "alice-password-1"), ("bob", "bob-password-12")
+from tests.backends.api.live import ALICE, BOB, Backend, client_of, is_idle
 
 
 @pytest.fixture
-def backend(tmp_path: Path) -> Iterator[Backend]:
-    with running_backend(tmp_path, users=[ALICE, BOB]) as running:
-        yield running
-
-
-def client_of(backend: Backend, user: tuple[str, str]) -> GuiAgentClient:
-    client = GuiAgentClient(backend.base_url)
-    client.login(*user)
-    return client
+def backend(two_users: Backend) -> Backend:
+    return two_users
 
 
 def turn_answered(

@@ -4,28 +4,18 @@ what slid out, AutoChat's goal, and nobody else's chat."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from backends.api.client import AsyncGuiAgentClient, GuiAgentClient, NotFound
 from schema import AutoChatStopped, Event
-from tests.backends.api.live import Backend, is_idle, running_backend
-
-ALICE, BOB = ("alice", "alice-password-1"), ("bob", "bob-password-12")
+from tests.backends.api.live import ALICE, BOB, Backend, client_of, is_idle
 
 
 @pytest.fixture
-def backend(tmp_path: Path) -> Iterator[Backend]:
-    with running_backend(tmp_path, users=[ALICE, BOB]) as running:
-        yield running
-
-
-def client_of(backend: Backend, user: tuple[str, str]) -> GuiAgentClient:
-    client = GuiAgentClient(backend.base_url)
-    client.login(*user)
-    return client
+def backend(two_users: Backend) -> Backend:
+    return two_users
 
 
 def turn(

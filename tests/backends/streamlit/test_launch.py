@@ -5,16 +5,12 @@ from __future__ import annotations
 
 import importlib.util
 import logging
-import os
 import signal
 import socket
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from backends.streamlit.launch import (
@@ -25,6 +21,7 @@ from backends.streamlit.launch import (
 )
 from gui_agent.cli import main
 from tests.backends.api.live import Backend, free_port, running_backend
+from tests.backends.streamlit.kit import running_front, serves
 
 
 @pytest.fixture(scope="module")
@@ -108,39 +105,12 @@ def test_a_sigterm_to_gui_agent_streamlit_stops_streamlit_itself(
     not stay behind serving: it did, orphaned, while it ran Streamlit as a child."""
     pytest.importorskip("streamlit")
     port = free_port()
-    command = [
-        sys.executable,
-        "-c",
-        "import sys; from gui_agent.cli import main; sys.exit(main())",
-        "streamlit",
-        "--url",
-        open_server.base_url,
-        "--port",
-        str(port),
-    ]
-    env = {**os.environ, "HOME": str(tmp_path)}
+    url = f"http://127.0.0.1:{port}/"
     log = tmp_path / "streamlit.log"
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
-    try:
-        deadline = time.monotonic() + 60
-        while not _answers(f"http://127.0.0.1:{port}/_stcore/health"):
-            assert process.poll() is None, log.read_text()[-2000:]
-            assert time.monotonic() < deadline, "Streamlit did not start"
-            time.sleep(0.2)
+    with running_front(open_server.base_url, port, home=tmp_path, log=log) as process:
         process.send_signal(signal.SIGTERM)
         process.wait(30)
         deadline = time.monotonic() + 15
-        while _answers(f"http://127.0.0.1:{port}/_stcore/health"):
+        while serves(url):
             assert time.monotonic() < deadline, "Streamlit still serves after the SIGTERM"
             time.sleep(0.2)
-    finally:
-        if process.poll() is None:
-            process.kill()
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=2).text == "ok"
-    except httpx.HTTPError:
-        return False

@@ -6,16 +6,12 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, FilePayload, Page, expect
 
@@ -23,11 +19,11 @@ from connectors.scripted import call
 from schema import MessageStatus, Role
 from tests.backends.api.live import Backend, free_port, running_backend
 from tests.backends.pictures import red_png
+from tests.backends.streamlit.kit import running_front
 
 pytestmark = pytest.mark.browser
 
 PASSWORD = "correct horse battery staple"
-STARTUP_S = 60.0
 
 
 @pytest.fixture(scope="module")
@@ -42,38 +38,9 @@ def front(backend: Backend, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     pytest.importorskip("streamlit")
     port = free_port()
     log = tmp_path_factory.mktemp("st-log") / "streamlit.log"
-    command = [
-        sys.executable,
-        "-c",
-        "import sys; from gui_agent.cli import main; sys.exit(main())",
-        "streamlit",
-        "--url",
-        backend.base_url,
-        "--port",
-        str(port),
-    ]
-    env = {**os.environ, "HOME": str(tmp_path_factory.mktemp("st-home"))}
-    with log.open("wb") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
-    url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + STARTUP_S
-    try:
-        while True:
-            try:
-                if httpx.get(f"{url}_stcore/health", timeout=2).text == "ok":
-                    break
-            except httpx.HTTPError:
-                pass
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"Streamlit did not start: {log.read_text()[-2000:]}")
-            time.sleep(0.2)
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    home = tmp_path_factory.mktemp("st-home")
+    with running_front(backend.base_url, port, home=home, log=log):
+        yield f"http://127.0.0.1:{port}/"
 
 
 @pytest.fixture

@@ -1,0 +1,58 @@
+"""Running `gui-agent streamlit` as a real process for the tests, and asking whether it
+serves."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+STARTUP_S = 60.0
+
+
+@contextmanager
+def running_front(
+    server_url: str, port: int, *, home: Path, log: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`gui-agent streamlit` for the GuiAgent server at `server_url`, on `port`, serving (its
+    output in `log`; HOME is `home`, where Streamlit writes its settings); ended after."""
+    command = [
+        sys.executable,
+        "-c",
+        "import sys; from gui_agent.cli import main; sys.exit(main())",
+        "streamlit",
+        "--url",
+        server_url,
+        "--port",
+        str(port),
+    ]
+    env = {**os.environ, "HOME": str(home)}
+    with log.open("wb") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env)
+    deadline = time.monotonic() + STARTUP_S
+    try:
+        while not serves(f"http://127.0.0.1:{port}/"):
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"Streamlit did not start: {log.read_text()[-2000:]}")
+            time.sleep(0.2)
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+
+def serves(front_url: str) -> bool:
+    """Streamlit answers its health check at `front_url` (ending in /)."""
+    try:
+        return httpx.get(f"{front_url}_stcore/health", timeout=2).text == "ok"
+    except httpx.HTTPError:
+        return False
