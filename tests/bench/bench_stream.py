@@ -131,6 +131,7 @@ class Endpoint:
     trigger_id: int
     inputs: list[str | None]
     load_index: int | None = None
+    load_inputs: list[str | None] = field(default_factory=list)
 
     @classmethod
     async def discover(cls, client: httpx.AsyncClient, base: str) -> Endpoint:
@@ -138,18 +139,20 @@ class Endpoint:
         ids = {c["id"]: c.get("props", {}).get("elem_id") for c in config["components"]}
         load = next(
             (
-                dep["id"]
+                dep
                 for dep in config["dependencies"]
                 if dep.get("backend_fn") and [e for _t, e in dep["targets"]] == ["load"]
             ),
             None,
         )
+        load_index = None if load is None else load["id"]
+        load_inputs = [] if load is None else [ids.get(i) for i in load["inputs"]]
         for dep in config["dependencies"]:
             targets = [(ids.get(target), event) for target, event in dep["targets"]]
             if ("chat-input", "submit") in targets:
                 trigger = next(t for t, e in dep["targets"] if e == "submit")
                 inputs = [ids.get(i) for i in dep["inputs"]]
-                return cls(base, dep["id"], trigger, inputs, load)
+                return cls(base, dep["id"], trigger, inputs, load_index, load_inputs)
         raise RuntimeError(f"no send event found at {base}")
 
     def payload(self, text: str, model: str) -> list[Any]:
@@ -188,7 +191,10 @@ async def open_tab(client: httpx.AsyncClient, endpoint: Endpoint) -> str:
     session = uuid.uuid4().hex[:12]
     if endpoint.load_index is None:
         return session
-    body = {"data": ["", "1"], "fn_index": endpoint.load_index, "session_hash": session}
+    # (no remembered chat, the tab's first ticket, no settings left unsaved by a reload)
+    given = {"session-id": "", "event-ticket": "1", "unsaved-settings": ""}
+    data = [given.get(name or "", "") for name in endpoint.load_inputs]
+    body = {"data": data, "fn_index": endpoint.load_index, "session_hash": session}
     (await client.post(f"{endpoint.base}/gradio_api/queue/join", json=body)).raise_for_status()
     params = {"session_hash": session}
     url = f"{endpoint.base}/gradio_api/queue/data"
