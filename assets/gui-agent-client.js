@@ -378,6 +378,16 @@ export class GuiAgentClient {
    * {message_ids (oldest first), token_count, token_estimated, goal, goal_pinned, dropped} */
   memory(sessionId) { return this.call("GET", sessionPath(sessionId, "memory")); }
 
+  /** The chat's tools: {tools: [{name, description, destructive, mode, chosen,
+   * allowed_for_session}]}; `mode` is what a call does now (allow, ask or deny). */
+  tools(sessionId) { return this.call("GET", sessionPath(sessionId, "tools")); }
+
+  /** What a call of `tool` does in this chat: "ask", "allow", "deny", or null for what the
+   * app decides. Kept with the chat's settings; answers the tool as it stands now. */
+  setToolMode(sessionId, tool, mode) {
+    return this.call("PUT", sessionPath(sessionId, "tools", tool), { mode: mode ?? null });
+  }
+
   /** Ask again before `tool` runs (every tool allowed for this session when none is
    * given): {allowed_tools}, the tools still allowed without asking. */
   forgetAllowedTools(sessionId, { tool } = {}) {

@@ -45,6 +45,7 @@ from gui_agent.memory import ContextWindow
 from gui_agent.session import Session
 from gui_agent.state import StateMachine
 from gui_agent.store.base import SessionStore as Store
+from gui_agent.tools.permissions import ToolStanding, standings
 from gui_agent.tracking import PARTIAL_SAVE_INTERVAL_S
 from gui_agent.wording import SENT_A_MESSAGE, SWITCHED_OFF
 from schema import (
@@ -60,6 +61,7 @@ from schema import (
     InterpreterState,
     Message,
     MessageStatus,
+    PermissionMode,
     Role,
     SessionSettings,
     SessionUpdated,
@@ -320,6 +322,32 @@ class Interpreter(HistoryEdits):
         if forgotten:
             self._publish(SessionUpdated(fields={"allowed_tools": sorted(allowed)}))
         return self.allowed_tools
+
+    def tool_standings(self) -> tuple[ToolStanding, ...]:
+        """How each of the chat's tools is treated now: what its next call does, the mode
+        set for this chat (if any), and whether the person allowed it for the session."""
+        session = self.session
+        return standings(
+            self.deps.permissions,
+            self.deps.tools,
+            session.settings.permissions,
+            session.allowed_tools,
+        )
+
+    async def set_tool_mode(self, tool: str, mode: PermissionMode | None) -> ToolStanding:
+        """Set what a call of `tool` does in this chat (kept with its settings); None: what
+        the app decides (destructive tools ask first). InvalidRequest for a tool the chat
+        does not have."""
+        if tool not in self.deps.tools:
+            names = ", ".join(self.deps.tools.names) or "none"
+            raise InvalidRequest(f"this chat has no tool {tool!r}; its tools: {names}")
+        settings = self.session.settings
+        modes = {name: m for name, m in settings.permissions.items() if name != tool}
+        if mode is not None:
+            modes[tool] = mode
+        if modes != settings.permissions:
+            await self.update(settings=settings.model_copy(update={"permissions": modes}))
+        return next(s for s in self.tool_standings() if s.name == tool)
 
     def set_provider(self, provider: LLMProvider) -> None:
         """Use another model from the next model call on."""

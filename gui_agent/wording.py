@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from schema import AgentName, AutoChatStopReason
+from schema import AgentName, AutoChatStopReason, PermissionMode
 
 __all__ = [
     "DONE",
@@ -17,6 +17,7 @@ __all__ = [
     "autochat_stop_words",
     "counted",
     "role_title",
+    "tool_mode_words",
 ]
 
 
@@ -94,3 +95,24 @@ def autochat_stop_words(reason: AutoChatStopReason, detail: str = "") -> str:
     if reason is AutoChatStopReason.STOPPED:
         return detail  # who or what stopped it: "stopped by the user", "the user was removed"
     return f"{words} ({detail})"
+
+
+_MODE_WORDS = {
+    PermissionMode.ASK: "asks you first",
+    PermissionMode.ALLOW: "runs without asking",
+    PermissionMode.DENY: "never runs",
+}
+
+
+def tool_mode_words(
+    mode: PermissionMode, chosen: PermissionMode | None, allowed_for_session: bool
+) -> str:
+    """What a call of a tool does in a chat, and why when it is not the app's own choice:
+    "asks you first", "never runs (set for this chat)", "runs without asking (allowed for
+    this session)"."""
+    words = _MODE_WORDS[mode]
+    if chosen is not None and chosen is mode:
+        return f"{words} (set for this chat)"
+    if allowed_for_session and mode is PermissionMode.ALLOW:
+        return f"{words} (allowed for this session)"
+    return words

@@ -33,6 +33,10 @@ is doing (a retry, edit or clear while a turn runs, a second answer to an approv
     POST   /api/sessions/{id}/stop
     POST   /api/sessions/{id}/approvals/{approval_id}  {decision, note?}
     POST   /api/sessions/{id}/control   {action: retry|edit_last|clear, text?, images?}
+    GET    /api/sessions/{id}/memory    -> what the next model call is sent (the window)
+    GET    /api/sessions/{id}/tools     -> {tools: [{name, mode, chosen, ...}]}
+    PUT    /api/sessions/{id}/tools/{tool}  {mode: ask|allow|deny|null}  -> the tool
+    DELETE /api/sessions/{id}/allowed-tools  ?tool=    -> {allowed_tools}
     GET    /api/sessions/{id}/events    (SSE, ids <epoch>-<seq>; Last-Event-ID or ?since=&epoch=;
                                         ends with `event: closed` when access ends, see `sse`)
     GET    /api/sessions/{id}/export    ?allow_unimportable=  -> the export document, as an
@@ -54,10 +58,11 @@ dropped, calls without a result answered, SYSTEM messages kept as display-only n
 
 The routes live by resource: `routes_access` (login, health, models, agents),
 `routes_sessions` (the records, their change feed, import and export), `routes_turns`
-(messages, Stop, approvals, retry/edit/clear) and `routes_events` (a session's event
-stream); what they share (the manager, the authenticator, the limits, the per-session
-epochs and edit locks) is one `context.ApiContext` per app. This module assembles them,
-in the order the OpenAPI document lists them, and answers everything else under /api.
+(messages, Stop, approvals, retry/edit/clear), `routes_tools` (a chat's tools, their modes
+and the tools allowed for the session) and `routes_events` (a session's event stream); what
+they share (the manager, the authenticator, the limits, the per-session epochs and edit
+locks) is one `context.ApiContext` per app. This module assembles them, in the order the
+OpenAPI document lists them, and answers everything else under /api.
 """
 
 from __future__ import annotations
@@ -89,6 +94,7 @@ from backends.api.routes_sessions import (
     check_model,
     merged,
 )
+from backends.api.routes_tools import add_tool_routes
 from backends.api.routes_turns import SETTLE_TIMEOUT_S, add_turn_routes
 from backends.api.sse import DEFAULT_RECHECK_S
 from backends.api.timing import DEFAULT_KEEPALIVE_S
@@ -181,6 +187,7 @@ def create_api(
     add_access_routes(app, api)
     add_session_routes(app, api)
     add_turn_routes(app, api)
+    add_tool_routes(app, api)
     add_event_routes(app, api)
     add_export_route(app, api)
     _answer_the_rest(app)

@@ -62,10 +62,11 @@ from backends.api.responses import (
     ModelsAnswer,
     SessionDetail,
     SessionList,
+    ToolInfo,
     TurnStarted,
 )
 from gui_agent.changes import ChatChange
-from schema import AgentName, ApprovalDecision, Event, ImagePart, SessionRecord
+from schema import AgentName, ApprovalDecision, Event, ImagePart, PermissionMode, SessionRecord
 
 __all__ = ["AsyncChangeStream", "AsyncEventStream", "AsyncGuiAgentClient"]
 
@@ -141,6 +142,14 @@ class AsyncGuiAgentClient:
 
     async def memory(self, session_id: str) -> MemoryAnswer:
         return await self._call(calls.memory(session_id))
+
+    async def tools(self, session_id: str) -> list[ToolInfo]:
+        return await self._call(calls.tools(session_id))
+
+    async def set_tool_mode(
+        self, session_id: str, tool: str, mode: PermissionMode | str | None
+    ) -> ToolInfo:
+        return await self._call(calls.set_tool_mode(session_id, tool, mode))
 
     async def forget_allowed_tools(self, session_id: str, *, tool: str | None = None) -> list[str]:
         return await self._call(calls.forget_allowed_tools(session_id, tool))

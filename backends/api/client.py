@@ -88,10 +88,11 @@ from backends.api.responses import (
     ModelsAnswer,
     SessionDetail,
     SessionList,
+    ToolInfo,
     TurnStarted,
 )
 from gui_agent.changes import ChatChange
-from schema import AgentName, ApprovalDecision, Event, ImagePart, SessionRecord
+from schema import AgentName, ApprovalDecision, Event, ImagePart, PermissionMode, SessionRecord
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -195,6 +196,18 @@ class GuiAgentClient:
         """What the next model call would be sent of the history: the memory window's
         message ids (oldest first), its tokens, and AutoChat's goal."""
         return self._call(calls.memory(session_id))
+
+    def tools(self, session_id: str) -> list[ToolInfo]:
+        """The chat's tools, and what a call of each does now (`mode`), the mode set for
+        the chat (`chosen`) and whether it was allowed for the session."""
+        return self._call(calls.tools(session_id))
+
+    def set_tool_mode(
+        self, session_id: str, tool: str, mode: PermissionMode | str | None
+    ) -> ToolInfo:
+        """What a call of `tool` does in this chat: "ask", "allow", "deny", or None for what
+        the app decides. Kept with the chat's settings."""
+        return self._call(calls.set_tool_mode(session_id, tool, mode))
 
     def forget_allowed_tools(self, session_id: str, *, tool: str | None = None) -> list[str]:
         """Ask again before `tool` runs (every tool allowed for this session when None);

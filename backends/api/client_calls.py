@@ -31,9 +31,11 @@ from backends.api.responses import (
     SessionDetail,
     SessionList,
     StopAnswer,
+    ToolInfo,
+    ToolsAnswer,
     TurnStarted,
 )
-from schema import AgentName, ApprovalDecision, ImagePart, SessionRecord
+from schema import AgentName, ApprovalDecision, ImagePart, PermissionMode, SessionRecord
 
 _R = TypeVar("_R")
 
@@ -124,6 +126,20 @@ def get_session(session_id: str, limit: int | None) -> Call[SessionDetail]:
 
 def memory(session_id: str) -> Call[MemoryAnswer]:
     return Call("GET", session_path(session_id, "memory"), partial(parse, MemoryAnswer))
+
+
+def _tools(data: bytes) -> list[ToolInfo]:
+    return parse(ToolsAnswer, data).tools
+
+
+def tools(session_id: str) -> Call[list[ToolInfo]]:
+    return Call("GET", session_path(session_id, "tools"), _tools)
+
+
+def set_tool_mode(session_id: str, tool: str, mode: PermissionMode | str | None) -> Call[ToolInfo]:
+    path = session_path(session_id, "tools", segment(tool))
+    body = json.dumps({"mode": None if mode is None else str(mode)}).encode()
+    return Call("PUT", path, partial(parse, ToolInfo), body)
 
 
 def forget_allowed_tools(session_id: str, tool: str | None) -> Call[list[str]]:

@@ -19,11 +19,14 @@ from schema import (
     ApprovalRequested,
     InterpreterState,
     Message,
+    PermissionMode,
     SessionRecord,
 )
 
 if TYPE_CHECKING:
     from fastapi import Response
+
+    from gui_agent.tools.permissions import ToolStanding
 
 AuthMode = Literal["password", "proxy", "none"]
 
@@ -118,6 +121,38 @@ class AllowedToolsAnswer(_Answer):
     """The tools still allowed for the session without asking, after a forget."""
 
     allowed_tools: list[str]
+
+
+class ToolInfo(_Answer):
+    """One tool of a chat, and what a call of it does now."""
+
+    name: str
+    description: str
+    destructive: bool
+    """It changes things (runs code, writes files): unless a mode says otherwise, it asks."""
+    mode: PermissionMode
+    """What its next call does: allow (runs), ask (waits for the person), deny (refused)."""
+    chosen: PermissionMode | None
+    """The mode set for this chat (`PUT .../tools/{tool}`); null: the app's own."""
+    allowed_for_session: bool
+    """The person answered an approval with "allow for this session"."""
+
+    @classmethod
+    def of(cls, standing: ToolStanding) -> ToolInfo:
+        return cls(
+            name=standing.name,
+            description=standing.description,
+            destructive=standing.destructive,
+            mode=standing.mode,
+            chosen=standing.chosen,
+            allowed_for_session=standing.allowed_for_session,
+        )
+
+
+class ToolsAnswer(_Answer):
+    """A chat's tools, in the order the model is shown them."""
+
+    tools: list[ToolInfo]
 
 
 class MemoryAnswer(_Answer):

@@ -31,7 +31,6 @@ from backends.api.context import ApiContext
 from backends.api.errors import ApiError, describe_validation
 from backends.api.openapi import errors
 from backends.api.responses import (
-    AllowedToolsAnswer,
     ImportAnswer,
     MemoryAnswer,
     SessionAnswer,
@@ -55,7 +54,6 @@ from schema.requests import MAX_TITLE_CHARS
 logger = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 200
-MAX_TOOL_NAME_CHARS = 200
 PAGE_SIZE = 200
 MAX_PAGE_SIZE = 1000
 MAX_OFFSET = 1_000_000_000
@@ -212,23 +210,6 @@ def add_session_routes(app: FastAPI, api: ApiContext) -> None:
             allowed_tools=list(interpreter.allowed_tools),
         )
         return send(detail)
-
-    @app.delete(
-        "/api/sessions/{session_id}/allowed-tools",
-        responses={
-            **success(AllowedToolsAnswer, "The tools still allowed without asking"),
-            **errors(400, 401, 404, 503),
-        },
-    )
-    async def forget_allowed_tools(
-        request: Request,
-        session_id: str,
-        tool: str | None = Query(None, min_length=1, max_length=MAX_TOOL_NAME_CHARS),
-    ) -> Response:
-        """Ask the person again before `tool` runs (every tool allowed for this session when
-        no `tool` is given). A tool not allowed is no error: the answer lists what is."""
-        interpreter = await api.session_of(request, session_id)
-        return send(AllowedToolsAnswer(allowed_tools=list(interpreter.forget_allowed_tools(tool))))
 
     @app.get(
         "/api/sessions/{session_id}/memory",

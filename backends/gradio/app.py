@@ -41,9 +41,11 @@ import gradio as gr
 
 from backends.gradio.assets import load_assets
 from backends.gradio.coalesce import DEFAULT_INTERVAL_S
+from backends.gradio.handler_base import new_chat_standings
 from backends.gradio.handlers import Handlers, ModelInfoLike
 from backends.gradio.layout import Page, build_page
 from backends.gradio.media import MediaShelf
+from backends.gradio.panels import tools_markdown
 from backends.gradio.presence import Presence, followed_components
 from backends.gradio.quiet_queue import quiet
 from backends.gradio.sidebar import Sidebar
@@ -212,6 +214,7 @@ def create_app(
         default = names[0] if names else None
     notes = {info.name: info.note for info in infos}
     roles = manager.architectures_factory()
+    chat_tools = new_chat_standings(manager)
     demo = gr.Blocks(title=title, analytics_enabled=False, fill_width=True)
     with demo:
         page = build_page(
@@ -222,6 +225,8 @@ def create_app(
             default_model=default,
             model_note=notes.get(default or "", ""),
             agent_notes={name: role.description for name, role in roles.items()},
+            tools_text=tools_markdown(chat_tools),
+            tool_names=[tool.name for tool in chat_tools],
         )
         handlers = Handlers(
             manager,
@@ -294,6 +299,7 @@ def _stream_outputs(page: Page) -> list[Any]:
         page.memory_panel,
         page.usage_panel,
         page.allowed_panel,
+        page.tools_panel,
         page.role_picker,
     ]
 
@@ -479,7 +485,18 @@ def _wire(
     )
     page.detach_btn.click(handlers.detach, None, attached, **_EVENT)
     page.stop_btn.click(handlers.stop, sid, [page.badge], **_EVENT)
-    page.forget_allowed_btn.click(handlers.forget_allowed, sid, [page.allowed_panel], **_EVENT)
+    page.forget_allowed_btn.click(
+        handlers.forget_allowed, sid, [page.allowed_panel, page.tools_panel], **_EVENT
+    )
+    tool_inputs = [page.session_id, page.tool_picker]
+    page.tool_picker.input(handlers.show_tool_mode, tool_inputs, [page.tool_mode], **_EVENT)
+    page.tool_mode.input(
+        handlers.set_tool_mode,
+        [*tool_inputs, page.tool_mode],
+        [page.tools_panel, page.tool_mode],
+        trigger_mode="always_last",
+        **_EVENT,
+    )
     approval_inputs = [page.session_id, page.approval_id, page.approval_note]
     approval_outputs = [page.approval_title, page.approval_code, page.approval_id]
     approval_outputs.append(page.approval_note)

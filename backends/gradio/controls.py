@@ -9,14 +9,16 @@ from collections.abc import Awaitable, Callable
 
 import gradio as gr
 
+from backends.gradio.follow import as_published
 from backends.gradio.handler_base import HandlerBase
 from backends.gradio.owners import tab_of
-from backends.gradio.panels import allowed_markdown, badge_html
+from backends.gradio.panels import allowed_markdown, badge_html, tools_markdown
 from backends.gradio.stream import Updates, no_change
 from backends.gradio.toasts import toast_text
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.session import written_by_person
-from schema import ApprovalDecision
+from gui_agent.wording import tool_mode_words
+from schema import ApprovalDecision, PermissionMode
 
 __all__ = ["NOTE_FIRST", "QuickControls"]
 
@@ -42,7 +44,50 @@ class QuickControls(HandlerBase):
         if interpreter.allowed_tools:
             interpreter.forget_allowed_tools()
             gr.Info("Every tool that changes things asks you again before it runs.")
-        return {self.page.allowed_panel: allowed_markdown(interpreter.allowed_tools)}
+        return {
+            self.page.allowed_panel: allowed_markdown(interpreter.allowed_tools),
+            self.page.tools_panel: tools_markdown(interpreter.tool_standings()),
+        }
+
+    async def show_tool_mode(
+        self, session_id: str, tool: str | None, request: gr.Request
+    ) -> Updates:
+        """The mode set in this chat for the tool just picked ("": the app's own)."""
+        interpreter = await self.lookup(session_id, request, quiet=True)
+        chosen = (
+            interpreter.session.settings.permissions.get(tool)
+            if interpreter is not None and tool
+            else None
+        )
+        return {self.page.tool_mode: "" if chosen is None else chosen.value}
+
+    async def set_tool_mode(
+        self, session_id: str, tool: str | None, mode: str | None, request: gr.Request
+    ) -> Updates:
+        """Set what a call of the picked tool does in this chat, at once."""
+        interpreter = await self.lookup(session_id, request)
+        if interpreter is None:
+            gr.Warning("Send a message first: a new chat is saved with its first message.")
+            return {self.page.tool_mode: None}
+        if not tool:
+            gr.Warning("Pick a tool first.")
+            return {self.page.tool_mode: None}
+        chosen = PermissionMode(mode) if mode else None
+        settings = interpreter.session.settings
+        modes = {name: m for name, m in settings.permissions.items() if name != tool}
+        if chosen is not None:
+            modes[tool] = chosen
+        # This tab shows the change already: its own event is no news to it (follow.py).
+        changed = settings.model_copy(update={"permissions": modes})
+        self.news.saving(tab_of(request), interpreter.id, {"settings": as_published(changed)})
+        try:
+            standing = await interpreter.set_tool_mode(tool, chosen)
+        except InvalidRequest as exc:
+            gr.Warning(toast_text(exc))
+            return {self.page.tool_mode: None}
+        words = tool_mode_words(standing.mode, standing.chosen, standing.allowed_for_session)
+        gr.Info(f"{tool}: {words}.")
+        return {self.page.tools_panel: tools_markdown(interpreter.tool_standings())}
 
     def approver(
         self, decision: ApprovalDecision, *, needs_note: bool = False

@@ -33,6 +33,7 @@ from backends.gradio.unsent import Unsent
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.interpreter import Interpreter
 from gui_agent.manager import SessionManager, SessionNotFound
+from gui_agent.tools.permissions import ToolStanding, standings
 from schema import AutoChatSettings, SessionRecord, SessionSettings
 
 __all__ = ["LISTED_CHATS", "HandlerBase", "ModelInfoLike", "shown_fields"]
@@ -57,6 +58,11 @@ class ModelInfoLike(Protocol):
 def shown_fields(page: Page, values: Updates) -> dict[str, object]:
     """Of `settings_values`, what each field the tab's base keeps shows, by field."""
     return {name: values[box] for name, box in based_fields(page).items()}
+
+
+def new_chat_standings(manager: SessionManager) -> tuple[ToolStanding, ...]:
+    """How the tools of a chat not yet made stand: the app's own modes."""
+    return standings(manager.permissions, manager.tools_factory(), {}, frozenset())
 
 
 class HandlerBase:
@@ -95,6 +101,8 @@ class HandlerBase:
         self.role_notes = {
             name.value: role.description for name, role in manager.architectures_factory().items()
         }
+        self.new_chat_tools = new_chat_standings(manager)
+        """How a new chat's tools stand (the app's own modes): what a blank view shows."""
 
     # -- lookups ----------------------------------------------------------------------------
 
@@ -123,7 +131,9 @@ class HandlerBase:
     def blank_view(self, owner: str | None = None) -> PageView:
         """An empty chat (`owner`: whose images it may show, by address)."""
         link = self.media_link(owner) if owner is not None else None
-        return PageView(self.page, ChatView(icons=self.icons, media=link), PanelState())
+        tools = self.new_chat_tools
+        panels = PanelState(tools=lambda: tools)
+        return PageView(self.page, ChatView(icons=self.icons, media=link), panels)
 
     def media_link(self, owner: str) -> MediaLink | None:
         """The addresses of the images shown to `owner` (None: shown inline)."""

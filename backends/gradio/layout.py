@@ -72,6 +72,16 @@ box's info line, which stays in sight once a note is typed (a placeholder vanish
 first letter)."""
 
 
+TOOL_MODE_CHOICES: dict[str, str] = {
+    "Ask me first": "ask",
+    "Run without asking": "allow",
+    "Never run": "deny",
+    "As the app decides": "",
+}
+"""The tool mode picker's labels and the modes they set ("": the app's own choice, which is
+to ask first for a tool that changes things)."""
+
+
 @dataclass(eq=False)
 class Page:
     """Every component of the chat page. Handlers read and write these."""
@@ -142,6 +152,9 @@ class Page:
     memory_panel: gr.Markdown
     allowed_panel: gr.Markdown
     forget_allowed_btn: gr.Button
+    tools_panel: gr.Markdown
+    tool_picker: gr.Dropdown
+    tool_mode: gr.Radio
     usage_panel: gr.Markdown
     form_base: gr.Textbox
     """The values the tab's settings boxes last got from the server, for the chat it shows
@@ -185,6 +198,8 @@ def build_page(
     default_model: str | None,
     model_note: str,
     agent_notes: Mapping[AgentName, str] | None = None,
+    tools_text: str = "",
+    tool_names: Sequence[str] = (),
 ) -> Page:
     """Create and place the components inside the current `gr.Blocks` context."""
     settings = SessionSettings()
@@ -392,10 +407,25 @@ def build_page(
                 usage_panel = gr.Markdown(
                     usage_markdown(OrderedDict(), Usage()), elem_id="usage-panel"
                 )
-            with gr.Accordion("Allowed tools", open=True, elem_id="allowed-box"):
+            with gr.Accordion("Tools", open=True, elem_id="allowed-box"):
                 allowed_panel = gr.Markdown(allowed_markdown(()), elem_id="allowed-tools")
                 forget_allowed_btn = gr.Button(
                     "Ask before every tool again", elem_id="forget-allowed-btn", size="sm"
+                )
+                tools_panel = gr.Markdown(tools_text, elem_id="tools-panel")
+                # Set one tool's mode: pick it, then what its calls do (saved at once).
+                tool_picker = gr.Dropdown(
+                    choices=list(tool_names),
+                    value=None,
+                    label="Change a tool",
+                    elem_id="tool-picker",
+                    interactive=True,
+                )
+                tool_mode = gr.Radio(
+                    choices=list(TOOL_MODE_CHOICES.items()),
+                    value=None,
+                    label="When the agent calls it in this chat",
+                    elem_id="tool-mode",
                 )
             with gr.Accordion("Settings", open=False):
                 model_picker = gr.Dropdown(
@@ -497,6 +527,9 @@ def build_page(
         memory_panel=memory_panel,
         allowed_panel=allowed_panel,
         forget_allowed_btn=forget_allowed_btn,
+        tools_panel=tools_panel,
+        tool_picker=tool_picker,
+        tool_mode=tool_mode,
         usage_panel=usage_panel,
         form_base=form_base,
         tab_wake=tab_wake,

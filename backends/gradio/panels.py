@@ -11,7 +11,13 @@ from typing import Protocol
 
 from backends.gradio.autoturns import TurnTally, turns_phrase
 from backends.gradio.markdown import escape_html, escape_title
-from gui_agent.wording import allowed_tools_words, autochat_stop_words, counted
+from gui_agent.tools.permissions import ToolStanding
+from gui_agent.wording import (
+    allowed_tools_words,
+    autochat_stop_words,
+    counted,
+    tool_mode_words,
+)
 from schema import (
     AgentName,
     AgentSwitched,
@@ -39,6 +45,7 @@ __all__ = [
     "badge_html",
     "code_language",
     "memory_markdown",
+    "tools_markdown",
     "usage_markdown",
 ]
 
@@ -185,6 +192,9 @@ class PanelState:
     """Set when the title changed (the session list needs a refresh); the reader resets it."""
     allowed: tuple[str, ...] = ()
     """The tools allowed for this session without asking ("Allow for this session")."""
+    tools: Callable[[], tuple[ToolStanding, ...]] = tuple
+    """How each of the chat's tools stands now (read when the view is drawn: the chat's
+    settings and allowed tools decide it)."""
 
     @property
     def approval(self) -> ApprovalRequested | None:
@@ -278,6 +288,16 @@ def allowed_markdown(allowed: tuple[str, ...]) -> str:
     """The tools that run without asking in this chat, because the person allowed them for
     the session; the button under it makes them ask again."""
     return escape_title(allowed_tools_words(allowed))
+
+
+def tools_markdown(tools: tuple[ToolStanding, ...]) -> str:
+    """Each tool of the chat and what a call of it does, one line each."""
+    if not tools:
+        return "This chat has no tools."
+    return "\n".join(
+        f"- {escape_title(t.name)}: {tool_mode_words(t.mode, t.chosen, t.allowed_for_session)}"
+        for t in tools
+    )
 
 
 def usage_markdown(

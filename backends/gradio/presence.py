@@ -54,7 +54,7 @@ from backends.gradio.follow import FOLLOWED_FIELDS
 from backends.gradio.form import based_fields
 from backends.gradio.handlers import Handlers, owner_of, tab_of
 from backends.gradio.layout import Page
-from backends.gradio.panels import allowed_markdown
+from backends.gradio.panels import allowed_markdown, tools_markdown
 from backends.gradio.saves import LIMITS, SETTINGS
 from backends.gradio.stream import Updates, no_change
 from gui_agent.events import Subscription
@@ -245,6 +245,7 @@ class Presence:
         for box in (page.model_picker, page.model_note, page.autochat_toggle):
             updates[box] = values[box]
         updates[page.allowed_panel] = allowed_markdown(interpreter.allowed_tools)
+        updates[page.tools_panel] = tools_markdown(interpreter.tool_standings())
         if any(name in moved for name in SETTINGS):
             updates[page.settings_note] = ""  # (it spoke of a box that changed)
         if any(name in moved for name in LIMITS):
@@ -264,6 +265,7 @@ class Presence:
         values = {
             **self.handlers.settings_values(interpreter),
             page.allowed_panel: allowed_markdown(interpreter.allowed_tools),
+            page.tools_panel: tools_markdown(interpreter.tool_standings()),
         }
         updates = {c: values[c] for name in fields for c in shows.get(name, ())}
         shown = self.handlers.shows(interpreter, values)
@@ -412,8 +414,9 @@ def field_components(page: Page) -> dict[str, list[Any]]:
             page.time_budget,
             page.limits_note,
         ],
-        "allowed_tools": [page.allowed_panel],
+        "allowed_tools": [page.allowed_panel, page.tools_panel],
         "settings": [
+            page.tools_panel,  # (a tool's mode is kept with the settings)
             page.model_picker,
             page.model_note,
             page.system_prompt,
@@ -431,5 +434,5 @@ BASE_FIELDS = {"settings": SETTINGS, "autochat": LIMITS, "title": ("title",)}
 def followed_components(page: Page) -> list[Any]:
     """Everything `Presence.follow` may change: the chats list, the shown chat's followed
     fields, its AutoChat status line, and the tab's base."""
-    fields = [c for shown in field_components(page).values() for c in shown]
-    return [page.session_list, *fields, page.autochat_status, page.form_base]
+    fields = {id(c): c for shown in field_components(page).values() for c in shown}  # once
+    return [page.session_list, *fields.values(), page.autochat_status, page.form_base]

@@ -40,6 +40,7 @@ from backends.gradio.panels import (
     badge_html,
     code_language,
     memory_markdown,
+    tools_markdown,
     usage_markdown,
 )
 from backends.gradio.renderer import ChatbotMessage, ChatView
@@ -129,6 +130,7 @@ class PageView:
             memory=MemoryInfo.of(interpreter.window()) if session.history else None,
             auto=AutoChatStatus(enabled=session.autochat.enabled),
             allowed=interpreter.allowed_tools,
+            tools=interpreter.tool_standings,
         )
         for approval in interpreter.pending_approvals:
             panels.approvals[approval.approval_id] = approval
@@ -219,6 +221,7 @@ class PageView:
             page.memory_panel: memory_markdown(panels.memory, self.chat.preview),
             page.usage_panel: usage_markdown(panels.turns, panels.total, newest=panels.turns_seen),
             page.allowed_panel: allowed_markdown(panels.allowed),
+            page.tools_panel: tools_markdown(panels.tools()),
             page.role_picker: panels.agent.value,
         }
 

@@ -15,7 +15,7 @@ from backends.api.client import ApiError, GuiAgentClient
 from backends.api.responses import SessionDetail
 from backends.streamlit.view import plain_markdown
 from gui_agent.session import written_by_person
-from gui_agent.wording import allowed_tools_words, counted
+from gui_agent.wording import allowed_tools_words, counted, tool_mode_words
 from schema import ImagePart, Message
 from schema.requests import MAX_TITLE_CHARS
 
@@ -26,6 +26,7 @@ __all__ = [
     "last_written",
     "prompt_of",
     "rename_box",
+    "tools_panel",
 ]
 
 IMAGE_TYPES = ("png", "jpg", "jpeg", "gif", "webp")
@@ -107,6 +108,47 @@ def allowed_tools_panel(client: GuiAgentClient, detail: SessionDetail) -> None:
     said.caption(plain_markdown(allowed_tools_words(allowed)))
     if button.button("Ask before every tool again", key="forget-allowed", width="stretch"):
         _act("Ask again", lambda: client.forget_allowed_tools(detail.session.id))
+
+
+TOOL_MODES = {
+    "": "As the app decides",
+    "ask": "Ask me first",
+    "allow": "Run without asking",
+    "deny": "Never run",
+}
+"""The modes a person may set for a tool in a chat ("": the app's own), and their labels."""
+
+
+def tools_panel(client: GuiAgentClient, detail: SessionDetail) -> None:
+    """Each of the chat's tools, what a call of it does, and a choice to change that; asked
+    of the server only while shown (one request per script run then)."""
+    session_id = detail.session.id
+    if not st.toggle("Tools: what each may do", key=f"tools-{session_id}"):
+        return
+    state = st.session_state
+    with st.container(border=True):
+        for tool in client.tools(session_id):
+            words = tool_mode_words(tool.mode, tool.chosen, tool.allowed_for_session)
+            key = f"tool-{session_id}-{tool.name}"
+            state[key] = "" if tool.chosen is None else tool.chosen.value  # the server's
+            st.selectbox(
+                # (a tool's name is letters, digits, "_" and "-": nothing Markdown would read)
+                f"{tool.name}: {words}",
+                list(TOOL_MODES),
+                key=key,
+                format_func=TOOL_MODES.__getitem__,
+                on_change=_set_mode,
+                args=(client, session_id, tool.name, key),
+            )
+
+
+def _set_mode(client: GuiAgentClient, session_id: str, tool: str, key: str) -> None:
+    """A tool's mode picked: saved at once (the script then runs again and shows it)."""
+    mode = st.session_state[key]
+    try:
+        client.set_tool_mode(session_id, tool, mode or None)
+    except ApiError as error:
+        st.session_state.flash = f"{tool}: {error.message}"
 
 
 def _edit_form(client: GuiAgentClient, session_id: str, last: Message) -> None:

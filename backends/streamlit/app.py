@@ -46,6 +46,7 @@ from backends.streamlit.actions import (
     chat_actions,
     prompt_of,
     rename_box,
+    tools_panel,
 )
 from backends.streamlit.autochat import (
     autochat_panel,
@@ -377,6 +378,7 @@ def _chat(client: GuiAgentClient, session_id: str) -> None:
             for line in memory_lines(client.memory(session_id), detail.messages):
                 st.text(line)
     allowed_tools_panel(client, detail)
+    tools_panel(client, detail)
     chat_actions(client, detail)
     export_panel(client, detail)
     for entry in entries_of(detail.messages):

@@ -1,8 +1,10 @@
-"""Whether a tool call may run freely, must be refused, or needs a person's approval."""
+"""Whether a tool call may run freely, must be refused, or needs a person's approval, and
+how each tool of a chat stands (`standings`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Set
+from collections.abc import Iterable, Mapping, Set
+from dataclasses import dataclass
 from types import MappingProxyType
 
 from gui_agent.exceptions import ConfigError
@@ -87,3 +89,41 @@ class PermissionPolicy:
             f"PermissionPolicy({dict(self._modes)!r}, destructive_default="
             f"{self._destructive_default.value!r}, safe_default={self._safe_default.value!r})"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolStanding:
+    """How one tool of a chat is treated now."""
+
+    name: str
+    description: str
+    destructive: bool
+    """It changes things (runs code, writes files): by default it asks first."""
+    mode: PermissionMode
+    """What its next call does: runs (ALLOW), is refused (DENY) or asks the person (ASK)."""
+    chosen: PermissionMode | None
+    """The mode set for this chat (its settings' `permissions`); None: the app's own."""
+    allowed_for_session: bool
+    """The person allowed it for the session ("Allow for this session")."""
+
+
+def standings(
+    policy: PermissionPolicy,
+    tools: Iterable[Tool],
+    chosen: Mapping[str, PermissionMode],
+    allowed: Set[str],
+) -> tuple[ToolStanding, ...]:
+    """Each of `tools` as a chat with the modes `chosen` for it (over `policy`) and the tools
+    `allowed` for its session treats it, in the tools' order."""
+    chat = policy.with_modes(chosen)
+    return tuple(
+        ToolStanding(
+            name=tool.name,
+            description=tool.description,
+            destructive=tool.destructive,
+            mode=chat.decide(tool, session_allowed=allowed),
+            chosen=chosen.get(tool.name),
+            allowed_for_session=tool.name in allowed,
+        )
+        for tool in tools
+    )

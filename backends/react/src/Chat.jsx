@@ -8,7 +8,7 @@ import { useEffect, useMemo, useState } from "react";
 import { Approval } from "./Approval.jsx";
 import { Composer } from "./Composer.jsx";
 import { Entry, LiveEntry } from "./Entry.jsx";
-import { AllowedPanel, AutoChatPanel, MemoryPanel, SettingsPanel } from "./Panels.jsx";
+import { AllowedPanel, AutoChatPanel, MemoryPanel, SettingsPanel, ToolsPanel } from "./Panels.jsx";
 import { Title } from "./Title.jsx";
 import { exportChat } from "./Transfer.jsx";
 import {
@@ -78,6 +78,21 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
   useEffect(() => {
     if (stale) setGeneration((n) => n + 1);
   }, [stale]);
+  // The chat's tools and what a call of each does: read again when what decides it changes
+  // (the modes kept with the settings, the tools allowed for the session).
+  const [tools, setTools] = useState([]);
+  const modes = JSON.stringify(chat?.session?.settings?.permissions ?? {});
+  const allowed = (chat?.allowed ?? []).join(",");
+  useEffect(() => {
+    let closed = false;
+    client.tools(sessionId).then(
+      (answer) => !closed && setTools(answer.tools),
+      () => !closed && setTools([]),
+    );
+    return () => {
+      closed = true;
+    };
+  }, [client, sessionId, modes, allowed]);
 
   if (chat === null) {
     return problem ? <p role="alert" className="problem">{problem}</p> : <p className="hint">Loading…</p>;
@@ -153,6 +168,15 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
           act(async () => {
             const answer = await client.forgetAllowedTools(sessionId);
             setChat((c) => ({ ...c, allowed: answer.allowed_tools }));
+          })
+        }
+      />
+      <ToolsPanel
+        tools={tools}
+        setMode={(name, mode) =>
+          act(async () => {
+            const tool = await client.setToolMode(sessionId, name, mode || null);
+            setTools((list) => list.map((t) => (t.name === name ? tool : t)));
           })
         }
       />

@@ -172,3 +172,41 @@ export function AllowedPanel({ allowed, forget }) {
     </details>
   );
 }
+
+const MODE_WORDS = { ask: "asks you first", allow: "runs without asking", deny: "never runs" };
+
+/** What a call of a tool does, and why when it is not the app's own choice. */
+export function toolModeWords(tool) {
+  const words = MODE_WORDS[tool.mode] ?? tool.mode;
+  if (tool.chosen && tool.chosen === tool.mode) return `${words} (set for this chat)`;
+  if (tool.allowed_for_session && tool.mode === "allow") return `${words} (allowed for this session)`;
+  return words;
+}
+
+/** The chat's tools, each with what its calls do and a choice to change that. */
+export function ToolsPanel({ tools, setMode }) {
+  return (
+    <details className="panel">
+      <summary>Tools</summary>
+      <ul className="tools" aria-label="Tools">
+        {tools.map((tool) => (
+          <li key={tool.name}>
+            <label>
+              {tool.name}: <span className="hint">{toolModeWords(tool)}</span>
+              <select
+                aria-label={`When the agent calls ${tool.name}`}
+                value={tool.chosen ?? ""}
+                onChange={(e) => setMode(tool.name, e.target.value)}
+              >
+                <option value="">As the app decides</option>
+                <option value="ask">Ask me first</option>
+                <option value="allow">Run without asking</option>
+                <option value="deny">Never run</option>
+              </select>
+            </label>
+          </li>
+        ))}
+      </ul>
+    </details>
+  );
+}

@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from backends.api.client import GuiAgentClient, NotFound
+from backends.api.client import ApiError, GuiAgentClient, NotFound
 from connectors.scripted import call
 from schema import ApprovalDecision, ApprovalRequested, Event, SessionUpdated
 from tests.backends.api.live import ALICE, BOB, Backend, client_of, is_idle
@@ -75,3 +75,37 @@ def test_forgetting_needs_the_owner_and_a_sane_tool_name(backend: Backend) -> No
         too_long = httpx.delete(path, params={"tool": "x" * 201}, headers=token)
         assert too_long.status_code == 400, too_long.text
         assert httpx.delete(path, headers=token).json() == {"allowed_tools": []}
+
+
+def test_each_tool_is_listed_with_its_mode_and_a_mode_set_for_the_chat_holds(
+    backend: Backend,
+) -> None:
+    backend.scripted.push(call("run_python", code="print(1)"), "Refused, then.")
+    with client_of(backend, ALICE) as alice, client_of(backend, BOB) as bob:
+        session_id = alice.create_session().id
+        tools = {t.name: t for t in alice.tools(session_id)}
+        python = tools["run_python"]
+        assert (python.mode, python.chosen, python.destructive) == ("ask", None, True)
+        assert tools["read_file"].mode == "allow" and not tools["read_file"].destructive
+
+        denied = alice.set_tool_mode(session_id, "run_python", "deny")
+        assert (denied.mode, denied.chosen) == ("deny", "deny")
+        record = alice.get_session(session_id).session
+        assert record.settings.permissions == {"run_python": "deny"}  # kept with the chat
+        events = turn_answered(alice, session_id, None)  # refused without asking
+        assert not any(isinstance(e, ApprovalRequested) for e in events)
+
+        back = alice.set_tool_mode(session_id, "run_python", None)
+        assert (back.mode, back.chosen) == ("ask", None)
+        assert alice.get_session(session_id).session.settings.permissions == {}
+        with pytest.raises(ApiError, match="no tool 'send_mail'"):
+            alice.set_tool_mode(session_id, "send_mail", "allow")
+        with pytest.raises(NotFound):
+            bob.tools(session_id)
+        with pytest.raises(NotFound):
+            bob.set_tool_mode(session_id, "run_python", "allow")
+        path = f"{backend.base_url}/api/sessions/{session_id}/tools/run_python"
+        token = {"Authorization": f"Bearer {alice.token}"}
+        assert httpx.put(path, json={"mode": "always"}, headers=token).status_code == 400
+        assert httpx.put(path, json={"mode": None, "x": 1}, headers=token).status_code == 400
+        assert httpx.put(path, json={"mode": "allow"}).status_code == 401

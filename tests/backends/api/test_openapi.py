@@ -12,6 +12,7 @@ from pydantic.json_schema import models_json_schema
 from backends.api import responses
 from backends.api.app import CreateSession, PatchSession
 from backends.api.auth import LoginBody
+from backends.api.routes_tools import ToolModeChange
 from connectors.scripted import call
 from gui_agent.export import ExportDocument
 from schema import ApprovalRequested, ApprovalResponse, ChatRequest, ControlRequest, TextDelta
@@ -32,6 +33,7 @@ BODIES: dict[tuple[str, str], tuple[str, bool, type[BaseModel]]] = {
         ApprovalResponse,
     ),
     ("post", "/api/sessions/{session_id}/control"): ("ControlRequest", True, ControlRequest),
+    ("put", "/api/sessions/{session_id}/tools/{tool}"): ("ToolModeChange", True, ToolModeChange),
 }
 PATH_FIELDS = {"session_id", "approval_id"}
 
@@ -201,6 +203,26 @@ def test_every_status_an_endpoint_answers_with_is_documented(tmp_path: Path) -> 
                 "/api/sessions/{session_id}/allowed-tools",
                 "/api/sessions/nope/allowed-tools",
                 {},
+            ),
+            ("get", "/api/sessions/{session_id}/tools", s + "/tools", {}),
+            ("get", "/api/sessions/{session_id}/tools", "/api/sessions/nope/tools", {}),
+            (
+                "put",
+                "/api/sessions/{session_id}/tools/{tool}",
+                s + "/tools/read_file",
+                {"json": {"mode": "ask"}},
+            ),
+            (
+                "put",
+                "/api/sessions/{session_id}/tools/{tool}",
+                s + "/tools/no_such_tool",
+                {"json": {"mode": "ask"}},
+            ),
+            (
+                "put",
+                "/api/sessions/{session_id}/tools/{tool}",
+                s + "/tools/read_file",
+                {"content": b"{", "headers": bad_type},
             ),
         ]
         seen: dict[tuple[str, str], set[str]] = {}

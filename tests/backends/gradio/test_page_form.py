@@ -297,6 +297,33 @@ def test_a_tool_allowed_for_the_session_is_shown_and_can_be_made_to_ask_again(
     wait_idle(tab)
 
 
+def test_a_tool_set_to_never_run_is_refused_and_one_set_to_run_runs_unasked(
+    tab: Page, server: LiveServer
+) -> None:
+    tools = tab.locator("#tools-panel")
+    expect(tools).to_contain_text("run_python: asks you first")  # a new chat: the app's own
+    send(tab, "a chat whose tools are set")
+    wait_idle(tab)
+    tab.locator("#tool-picker input").click()
+    tab.get_by_role("option", name="run_python").click()
+    tab.locator("#tool-mode").get_by_text("Never run").click()
+    expect(tools).to_contain_text("run_python: never runs (set for this chat)")
+    expect(toast(tab, "run_python: never runs")).to_be_visible()
+    send(tab, "python: print('refused')")
+    wait_idle(tab)  # no approval asked: refused at once
+    expect(bot_messages(tab).last).to_contain_text("not allowed")
+    tab.locator("#tool-mode").get_by_text("Run without asking").click()
+    expect(tools).to_contain_text("run_python: runs without asking (set for this chat)")
+    send(tab, "python: print('ran unasked')")
+    wait_idle(tab)
+    expect(bot_messages(tab).last).to_contain_text("ran unasked")
+    interpreter = session_of(server, tab)
+    assert interpreter.session.settings.permissions == {"run_python": "allow"}
+    tab.locator("#tool-mode").get_by_text("As the app decides").click()
+    expect(tools).to_contain_text("run_python: asks you first")
+    assert interpreter.session.settings.permissions == {}
+
+
 def test_on_a_phone_picking_a_chat_closes_the_sidebar(
     chromium: Browser, server: LiveServer
 ) -> None:

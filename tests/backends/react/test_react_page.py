@@ -152,6 +152,25 @@ def test_a_tool_allowed_for_the_session_is_shown_and_made_to_ask_again(
     expect(approval).to_have_count(0)
 
 
+def test_a_tool_set_to_never_run_is_refused_without_asking(page: Page, backend: Backend) -> None:
+    signed_in(page)
+    new_chat(page)
+    send(page, "a chat whose tools are set")
+    conversation = page.get_by_role("list", name="Conversation")
+    expect(conversation).to_contain_text("Hello from the scripted model.")
+    page.get_by_text("Tools", exact=True).click()
+    tools = page.get_by_role("list", name="Tools")
+    expect(tools).to_contain_text("run_python: asks you first")
+    page.get_by_label("When the agent calls run_python").select_option("deny")
+    expect(tools).to_contain_text("run_python: never runs (set for this chat)")
+    backend.scripted.push(call("run_python", code="print(3)"), "Refused, then.")
+    send(page, "run it")
+    expect(conversation).to_contain_text("Refused, then.")  # no approval was asked
+    expect(page.get_by_role("region", name="Approval")).to_have_count(0)
+    page.get_by_label("When the agent calls run_python").select_option("")
+    expect(tools).to_contain_text("run_python: asks you first")
+
+
 def test_stop_ends_a_streaming_reply_and_keeps_what_was_written(
     page: Page, backend: Backend
 ) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, FilePayload, Page, expect
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from connectors.scripted import call
 from schema import MessageStatus, Role
@@ -75,6 +76,23 @@ def send(page: Page, text: str) -> None:
     box = page.get_by_test_id("stChatInputTextArea")
     box.fill(text)
     box.press("Enter")
+
+
+def pick(page: Page, label: str, option: str) -> None:
+    """Pick `option` in the select box `label`. After a turn the script runs again once
+    or twice; a menu opened as it does is closed with the box it belonged to, so the
+    box is opened again until its menu stays."""
+    for _ in range(5):
+        settled(page)
+        page.get_by_label(label).click()
+        choice = page.get_by_role("option", name=option)
+        try:
+            choice.wait_for(timeout=3000)
+        except PlaywrightTimeoutError:
+            continue
+        choice.click()
+        return
+    raise AssertionError(f"the menu of {label!r} did not stay open")
 
 
 def signed_in(page: Page) -> None:
@@ -143,6 +161,21 @@ def test_a_tool_allowed_for_the_session_is_shown_and_made_to_ask_again(
     send(page, "run the second")
     expect(page.get_by_text("Approval needed: Run Python code.")).to_be_visible()  # asks again
     page.get_by_role("button", name="Deny").click()
+    expect(page.get_by_text("Approval needed")).to_have_count(0)
+
+
+def test_a_tool_set_to_never_run_is_refused_without_asking(page: Page, backend: Backend) -> None:
+    signed_in(page)
+    new_chat(page)
+    send(page, "a chat whose tools are set")
+    expect(page.get_by_text("Hello from the scripted model.")).to_be_visible()
+    settled(page)
+    page.get_by_text("Tools: what each may do").click()
+    pick(page, "run_python: asks you first", "Never run")
+    expect(page.get_by_text("run_python: never runs (set for this chat)")).to_be_visible()
+    backend.scripted.push(call("run_python", code="print(3)"), "Refused, then.")
+    send(page, "run it")
+    expect(page.get_by_text("Refused, then.")).to_be_visible()  # no approval was asked
     expect(page.get_by_text("Approval needed")).to_have_count(0)
 
 
