@@ -45,7 +45,7 @@ from gui_agent.memory import ContextWindow
 from gui_agent.session import Session
 from gui_agent.state import StateMachine
 from gui_agent.store.base import SessionStore as Store
-from gui_agent.tools.permissions import ToolStanding, standings
+from gui_agent.tools.permissions import ToolStanding, standings, with_mode
 from gui_agent.tracking import PARTIAL_SAVE_INTERVAL_S
 from gui_agent.wording import SENT_A_MESSAGE, SWITCHED_OFF
 from schema import (
@@ -336,15 +336,16 @@ class Interpreter(HistoryEdits):
 
     async def set_tool_mode(self, tool: str, mode: PermissionMode | None) -> ToolStanding:
         """Set what a call of `tool` does in this chat (kept with its settings); None: what
-        the app decides (destructive tools ask first). InvalidRequest for a tool the chat
-        does not have."""
+        the app decides (destructive tools ask first). Ask or never also take back an
+        "Allow for this session" of it: the person's latest word holds. InvalidRequest for
+        a tool the chat does not have."""
         if tool not in self.deps.tools:
             names = ", ".join(self.deps.tools.names) or "none"
             raise InvalidRequest(f"this chat has no tool {tool!r}; its tools: {names}")
+        if mode in (PermissionMode.ASK, PermissionMode.DENY):
+            self.forget_allowed_tools(tool)
         settings = self.session.settings
-        modes = {name: m for name, m in settings.permissions.items() if name != tool}
-        if mode is not None:
-            modes[tool] = mode
+        modes = with_mode(settings.permissions, tool, mode)
         if modes != settings.permissions:
             await self.update(settings=settings.model_copy(update={"permissions": modes}))
         return next(s for s in self.tool_standings() if s.name == tool)

@@ -493,7 +493,7 @@ def _wire(
     page.tool_mode.input(
         handlers.set_tool_mode,
         [*tool_inputs, page.tool_mode],
-        [page.tools_panel, page.tool_mode],
+        [page.tools_panel, page.allowed_panel, page.tool_mode],
         trigger_mode="always_last",
         **_EVENT,
     )

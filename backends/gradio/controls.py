@@ -17,6 +17,7 @@ from backends.gradio.stream import Updates, no_change
 from backends.gradio.toasts import toast_text
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.session import written_by_person
+from gui_agent.tools.permissions import with_mode
 from gui_agent.wording import tool_mode_words
 from schema import ApprovalDecision, PermissionMode
 
@@ -74,9 +75,7 @@ class QuickControls(HandlerBase):
             return {self.page.tool_mode: None}
         chosen = PermissionMode(mode) if mode else None
         settings = interpreter.session.settings
-        modes = {name: m for name, m in settings.permissions.items() if name != tool}
-        if chosen is not None:
-            modes[tool] = chosen
+        modes = with_mode(settings.permissions, tool, chosen)
         # This tab shows the change already: its own event is no news to it (follow.py).
         changed = settings.model_copy(update={"permissions": modes})
         self.news.saving(tab_of(request), interpreter.id, {"settings": as_published(changed)})
@@ -87,7 +86,10 @@ class QuickControls(HandlerBase):
             return {self.page.tool_mode: None}
         words = tool_mode_words(standing.mode, standing.chosen, standing.allowed_for_session)
         gr.Info(f"{tool}: {words}.")
-        return {self.page.tools_panel: tools_markdown(interpreter.tool_standings())}
+        return {
+            self.page.tools_panel: tools_markdown(interpreter.tool_standings()),
+            self.page.allowed_panel: allowed_markdown(interpreter.allowed_tools),
+        }
 
     def approver(
         self, decision: ApprovalDecision, *, needs_note: bool = False

@@ -107,6 +107,16 @@ class ToolStanding:
     """The person allowed it for the session ("Allow for this session")."""
 
 
+def with_mode(
+    modes: Mapping[str, PermissionMode], tool: str, mode: PermissionMode | None
+) -> dict[str, PermissionMode]:
+    """`modes` with `tool`'s set to `mode` (None: taken out, so the app decides)."""
+    changed = {name: value for name, value in modes.items() if name != tool}
+    if mode is not None:
+        changed[tool] = mode
+    return changed
+
+
 def standings(
     policy: PermissionPolicy,
     tools: Iterable[Tool],

@@ -107,13 +107,19 @@ async def test_each_tool_stands_as_its_chat_decides_and_a_mode_set_for_the_chat_
         await interpreter.set_tool_mode("send_mail", PermissionMode.ALLOW)
 
 
-async def test_a_tool_allowed_for_the_session_stands_allowed_unless_the_chat_refuses_it(
+async def test_a_tool_allowed_for_the_session_stands_allowed_until_the_person_says_otherwise(
     tmp_path: Path,
 ) -> None:
     interpreter, _ = make(tmp_path)
     interpreter.session.allowed_tools.add("run_python")
     [python] = [s for s in interpreter.tool_standings() if s.name == "run_python"]
     assert (python.mode, python.allowed_for_session) == (PermissionMode.ALLOW, True)
-    await interpreter.set_tool_mode("run_python", PermissionMode.DENY)  # a "never" wins
-    [python] = [s for s in interpreter.tool_standings() if s.name == "run_python"]
-    assert (python.mode, python.allowed_for_session) == (PermissionMode.DENY, True)
+    allowing = await interpreter.set_tool_mode("run_python", PermissionMode.ALLOW)
+    assert (allowing.mode, allowing.allowed_for_session) == (PermissionMode.ALLOW, True)
+    # "ask me first" now is the person's latest word: the allowance for the session goes
+    asking = await interpreter.set_tool_mode("run_python", PermissionMode.ASK)
+    assert (asking.mode, asking.allowed_for_session) == (PermissionMode.ASK, False)
+    assert interpreter.allowed_tools == ()
+    interpreter.session.allowed_tools.add("run_python")
+    never = await interpreter.set_tool_mode("run_python", PermissionMode.DENY)
+    assert (never.mode, never.allowed_for_session) == (PermissionMode.DENY, False)
