@@ -124,7 +124,9 @@ class AllowedToolsAnswer(_Answer):
 
 
 class ToolInfo(_Answer):
-    """One tool of a chat, and what a call of it does now."""
+    """One tool of a chat, and what a call of it does now (a `ToolStanding`'s fields)."""
+
+    model_config = ConfigDict(frozen=True, from_attributes=True)
 
     name: str
     description: str
@@ -139,14 +141,7 @@ class ToolInfo(_Answer):
 
     @classmethod
     def of(cls, standing: ToolStanding) -> ToolInfo:
-        return cls(
-            name=standing.name,
-            description=standing.description,
-            destructive=standing.destructive,
-            mode=standing.mode,
-            chosen=standing.chosen,
-            allowed_for_session=standing.allowed_for_session,
-        )
+        return cls.model_validate(standing)
 
 
 class ToolsAnswer(_Answer):
