@@ -117,15 +117,16 @@ def _first_sentence(text: str) -> str:
     return text if end is None else text[: end.start()]
 
 
-def _asked_words(text: str) -> set[str]:
-    """The request's content words; a file name or path in it says "file", a code block
-    says "code" and "python" (what the built-in tools are named and described by)."""
-    words = _strong(_words(text))
+def _asked_words(text: str, words: set[str]) -> set[str]:
+    """The request's content words (`words`: `_words(text)`); a file name or path in it
+    says "file", a code block says "code" and "python" (what the built-in tools are named
+    and described by)."""
+    asked = _strong(words)
     if _PATH.search(text):
-        words |= {"file", "files"}
+        asked |= {"file", "files"}
     if _FENCE in text:
-        words |= {"code", "python"}
-    return words
+        asked |= {"code", "python"}
+    return asked
 
 
 def _is_relevant(asked: set[str], tool: ToolSchema) -> bool:
@@ -133,7 +134,8 @@ def _is_relevant(asked: set[str], tool: ToolSchema) -> bool:
 
     A whole description is long prose ("time", "work", "memory", "process"), and one word
     of it matched too many plain questions ("How does memory work?" was offered Python)."""
-    if any(_related(a, b) for a in asked for b in _strong(_words(tool.name))):
+    named = _strong(_words(tool.name))
+    if any(_related(a, b) for a in asked for b in named):
         return True
     described = _strong(_words(_first_sentence(tool.description)))
     return sum(1 for b in described if any(_related(a, b) for a in asked)) >= 2
@@ -143,9 +145,10 @@ def relevant_tools(text: str, tools: Sequence[ToolSchema]) -> tuple[ToolSchema, 
     """The tools `text` asks for, in order (see `_is_relevant`); of those, the ones whose
     name has a verb of `text` when any has ("read the file notes.txt": read_file, not
     list_files or write_file, which the 135M model picked as often)."""
-    asked = _asked_words(text)
+    words = _words(text)
+    asked = _asked_words(text, words)
     relevant = tuple(tool for tool in tools if _is_relevant(asked, tool))
-    verbs = _words(text) & _WEAK
+    verbs = words & _WEAK
     named = tuple(tool for tool in relevant if verbs & _words(tool.name))
     return named or relevant
 

@@ -9,7 +9,6 @@ from schema import AgentName, AutoChatStopReason, PermissionMode
 
 __all__ = [
     "DONE",
-    "NONE_ALLOWED",
     "SENT_A_MESSAGE",
     "SWITCHED_OFF",
     "TURN_FAILED",
@@ -26,15 +25,15 @@ def counted(number: int, noun: str) -> str:
     return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
-NONE_ALLOWED = "None: a tool that changes things asks you first."
+_NONE_ALLOWED = "None: a tool that changes things asks you first."
 """What the front ends say while no tool is allowed for the session."""
 
 
 def allowed_tools_words(allowed: Sequence[str]) -> str:
     """The tools a person allowed for the session ("Allow for this session"), in a sentence
-    saying what that means; NONE_ALLOWED when there are none."""
+    saying what that means; `_NONE_ALLOWED` when there are none."""
     if not allowed:
-        return NONE_ALLOWED
+        return _NONE_ALLOWED
     verb = "runs" if len(allowed) == 1 else "run"
     return f"{', '.join(allowed)}: {verb} without asking in this chat."
 
