@@ -98,9 +98,10 @@ def test_sigterm_during_a_tool_run_stops_the_code_and_exits_143(tmp_path: Path) 
         pids.append(wait_for_pid(fifo))
         process.send_signal(signal.SIGTERM)
         out, err = process.communicate(timeout=60)
+        said = f"exit {process.returncode}; {out[-600:]!r}; {err.decode(errors='replace')}"
         # the code the tool ran did not outlive the chat
-        assert ends_soon(pids[0]), err.decode(errors="replace")
-        assert process.returncode == 128 + signal.SIGTERM, err.decode()
+        assert ends_soon(pids[0]), said
+        assert process.returncode == 128 + signal.SIGTERM, said
         assert b"Traceback" not in err
         assert b"(SIGTERM: ending the chat)" in out
 
