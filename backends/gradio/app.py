@@ -103,22 +103,25 @@ def _as_shown_js(ids: Sequence[str | None], then: str) -> str:
     """JS that replaces each input whose element id is given in `ids` (by position) with
     what that text box on the page shows now, then runs `then` (a JS function of the
     inputs). Gradio sends its own copy of a box, which can lag a value typed just before
-    an action; the box itself holds what the person sees. A box not on the page keeps
-    Gradio's copy."""
+    an action; the box itself holds what the person sees. A number box gives its number,
+    or null when empty (as Gradio would). A box not on the page keeps Gradio's copy."""
     return f"""(...inputs) => {{
   {json.dumps(list(ids))}.forEach((id, i) => {{
     const box = id && document.querySelector(`#${{id}} input, #${{id}} textarea`);
-    if (box) inputs[i] = box.value;
+    if (box && box.type === "number") inputs[i] = box.value === "" ? null : Number(box.value);
+    else if (box) inputs[i] = box.value;
   }});
   return ({then})(...inputs);
 }}"""
 
 
 def _as_typed_js(page: Page, form: set[Any], then: str) -> str:
-    """`_as_shown_js` for an event whose inputs are `form`: its Advanced settings as their
-    boxes show them (a retry clicked in the instant a max-tokens value was typed went out
-    with the old value). Gradio orders a set of inputs by component id."""
-    boxes = {id(box): box.elem_id for box in page.advanced_settings().values()}
+    """`_as_shown_js` for an event whose inputs are `form`: its Advanced settings and
+    AutoChat limits as their boxes show them (a retry clicked in the instant a max-tokens
+    value was typed went out with the old value; a limit typed just after another went out
+    with the other one's old value). Gradio orders a set of inputs by component id."""
+    shown = [*page.advanced_settings().values(), *page.autochat_limits().values()]
+    boxes = {id(box): box.elem_id for box in shown}
     return _as_shown_js([boxes.get(id(component)) for component in _in_order(form)], then)
 
 
@@ -601,18 +604,13 @@ def _wire(
             **_EVENT,
         )
         gr.on([setting.blur, setting.submit], side_panel.settings_saver(name), form, note, **saving)
-    limits = {
-        "max_turns": page.max_turns,
-        "delay_s": page.delay,
-        "token_budget": page.token_budget,
-        "time_budget_s": page.time_budget,
-    }
-    for name, limit in limits.items():
+    # A limit is saved as it is typed: the other limits are read as their boxes show them.
+    for name, limit in page.autochat_limits().items():
         limit.input(
             side_panel.limit_saver(name),
             form,
             [page.limits_note, page.form_base],
-            **saving,
+            **{**saving, "js": as_typed},
         )
     page.edit_btn.click(
         handlers.edit_last,

@@ -188,6 +188,15 @@ class Page:
             "approval_timeout_s": self.approval_timeout,
         }
 
+    def autochat_limits(self) -> dict[str, gr.Number]:
+        """The AutoChat limits' fields, by the `AutoChatSettings` field each one shows."""
+        return {
+            "max_turns": self.max_turns,
+            "delay_s": self.delay,
+            "token_budget": self.token_budget,
+            "time_budget_s": self.time_budget,
+        }
+
 
 def build_page(
     *,

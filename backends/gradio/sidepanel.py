@@ -98,6 +98,7 @@ class SidePanel:
         note, words = (
             (page.limits_note, NOT_SAVED) if limit else (page.settings_note, SETTINGS_NOT_SAVED)
         )
+        note_field = f"({note.elem_id})"  # (kept in order like a field: TabNews.in_order)
 
         async def save(data: dict[Any, Any], request: gr.Request) -> Updates:
             form = Form.read(page, data)
@@ -120,6 +121,10 @@ class SidePanel:
                     if not handlers.streams.overtaken(tab, ticket):
                         base = handlers.base_after(interpreter, form)
                 problem = form.problem(limit=limit)
+            # The note tells what the tab's newest save saw (these events skip the queue: an
+            # older one handled after a newer would say what is no longer so).
+            if not handlers.news.in_order(tab, form.session_id, note_field, ticket):
+                return base
             return {note: "" if problem is None else words.format(problem=problem), **base}
 
         return save

@@ -110,6 +110,26 @@ def test_an_emptied_autochat_limit_is_named_and_the_chat_keeps_its_limit(
     assert interpreter.session.autochat.max_turns == 7
 
 
+def test_a_limit_typed_reads_the_other_limits_as_their_boxes_show_them(
+    tab: Page, server: LiveServer
+) -> None:
+    """Gradio's copy of a limit box can lag what it shows (under load, 7 typed after the
+    budget was emptied went out with the old budget, and the note said nothing): each limit
+    typed reads the others from their boxes."""
+    send(tab, "limits as shown")
+    wait_idle(tab)
+    interpreter = session_of(server, tab)
+    budget = tab.locator("#autochat-token-budget input")
+    budget.fill("5000")
+    _until(tab, lambda: interpreter.session.autochat.token_budget == 5000)
+    # The budget box is emptied; Gradio is never told (no input event): its copy lags.
+    budget.evaluate("(box) => { box.value = ''; }")
+    tab.locator("#autochat-max-turns input").fill("7")
+    expect(tab.locator("#autochat-limits-note")).to_contain_text("Token budget is empty")
+    _until(tab, lambda: interpreter.session.autochat.max_turns == 7)
+    assert interpreter.session.autochat.token_budget == 5000, "kept until it is fixed"
+
+
 def _until(tab: Page, condition: Callable[[], bool]) -> None:
     """Wait until the server's side shows what the page saved (polled, as expect does)."""
     for _ in range(WAIT_MS // 50):
