@@ -333,7 +333,10 @@ def test_the_chats_settings_are_shown_and_saved(page: Page, backend: Backend) ->
     sent = backend.scripted.requests[-1]
     assert sent.messages[0].content == "Answer like a pirate."  # the model was told
     assert sent.settings is not None and sent.settings.temperature == 0.5
-    # renamed: the heading and the list say so, and so does the server
+    # renamed: the heading and the list say so, and so does the server. (Its first title
+    # comes with a run of the script after the turn; opened before it, Rename's box would be
+    # drawn again with that title beside the one open.)
+    expect(page.get_by_role("heading", name="ahoy")).to_be_visible()
     settled(page)
     page.get_by_role("button", name="Rename").click()
     title = page.get_by_label("Chat title")
