@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import faulthandler
+import io
 import ipaddress
 import os
+import re
 import socket
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Generator, Iterator
+from typing import IO, Any
 
 import pytest
 
@@ -69,6 +73,73 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         handle = getattr(utils, name, None)
         if handle is not None and not handle.closed:
             handle.close()
+    stderr = config.stash.get(_STDERR, None)
+    if stderr is not None:
+        stderr.close()
+
+
+HUNG = r"Timeout \(>"
+"""How pytest-timeout words a test that ran past the suite's `timeout` (pyproject.toml)."""
+
+WATCHDOG_S = 400.0
+"""A test still running this long after it started (its rerun included) is stuck where
+pytest-timeout cannot end it, as in an event loop's teardown: the worker prints every
+thread's stack and exits, and the run goes on without it (xdist reports the crash)."""
+
+_STDERR = pytest.StashKey[IO[str]]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # The watchdog writes to the real stderr: pytest captures fd 2 while a test runs.
+    config.stash[_STDERR] = os.fdopen(os.dup(2), "w")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that hung (ran past the timeout) is run once more before it counts as failed;
+    its first attempt, with where it hung, is in the summary (`pytest_terminal_summary`).
+    A test that fails otherwise fails at once (browser tests have their own rerun)."""
+    for item in items:
+        if item.get_closest_marker("flaky") is None:
+            item.add_marker(pytest.mark.flaky(reruns=1, only_rerun=[HUNG]))
+
+
+def _watch(config: pytest.Config) -> None:
+    faulthandler.dump_traceback_later(WATCHDOG_S, exit=True, file=config.stash[_STDERR])
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
+    _watch(item.config)
+    try:
+        yield
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+
+
+def pytest_exception_interact(
+    node: pytest.Item, call: pytest.CallInfo[Any], report: pytest.TestReport
+) -> None:
+    """A test that hung in an event loop fails where the loop waits (its selector): the
+    report also gets where each of the loop's unfinished tasks is waiting. (The watchdog,
+    which pytest's faulthandler plugin stops at each failure, is set again: the test's
+    teardown can hang too.)"""
+    _watch(node.config)
+    if call.excinfo is None or not re.search(HUNG, str(call.excinfo.value)):
+        return
+    loops = {
+        frame.frame.f_locals.get("self")
+        for frame in call.excinfo.traceback
+        if frame.name == "run_until_complete"
+    }
+    stacks = io.StringIO()
+    for loop in loops:
+        if isinstance(loop, asyncio.AbstractEventLoop) and not loop.is_closed():
+            for task in asyncio.all_tasks(loop):
+                task.print_stack(limit=12, file=stacks)
+    addsection = getattr(report.longrepr, "addsection", None)
+    if stacks.getvalue() and addsection is not None:
+        addsection("where the event loop's unfinished tasks wait", stacks.getvalue())
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -81,7 +152,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     for report in reruns:
         terminalreporter.write_line(f"--- {report.nodeid}")
         crash = getattr(report.longrepr, "reprcrash", None)
-        if crash is not None:  # where it failed, and the error's words (its first 4,000)
+        if crash is not None and re.search(HUNG, crash.message):  # the stacks where it hung
+            terminalreporter.write_line(str(report.longrepr)[-6000:])
+        elif crash is not None:  # where it failed, and the error's words (its first 4,000)
             terminalreporter.write_line(f"{crash.path}:{crash.lineno}: {crash.message[:4000]}")
         else:
             terminalreporter.write_line(str(report.longrepr or "(no report)")[-4000:])
