@@ -147,7 +147,13 @@ class HandlerBase:
         return {
             **self.view_of(interpreter).updates(full=True),
             **self.settings_values(interpreter),
+            **self.no_tool_picked(),
         }
+
+    def no_tool_picked(self) -> Updates:
+        """The tool picker and its mode, emptied: a tool picked in the chat shown before,
+        with that chat's mode for it, would say what this one does not do."""
+        return {self.page.tool_picker: None, self.page.tool_mode: None}
 
     async def session_choices(self, owner: str, query: str | None = None) -> list[tuple[str, str]]:
         """The owner's chats whose title holds `query` (spaces around it do not count)."""

@@ -65,6 +65,7 @@ class Navigation(HandlerBase):
             self.page.chat_input: "",
             **view.updates(full=True),
             **self.settings_values(None),
+            **self.no_tool_picked(),
             # The list shows every chat again: so does the search box (not a stale query).
             self.page.search: "",
             **await self.session_list_update(owner_of(request), ""),

@@ -324,6 +324,31 @@ def test_a_tool_set_to_never_run_is_refused_and_one_set_to_run_runs_unasked(
     assert interpreter.session.settings.permissions == {}
 
 
+def test_the_tool_picker_is_emptied_when_another_chat_or_a_new_one_is_opened(tab: Page) -> None:
+    """A tool picked with its mode in one chat is not shown as the next chat's: the mode
+    belongs to the chat it was set in."""
+    picker, mode = tab.locator("#tool-picker input"), tab.locator("#tool-mode")
+    send(tab, "a chat where run_python never runs")
+    wait_idle(tab)
+    picker.click()
+    tab.get_by_role("option", name="run_python").click()
+    mode.get_by_text("Never run").click()
+    expect(tab.locator("#tools-panel")).to_contain_text("run_python: never runs")
+    expect(mode.get_by_label("Never run")).to_be_checked()
+    tab.locator("#new-session-btn").click()
+    expect(picker).to_have_value("")
+    expect(mode.locator("input:checked")).to_have_count(0)
+    expect(tab.locator("#tools-panel")).to_contain_text("run_python: asks you first")
+    send(tab, "another chat")
+    wait_idle(tab)
+    picker.click()
+    tab.get_by_role("option", name="run_python").click()
+    tab.locator("#session-list").get_by_text("a chat where run_python never runs").first.click()
+    expect(tab.locator("#tools-panel")).to_contain_text("run_python: never runs")
+    expect(picker).to_have_value("")
+    expect(mode.locator("input:checked")).to_have_count(0)
+
+
 def test_on_a_phone_picking_a_chat_closes_the_sidebar(
     chromium: Browser, server: LiveServer
 ) -> None:
