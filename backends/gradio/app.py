@@ -585,33 +585,47 @@ def _wire(
         **numbered,
         **_EVENT,
     }
+    as_typed_saving = {**saving, "js": as_typed}
     page.system_prompt.blur(side_panel.settings_saver("system_prompt"), form, note, **saving)
     # The temperature is saved as it moves (arrow keys too, which end in no "release"),
     # and when it is let go.
     temperature = side_panel.settings_saver("temperature")
     page.temperature.input(temperature, form, note, **saving)
     page.temperature.release(temperature, form, note, **saving)
-    # An Advanced setting is checked as it is typed (the note says what is wrong at once)
-    # and saved when the person leaves the box or presses Enter: "201" typed is refused,
-    # not saved as "2", then "20" on the way.
-    for name, setting in page.advanced_settings().items():
-        setting.input(
-            side_panel.check_settings,
-            form,
-            [page.settings_note],
-            trigger_mode="always_last",
-            queue=False,
-            **_EVENT,
-        )
+    # An Advanced setting is checked as it is typed (the note says what is wrong at once;
+    # one event for every box, as for the limits below) and saved when the person leaves
+    # the box or presses Enter: "201" typed is refused, not saved as "2", then "20" on the
+    # way.
+    as_shown = _as_typed_js(page, form, "(...inputs) => inputs")
+    advanced = page.advanced_settings()
+    gr.on(
+        [setting.input for setting in advanced.values()],
+        side_panel.check_settings,
+        form,
+        [page.settings_note],
+        trigger_mode="always_last",
+        queue=False,
+        js=as_shown,
+        **_EVENT,
+    )
+    for name, setting in advanced.items():
         gr.on([setting.blur, setting.submit], side_panel.settings_saver(name), form, note, **saving)
-    # A limit is saved as it is typed: the other limits are read as their boxes show them.
-    for name, limit in page.autochat_limits().items():
-        limit.input(
-            side_panel.limit_saver(name),
-            form,
-            [page.limits_note, page.form_base],
-            **{**saving, "js": as_typed},
-        )
+    # A limit is saved as it is typed, and what is wrong with the limits is said by one
+    # event for the four boxes (run one at a time, the newest last: side_panel.check_limits).
+    # Both read the limits as their boxes show them.
+    limits = page.autochat_limits()
+    for name, limit in limits.items():
+        limit.input(side_panel.limit_saver(name), form, [page.form_base], **as_typed_saving)
+    gr.on(
+        [limit.input for limit in limits.values()],
+        side_panel.check_limits,
+        form,
+        [page.limits_note],
+        trigger_mode="always_last",
+        queue=False,
+        js=as_shown,
+        **_EVENT,
+    )
     page.edit_btn.click(
         handlers.edit_last,
         sid,

@@ -7,7 +7,7 @@ so the tab does not take its own change for one made elsewhere (follow.py).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import gradio as gr
@@ -16,14 +16,25 @@ from backends.gradio.follow import as_published
 from backends.gradio.form import SETTINGS_NOT_SAVED, Form
 from backends.gradio.handlers import NOT_SAVED, Handlers, tab_of
 from backends.gradio.markdown import escape_html
-from backends.gradio.saves import save_form
+from backends.gradio.saves import LIMITS, save_form
 from backends.gradio.stream import Updates, no_change
 from backends.gradio.tabs import ticket_of
 from backends.gradio.toasts import toast_text
 from gui_agent.exceptions import InvalidRequest
 from schema import AgentName
 
+SEVERAL_NOT_SAVED = "Not saved: AutoChat keeps those limits as they were until you fix them."
+
 __all__ = ["SidePanel"]
+
+
+def limits_note(problems: Sequence[str]) -> str:
+    """The note under the AutoChat limits: what is wrong with each (empty: nothing)."""
+    if len(problems) == 1:
+        return NOT_SAVED.format(problem=problems[0])
+    if problems:
+        return f"{'. '.join(problems)}. {SEVERAL_NOT_SAVED}"
+    return ""
 
 
 class SidePanel:
@@ -73,7 +84,8 @@ class SidePanel:
         return note
 
     async def check_settings(self, data: dict[Any, Any]) -> Updates:
-        """Say under the settings what is wrong with them as they are typed (nothing saved)."""
+        """Say under the settings what is wrong with them as they are typed (nothing saved;
+        one event for every box, as `check_limits`)."""
         problem = Form.read(self.handlers.page, data).problem()
         note = "" if problem is None else SETTINGS_NOT_SAVED.format(problem=problem)
         return {self.handlers.page.settings_note: note}
@@ -88,24 +100,28 @@ class SidePanel:
 
     def limit_saver(self, name: str) -> Callable[..., Awaitable[Updates]]:
         """The handler that saves the AutoChat limit `name` (an `AutoChatSettings` field)
-        as it is typed, as `settings_saver` saves its setting, or says under the limits
-        what is wrong."""
+        as it is typed, as `settings_saver` saves its setting. What is wrong with the limits
+        is said by `check_limits`, in an event of its own."""
         return self._saver(name, limit=True)
+
+    async def check_limits(self, data: dict[Any, Any]) -> Updates:
+        """Say under the AutoChat limits what is wrong with each of them as they are typed.
+        One event for the four boxes, which Gradio runs one at a time (the newest last):
+        with an event per box, the note of one typed before could land after the next
+        one's and name a box already put right."""
+        form = Form.read(self.handlers.page, data)
+        problems = [p for name in LIMITS if (p := form.problem(name, limit=True)) is not None]
+        return {self.handlers.page.limits_note: limits_note(problems)}
 
     def _saver(self, name: str, *, limit: bool) -> Callable[..., Awaitable[Updates]]:
         handlers = self.handlers
         page = handlers.page
-        note, words = (
-            (page.limits_note, NOT_SAVED) if limit else (page.settings_note, SETTINGS_NOT_SAVED)
-        )
-        note_field = f"({note.elem_id})"  # (kept in order like a field: TabNews.in_order)
 
         async def save(data: dict[Any, Any], request: gr.Request) -> Updates:
             form = Form.read(page, data)
             tab, ticket = tab_of(request), ticket_of(data.get(page.ticket))
-            problem = form.problem(name, limit=limit)
             base: Updates = {}
-            if problem is None:
+            if form.problem(name, limit=limit) is None:
                 interpreter = await handlers.lookup(form.session_id, request, quiet=True)
                 if interpreter is not None:  # (a new chat takes the form's values when made)
                     await save_form(
@@ -120,11 +136,14 @@ class SidePanel:
                     # (not when a later event of the tab shows another chat, or saved more)
                     if not handlers.streams.overtaken(tab, ticket):
                         base = handlers.base_after(interpreter, form)
-                problem = form.problem(limit=limit)
-            # The note tells what the tab's newest save saw (these events skip the queue: an
-            # older one handled after a newer would say what is no longer so).
-            if not handlers.news.in_order(tab, form.session_id, note_field, ticket):
+            if limit:  # (what is wrong with the limits is said by `check_limits`)
                 return base
-            return {note: "" if problem is None else words.format(problem=problem), **base}
+            # The note says what the tab's newest save saw (these events skip the queue: an
+            # older one handled after a newer would say what is no longer so).
+            if not handlers.news.in_order(tab, form.session_id, "(settings note)", ticket):
+                return base
+            problem = form.problem(name) or form.problem()  # this box first, else another
+            note = "" if problem is None else SETTINGS_NOT_SAVED.format(problem=problem)
+            return {page.settings_note: note, **base}
 
         return save

@@ -53,10 +53,12 @@ def test_an_autochat_limit_out_of_range_is_named_and_never_blocks_a_send(
     interpreter = session_of(server, tab)
     assert interpreter.session.autochat.max_turns == 5  # the last valid value
 
-    type_limit(tab, "autochat-delay", "-1")  # the note names the box just typed in
+    type_limit(tab, "autochat-delay", "-1")  # the note names every box that is wrong
     expect(note).to_contain_text("Delay between turns must be at least 0")
+    expect(note).to_contain_text("Max automatic turns must be at least 1")
     type_limit(tab, "autochat-max-turns", "3")
     expect(note).to_contain_text("Delay between turns must be at least 0")
+    expect(note).not_to_contain_text("Max automatic turns")
     send(tab, "and another one")  # every later send works too
     expect(bot_messages(tab).last).to_contain_text("You said: and another one")
     wait_idle(tab)

@@ -65,43 +65,32 @@ async def test_a_late_limit_save_does_not_undo_a_limit_saved_meanwhile(
     # the second event is handled first.
     second = await side.limit_saver("token_budget")(limits(page, sid, 12, 5000), None)
     first = await side.limit_saver("max_turns")(limits(page, sid, 12, 0), None)
-    assert second[page.limits_note] == first[page.limits_note] == ""
+    assert page.limits_note not in second and page.limits_note not in first  # (check_limits)
     auto = interpreter.session.autochat
     assert (auto.max_turns, auto.token_budget) == (12, 5000)
 
 
-async def test_a_limit_is_saved_while_another_box_is_wrong_and_the_note_names_that_box(
+async def test_a_limit_is_saved_while_another_box_is_wrong_and_the_note_names_every_one(
     panel: tuple[Page, SidePanel, Interpreter],
 ) -> None:
     page, side, interpreter = panel
     sid = interpreter.id
-    update = await side.limit_saver("max_turns")(limits(page, sid, 7, None), None)
+    await side.limit_saver("max_turns")(limits(page, sid, 7, None), None)
     assert interpreter.session.autochat.max_turns == 7
     assert interpreter.session.autochat.token_budget is None, "the empty box saved nothing"
-    assert "Token budget is empty: type a number (0 for none)" in update[page.limits_note]
-    refused = await side.limit_saver("token_budget")(limits(page, sid, 7, -3), None)
-    assert "Token budget must be 0 (none) or more" in refused[page.limits_note]
+    said = (await side.check_limits(limits(page, sid, 7, None)))[page.limits_note]
+    assert said == (
+        "Token budget is empty: type a number (0 for none). "
+        "Not saved: AutoChat keeps that limit as it was until you fix it."
+    )
+    await side.limit_saver("token_budget")(limits(page, sid, 7, -3), None)
     assert interpreter.session.autochat.token_budget is None
-
-
-async def test_the_limits_note_says_what_the_newest_save_saw(
-    panel: tuple[Page, SidePanel, Interpreter],
-) -> None:
-    """7 turns typed while the budget box was empty (event 8), then 0 typed in it (event 9):
-    handled in the other order, the older event's "Token budget is empty" would be the last
-    word under the limits, though both boxes are right. It leaves the note as it is."""
-    page, side, interpreter = panel
-    side.handlers.news.open(tab_of(None), "local")
-    sid = interpreter.id
-    newer = {**limits(page, sid, 7, 0), page.ticket: "9"}
-    older = {**limits(page, sid, 7, None), page.ticket: "8"}
-    assert (await side.limit_saver("token_budget")(newer, None))[page.limits_note] == ""
-    assert page.limits_note not in await side.limit_saver("max_turns")(older, None)
-    auto = interpreter.session.autochat
-    assert (auto.max_turns, auto.token_budget) == (7, None)  # (0 is saved as none)
-    later = {**limits(page, sid, 7, None), page.ticket: "10"}  # emptied again: said again
-    update = await side.limit_saver("token_budget")(later, None)
-    assert "Token budget is empty" in update[page.limits_note]
+    said = (await side.check_limits(limits(page, sid, 0, -3)))[page.limits_note]
+    assert said == (
+        "Max automatic turns must be at least 1. Token budget must be 0 (none) or more. "
+        "Not saved: AutoChat keeps those limits as they were until you fix them."
+    )
+    assert (await side.check_limits(limits(page, sid, 7, 0)))[page.limits_note] == ""
 
 
 def advanced(page: Page, session_id: str, prompt: str, max_tokens: str) -> dict[Any, Any]:
@@ -129,6 +118,27 @@ async def test_a_late_settings_save_does_not_undo_a_setting_saved_meanwhile(
     assert (settings.system_prompt, settings.max_tokens) == ("Be brief.", 4096)
     assert settings.system_prompt != old_prompt
     assert settings.temperature is None, "the temperature was not touched by either save"
+
+
+async def test_the_settings_note_says_what_the_newest_save_saw(
+    panel: tuple[Page, SidePanel, Interpreter],
+) -> None:
+    """The prompt box left while Max tokens held 0 (event 8), then Max tokens put right and
+    left (event 9): handled in the other order, the older event's "Max tokens must be at
+    least 1" would be the last word under the settings, though both boxes are right. It
+    leaves the note as it is."""
+    page, side, interpreter = panel
+    side.handlers.news.open(tab_of(None), "local")
+    sid = interpreter.id
+    newer = {**advanced(page, sid, "Be brief.", "64"), page.ticket: "9"}
+    older = {**advanced(page, sid, "Be brief.", "0"), page.ticket: "8"}
+    assert (await side.settings_saver("max_tokens")(newer, None))[page.settings_note] == ""
+    assert page.settings_note not in await side.settings_saver("system_prompt")(older, None)
+    settings = interpreter.session.settings
+    assert (settings.system_prompt, settings.max_tokens) == ("Be brief.", 64)
+    later = {**advanced(page, sid, "Be brief.", "0"), page.ticket: "10"}  # wrong again: said
+    update = await side.settings_saver("system_prompt")(later, None)
+    assert "Max tokens must be at least 1" in update[page.settings_note]
 
 
 async def test_a_setting_out_of_range_saves_nothing_and_is_named(
