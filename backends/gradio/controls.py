@@ -89,6 +89,9 @@ class QuickControls(HandlerBase):
         return {
             self.page.tools_panel: tools_markdown(interpreter.tool_standings()),
             self.page.allowed_panel: allowed_markdown(interpreter.allowed_tools),
+            # (as set: a `show_tool_mode` of the pick just before may have answered after
+            # the click, with the mode the tool had then)
+            self.page.tool_mode: "" if chosen is None else chosen.value,
         }
 
     def approver(

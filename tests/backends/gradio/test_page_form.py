@@ -308,8 +308,10 @@ def test_a_tool_set_to_never_run_is_refused_and_one_set_to_run_runs_unasked(
     wait_idle(tab)
     tab.locator("#tool-picker input").click()
     tab.get_by_role("option", name="run_python").click()
+    expect(tab.locator("#tool-mode").get_by_label("As the app decides")).to_be_checked()
     tab.locator("#tool-mode").get_by_text("Never run").click()
     expect(tools).to_contain_text("run_python: never runs (set for this chat)")
+    expect(tab.locator("#tool-mode").get_by_label("Never run")).to_be_checked()
     expect(toast(tab, "run_python: never runs")).to_be_visible()
     send(tab, "python: print('refused')")
     wait_idle(tab)  # no approval asked: refused at once
@@ -334,6 +336,7 @@ def test_the_tool_picker_is_emptied_when_another_chat_or_a_new_one_is_opened(tab
     wait_idle(tab)
     picker.click()
     tab.get_by_role("option", name="run_python").click()
+    expect(mode.get_by_label("As the app decides")).to_be_checked()  # its mode in this chat
     mode.get_by_text("Never run").click()
     expect(tab.locator("#tools-panel")).to_contain_text("run_python: never runs")
     expect(mode.get_by_label("Never run")).to_be_checked()

@@ -228,3 +228,22 @@ async def test_a_send_leaves_a_setting_the_person_did_not_change_as_it_is(
         pass
     await interpreter.wait_idle()
     assert interpreter.session.settings == before.model_copy(update={"temperature": 0.4})
+
+
+async def test_a_tool_mode_set_is_given_back_as_set(
+    panel: tuple[Page, SidePanel, Interpreter],
+) -> None:
+    """Picking a tool asks for its mode in the chat (`show_tool_mode`); a mode clicked before
+    that answer came back could be overwritten by it. The mode set comes back with the
+    change, so the last answer to land says what was set."""
+    page, side, interpreter = panel
+    handlers, sid = side.handlers, interpreter.id
+    tool = interpreter.tool_standings()[0].name
+    shown = await handlers.show_tool_mode(sid, tool, None)  # type: ignore[arg-type]
+    assert shown == {page.tool_mode: ""}  # the app's own choice
+    update = await handlers.set_tool_mode(sid, tool, "deny", None)  # type: ignore[arg-type]
+    assert update[page.tool_mode] == "deny"
+    assert interpreter.session.settings.permissions == {tool: "deny"}
+    update = await handlers.set_tool_mode(sid, tool, "", None)  # type: ignore[arg-type]
+    assert update[page.tool_mode] == ""
+    assert interpreter.session.settings.permissions == {}
