@@ -592,40 +592,32 @@ def _wire(
     temperature = side_panel.settings_saver("temperature")
     page.temperature.input(temperature, form, note, **saving)
     page.temperature.release(temperature, form, note, **saving)
-    # An Advanced setting is checked as it is typed (the note says what is wrong at once;
-    # one event for every box, as for the limits below) and saved when the person leaves
-    # the box or presses Enter: "201" typed is refused, not saved as "2", then "20" on the
-    # way.
-    as_shown = _as_typed_js(page, form, "(...inputs) => inputs")
-    advanced = page.advanced_settings()
-    gr.on(
-        [setting.input for setting in advanced.values()],
-        side_panel.check_settings,
-        form,
-        [page.settings_note],
-        trigger_mode="always_last",
-        queue=False,
-        js=as_shown,
-        **_EVENT,
-    )
+    # An Advanced setting is saved when the person leaves the box or presses Enter: "201"
+    # typed is refused, not saved as "2", then "20" on the way. A limit is saved as it is
+    # typed, reading the other limits as their boxes show them.
+    advanced, limits = page.advanced_settings(), page.autochat_limits()
     for name, setting in advanced.items():
         gr.on([setting.blur, setting.submit], side_panel.settings_saver(name), form, note, **saving)
-    # A limit is saved as it is typed, and what is wrong with the limits is said by one
-    # event for the four boxes (run one at a time, the newest last: side_panel.check_limits).
-    # Both read the limits as their boxes show them.
-    limits = page.autochat_limits()
     for name, limit in limits.items():
         limit.input(side_panel.limit_saver(name), form, [page.form_base], **as_typed_saving)
-    gr.on(
-        [limit.input for limit in limits.values()],
-        side_panel.check_limits,
-        form,
-        [page.limits_note],
-        trigger_mode="always_last",
-        queue=False,
-        js=as_shown,
-        **_EVENT,
-    )
+    # Both are checked as they are typed, and the note under them says what is wrong: one
+    # event for all the boxes of each, which Gradio runs one at a time, the newest last (an
+    # event per box let an older box's note land last), reading the boxes as they show.
+    as_shown = _as_typed_js(page, form, "(...inputs) => inputs")
+    for boxes, check, said in (
+        (advanced.values(), side_panel.check_settings, page.settings_note),
+        (limits.values(), side_panel.check_limits, page.limits_note),
+    ):
+        gr.on(
+            [box.input for box in boxes],
+            check,
+            form,
+            [said],
+            trigger_mode="always_last",
+            queue=False,
+            js=as_shown,
+            **_EVENT,
+        )
     page.edit_btn.click(
         handlers.edit_last,
         sid,
