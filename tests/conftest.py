@@ -118,12 +118,16 @@ def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
 
 
 def pytest_exception_interact(
-    node: pytest.Item, call: pytest.CallInfo[Any], report: pytest.TestReport
+    node: pytest.Item | pytest.Collector,
+    call: pytest.CallInfo[Any],
+    report: pytest.TestReport | pytest.CollectReport,
 ) -> None:
     """A test that hung in an event loop fails where the loop waits (its selector): the
     report also gets where each of the loop's unfinished tasks is waiting. (The watchdog,
-    which pytest's faulthandler plugin stops at each failure, is set again: the test's
-    teardown can hang too.)"""
+    which pytest's faulthandler plugin stops at each failure, is set again for a test, as
+    its teardown can hang too; not for a collection error, whose watchdog nothing ends.)"""
+    if not isinstance(node, pytest.Item):
+        return
     _watch(node.config)
     if call.excinfo is None or not re.search(HUNG, str(call.excinfo.value)):
         return
