@@ -113,9 +113,9 @@ def test_an_emptied_autochat_limit_is_named_and_the_chat_keeps_its_limit(
 def test_a_limit_typed_reads_the_other_limits_as_their_boxes_show_them(
     tab: Page, server: LiveServer
 ) -> None:
-    """Gradio's copy of a limit box can lag what it shows (under load, 7 typed after the
-    budget was emptied went out with the old budget, and the note said nothing): each limit
-    typed reads the others from their boxes."""
+    """Gradio's copy of a limit box can lag what the box shows, as its copies of the title
+    and of an approval's note did (test_page_hunt9.py, test_page_form.py): a limit typed
+    reads the others, and the note under them, from their boxes."""
     send(tab, "limits as shown")
     wait_idle(tab)
     interpreter = session_of(server, tab)
