@@ -246,6 +246,7 @@ class Presence:
             updates[box] = values[box]
         updates[page.allowed_panel] = allowed_markdown(interpreter.allowed_tools)
         updates[page.tools_panel] = tools_markdown(interpreter.tool_standings())
+        updates.update(handlers.no_tool_picked())  # (a mode it shows may have changed)
         if any(name in moved for name in SETTINGS):
             updates[page.settings_note] = ""  # (it spoke of a box that changed)
         if any(name in moved for name in LIMITS):
@@ -266,6 +267,7 @@ class Presence:
             **self.handlers.settings_values(interpreter),
             page.allowed_panel: allowed_markdown(interpreter.allowed_tools),
             page.tools_panel: tools_markdown(interpreter.tool_standings()),
+            **self.handlers.no_tool_picked(),
         }
         updates = {c: values[c] for name in fields for c in shows.get(name, ())}
         shown = self.handlers.shows(interpreter, values)
@@ -417,6 +419,8 @@ def field_components(page: Page) -> dict[str, list[Any]]:
         "allowed_tools": [page.allowed_panel, page.tools_panel],
         "settings": [
             page.tools_panel,  # (a tool's mode is kept with the settings)
+            page.tool_picker,  # (emptied: a mode shown for the tool picked may be stale)
+            page.tool_mode,
             page.model_picker,
             page.model_note,
             page.system_prompt,

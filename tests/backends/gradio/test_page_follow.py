@@ -100,6 +100,32 @@ def test_every_tab_lists_the_chats_made_renamed_or_deleted_in_another(
         other.context.close()
 
 
+def test_a_tool_mode_set_in_one_tab_empties_the_tool_picked_in_another(
+    tab: Page, chromium: Browser, server: LiveServer
+) -> None:
+    """The other tab's list says the new mode; its picker and mode, which showed the mode
+    before, are emptied rather than left saying what is no longer so."""
+    send(tab, "modes across tabs")
+    wait_idle(tab)
+    other = open_tab(chromium, server)
+    try:
+        open_chat(other, "modes across tabs")
+        mode_there = other.locator("#tool-mode")
+        other.locator("#tool-picker input").click()
+        other.get_by_role("option", name="run_python").click()
+        expect(mode_there.get_by_label("As the app decides")).to_be_checked()
+        tab.locator("#tool-picker input").click()
+        tab.get_by_role("option", name="run_python").click()
+        expect(tab.locator("#tool-mode").get_by_label("As the app decides")).to_be_checked()
+        tab.locator("#tool-mode").get_by_text("Never run").click()
+        expect(other.locator("#tools-panel")).to_contain_text("run_python: never runs")
+        expect(mode_there.locator("input:checked")).to_have_count(0)
+        expect(other.locator("#tool-picker input")).to_have_value("")
+        expect(tab.locator("#tool-mode").get_by_label("Never run")).to_be_checked()  # (its own)
+    finally:
+        other.context.close()
+
+
 def test_a_second_tab_shows_the_tools_allowed_and_forgotten_in_the_first(
     tab: Page, chromium: Browser, server: LiveServer
 ) -> None:
