@@ -3,6 +3,9 @@ its AutoChat switch and limits, and the chats list (a chat created, renamed or d
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
@@ -27,6 +30,20 @@ def open_chat(page: Page, title: str) -> None:
     page.locator("#session-search textarea").fill("")
 
 
+@contextmanager
+def second_tab_on(tab: Page, chromium: Browser, server: LiveServer, title: str) -> Iterator[Page]:
+    """A chat made in `tab` by sending `title`, open in a second tab of the same user too
+    (closed after)."""
+    send(tab, title)
+    wait_idle(tab)
+    other = open_tab(chromium, server)
+    try:
+        open_chat(other, title)
+        yield other
+    finally:
+        other.context.close()
+
+
 def manage(page: Page) -> None:
     page.get_by_role("button", name="Manage this chat").click()
     expect(page.locator("#rename-input textarea")).to_be_visible()
@@ -35,11 +52,7 @@ def manage(page: Page) -> None:
 def test_a_second_tab_follows_the_title_autochat_and_its_limits(
     tab: Page, chromium: Browser, server: LiveServer
 ) -> None:
-    send(tab, "followed by a second tab")
-    wait_idle(tab)
-    other = open_tab(chromium, server)
-    try:
-        open_chat(other, "followed by a second tab")
+    with second_tab_on(tab, chromium, server, "followed by a second tab") as other:
         manage(tab)
         manage(other)
         expect(other.locator("#rename-input textarea")).to_have_value("followed by a second tab")
@@ -68,8 +81,6 @@ def test_a_second_tab_follows_the_title_autochat_and_its_limits(
         # the first tab's own changes came back to it as events, and changed nothing there
         expect(tab.locator("#autochat-max-turns input")).to_have_value("1")
         expect(tab.locator("#autochat-toggle input")).not_to_be_checked()
-    finally:
-        other.context.close()
 
 
 def test_every_tab_lists_the_chats_made_renamed_or_deleted_in_another(
@@ -105,11 +116,7 @@ def test_a_tool_mode_set_in_one_tab_empties_the_tool_picked_in_another(
 ) -> None:
     """The other tab's list says the new mode; its picker and mode, which showed the mode
     before, are emptied rather than left saying what is no longer so."""
-    send(tab, "modes across tabs")
-    wait_idle(tab)
-    other = open_tab(chromium, server)
-    try:
-        open_chat(other, "modes across tabs")
+    with second_tab_on(tab, chromium, server, "modes across tabs") as other:
         mode_there = other.locator("#tool-mode")
         other.locator("#tool-picker input").click()
         other.get_by_role("option", name="run_python").click()
@@ -122,18 +129,12 @@ def test_a_tool_mode_set_in_one_tab_empties_the_tool_picked_in_another(
         expect(mode_there.locator("input:checked")).to_have_count(0)
         expect(other.locator("#tool-picker input")).to_have_value("")
         expect(tab.locator("#tool-mode").get_by_label("Never run")).to_be_checked()  # (its own)
-    finally:
-        other.context.close()
 
 
 def test_a_second_tab_shows_the_tools_allowed_and_forgotten_in_the_first(
     tab: Page, chromium: Browser, server: LiveServer
 ) -> None:
-    send(tab, "tools across tabs")
-    wait_idle(tab)
-    other = open_tab(chromium, server)
-    try:
-        open_chat(other, "tools across tabs")
+    with second_tab_on(tab, chromium, server, "tools across tabs") as other:
         allowed_there = other.locator("#allowed-tools")
         expect(allowed_there).to_contain_text("None")
         send(tab, "python: print(5)")
@@ -144,5 +145,3 @@ def test_a_second_tab_shows_the_tools_allowed_and_forgotten_in_the_first(
         tab.locator("#forget-allowed-btn").click()  # the chat is idle: no turn carries it
         expect(tab.locator("#allowed-tools")).to_contain_text("None")
         expect(allowed_there).to_contain_text("None")
-    finally:
-        other.context.close()
