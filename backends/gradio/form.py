@@ -273,10 +273,7 @@ def form_fields(page: Page) -> dict[str, Any]:
         "system_prompt": page.system_prompt,
         "temperature": page.temperature,
         **page.advanced_settings(),
-        "max_turns": page.max_turns,
-        "delay_s": page.delay,
-        "token_budget": page.token_budget,
-        "time_budget_s": page.time_budget,
+        **page.autochat_limits(),
     }
 
 

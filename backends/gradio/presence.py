@@ -410,10 +410,7 @@ def field_components(page: Page) -> dict[str, list[Any]]:
         "title": [page.rename_box],
         "autochat": [
             page.autochat_toggle,
-            page.max_turns,
-            page.delay,
-            page.token_budget,
-            page.time_budget,
+            *page.autochat_limits().values(),
             page.limits_note,
         ],
         "allowed_tools": [page.allowed_panel, page.tools_panel],
