@@ -246,6 +246,34 @@ async def _settle_to_the_end(protocol: _ChildProtocol, pid: int) -> None:
     settling.result()
 
 
+async def _spawned(
+    spawning: asyncio.Future[tuple[asyncio.SubprocessTransport, _ChildProtocol]],
+) -> tuple[asyncio.SubprocessTransport, _ChildProtocol]:
+    """The started process, waited for to the end even when the call is cancelled meanwhile.
+
+    asyncio connects a new process's pipes after it has started. A cancel that comes then
+    (a Stop while the loop is busy) makes asyncio kill the supervisor alone, with SIGKILL,
+    and the code the supervisor had started ran on, with nobody left to end it. Here the
+    start is let finish; then a cancelled call ends the run as any stopped run does
+    (`_settle_to_the_end`), and the cancel is raised."""
+    cancelled = False
+    while not spawning.done():
+        try:
+            await asyncio.shield(spawning)
+        except asyncio.CancelledError:
+            cancelled = True
+    if not cancelled:
+        return spawning.result()
+    if spawning.cancelled() or spawning.exception() is not None:
+        raise asyncio.CancelledError  # nothing started: the Stop is all there is to say
+    transport, protocol = spawning.result()
+    try:
+        await _settle_to_the_end(protocol, transport.get_pid())
+    finally:
+        transport.close()
+    raise asyncio.CancelledError
+
+
 def _signal(pid: int, number: int) -> None:
     """Signal a child that has not been reaped yet (so its pid cannot have been reused)."""
     try:
@@ -266,29 +294,32 @@ async def run_code(code: str, workdir: Path, limits: PythonLimits) -> ToolOutput
     try:
         before = await asyncio.to_thread(_snapshot, root)
         nproc = await asyncio.to_thread(process_limit, limits.extra_processes)
-        transport, protocol = await asyncio.get_running_loop().subprocess_exec(
-            lambda: _ChildProtocol(capture),
-            sys.executable,
-            "-I",
-            "-B",
-            "-u",
-            "-X",
-            "utf8",
-            "-c",
-            _BOOTSTRAP,
-            _sandbox.__file__,
-            str(limits.memory_bytes),
-            str(math.ceil(limits.wall_timeout_s) + 1),
-            str(limits.file_size_bytes),
-            str(nproc),
-            f"{PRIVATE_DIR}/{script.name}",  # relative: tracebacks stay short
-            cwd=root,
-            env=child_environment(root, private),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
+        spawning = asyncio.ensure_future(
+            asyncio.get_running_loop().subprocess_exec(
+                lambda: _ChildProtocol(capture),
+                sys.executable,
+                "-I",
+                "-B",
+                "-u",
+                "-X",
+                "utf8",
+                "-c",
+                _BOOTSTRAP,
+                _sandbox.__file__,
+                str(limits.memory_bytes),
+                str(math.ceil(limits.wall_timeout_s) + 1),
+                str(limits.file_size_bytes),
+                str(nproc),
+                f"{PRIVATE_DIR}/{script.name}",  # relative: tracebacks stay short
+                cwd=root,
+                env=child_environment(root, private),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         )
+        transport, protocol = await _spawned(spawning)
         pid = transport.get_pid()
         logger.debug("run_python started pid %s in %s", pid, root)
         try:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import select
 import signal
 import sys
 import time
+from asyncio.base_subprocess import BaseSubprocessTransport
 from pathlib import Path
 from textwrap import dedent
 
@@ -364,3 +366,42 @@ async def test_a_second_cancel_while_the_first_is_ending_the_code_still_ends_all
         assert await asyncio.to_thread(wait_gone, pid), pid
     with pytest.raises(ProcessLookupError):
         os.kill(pids[0], 0)
+
+
+@linux_only
+async def test_a_stop_while_the_process_is_being_started_still_ends_the_code(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel that comes after the process started but before asyncio has connected its
+    pipes (a Stop while the loop is busy, as on a loaded machine). asyncio then kills the
+    supervisor alone, and the code it had started ran on. Here the pipes wait until the code
+    runs and the cancel has come: the code must end all the same."""
+    connect = BaseSubprocessTransport._connect_pipes
+    cancelled = asyncio.Event()
+
+    async def connect_late(self: BaseSubprocessTransport, waiter: asyncio.Future[None]) -> None:
+        await cancelled.wait()
+        await connect(self, waiter)
+
+    monkeypatch.setattr(BaseSubprocessTransport, "_connect_pipes", connect_late)
+    code = """
+        import os, socket
+        with socket.create_connection(("127.0.0.1", PORT)) as conn:
+            conn.sendall(f"{os.getpid()}\\n".encode())
+        while True:
+            pass
+    """
+    task, (pid,) = await _started(workdir, code)
+    try:
+        task.cancel()
+        await asyncio.sleep(0)  # the cancel reaches the start
+        cancelled.set()
+        # (The code's own time limit, 30 s, would end it at last: a Stop must not wait so.)
+        done, _ = await asyncio.wait({task}, timeout=20)
+        assert done, "the Stop did not end the run: it waited for the code's time limit"
+        with pytest.raises(asyncio.CancelledError):
+            task.result()
+        assert await asyncio.to_thread(wait_gone, pid), "the code outlived the Stop"
+    finally:  # without the fix the code would run on (a busy loop): end it here
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
