@@ -169,6 +169,17 @@ async def test_huge_output_keeps_head_and_tail(workdir: Path) -> None:
     assert result.metadata["output_bytes_dropped"] > 9_900_000
 
 
+REPORTS_ITS_PID = """
+    import os, socket
+    with socket.create_connection(("127.0.0.1", PORT)) as conn:
+        conn.sendall(f"{os.getpid()}\\n".encode())
+    while True:
+        pass
+"""
+"""Code that sends its pid to the local port in place of PORT (see `_started`), then keeps
+the CPU busy until it is killed."""
+
+
 async def _started(workdir: Path, code: str) -> tuple[asyncio.Task[ToolResult], list[int]]:
     """`code` running in a call of its own, once it has sent a line of pids to the local
     port it finds in place of PORT; the call's task and those pids."""
@@ -189,14 +200,7 @@ async def _started(workdir: Path, code: str) -> tuple[asyncio.Task[ToolResult], 
 
 
 async def test_cancelling_kills_and_reaps_the_process(workdir: Path) -> None:
-    code = """
-        import os, socket
-        with socket.create_connection(("127.0.0.1", PORT)) as conn:
-            conn.sendall(f"{os.getpid()}\\n".encode())
-        while True:
-            pass
-    """
-    task, (pid,) = await _started(workdir, code)
+    task, (pid,) = await _started(workdir, REPORTS_ITS_PID)
     assert not is_gone(pid)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -384,14 +388,7 @@ async def test_a_stop_while_the_process_is_being_started_still_ends_the_code(
         await connect(self, waiter)
 
     monkeypatch.setattr(BaseSubprocessTransport, "_connect_pipes", connect_late)
-    code = """
-        import os, socket
-        with socket.create_connection(("127.0.0.1", PORT)) as conn:
-            conn.sendall(f"{os.getpid()}\\n".encode())
-        while True:
-            pass
-    """
-    task, (pid,) = await _started(workdir, code)
+    task, (pid,) = await _started(workdir, REPORTS_ITS_PID)
     try:
         task.cancel()
         await asyncio.sleep(0)  # the cancel reaches the start
