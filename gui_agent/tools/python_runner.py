@@ -235,15 +235,22 @@ async def _settle_to_the_end(protocol: _ChildProtocol, pid: int) -> None:
     the code running, and whatever it started. It takes a few seconds at most; a cancel
     that came meanwhile is raised once it is done."""
     settling = asyncio.ensure_future(_settle(protocol, pid))
-    cancelled = False
-    while not settling.done():
-        try:
-            await asyncio.shield(settling)
-        except asyncio.CancelledError:
-            cancelled = True
-    if cancelled:
+    if await _through_cancels(settling):
         raise asyncio.CancelledError
     settling.result()
+
+
+async def _through_cancels(future: asyncio.Future[Any]) -> bool:
+    """Wait until `future` is done, even when this task is cancelled meanwhile (`future` is
+    not cancelled with it); whether a cancel came, for the caller to raise when it has
+    finished what `future` leaves to it. `future`'s own exception is not raised here."""
+    cancelled = False
+    while not future.done():
+        try:
+            await asyncio.wait((future,))
+        except asyncio.CancelledError:
+            cancelled = True
+    return cancelled
 
 
 async def _spawned(
@@ -256,13 +263,7 @@ async def _spawned(
     and the code the supervisor had started ran on, with nobody left to end it. Here the
     start is let finish; then a cancelled call ends the run as any stopped run does
     (`_settle_to_the_end`), and the cancel is raised."""
-    cancelled = False
-    while not spawning.done():
-        try:
-            await asyncio.shield(spawning)
-        except asyncio.CancelledError:
-            cancelled = True
-    if not cancelled:
+    if not await _through_cancels(spawning):
         return spawning.result()
     if spawning.cancelled() or spawning.exception() is not None:
         raise asyncio.CancelledError  # nothing started: the Stop is all there is to say
@@ -287,7 +288,12 @@ async def run_code(code: str, workdir: Path, limits: PythonLimits) -> ToolOutput
     if os.name != "posix":
         raise ToolExecutionError("run_python needs a POSIX system (Linux or macOS)")
     protect_process()  # before any child exists: the code must not read our /proc files
-    script, private = await asyncio.to_thread(_prepare, workdir, code)
+    preparing = asyncio.ensure_future(asyncio.to_thread(_prepare, workdir, code))
+    if await _through_cancels(preparing):  # (the thread wrote the script all the same)
+        if not preparing.cancelled() and preparing.exception() is None:
+            await asyncio.to_thread(preparing.result()[0].unlink, missing_ok=True)
+        raise asyncio.CancelledError
+    script, private = preparing.result()
     root = private.parent
     capture = OutputCapture(limits.output_bytes)
     timed_out = False

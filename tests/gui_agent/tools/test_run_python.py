@@ -10,6 +10,7 @@ import os
 import select
 import signal
 import sys
+import threading
 import time
 from asyncio.base_subprocess import BaseSubprocessTransport
 from pathlib import Path
@@ -17,7 +18,8 @@ from textwrap import dedent
 
 import pytest
 
-from gui_agent.tools import ToolContext, ToolRegistry, execute_tool, run_python
+from gui_agent.tools import ToolContext, ToolRegistry, execute_tool, python_runner, run_python
+from gui_agent.tools.files import PRIVATE_DIR
 from gui_agent.tools.python_runner import PythonLimits, python_tool
 from schema import MessageType, ToolCall, ToolResult
 
@@ -402,3 +404,31 @@ async def test_a_stop_while_the_process_is_being_started_still_ends_the_code(
     finally:  # without the fix the code would run on (a busy loop): end it here
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+
+
+async def test_a_stop_while_the_script_is_being_written_leaves_no_script(
+    workdir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The code is written to a script by a worker thread, which a cancel cannot stop: a Stop
+    that comes meanwhile must not leave the script behind in the session's folder."""
+    prepare = python_runner._prepare
+    writing, go_on, written = threading.Event(), threading.Event(), threading.Event()
+
+    def prepare_late(folder: Path, code: str) -> tuple[Path, Path]:
+        writing.set()
+        go_on.wait(30)
+        try:
+            return prepare(folder, code)
+        finally:
+            written.set()
+
+    monkeypatch.setattr(python_runner, "_prepare", prepare_late)
+    task = asyncio.create_task(run(workdir, "print('never run')"))
+    assert await asyncio.to_thread(writing.wait, 30)
+    task.cancel()
+    await asyncio.sleep(0)  # the cancel reaches the call
+    go_on.set()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await asyncio.to_thread(written.wait, 30)  # (the thread is done writing)
+    assert list((workdir / PRIVATE_DIR).glob("*.py")) == []
