@@ -12,6 +12,9 @@ otherwise. The price: the first event after a quiet spell waits up to `IDLE_POLL
 to start, and every event after it, while the page is in use, starts as soon as before. A push
 waits for the events pushed before it to start (`QuietQueue.push`), so they start in the order
 they came, which Gradio's own queue left to chance for events that came close together.
+
+It also never summarises the events it recorded (`QuietQueue.compute_analytics_summary`):
+Gradio did that with pandas after every event, for a monitoring page this app does not serve.
 """
 
 from __future__ import annotations
@@ -83,6 +86,15 @@ class QuietQueue(Queue):
     @progress_update_sleep_when_free.setter
     def progress_update_sleep_when_free(self, value: float) -> None:
         """As `sleep_when_free`'s setter."""
+
+    def compute_analytics_summary(self, records: Any) -> Any:
+        """The summary Gradio started with, never computed again. Gradio builds it with
+        pandas from every event it recorded (up to 10,000), after every event, for its
+        monitoring page, which stays off here (`enable_monitoring`): that cost 6-11 ms of
+        CPU per event, on every page's every click and save. (Under this suite's
+        warnings-as-errors, pandas 3's deprecations also ended Gradio's clean-up of each
+        event part-way.)"""
+        return self.cached_event_analytics_summary
 
     def unnoticed(self) -> bool:
         """Events wait that a free slot could start: the loop has yet to look."""

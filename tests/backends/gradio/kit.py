@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
-import os
 import re
 import tempfile
 import time
@@ -160,9 +159,6 @@ async def build_playing(
     default, and their folders under `workspace`, a new one by default; `holds`: the held
     replies `function` plays; `early_script`: its pages start with the server's early
     script, as the server serves them)."""
-    # Gradio summarises its queue statistics with pandas after every event, which warns
-    # (an error under this suite's filterwarnings) and costs time: never summarise here.
-    os.environ["GRADIO_ANALYTICS_CACHE_FREQUENCY"] = str(10**9)
     manager = SessionManager(
         models=StaticCatalog(FunctionModel(function, name="scripted-function")),
         store=store if store is not None else MemoryStore(),

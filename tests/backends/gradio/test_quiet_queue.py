@@ -159,3 +159,30 @@ def test_a_pages_events_after_a_quiet_spell_still_run_and_stream(
     assert queue.in_use()  # the page's events were pushed just now
     send(tab, "again")
     expect(bot_messages(tab).last).to_contain_text("You said: again")
+
+
+def test_the_queue_never_summarises_its_events_with_pandas(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Gradio summarised every event it recorded with pandas after each event (6-11 ms of
+    CPU each), for a monitoring page this app does not serve."""
+    blocks = gr.Blocks()
+    blocks.queue()
+    assert quiet(blocks)
+    queue = blocks._queue
+    assert isinstance(queue, QuietQueue)
+    queue.ANAYLTICS_CACHE_FREQUENCY = 1  # Gradio's default: after every event
+
+    def summarised(records: Any) -> Any:
+        raise AssertionError("Gradio's queue summarised its events")
+
+    monkeypatch.setattr(Queue, "_get_df", staticmethod(summarised))
+    record: dict[str, float | str | None] = {
+        "time": 0.0,
+        "status": "success",
+        "process_time": 0.1,
+        "function": "send",
+    }
+    queue.event_analytics = {"e1": record}
+    queue.events_recorded = 1
+    assert queue.compute_analytics_summary([record]) == {"functions": {}}
