@@ -81,15 +81,6 @@ def hostile() -> Iterator[HostilePages]:
         thread.join(10)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _no_queue_statistics() -> Iterator[None]:
-    """Gradio summarises its queue statistics with pandas, which warns (an error here):
-    never summarise (as `kit.build_playing` does)."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GRADIO_ANALYTICS_CACHE_FREQUENCY", str(10**9))
-        yield
-
-
 @pytest.fixture(scope="module")
 def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     """The real server (`build_server`) with a users file: alice, and mallory, who also has

@@ -94,21 +94,18 @@ def send_photos(api: Api, session_id: str, seeds: range) -> list[str]:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     data_dir = tmp_path_factory.mktemp("limits") / "data"
     config = AppConfig(models=("scripted:echo",), data_dir=data_dir)
-    with pytest.MonkeyPatch.context() as patch:
-        # Gradio would summarise its queue with pandas after each event, which warns.
-        patch.setenv("GRADIO_ANALYTICS_CACHE_FREQUENCY", str(10**9))
-        server = ServerThread(lambda: build_server(config, probe_local=False)).start()
-        api = Api(server.base_url).login()
-        api.http.timeout = httpx.Timeout(120.0)
-        try:
-            photos = api.create_session(title=PHOTOS_TITLE)
-            big = api.create_session(title=BIG_TITLE)
-            sent = {photos: send_photos(api, photos, range(3))}
-            sent[big] = send_photos(api, big, range(10))
-            yield Served(server, api, photos, big, sent)
-        finally:
-            api.close()
-            server.stop()
+    server = ServerThread(lambda: build_server(config, probe_local=False)).start()
+    api = Api(server.base_url).login()
+    api.http.timeout = httpx.Timeout(120.0)
+    try:
+        photos = api.create_session(title=PHOTOS_TITLE)
+        big = api.create_session(title=BIG_TITLE)
+        sent = {photos: send_photos(api, photos, range(3))}
+        sent[big] = send_photos(api, big, range(10))
+        yield Served(server, api, photos, big, sent)
+    finally:
+        api.close()
+        server.stop()
 
 
 def images_of(api: Api, session_id: str) -> list[str]:

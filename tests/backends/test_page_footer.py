@@ -19,17 +19,15 @@ pytestmark = pytest.mark.browser
 @pytest.fixture
 def page(chromium: Browser, tmp_path: Path) -> Iterator[Page]:
     config = AppConfig(models=("scripted:echo",), data_dir=tmp_path / "data")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GRADIO_ANALYTICS_CACHE_FREQUENCY", str(10**9))
-        server = ServerThread(lambda: build_server(config, probe_local=False)).start()
-        context = chromium.new_context()
-        try:
-            tab = context.new_page()
-            tab.goto(server.base_url + "/", wait_until="load")
-            yield tab
-        finally:
-            context.close()
-            server.stop()
+    server = ServerThread(lambda: build_server(config, probe_local=False)).start()
+    context = chromium.new_context()
+    try:
+        tab = context.new_page()
+        tab.goto(server.base_url + "/", wait_until="load")
+        yield tab
+    finally:
+        context.close()
+        server.stop()
 
 
 def test_the_footer_has_no_use_via_api_link(page: Page) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
 from pathlib import Path
 
 import pytest
@@ -45,7 +44,6 @@ CUT_OFF = (
 async def build_on(database: Path, workspace: Path) -> tuple[FastAPI, Served]:
     """The app, its chats kept in the SQLite file `database`; the model cuts off a reply
     when asked for a list."""
-    os.environ["GRADIO_ANALYTICS_CACHE_FREQUENCY"] = str(10**9)  # as kit.build_playing
     model = ScriptedModel(
         ["noted", ModelResponse(text="The reasons are: one, two, th", finish_reason="length")],
         name="scripted",

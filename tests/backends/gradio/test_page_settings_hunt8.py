@@ -6,7 +6,6 @@ and saving nothing."""
 from __future__ import annotations
 
 import asyncio
-import os
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -51,7 +50,6 @@ class Served:
 
 async def build() -> tuple[FastAPI, Served]:
     """The app; its model answers "noted", except that the second reply calls a tool."""
-    os.environ["GRADIO_ANALYTICS_CACHE_FREQUENCY"] = str(10**9)  # as kit.build_playing
     model = ScriptedModel(["noted", call("list_files")], name="scripted", default="noted")
     manager = SessionManager(
         models=StaticCatalog(model),
