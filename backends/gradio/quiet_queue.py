@@ -91,9 +91,7 @@ class QuietQueue(Queue):
         """The summary Gradio started with, never computed again. Gradio builds it with
         pandas from every event it recorded (up to 10,000), after every event, for its
         monitoring page, which stays off here (`enable_monitoring`): that cost 6-11 ms of
-        CPU per event, on every page's every click and save. (Under this suite's
-        warnings-as-errors, pandas 3's deprecations also ended Gradio's clean-up of each
-        event part-way.)"""
+        CPU per event, on every page's every click and save."""
         return self.cached_event_analytics_summary
 
     def unnoticed(self) -> bool:

@@ -121,7 +121,8 @@ class SidePanel:
             form = Form.read(page, data)
             tab, ticket = tab_of(request), ticket_of(data.get(page.ticket))
             base: Updates = {}
-            if form.problem(name, limit=limit) is None:
+            problem = form.problem(name, limit=limit)
+            if problem is None:
                 interpreter = await handlers.lookup(form.session_id, request, quiet=True)
                 if interpreter is not None:  # (a new chat takes the form's values when made)
                     await save_form(
@@ -142,7 +143,7 @@ class SidePanel:
             # older one handled after a newer would say what is no longer so).
             if not handlers.news.in_order(tab, form.session_id, "(settings note)", ticket):
                 return base
-            problem = form.problem(name) or form.problem()  # this box first, else another
+            problem = problem or form.problem()  # this box first, else another
             note = "" if problem is None else SETTINGS_NOT_SAVED.format(problem=problem)
             return {page.settings_note: note, **base}
 

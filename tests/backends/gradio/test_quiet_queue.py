@@ -135,33 +135,7 @@ async def test_a_blocks_without_gradios_queue_is_left_as_it_is(
     assert "stays as Gradio made it" in caplog.text
 
 
-def test_an_idle_server_wakes_its_loop_about_a_hundred_times_a_second(
-    server: LiveServer,
-) -> None:
-    queue = queue_of(server)
-    queue.last_push = queue.clock() - BUSY_S  # (as if the last event came that long ago)
-    assert not queue.in_use()
-    # Quiet: 50 looks for an event, 10 for progress, 10 of uvicorn's a second. Gradio's
-    # own queue woke the loop 1,100-1,700 times a second here.
-    assert wakeups_per_s(server) < 300
-
-
-@pytest.mark.browser
-def test_a_pages_events_after_a_quiet_spell_still_run_and_stream(
-    server: LiveServer, tab: Page
-) -> None:
-    queue = queue_of(server)
-    queue.last_push = queue.clock() - BUSY_S  # (as if the last event came that long ago)
-    assert not queue.in_use()
-    send(tab, "hello")  # the first event after the quiet spell
-    expect(bot_messages(tab).last).to_contain_text("You said: hello")
-    wait_idle(tab)
-    assert queue.in_use()  # the page's events were pushed just now
-    send(tab, "again")
-    expect(bot_messages(tab).last).to_contain_text("You said: again")
-
-
-def test_the_queue_never_summarises_its_events_with_pandas(
+async def test_the_queue_never_summarises_its_events_with_pandas(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Gradio summarised every event it recorded with pandas after each event (6-11 ms of
@@ -186,3 +160,29 @@ def test_the_queue_never_summarises_its_events_with_pandas(
     queue.event_analytics = {"e1": record}
     queue.events_recorded = 1
     assert queue.compute_analytics_summary([record]) == {"functions": {}}
+
+
+def test_an_idle_server_wakes_its_loop_about_a_hundred_times_a_second(
+    server: LiveServer,
+) -> None:
+    queue = queue_of(server)
+    queue.last_push = queue.clock() - BUSY_S  # (as if the last event came that long ago)
+    assert not queue.in_use()
+    # Quiet: 50 looks for an event, 10 for progress, 10 of uvicorn's a second. Gradio's
+    # own queue woke the loop 1,100-1,700 times a second here.
+    assert wakeups_per_s(server) < 300
+
+
+@pytest.mark.browser
+def test_a_pages_events_after_a_quiet_spell_still_run_and_stream(
+    server: LiveServer, tab: Page
+) -> None:
+    queue = queue_of(server)
+    queue.last_push = queue.clock() - BUSY_S  # (as if the last event came that long ago)
+    assert not queue.in_use()
+    send(tab, "hello")  # the first event after the quiet spell
+    expect(bot_messages(tab).last).to_contain_text("You said: hello")
+    wait_idle(tab)
+    assert queue.in_use()  # the page's events were pushed just now
+    send(tab, "again")
+    expect(bot_messages(tab).last).to_contain_text("You said: again")
