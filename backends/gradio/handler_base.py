@@ -20,6 +20,7 @@ from backends.gradio.coalesce import DEFAULT_INTERVAL_S
 from backends.gradio.follow import TabNews
 from backends.gradio.form import Form, based_fields
 from backends.gradio.layout import Page, setting_text
+from backends.gradio.list_order import ListOrder
 from backends.gradio.markdown import MediaLink, escape_html
 from backends.gradio.media import MediaShelf
 from backends.gradio.owners import owner_of, tab_of
@@ -96,6 +97,8 @@ class HandlerBase:
         """Each tab's sends, handed on in the order the person made them."""
         self.news = TabNews()
         """What each tab has to catch up on of changes made elsewhere (follow.py)."""
+        self.lists = ListOrder()
+        """Which chats-list reading each tab got last (list_order.py)."""
         self.closing = closing if closing is not None else asyncio.Event()
         """Set when the server shuts down: every tab's keep-alive event ends (presence.py)."""
         self.role_notes = {
@@ -162,8 +165,15 @@ class HandlerBase:
         )
         return [(_label(record), record.id) for record in records]
 
-    async def session_list_update(self, owner: str, current: str, query: str = "") -> Updates:
+    async def session_list_update(
+        self, owner: str, current: str, query: str = "", *, tab: str | None = None
+    ) -> Updates:
+        """The chats list of `owner`, `current` selected, filtered by `query`. For a `tab`:
+        nothing, when the tab got a list read after this one began (list_order.py)."""
+        reading = self.lists.begin()
         choices = await self.session_choices(owner, query)
+        if tab is not None and not self.lists.take_up(tab, reading):
+            return {}
         ids = {value for _label_, value in choices}
         if len(choices) >= LISTED_CHATS:  # there may be more: say how to reach them
             kind = "matching chats" if query.strip() else "chats"

@@ -50,7 +50,7 @@ class Navigation(HandlerBase):
         current = interpreter.id if opened and interpreter is not None else ""
         return {
             **opened,
-            **await self.session_list_update(owner, current),
+            **await self.session_list_update(owner, current, tab=tab),
             self.page.account: account_note(request),
         }
 
@@ -68,7 +68,7 @@ class Navigation(HandlerBase):
             **self.no_tool_picked(),
             # The list shows every chat again: so does the search box (not a stale query).
             self.page.search: "",
-            **await self.session_list_update(owner_of(request), ""),
+            **await self.session_list_update(owner_of(request), "", tab=tab),
         }
 
     async def open_session(self, selected: str | None, ticket: str, request: gr.Request) -> Updates:

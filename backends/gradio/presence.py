@@ -215,7 +215,7 @@ class Presence:
         listed = handlers.news.take_list(tab, showing=current)
         if not listed and not fields and not catch_up:
             return no_change()  # the tab's own change came back: it shows it already
-        updates = await handlers.session_list_update(owner_of(request), current, query)
+        updates = await handlers.session_list_update(owner_of(request), current, query, tab=tab)
         if (fields or catch_up) and current and current == session_id:
             interpreter = await handlers.lookup(current, request, quiet=True)
             if interpreter is not None and catch_up:

@@ -26,7 +26,9 @@ class Sidebar:
         self.handlers = handlers
 
     async def search(self, query: str, session_id: str, request: gr.Request) -> Updates:
-        return await self.handlers.session_list_update(owner_of(request), session_id, query)
+        return await self.handlers.session_list_update(
+            owner_of(request), session_id, query, tab=tab_of(request)
+        )
 
     async def refresh_list(
         self, session_id: str, query: str, title: str, request: gr.Request
@@ -45,7 +47,7 @@ class Sidebar:
         shown = self.handlers.streams.shown(tab)
         current = session_id if shown is None else shown
         self.handlers.news.chats_changed(owner, by=tab)
-        updates = await self.handlers.session_list_update(owner, current, query)
+        updates = await self.handlers.session_list_update(owner, current, query, tab=tab)
         offer = ""
         if not (title or "").strip() and current and current == session_id:
             interpreter = await self.handlers.lookup(current, request, quiet=True)
@@ -73,7 +75,7 @@ class Sidebar:
         self.handlers.news.saving(tab, session_id, {"title": saved})
         await self.handlers.manager.update(interpreter, title=title, origin=tab)
         gr.Info("Chat renamed.")
-        return await self.handlers.session_list_update(owner, session_id, query)
+        return await self.handlers.session_list_update(owner, session_id, query, tab=tab)
 
     def ask_delete(self, session_id: str) -> Updates:
         if not session_id:

@@ -115,8 +115,9 @@ class Transfer:
         # The list shows every chat, the imported one among them: so does the search box.
         unfiltered = {self.handlers.page.search: ""}
         if self.handlers.page.session_id not in opened:  # a later event shows something else
-            return {**unfiltered, **await self.handlers.session_list_update(owner, "")}
-        listed = await self.handlers.session_list_update(owner, record.id)
+            listed = await self.handlers.session_list_update(owner, "", tab=tab_of(request))
+            return {**unfiltered, **listed}
+        listed = await self.handlers.session_list_update(owner, record.id, tab=tab_of(request))
         return {**opened, **unfiltered, **listed}
 
     async def replay(
