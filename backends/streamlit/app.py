@@ -298,6 +298,11 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
     inbox: queue.Queue[object] = queue.Queue()
     threading.Thread(target=_pump, args=(stream, inbox), daemon=True).start()
     ending: float | None = None  # the turn ended: AutoChat's word on it comes right after
+    # Drawn again at the end: a turn shown live (the history has its reply now), news the
+    # page drawn from `detail` lacks. Only catching up on events that history already
+    # holds changes nothing, unless AutoChat's word did: each run more would close a menu
+    # the person has open.
+    redraw = live_turn
     try:
         while True:
             wait = WAKE_S if ending is None else ending - time.monotonic()
@@ -322,6 +327,7 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
             if item is None:
                 break
             if isinstance(item, ResyncRequired):
+                redraw = True
                 break  # events were missed: the history, drawn again, has them
             if isinstance(item, Exception):
                 st.error(plain_markdown(f"The event stream ended: {item}"))
@@ -329,12 +335,14 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
             if not isinstance(item, BaseEvent):
                 continue
             read_up_to(session_id, epoch, item.seq)
-            note_autochat(session_id, item)
+            if note_autochat(session_id, item):
+                redraw = True
             if item.seq <= last:  # in the history already: only AutoChat's word counted
                 if not live_turn and item.seq >= last:
                     break
                 continue
             if not live_turn:
+                redraw = True
                 break  # a turn began meanwhile: the script, run again, follows it
             if isinstance(item, ErrorEvent):
                 st.error(plain_markdown(item.message))
@@ -352,7 +360,8 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
         stream.close()
         if (resume_point(detail) or 0) < last:  # whatever happened, not read again and again
             read_up_to(session_id, epoch, last)
-    st.rerun()
+    if redraw:
+        st.rerun()
 
 
 def _chat(client: GuiAgentClient, session_id: str) -> None:

@@ -36,16 +36,21 @@ def read_up_to(session_id: str, epoch: str, seq: int) -> None:
     st.session_state.setdefault(_READ, {})[session_id] = (epoch, seq)
 
 
-def note_autochat(session_id: str, event: object) -> None:
-    """Keep what an AutoChat event says about the chat, to show next to the switch."""
+def note_autochat(session_id: str, event: object) -> bool:
+    """Keep what an AutoChat event says about the chat, to show next to the switch.
+    Whether that changed what is shown there."""
     if isinstance(event, AutoChatTurn):
         words = f"Automatic turn {event.turn} of {event.max_turns}."
     elif isinstance(event, AutoChatStopped):
         ran = counted(event.turns, "automatic turn")
         words = f"AutoChat stopped after {ran}: {autochat_stop_words(event.reason, event.detail)}."
     else:
-        return
-    st.session_state.setdefault(_STATUS, {})[session_id] = words
+        return False
+    shown = st.session_state.setdefault(_STATUS, {})
+    if shown.get(session_id) == words:
+        return False
+    shown[session_id] = words
+    return True
 
 
 def _save(client: GuiAgentClient, session_id: str, changes: dict[str, Any]) -> None:

@@ -11,11 +11,14 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, FilePayload, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
+from backends.api import routes_sessions
+from backends.api.responses import SessionDetail
 from connectors.scripted import call
 from schema import MessageStatus, Role
 from tests.backends.api.live import Backend, free_port, running_backend
@@ -256,6 +259,37 @@ def test_autochat_runs_its_turns_within_the_limit_and_says_why_it_stopped(
         True,
         True,
     ]
+
+
+def test_a_saved_change_draws_the_page_once_more(
+    page: Page, backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Saving the AutoChat limits runs the script twice: the run that saves, and the one it
+    starts to show what was saved. Reading the change's event back changes nothing shown,
+    so no third run follows (each run closes a menu the person may have just opened, and
+    one starting after a pause took a click made in that pause)."""
+    signed_in(page)
+    new_chat(page)
+    page.get_by_text("AutoChat", exact=True).click()  # the section, opened
+    page.get_by_label("Max automatic turns").fill("4")  # (in a form: nothing runs yet)
+    asked: list[str] = []  # the chats the page asked the server for, one per run
+    detail = SessionDetail
+
+    def counted(**fields: Any) -> SessionDetail:
+        asked.append(fields["session"].id)
+        return detail(**fields)
+
+    monkeypatch.setattr(routes_sessions, "SessionDetail", counted)
+    page.get_by_role("button", name="Save limits").click()
+    settled(page)
+    time.sleep(2)  # (a run that follows another starts at once: none came)
+    settled(page)
+    api = backend.client().login("ada", PASSWORD)
+    untitled = [s for s in api.get("/api/sessions").json()["sessions"] if not s["title"]]
+    session_id = untitled[0]["id"]  # (the newest chat without a title: this one)
+    assert untitled[0]["autochat"]["max_turns"] == 4
+    assert asked.count(session_id) == 2, asked
+    expect(page.get_by_label("Max automatic turns")).to_have_value("4")
 
 
 def test_a_picture_is_sent_a_turn_retried_and_the_chat_deleted(
