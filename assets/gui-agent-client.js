@@ -418,6 +418,15 @@ export class GuiAgentClient {
     return this.sendJson("POST", `${API}/sessions/import`, body);
   }
 
+  /** An export document's events in order, to show the chat step by step; nothing is
+   * saved: {title, message_count, events}. Refused as an import would refuse the file. */
+  replayExport(document) {
+    const body = typeof document === "string" || document instanceof Blob
+      ? document
+      : JSON.stringify(document);
+    return this.sendJson("POST", `${API}/sessions/replay`, body);
+  }
+
   /** Starts a turn (or queues the message behind the running one): {message_id} */
   sendMessage(sessionId, text, { images, agent } = {}) {
     const body = { text };

@@ -44,6 +44,8 @@ is doing (a retry, edit or clear while a turn runs, a second answer to an approv
                                         (over `max_import_bytes`)
     POST   /api/sessions/import         (body: an export document)
                                         -> 201 {session, message_count, reset, repairs}
+    POST   /api/sessions/replay         (body: an export document) -> {title, message_count,
+                                        events}: its events in order, nothing saved
 
 PATCH changes only what it is sent: `settings` and `autochat` are merged field by field into
 the session's current ones (a field sent replaces that field; `permissions` is one field, so
@@ -57,9 +59,10 @@ history can be sent to any model (see `gui_agent.export`): tool results answerin
 dropped, calls without a result answered, SYSTEM messages kept as display-only notes.
 
 The routes live by resource: `routes_access` (login, health, models, agents),
-`routes_sessions` (the records, their change feed, import and export), `routes_turns`
-(messages, Stop, approvals, retry/edit/clear), `routes_tools` (a chat's tools, their modes
-and the tools allowed for the session) and `routes_events` (a session's event stream); what
+`routes_sessions` (the records, their change feed, import and export), `routes_replay` (an
+export's events, to show it step by step), `routes_turns` (messages, Stop, approvals,
+retry/edit/clear), `routes_tools` (a chat's tools, their modes and the tools allowed for
+the session) and `routes_events` (a session's event stream); what
 they share (the manager, the authenticator, the limits, the per-session epochs and edit
 locks) is one `context.ApiContext` per app. This module assembles them, in the order the
 OpenAPI document lists them, and answers everything else under /api.
@@ -81,6 +84,7 @@ from backends.api.errors import ApiError, install_error_handlers, not_found
 from backends.api.openapi import RequestBodies
 from backends.api.routes_access import PUBLIC_PATHS, add_access_routes
 from backends.api.routes_events import EVENTS_PATH, add_event_routes
+from backends.api.routes_replay import add_replay_route
 from backends.api.routes_sessions import (
     CHANGES_PATH,
     MAX_OFFSET,
@@ -190,6 +194,7 @@ def create_api(
     add_tool_routes(app, api)
     add_event_routes(app, api)
     add_export_route(app, api)
+    add_replay_route(app, api)
     _answer_the_rest(app)
     api.bodies.install(app, public=PUBLIC_PATHS, cookie=(CHANGES_PATH, EVENTS_PATH))
     return app

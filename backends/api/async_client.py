@@ -60,6 +60,7 @@ from backends.api.responses import (
     MemoryAnswer,
     MessageAccepted,
     ModelsAnswer,
+    ReplayAnswer,
     SessionDetail,
     SessionList,
     ToolInfo,
@@ -183,6 +184,9 @@ class AsyncGuiAgentClient:
 
     async def import_session(self, document: bytes | str | Mapping[str, Any]) -> ImportAnswer:
         return await self._call(calls.import_session(document))
+
+    async def replay_export(self, document: bytes | str | Mapping[str, Any]) -> ReplayAnswer:
+        return await self._call(calls.replay_export(document))
 
     # -- a conversation ----------------------------------------------------------------------
 

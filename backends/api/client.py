@@ -86,6 +86,7 @@ from backends.api.responses import (
     MemoryAnswer,
     MessageAccepted,
     ModelsAnswer,
+    ReplayAnswer,
     SessionDetail,
     SessionList,
     ToolInfo,
@@ -248,6 +249,11 @@ class GuiAgentClient:
     def import_session(self, document: bytes | str | Mapping[str, Any]) -> ImportAnswer:
         """A new session from an export document (what it did not carry over: `reset`)."""
         return self._call(calls.import_session(document))
+
+    def replay_export(self, document: bytes | str | Mapping[str, Any]) -> ReplayAnswer:
+        """An export document's events in order, to show the chat step by step (nothing is
+        saved); refused as an import would refuse the document."""
+        return self._call(calls.replay_export(document))
 
     # -- a conversation ----------------------------------------------------------------------
 

@@ -27,6 +27,7 @@ from backends.api.responses import (
     MemoryAnswer,
     MessageAccepted,
     ModelsAnswer,
+    ReplayAnswer,
     SessionAnswer,
     SessionDetail,
     SessionList,
@@ -178,6 +179,13 @@ def import_session(document: bytes | str | Mapping[str, Any]) -> Call[ImportAnsw
         document = json.dumps(document)
     body = document.encode() if isinstance(document, str) else document
     return Call("POST", "api/sessions/import", partial(parse, ImportAnswer), body)
+
+
+def replay_export(document: bytes | str | Mapping[str, Any]) -> Call[ReplayAnswer]:
+    if isinstance(document, Mapping):
+        document = json.dumps(document)
+    body = document.encode() if isinstance(document, str) else document
+    return Call("POST", "api/sessions/replay", partial(parse, ReplayAnswer), body)
 
 
 # -- a conversation ----------------------------------------------------------------------

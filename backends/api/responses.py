@@ -17,6 +17,7 @@ from schema import (
     AgentName,
     ApprovalDecision,
     ApprovalRequested,
+    Event,
     InterpreterState,
     Message,
     PermissionMode,
@@ -93,6 +94,18 @@ class ImportAnswer(_Answer):
     """What the document held that the new session does not (e.g. `settings.permissions`)."""
     repairs: dict[str, int]
     """How many of each change made so any model can continue the history."""
+
+
+class ReplayAnswer(_Answer):
+    """An export's events in the order they happened, to show the chat step by step. Nothing
+    is saved: a replay is not a session."""
+
+    title: str
+    """The exported chat's title ("" when it had none)."""
+    message_count: int
+    events: list[Event]
+    """The recorded events when the export has them; else, per message, `message_started`,
+    its text (reasoning first) as `text_delta`, then `message_completed`, numbered from 1."""
 
 
 class SessionDetail(_Answer):

@@ -167,7 +167,7 @@ def add_session_routes(app: FastAPI, api: ApiContext) -> None:
     async def import_(request: Request) -> Response:
         owner = await auth.owner(request)
         limit = api.max_import_bytes
-        raw = await _read_import_body(request, limit)
+        raw = await read_import_body(request, limit)
         imported = await asyncio.to_thread(read_import, raw, owner=owner, max_bytes=limit)
         record, messages = imported.record, imported.messages
         interpreter = await manager.import_session(record, messages)
@@ -332,7 +332,7 @@ def merged(current: _S, changes: Mapping[str, Any], where: str) -> _S:
         raise ApiError(400, "invalid_request", f"{where}.{describe_validation(exc)}") from None
 
 
-async def _read_import_body(request: Request, limit: int) -> bytes:
+async def read_import_body(request: Request, limit: int) -> bytes:
     """An import's body, refused with 413 over `limit` in the words the page uses too."""
     declared = request.headers.get("content-length", "").strip()
     if declared.isdigit() and int(declared) > limit:

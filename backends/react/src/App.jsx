@@ -1,9 +1,10 @@
 // The page: signing in (a form when the server has users), the person's chats (kept live by
 // the chats-list stream, so a chat made or renamed in another tab shows here), and the open
-// chat (Chat.jsx).
+// chat (Chat.jsx), or an export being replayed in its place (Replay.jsx).
 import { useCallback, useEffect, useRef, useState } from "react";
 import { Chat } from "./Chat.jsx";
-import { ImportBox, importSummary } from "./Transfer.jsx";
+import { Replay } from "./Replay.jsx";
+import { ImportBox, ReplayBox, importSummary } from "./Transfer.jsx";
 
 export function App({ client, api }) {
   const [phase, setPhase] = useState("starting"); // starting | signin | ready | failed
@@ -87,10 +88,12 @@ function Workspace({ client, api, onSignedOut }) {
   const [offer, setOffer] = useState({ agents: [], models: [], defaultModel: null, notice: null });
   const [problem, setProblem] = useState(null);
   const [notice, setNotice] = useState(null); // what an import did, shown with the chat
+  const [replay, setReplay] = useState(null); // an export being replayed, in place of a chat
 
   const open = (id) => {
     setNotice(null);
     setProblem(null);
+    setReplay(null);
     setOpenId(id);
   };
 
@@ -161,10 +164,17 @@ function Workspace({ client, api, onSignedOut }) {
         <ImportBox
           client={client}
           onImported={(answer) => {
-            setProblem(null);
-            setOpenId(answer.session.id);
+            open(answer.session.id);
             setNotice(importSummary(answer));
             reload();
+          }}
+          onProblem={setProblem}
+        />
+        <ReplayBox
+          client={client}
+          onReplay={(answer) => {
+            open(null);
+            setReplay(answer);
           }}
           onProblem={setProblem}
         />
@@ -193,7 +203,9 @@ function Workspace({ client, api, onSignedOut }) {
       <main>
         {offer.notice && <p className="notice">{offer.notice}</p>}
         {problem && <p role="alert" className="problem">{problem}</p>}
-        {openId ? (
+        {replay ? (
+          <Replay replay={replay} onClose={() => setReplay(null)} />
+        ) : openId ? (
           <Chat key={openId} client={client} api={api} sessionId={openId} offer={offer}
             notice={notice} onGone={() => open(null)} onSignedOut={onSignedOut} />
         ) : (

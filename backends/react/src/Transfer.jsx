@@ -1,6 +1,6 @@
-// Export the open chat to a file, and import one as a new chat. A chat too large to be
-// imported back is exported all the same, with a warning saying why; an import says what it
-// did, in the words the Gradio page uses.
+// Export the open chat to a file, import one as a new chat, or pick one to replay (Replay.jsx
+// shows it). A chat too large to be imported back is exported all the same, with a warning
+// saying why; an import says what it did, in the words the Gradio page uses.
 
 const RESET_WORDS = {
   "settings.permissions": "the tools it allowed without asking (each asks you again)",
@@ -80,10 +80,12 @@ export async function exportChat(client, api, sessionId, title) {
   return warning;
 }
 
-export function ImportBox({ client, onImported, onProblem }) {
+/** A file picker for an export: `take(file)` does what the box is for; its failure is said
+ * as `failed` followed by the reason. */
+function ExportFileBox({ label, take, failed, onProblem }) {
   return (
     <label className="import">
-      Import a chat (an export file)
+      {label}
       <input
         type="file"
         accept="application/json,.json"
@@ -92,12 +94,36 @@ export function ImportBox({ client, onImported, onProblem }) {
           e.target.value = ""; // taken once: a refused file is not sent again by itself
           if (!file) return;
           try {
-            onImported(await client.importSession(file));
+            await take(file);
           } catch (error) {
-            onProblem(`Could not import: ${error.message}`);
+            onProblem(`${failed}: ${error.message}`);
           }
         }}
       />
     </label>
+  );
+}
+
+export function ImportBox({ client, onImported, onProblem }) {
+  return (
+    <ExportFileBox
+      label="Import a chat (an export file)"
+      take={async (file) => onImported(await client.importSession(file))}
+      failed="Could not import"
+      onProblem={onProblem}
+    />
+  );
+}
+
+/** Replays an export step by step, as the chat went (the server reads the file; nothing is
+ * saved): `onReplay` gets {title, message_count, events}. */
+export function ReplayBox({ client, onReplay, onProblem }) {
+  return (
+    <ExportFileBox
+      label="Replay a chat (an export file; nothing is saved)"
+      take={async (file) => onReplay(await client.replayExport(file))}
+      failed="Could not replay"
+      onProblem={onProblem}
+    />
   );
 }

@@ -25,6 +25,7 @@ BODIES: dict[tuple[str, str], tuple[str, bool, type[BaseModel]]] = {
     ("post", "/api/login"): ("LoginBody", False, LoginBody),
     ("post", "/api/sessions"): ("CreateSession", False, CreateSession),
     ("post", "/api/sessions/import"): ("ExportDocument", True, ExportDocument),
+    ("post", "/api/sessions/replay"): ("ExportDocument", True, ExportDocument),
     ("patch", "/api/sessions/{session_id}"): ("PatchSession", True, PatchSession),
     ("post", "/api/sessions/{session_id}/messages"): ("ChatRequest", True, ChatRequest),
     ("post", "/api/sessions/{session_id}/approvals/{approval_id}"): (
@@ -162,6 +163,8 @@ def test_every_status_an_endpoint_answers_with_is_documented(tmp_path: Path) -> 
             ("post", "/api/sessions", "/api/sessions", {"content": b"{}", "headers": bad_type}),
             ("post", "/api/sessions/import", "/api/sessions/import", {"content": exported}),
             ("post", "/api/sessions/import", "/api/sessions/import", {"content": b"x"}),
+            ("post", "/api/sessions/replay", "/api/sessions/replay", {"content": exported}),
+            ("post", "/api/sessions/replay", "/api/sessions/replay", {"content": b"x"}),
             ("get", "/api/sessions/{session_id}", s, {}),
             ("get", "/api/sessions/{session_id}", s + "?limit=-1", {}),
             ("get", "/api/sessions/{session_id}", "/api/sessions/nope", {}),

@@ -341,6 +341,42 @@ def test_a_picture_is_sent_the_message_edited_and_the_chat_exported_imported_and
     assert [m.content for m in api.messages(session_id)] == expected
 
 
+def test_an_export_is_replayed_step_by_step_and_nothing_is_saved(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    new_chat(page)
+    backend.scripted.push(call("list_files"), "The folder is empty.")
+    send(page, "what is in the folder, to replay")
+    conversation = page.get_by_role("list", name="Conversation")
+    expect(conversation).to_contain_text("The folder is empty.")
+    api = backend.client().login("ada", PASSWORD)
+    session_id = chat_titled(backend, "what is in the folder, to replay")
+    exported = api.get(f"/api/sessions/{session_id}/export").content
+    chats = len(api.get("/api/sessions").json()["sessions"])
+    box = page.get_by_label("Replay a chat (an export file; nothing is saved)")
+    box.set_input_files({"name": "chat.json", "mimeType": "application/json", "buffer": exported})
+    expect(
+        page.get_by_role("heading", name="Replay: what is in the folder, to replay")
+    ).to_be_visible()
+    expect(page.get_by_role("status")).to_have_text(
+        "End of the replay. Open a chat, or start a new one."
+    )
+    replayed = page.get_by_role("region", name="Replay").get_by_role("list", name="Conversation")
+    expect(replayed.locator(".entry")).to_have_count(3)  # the call is shown with its reply
+    expect(replayed).to_contain_text("what is in the folder, to replay")
+    expect(replayed.locator(".call summary")).to_have_text("list_files")
+    expect(replayed).to_contain_text("The folder is empty.")
+    assert len(api.get("/api/sessions").json()["sessions"]) == chats  # nothing was saved
+    # A file that is not an export is refused with the reason; the replay stays.
+    box.set_input_files({"name": "notes.json", "mimeType": "application/json", "buffer": b"{"})
+    expect(page.get_by_role("alert")).to_contain_text(
+        "Could not replay: the import is not valid JSON"
+    )
+    page.get_by_role("button", name="Close the replay").click()
+    expect(page.get_by_text("Start a new chat, or open one from the list.")).to_be_visible()
+
+
 def test_the_chats_settings_are_saved_and_a_refused_value_is_named(
     page: Page, backend: Backend
 ) -> None:

@@ -1,0 +1,48 @@
+"""POST /api/sessions/replay: an export's events in order, for a front end to show the chat
+step by step as it went (the chat page's "Replay a JSON export"). Nothing is saved: a replay
+is not a session. The document is read as an import reads it (its size, its JSON, its format,
+each message and recorded event checked), so the two refuse the same files in the same words.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from fastapi import FastAPI, Request, Response
+
+from backends.api.context import ApiContext
+from backends.api.openapi import errors
+from backends.api.responses import ReplayAnswer, send, success
+from backends.api.routes_sessions import read_import_body
+from gui_agent.export import ExportDocument, parse_export, replay_events
+from gui_agent.import_checks import read_contents
+
+__all__ = ["REPLAY_PATH", "add_replay_route"]
+
+REPLAY_PATH = "/api/sessions/replay"
+
+
+def add_replay_route(app: FastAPI, api: ApiContext) -> None:
+    @app.post(
+        REPLAY_PATH,
+        responses={
+            **success(ReplayAnswer, "The export's events in order (nothing is saved)"),
+            **errors(400, 401, 413, 415, 503),
+        },
+        openapi_extra=api.bodies.body(ExportDocument, description="A session export document."),
+    )
+    async def replay(request: Request) -> Response:
+        await api.auth.owner(request)
+        limit = api.max_import_bytes
+        raw = await read_import_body(request, limit)
+        return send(await asyncio.to_thread(replayed, raw, limit))
+
+
+def replayed(raw: bytes, limit: int) -> ReplayAnswer:
+    """The answer for an export's bytes; InvalidRequest (400) when an import would refuse
+    them."""
+    document = parse_export(raw, max_bytes=limit)
+    record, messages = read_contents(document)
+    return ReplayAnswer(
+        title=record.title, message_count=len(messages), events=replay_events(document)
+    )
