@@ -84,6 +84,9 @@ logger = logging.getLogger(__name__)
 
 GRACEFUL_SHUTDOWN_S = 5
 """How long open connections get to finish after a stop signal before they are cut."""
+KEEP_ALIVE_S = 5
+"""How long an idle connection is kept open for a client's next request (uvicorn's own
+default). The API clients let theirs go well before (`client_http.KEEPALIVE_EXPIRY_S`)."""
 MAX_UPLOAD = MAX_IMPORT_BYTES
 """The largest file the Gradio page accepts as an upload: every file an import takes."""
 _OFFLINE_ENV = {
@@ -368,6 +371,7 @@ async def _serve(
             server_header=False,
             root_path=config.root_path,
             timeout_graceful_shutdown=GRACEFUL_SHUTDOWN_S,
+            timeout_keep_alive=KEEP_ALIVE_S,
             lifespan="on",
         ),
         before_drain=cleanup,

@@ -4,6 +4,10 @@ set up httpx, in one place so that the two cannot drift apart:
 - the token goes to `base_url`'s origin only, as an `Authorization` header (`BearerAuth`);
 - redirects are not followed, and cookies are not kept (the login's cookie is for browsers);
 - a loopback server is reached directly, never through a proxy named in the environment;
+- a connection left idle for `KEEPALIVE_EXPIRY_S` is closed, not used again: httpx keeps
+  one for 5 s, exactly as long as the server (uvicorn) keeps it open, so a request made
+  after about 5 s of quiet could go out on a connection the server was closing, and fail
+  ("connection reset", "server disconnected") though the server was fine;
 - an event stream may stay silent for `STREAM_READ_TIMEOUT_S` (four of the server's
   keep-alives) before its connection is taken for dead and opened again.
 
@@ -27,6 +31,9 @@ _T = TypeVar("_T")
 DEFAULT_TIMEOUT_S = 30.0
 MAX_RECONNECTS = 5
 STREAM_READ_TIMEOUT_S = 4 * DEFAULT_KEEPALIVE_S
+KEEPALIVE_EXPIRY_S = 2.0
+"""How long an idle connection is kept for the next request: well under the 5 s the server
+keeps one open, so none is used again as the server closes it."""
 """Silence on an event stream longer than this (four of the server's keep-alives) is taken
 for a dead connection, and the stream is opened again."""
 
@@ -62,6 +69,7 @@ class HttpSettings(TypedDict):
     follow_redirects: bool
     cookies: CookieJar
     trust_env: bool
+    limits: httpx.Limits
 
 
 def http_settings(base_url: httpx.URL, holder: TokenHolder, timeout: float) -> HttpSettings:
@@ -73,6 +81,15 @@ def http_settings(base_url: httpx.URL, holder: TokenHolder, timeout: float) -> H
         follow_redirects=False,
         cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
         trust_env=not is_loopback(base_url),
+        limits=pool_limits(),
+    )
+
+
+def pool_limits() -> httpx.Limits:
+    """httpx's own limits on connections, but an idle one is let go after
+    `KEEPALIVE_EXPIRY_S`."""
+    return httpx.Limits(
+        max_connections=100, max_keepalive_connections=20, keepalive_expiry=KEEPALIVE_EXPIRY_S
     )
 
 

@@ -21,6 +21,7 @@ from starlette.types import ASGIApp
 
 from backends.api import create_api
 from backends.api.client import GuiAgentClient
+from backends.api.client_http import pool_limits
 from connectors.function import FunctionInfo, FunctionModel
 from connectors.scripted import ScriptedModel
 from gui_agent.auth import TokenService, UserDB
@@ -225,7 +226,11 @@ class Api:
     """A thin httpx client speaking the API, with one user's token."""
 
     def __init__(self, base_url: str, token: str | None = None) -> None:
-        self.http = httpx.Client(base_url=base_url, timeout=httpx.Timeout(20.0))
+        # (as the API clients do, so a request after a quiet spell never meets a connection
+        # the server is closing: client_http.KEEPALIVE_EXPIRY_S)
+        self.http = httpx.Client(
+            base_url=base_url, timeout=httpx.Timeout(20.0), limits=pool_limits()
+        )
         self.token = token
 
     def close(self) -> None:
