@@ -5,10 +5,11 @@ a running `gui-agent serve`. It signs in (a form when the server has users), lis
 person's chats, shows a chat's history, streams the reply as it is written with the tool
 calls it makes, puts approvals to the person (allow once, for the session, or deny, with a
 note), and stops a turn; `actions` holds the other controls (Retry, Edit, Clear, Rename,
-Delete) and `transfer` export and import. Everything it shows comes from the API; it keeps
-no chat state of its own beyond which chat is open (and an export waiting to be saved, and
-messages sent during a turn until the history holds them), so a reload, or a turn started
-in another front end, shows the same thing.
+Delete), `transfer` export and import, and `replay` an export shown step by step in place
+of a chat. Everything it shows comes from the API; it keeps no chat state of its own beyond
+which chat is open (and an export waiting to be saved, a replay, and messages sent during a
+turn until the history holds them), so a reload, or a turn started in another front end,
+shows the same thing.
 
 Streamlit runs this script again on every interaction. While a turn runs, the script
 follows its events (`_follow`): a thread reads the stream into a queue, and the script
@@ -54,15 +55,14 @@ from backends.streamlit.autochat import (
     read_up_to,
     resume_point,
 )
+from backends.streamlit.drawing import draw_call, draw_entry
 from backends.streamlit.launch import DEFAULT_URL, URL_ENV
+from backends.streamlit.replay import replay_box, replay_view
 from backends.streamlit.settings import settings_panel
 from backends.streamlit.transfer import export_panel, import_box
 from backends.streamlit.view import (
-    CallView,
-    Entry,
     LiveReply,
     entries_of,
-    image_source,
     memory_lines,
     plain_markdown,
     safe_markdown,
@@ -76,7 +76,6 @@ from schema import (
     AutoChatTurn,
     BaseEvent,
     ErrorEvent,
-    MessageType,
     RunFinished,
 )
 
@@ -137,6 +136,7 @@ def _sidebar(client: GuiAgentClient, open_id: str | None) -> None:
         st.caption(plain_markdown(f"Signed in as {state.user}"))
         if st.button("New chat", type="primary", width="stretch"):
             state.session_id = client.create_session().id
+            state.pop("replaying", None)
             st.rerun()
         search = st.text_input("Search chats", key="search", placeholder="Search by title")
         for record in client.list_sessions(query=search or None, limit=50).sessions:
@@ -149,9 +149,11 @@ def _sidebar(client: GuiAgentClient, open_id: str | None) -> None:
                 disabled=current,
             ):
                 state.session_id = record.id
+                state.pop("replaying", None)
                 st.rerun()
         st.divider()
         import_box(client)
+        replay_box(client)
 
 
 def _change(client: GuiAgentClient, session_id: str, field: str, key: str) -> None:
@@ -199,40 +201,6 @@ def _settings(client: GuiAgentClient, detail: SessionDetail) -> None:
         st.caption(plain_markdown(models.notice))
     if flash := state.pop("flash", None):
         st.error(plain_markdown(flash))
-
-
-def _draw_call(view: CallView) -> None:
-    with st.expander(plain_markdown(view.label), expanded=view.result is None):
-        st.code(view.arguments, language="json")
-        if view.result is not None:
-            st.code(view.result, language=None)
-
-
-def _draw_entry(entry: Entry) -> None:
-    with st.chat_message(entry.role):
-        if entry.speaker:
-            st.caption(plain_markdown(entry.speaker))
-        if entry.reasoning:
-            with st.expander("Reasoning"):
-                st.text(entry.reasoning)
-        if entry.kind is MessageType.CODE:
-            st.code(entry.text, language=entry.language)
-        elif entry.kind is MessageType.CONSOLE:
-            st.code(entry.text, language=None)
-        elif entry.kind is MessageType.CONFIRMATION:
-            st.caption(plain_markdown(entry.text))
-        elif entry.text:
-            st.markdown(safe_markdown(entry.text))
-        for image in entry.images:
-            source = image_source(image)
-            if isinstance(source, bytes):
-                st.image(source)
-            else:
-                st.caption(plain_markdown(source))
-        for view in entry.calls:
-            _draw_call(view)
-        for note in entry.notes:
-            st.caption(plain_markdown(note))
 
 
 def _approval(
@@ -351,7 +319,7 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
                     if live.text:
                         st.markdown(safe_markdown(live.text))
                     for view in live.calls:
-                        _draw_call(view)
+                        draw_call(view)
             if isinstance(item, ApprovalRequested | AutoChatTurn | AutoChatStopped):
                 break
             if isinstance(item, RunFinished):
@@ -391,7 +359,7 @@ def _chat(client: GuiAgentClient, session_id: str) -> None:
     chat_actions(client, detail)
     export_panel(client, detail)
     for entry in entries_of(detail.messages):
-        _draw_entry(entry)
+        draw_entry(entry)
     approvals = len(detail.pending_approvals)
     for request in detail.pending_approvals[:1]:  # one at a time, the oldest first
         _approval(client, session_id, request, approvals)
@@ -442,6 +410,8 @@ def main() -> None:
             return
         session_id = st.session_state.get("session_id")
         _sidebar(client, session_id)
+        if replay_view():
+            return
         if session_id is None:
             st.title("GuiAgent")
             st.info("Start a new chat, or open one from the list.")

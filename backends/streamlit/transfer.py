@@ -11,6 +11,7 @@ checks it as untrusted input), opens it, and says what the import did (`import_s
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -22,7 +23,7 @@ from backends.streamlit.view import plain_markdown
 from gui_agent.export import export_file_name
 from gui_agent.import_words import import_summary, repairs_from
 
-__all__ = ["Export", "export_panel", "fetch_export", "import_box"]
+__all__ = ["Export", "export_file_box", "export_panel", "fetch_export", "import_box"]
 
 _NOT_IMPORTABLE = {"too_large", "not_importable"}  # the export answer's codes for it
 _API_HINT = "; add ?allow_unimportable=true"  # how the API's message goes on; not for people
@@ -86,25 +87,36 @@ def export_panel(client: GuiAgentClient, detail: SessionDetail) -> None:
     )
 
 
-def import_box(client: GuiAgentClient) -> None:
-    """The sidebar's import: an export file becomes a new chat, opened. Either way the file
-    is taken once (the uploader is emptied), so a refused file is not sent again on every
-    click after."""
+def export_file_box(label: str, name: str, verb: str, take: Callable[[bytes], None]) -> None:
+    """A sidebar box for an export file, handed to `take` (an `ApiError` it raises is said
+    as "Could not `verb`: ..."). Either way the file is taken once (the box is emptied), so
+    a refused file is not sent again on every click after."""
     state = st.session_state
-    round_ = state.get("import_round", 0)  # a new key empties the uploader
-    upload = st.file_uploader("Import a chat (an export file)", type=["json"], key=f"imp-{round_}")
-    if refused := state.pop("import_refused", None):
-        st.error(plain_markdown(f"Could not import: {refused}"))
+    round_ = state.get(f"{name}_round", 0)  # a new key empties the box
+    upload = st.file_uploader(label, type=["json"], key=f"{name}-{round_}")
+    if refused := state.pop(f"{name}_refused", None):
+        st.error(plain_markdown(f"Could not {verb}: {refused}"))
     if upload is None:
         return
-    state.import_round = round_ + 1
+    state[f"{name}_round"] = round_ + 1
     try:
-        answer = client.import_session(upload.getvalue())
+        take(upload.getvalue())
     except ApiError as error:
-        state.import_refused = error.message
-    else:
+        state[f"{name}_refused"] = error.message
+    st.rerun()
+
+
+def import_box(client: GuiAgentClient) -> None:
+    """The sidebar's import: an export file becomes a new chat, opened, and the page says
+    what the import did."""
+
+    def imported(data: bytes) -> None:
+        answer = client.import_session(data)
+        state = st.session_state
         state.session_id = answer.session.id
+        state.pop("replaying", None)  # (the imported chat shows, not a replay)
         state.notice = import_summary(
             answer.message_count, answer.reset, repairs_from(answer.repairs)
         )
-    st.rerun()
+
+    export_file_box("Import a chat (an export file)", "import", "import", imported)

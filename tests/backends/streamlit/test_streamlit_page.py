@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, FilePayload, Page, expect
+from playwright.sync_api import Browser, FilePayload, Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from backends.api import routes_sessions
@@ -101,6 +101,11 @@ def pick(page: Page, label: str, option: str) -> None:
 def signed_in(page: Page) -> None:
     sign_in(page)
     expect(page.get_by_text("Signed in as ada")).to_be_visible()
+
+
+def uploader_of(page: Page, label: str) -> Locator:
+    """The sidebar's file box whose label starts with `label`."""
+    return page.get_by_test_id("stFileUploader").filter(has_text=label)
 
 
 def test_a_person_signs_in_chats_and_sees_the_reply(page: Page, backend: Backend) -> None:
@@ -417,8 +422,9 @@ def test_the_last_message_is_edited_and_the_chat_exported_imported_and_cleared(
     assert [m["content"] for m in json.loads(data)["messages"]] == expected
     # Import: the file becomes a new chat, opened, and the page says what it did
     settled(page)
-    expect(page.get_by_test_id("stFileUploader")).to_contain_text("64MB per file")
-    uploader = page.get_by_test_id("stFileUploader").locator("input[type=file]")
+    importing = uploader_of(page, "Import a chat")
+    expect(importing).to_contain_text("64MB per file")
+    uploader = importing.locator("input[type=file]")
     uploader.set_input_files(
         {"name": download.suggested_filename, "mimeType": "application/json", "buffer": data}
     )
@@ -443,7 +449,7 @@ def test_a_file_that_is_not_an_export_is_refused_once_and_nothing_is_made(
     signed_in(page)
     api = backend.client().login("ada", PASSWORD)
     before = len(api.get("/api/sessions").json()["sessions"])
-    uploader = page.get_by_test_id("stFileUploader").locator("input[type=file]")
+    uploader = uploader_of(page, "Import a chat").locator("input[type=file]")
     bogus = b'{"format": "something else", "version": 1}'
     uploader.set_input_files(
         {"name": "notes.json", "mimeType": "application/json", "buffer": bogus}
@@ -457,3 +463,42 @@ def test_a_file_that_is_not_an_export_is_refused_once_and_nothing_is_made(
     settled(page)
     expect(refusal).to_have_count(0)
     assert len(api.get("/api/sessions").json()["sessions"]) == before
+
+
+def test_an_export_is_replayed_step_by_step_and_nothing_is_saved(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    new_chat(page)
+    backend.scripted.push(call("list_files"), "The folder is empty.")
+    send(page, "what is in the folder, to replay")
+    expect(page.get_by_text("The folder is empty.")).to_be_visible()
+    api = backend.client().login("ada", PASSWORD)
+    sessions = api.get("/api/sessions").json()["sessions"]
+    [record] = [s for s in sessions if s["title"] == "what is in the folder, to replay"]
+    exported = api.get(f"/api/sessions/{record['id']}/export").content
+    settled(page)
+    uploader_of(page, "Replay a chat").locator("input[type=file]").set_input_files(
+        {"name": "chat.json", "mimeType": "application/json", "buffer": exported}
+    )
+    expect(
+        page.get_by_role("heading", name="Replay: what is in the folder, to replay")
+    ).to_be_visible()
+    expect(page.get_by_text("End of the replay. Open a chat, or start a new one.")).to_be_visible()
+    replayed = page.get_by_test_id("stChatMessage")
+    expect(replayed).to_have_count(3)  # the call is shown with its reply
+    expect(replayed.nth(0)).to_contain_text("what is in the folder, to replay")
+    expect(replayed.nth(1)).to_contain_text("list_files")
+    expect(replayed.nth(2)).to_contain_text("The folder is empty.")
+    assert len(api.get("/api/sessions").json()["sessions"]) == len(sessions)  # nothing saved
+    # A file that is not an export is refused with the reason.
+    settled(page)
+    uploader_of(page, "Replay a chat").locator("input[type=file]").set_input_files(
+        {"name": "notes.json", "mimeType": "application/json", "buffer": b"{"}
+    )
+    expect(
+        page.get_by_text("Could not replay: the import is not valid JSON", exact=False)
+    ).to_be_visible()
+    settled(page)
+    page.get_by_role("button", name="Close the replay").click()
+    expect(page.get_by_text("Start a new chat, or open one from the list.")).to_be_visible()
