@@ -11,6 +11,7 @@ interrupted goes on from there instead of starting again.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import streamlit as st
@@ -23,7 +24,7 @@ from backends.streamlit.view import entries_of, plain_markdown, safe_markdown
 from gui_agent.wording import counted
 from schema import Event, Message, MessageCompleted, MessageStarted, TextDelta
 
-__all__ = ["STEP_S", "Replaying", "pause_before", "replay_box", "replay_view"]
+__all__ = ["STEP_S", "Frame", "Replaying", "frames", "pause_before", "replay_box", "replay_view"]
 
 STEP_S = 0.25
 """The longest pause between two steps of a replay (longer recorded gaps are cut to it)."""
@@ -79,14 +80,25 @@ def replay_view() -> bool:
     return True
 
 
-def _play(replaying: Replaying, area: DeltaGenerator) -> None:
-    """Apply the events in order, drawing each that changes what is shown (after its pause)
-    from the first one not shown yet."""
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """What a replay shows after the event at `index`, drawn `pause` seconds after the one
+    before: the messages so far, and the replies being written with their text so far."""
+
+    index: int
+    pause: float
+    messages: tuple[Message, ...]
+    writing: tuple[str, ...]
+
+
+def frames(events: Sequence[Event], shown: int) -> Iterator[Frame]:
+    """A frame per event that changes what is shown (a message started, its text, a message
+    done; not a state change or usage), from the first event not `shown` yet; when all were,
+    the last frame only, at once (a run of the script drawing the ended replay again)."""
     messages: list[Message] = []
-    writing: dict[str, str] = {}  # the replies being written: their text so far
-    events = replaying.events
-    resumed_at = replaying.shown
+    writing: dict[str, str] = {}
     previous: Event | None = None
+    last: Frame | None = None
     for index, event in enumerate(events):
         if isinstance(event, MessageStarted):
             writing[event.message_id] = ""
@@ -97,22 +109,30 @@ def _play(replaying: Replaying, area: DeltaGenerator) -> None:
             writing.pop(event.message.id, None)
             messages.append(event.message)
         else:
-            continue  # (a state change, usage, ...: nothing a replay shows)
-        if index >= resumed_at:  # not shown in an earlier run of the script
-            if previous is not None:
-                time.sleep(pause_before(previous, event))
-            _draw(area, messages, writing)
-            replaying.shown = index + 1
+            continue
+        pause = pause_before(previous, event) if previous is not None else 0.0
+        last = Frame(index, pause, tuple(messages), tuple(writing.values()))
         previous = event
-    replaying.shown = len(events)
-    if resumed_at >= len(events):  # all shown before: drawn once, as it ended
-        _draw(area, messages, writing)
+        if index >= shown:
+            yield last
+    if shown >= len(events) and last is not None:
+        yield Frame(last.index, 0.0, last.messages, last.writing)
 
 
-def _draw(area: DeltaGenerator, messages: list[Message], writing: dict[str, str]) -> None:
+def _play(replaying: Replaying, area: DeltaGenerator) -> None:
+    """Draw each frame after its pause, noting how far the replay got as it goes."""
+    for frame in frames(replaying.events, replaying.shown):
+        if frame.index >= replaying.shown:
+            time.sleep(frame.pause)
+        _draw(area, frame.messages, frame.writing)
+        replaying.shown = frame.index + 1
+    replaying.shown = len(replaying.events)
+
+
+def _draw(area: DeltaGenerator, messages: Sequence[Message], writing: Sequence[str]) -> None:
     with area.container():
-        for entry in entries_of(messages):
+        for entry in entries_of(list(messages)):
             draw_entry(entry)
-        for text in writing.values():
+        for text in writing:
             with st.chat_message("assistant"):
                 st.markdown(safe_markdown(text or "…"))
