@@ -288,19 +288,27 @@ def _read(doc: Mapping[str, Any], *, owner: str) -> Imported:
     return Imported(imported, messages, reset, repairs)
 
 
-def replay_events(doc: Mapping[str, Any], *, session_id: str | None = None) -> list[Event]:
+def replay_events(
+    doc: Mapping[str, Any],
+    *,
+    session_id: str | None = None,
+    messages: Sequence[Message] | None = None,
+) -> list[Event]:
     """The events of an export in order, for a step-by-step replay.
 
     Without recorded events, each message is replayed as message_started, its text (and
     reasoning) as text_delta, then message_completed: the messages as the file holds them,
     without the repairs an import makes. `session_id` re-stamps every event, e.g. with the
-    id of the imported session.
+    id of the imported session. `messages`: the document's, already read (`read_contents`),
+    so that they are not read again.
     """
     events = read_events(doc)
     if events:
         events.sort(key=lambda event: event.seq)
     else:
-        events = list(_synthesize(read_contents(doc)[1]))  # as recorded, not repaired
+        if messages is None:
+            messages = read_contents(doc)[1]
+        events = list(_synthesize(messages))  # as recorded, not repaired
     if session_id is not None:
         events = [event.model_copy(update={"session_id": session_id}) for event in events]
     return events

@@ -11,8 +11,8 @@ import asyncio
 from fastapi import FastAPI, Request, Response
 
 from backends.api.context import ApiContext
-from backends.api.openapi import errors
-from backends.api.responses import ReplayAnswer, send, success
+from backends.api.openapi import JSON, errors
+from backends.api.responses import ReplayAnswer, success
 from backends.api.routes_sessions import read_import_body
 from gui_agent.export import ExportDocument, parse_export, replay_events
 from gui_agent.import_checks import read_contents
@@ -35,14 +35,18 @@ def add_replay_route(app: FastAPI, api: ApiContext) -> None:
         await api.auth.owner(request)
         limit = api.max_import_bytes
         raw = await read_import_body(request, limit)
-        return send(await asyncio.to_thread(replayed, raw, limit))
+        # Read and encoded off the event loop: an export can be tens of megabytes.
+        return Response(await asyncio.to_thread(replayed, raw, limit), media_type=JSON)
 
 
-def replayed(raw: bytes, limit: int) -> ReplayAnswer:
-    """The answer for an export's bytes; InvalidRequest (400) when an import would refuse
-    them."""
+def replayed(raw: bytes, limit: int) -> str:
+    """The answer (a `ReplayAnswer`, as JSON) for an export's bytes; InvalidRequest (400)
+    when an import would refuse them."""
     document = parse_export(raw, max_bytes=limit)
     record, messages = read_contents(document)
-    return ReplayAnswer(
-        title=record.title, message_count=len(messages), events=replay_events(document)
+    answer = ReplayAnswer(
+        title=record.title,
+        message_count=len(messages),
+        events=replay_events(document, messages=messages),
     )
+    return answer.model_dump_json()
