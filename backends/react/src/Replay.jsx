@@ -23,6 +23,8 @@ export function Replay({ replay, onClose }) {
     const events = replay.events;
     let timer = null;
     let next = 0;
+    setChat(chatFrom(NOTHING_YET)); // (another export picked while one plays starts afresh)
+    setEnded(false);
     const step = () => {
       if (next === events.length) {
         setEnded(true);

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -373,6 +374,21 @@ def test_an_export_is_replayed_step_by_step_and_nothing_is_saved(
     expect(page.get_by_role("alert")).to_contain_text(
         "Could not replay: the import is not valid JSON"
     )
+    # Another export picked: it replays from the start, alone.
+    other = api.create_session(title="another chat")
+    api.send(other, "hello again")
+    deadline = time.monotonic() + 20
+    while len(api.messages(other)) < 2:
+        assert time.monotonic() < deadline, "the other chat got no reply"
+        time.sleep(0.05)
+    second = api.get(f"/api/sessions/{other}/export").content
+    box.set_input_files({"name": "other.json", "mimeType": "application/json", "buffer": second})
+    expect(page.get_by_role("heading", name="Replay: another chat")).to_be_visible()
+    expect(page.get_by_role("status")).to_have_text(
+        "End of the replay. Open a chat, or start a new one."
+    )
+    expect(replayed.locator(".entry")).to_have_count(2)
+    expect(replayed).not_to_contain_text("list_files")
     page.get_by_role("button", name="Close the replay").click()
     expect(page.get_by_text("Start a new chat, or open one from the list.")).to_be_visible()
 
