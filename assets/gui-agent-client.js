@@ -409,8 +409,9 @@ export class GuiAgentClient {
   }
 
   /** A new session from an export document (a File or Blob, its text, or the parsed
-   * object): {session, message_count, reset, repairs}. What the file held that an import
-   * never carries over is in `reset`; what was repaired, counted, in `repairs`. */
+   * object): {session, message_count, reset, repairs, summary}. What the file held that an
+   * import never carries over is in `reset`; what was repaired, counted, in `repairs`; all
+   * of it said in plain words, as the chat page says it, in `summary`. */
   importSession(document) {
     const body = typeof document === "string" || document instanceof Blob
       ? document

@@ -1,17 +1,16 @@
 """What an import did, in plain words, for every front end: the messages it brought, what of
 the file it did not carry over (`Imported.reset`, the API's `reset`), and what it repaired so
 any model can continue the chat (`HistoryRepairs`, the API's `repairs`). Only what happened
-is said."""
+is said. The API's import answer carries it (`summary`), so every front end says the same."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import fields
+from collections.abc import Sequence
 
 from gui_agent.history_repair import HistoryRepairs
 from gui_agent.wording import counted
 
-__all__ = ["RESET_WORDS", "import_summary", "repairs_from"]
+__all__ = ["RESET_WORDS", "import_summary"]
 
 RESET_WORDS = {
     "settings.permissions": "the tools it allowed without asking (each asks you again)",
@@ -29,13 +28,6 @@ def import_summary(message_count: int, reset: Sequence[str], repairs: HistoryRep
     if repaired:
         said.append(f"Repaired so that any model can continue the chat: {'; '.join(repaired)}.")
     return " ".join(said)
-
-
-def repairs_from(counts: Mapping[str, int]) -> HistoryRepairs:
-    """The API's `repairs` counts as `HistoryRepairs`; a count this version does not know
-    (a newer server's) is left out."""
-    known = {f.name for f in fields(HistoryRepairs)}
-    return HistoryRepairs(**{name: int(n) for name, n in counts.items() if name in known})
 
 
 def _repairs(repairs: HistoryRepairs) -> list[str]:

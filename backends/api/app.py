@@ -43,7 +43,8 @@ is doing (a retry, edit or clear while a turn runs, a second answer to an approv
                                         attachment; 413 when it could not be imported back
                                         (over `max_import_bytes`)
     POST   /api/sessions/import         (body: an export document)
-                                        -> 201 {session, message_count, reset, repairs}
+                                        -> 201 {session, message_count, reset, repairs,
+                                        summary}
     POST   /api/sessions/replay         (body: an export document) -> {title, message_count,
                                         events}: its events in order, nothing saved
 

@@ -94,6 +94,9 @@ class ImportAnswer(_Answer):
     """What the document held that the new session does not (e.g. `settings.permissions`)."""
     repairs: dict[str, int]
     """How many of each change made so any model can continue the history."""
+    summary: str
+    """What the import did, in plain words, as the chat page says it: the messages it
+    brought, what it did not carry over, what it repaired (`gui_agent.import_words`)."""
 
 
 class ReplayAnswer(_Answer):

@@ -4,7 +4,7 @@ imported, read (with what the memory window holds of them), changed, deleted and
     GET    /api/sessions?q=&limit=&offset=             -> {sessions: [record], ...}
     GET    /api/sessions/changes  (SSE, see `changes`)
     POST   /api/sessions          {agent?, model?, settings?, title?}  -> 201 {session}
-    POST   /api/sessions/import   (an export document) -> 201 {session, message_count, ...}
+    POST   /api/sessions/import   (an export document) -> 201 {session, summary, ...}
     GET    /api/sessions/{id}     ?limit=              -> {session, messages, state, ...}
     GET    /api/sessions/{id}/memory                   -> what the next model call is sent
     PATCH  /api/sessions/{id}     {title?, settings?, autochat?, agent?, model?}  (partial)
@@ -41,6 +41,7 @@ from backends.api.responses import (
 )
 from backends.api.sse import EventStreamResponse
 from gui_agent.export import ExportDocument, encode_export, read_import, too_large_to_import
+from gui_agent.import_words import import_summary
 from gui_agent.log_text import loggable
 from schema import (
     PROTOCOL_VERSION,
@@ -179,6 +180,7 @@ def add_session_routes(app: FastAPI, api: ApiContext) -> None:
             message_count=len(messages),
             reset=list(imported.reset),
             repairs=imported.repairs.as_dict(),
+            summary=import_summary(len(messages), imported.reset, imported.repairs),
         )
         return send(answer, 201)
 

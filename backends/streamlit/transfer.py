@@ -6,7 +6,8 @@ for, of the open chat) and no other, so an export costs its size once, not once 
 chat too large to be imported back is exported all the same, with a warning saying why.
 
 Import takes an export file in the sidebar, makes it a new chat of this person (the server
-checks it as untrusted input), opens it, and says what the import did (`import_summary`).
+checks it as untrusted input), opens it, and says what the import did (the answer's
+`summary`, in the words the chat page uses).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from backends.api.client import ApiError, GuiAgentClient
 from backends.api.responses import SessionDetail
 from backends.streamlit.view import plain_markdown
 from gui_agent.export import export_file_name
-from gui_agent.import_words import import_summary, repairs_from
 
 __all__ = ["Export", "export_file_box", "export_panel", "fetch_export", "import_box"]
 
@@ -115,8 +115,6 @@ def import_box(client: GuiAgentClient) -> None:
         state = st.session_state
         state.session_id = answer.session.id
         state.pop("replaying", None)  # (the imported chat shows, not a replay)
-        state.notice = import_summary(
-            answer.message_count, answer.reset, repairs_from(answer.repairs)
-        )
+        state.notice = answer.summary
 
     export_file_box("Import a chat (an export file)", "import", "import", imported)

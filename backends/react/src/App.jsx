@@ -4,7 +4,7 @@
 import { useCallback, useEffect, useRef, useState } from "react";
 import { Chat } from "./Chat.jsx";
 import { Replay } from "./Replay.jsx";
-import { ImportBox, ReplayBox, importSummary } from "./Transfer.jsx";
+import { ImportBox, ReplayBox } from "./Transfer.jsx";
 
 export function App({ client, api }) {
   const [phase, setPhase] = useState("starting"); // starting | signin | ready | failed
@@ -165,7 +165,7 @@ function Workspace({ client, api, onSignedOut }) {
           client={client}
           onImported={(answer) => {
             open(answer.session.id);
-            setNotice(importSummary(answer));
+            setNotice(answer.summary); // (in the words the chat page uses)
             reload();
           }}
           onProblem={setProblem}

@@ -1,47 +1,9 @@
 // Export the open chat to a file, import one as a new chat, or pick one to replay (Replay.jsx
 // shows it). A chat too large to be imported back is exported all the same, with a warning
-// saying why; an import says what it did, in the words the Gradio page uses.
+// saying why; an import says what it did (the server's `summary`, the chat page's words).
 
-const RESET_WORDS = {
-  "settings.permissions": "the tools it allowed without asking (each asks you again)",
-  "autochat.enabled": "AutoChat being on (switch it on again if you want it)",
-};
 const NOT_IMPORTABLE = ["too_large", "not_importable"]; // the export answer's codes for it
 const API_HINT = "; add ?allow_unimportable=true"; // how the API's message goes on
-
-const counted = (n, noun) => `${n.toLocaleString("en-US")} ${noun}${n === 1 ? "" : "s"}`;
-
-/** What an import did: the messages it brought, what it did not carry over, what it
- * repaired so any model can continue the chat. */
-export function importSummary(answer) {
-  const said = [`Imported ${counted(answer.message_count, "message")} as a new chat.`];
-  const reset = answer.reset.map((name) => RESET_WORDS[name] ?? name);
-  if (reset.length) said.push(`For safety, an import does not carry over ${reset.join(" or ")}.`);
-  const repairs = answer.repairs ?? {};
-  const repaired = [];
-  const one = (n, a, b) => (n === 1 ? a : b);
-  if (repairs.orphan_results_dropped) {
-    const n = repairs.orphan_results_dropped;
-    repaired.push(`${counted(n, "tool result")} that answered no call ${one(n, "was", "were")} left out`);
-  }
-  if (repairs.unanswered_calls_answered) {
-    const n = repairs.unanswered_calls_answered;
-    repaired.push(
-      `${counted(n, "tool call")} that had no result ` +
-        one(
-          n,
-          "is marked unanswered (it may have run: check before running it again)",
-          "are marked unanswered (they may have run: check before running them again)",
-        ),
-    );
-  }
-  if (repairs.system_messages_made_notes) {
-    const n = repairs.system_messages_made_notes;
-    repaired.push(`${counted(n, "system message")} ${one(n, "is", "are")} kept as a note, shown but never sent to the model`);
-  }
-  if (repaired.length) said.push(`Repaired so that any model can continue the chat: ${repaired.join("; ")}.`);
-  return said.join(" ");
-}
 
 /** The name an export is saved under: letters and digits of the title, the time it was made. */
 export function exportFileName(title, at = new Date()) {

@@ -43,6 +43,11 @@ def test_an_import_never_carries_tool_permissions_or_autochat(backend: Backend, 
     assert response.status_code == 201, response.text
     body = response.json()
     assert body["reset"] == ["settings.permissions", "autochat.enabled"]
+    assert body["summary"] == (  # in the words every front end shows
+        "Imported 2 messages as a new chat. For safety, an import does not carry over the "
+        "tools it allowed without asking (each asks you again) or AutoChat being on (switch "
+        "it on again if you want it)."
+    )
     session = body["session"]
     assert session["settings"]["permissions"] == {}
     assert session["autochat"]["enabled"] is False

@@ -13,7 +13,7 @@ import pytest
 from backends.api.client import GuiAgentClient
 from backends.streamlit.transfer import fetch_export
 from gui_agent.history_repair import HistoryRepairs
-from gui_agent.import_words import import_summary, repairs_from
+from gui_agent.import_words import import_summary
 from tests.backends.api.live import is_idle, running_backend
 
 pytest.importorskip("streamlit")
@@ -55,8 +55,7 @@ def test_an_export_holds_the_chat_and_is_named_after_it(client: GuiAgentClient) 
     ]
     answer = client.import_session(export.data)  # and it comes back as a new chat
     assert answer.session.id != session_id and answer.message_count == 2
-    said = import_summary(answer.message_count, answer.reset, repairs_from(answer.repairs))
-    assert said == "Imported 2 messages as a new chat."
+    assert answer.summary == "Imported 2 messages as a new chat."
 
 
 def test_a_chat_too_large_to_import_back_is_exported_with_the_reason(
@@ -72,10 +71,8 @@ def test_a_chat_too_large_to_import_back_is_exported_with_the_reason(
     assert export.file_name.startswith("gui-agent-chat-")
 
 
-def test_repair_counts_a_newer_server_adds_are_left_out() -> None:
-    counts = {"orphan_results_dropped": 2, "system_messages_made_notes": 1, "a_new_count": 9}
-    assert repairs_from(counts) == HistoryRepairs(2, 0, 1)
-    assert import_summary(3, ["autochat.enabled"], repairs_from(counts)) == (
+def test_what_an_import_did_is_said_in_plain_words() -> None:
+    assert import_summary(3, ["autochat.enabled"], HistoryRepairs(2, 0, 1)) == (
         "Imported 3 messages as a new chat. For safety, an import does not carry over "
         "AutoChat being on (switch it on again if you want it). Repaired so that any model "
         "can continue the chat: 2 tool results that answered no call were left out; "
