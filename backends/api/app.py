@@ -63,9 +63,9 @@ The routes live by resource: `routes_access` (login, health, models, agents),
 `routes_sessions` (the records, their change feed, import and export), `routes_replay` (an
 export's events, to show it step by step), `routes_turns` (messages, Stop, approvals,
 retry/edit/clear), `routes_tools` (a chat's tools, their modes and the tools allowed for
-the session) and `routes_events` (a session's event stream); what
-they share (the manager, the authenticator, the limits, the per-session epochs and edit
-locks) is one `context.ApiContext` per app. This module assembles them, in the order the
+the session) and `routes_events` (a session's event stream); what they share (the manager,
+the authenticator, the limits, the per-session epochs and edit locks) is one
+`context.ApiContext` per app. This module assembles them, in the order the
 OpenAPI document lists them, and answers everything else under /api.
 """
 

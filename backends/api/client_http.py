@@ -31,11 +31,11 @@ _T = TypeVar("_T")
 DEFAULT_TIMEOUT_S = 30.0
 MAX_RECONNECTS = 5
 STREAM_READ_TIMEOUT_S = 4 * DEFAULT_KEEPALIVE_S
+"""Silence on an event stream longer than this (four of the server's keep-alives) is taken
+for a dead connection, and the stream is opened again."""
 KEEPALIVE_EXPIRY_S = 2.0
 """How long an idle connection is kept for the next request: well under the 5 s the server
 keeps one open, so none is used again as the server closes it."""
-"""Silence on an event stream longer than this (four of the server's keep-alives) is taken
-for a dead connection, and the stream is opened again."""
 
 
 class TokenHolder(Protocol):
