@@ -21,7 +21,9 @@ from backends.gradio.tabs import send_number_of, ticket_of
 from backends.gradio.toasts import toast_text
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.interpreter import Interpreter
+from gui_agent.session import title_from
 from schema import MAX_MESSAGE_CHARS, AgentName, AutoChatSettings, ImagePart, SessionSettings
+from schema.messages import valid_text
 
 __all__ = [
     "NOTHING_TO_EDIT",
@@ -154,6 +156,11 @@ class Sending(HandlerBase):
                 yield update
             return
         target = interpreter
+        if not form.as_edit and not target.session.title and text.strip():
+            # The message will title the chat: that title is this tab's own doing, not news
+            # from elsewhere. The Title box gets it through the title offer (app.py), which
+            # keeps a title the person is typing there meanwhile; a follow would set it.
+            self.news.saving(tab, target.id, {"title": title_from(valid_text(text))})
 
         async def act() -> None:
             try:

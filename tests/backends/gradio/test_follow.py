@@ -112,3 +112,32 @@ async def test_a_follow_leaves_the_autochat_status_to_the_stream_while_the_chat_
     shown = await presence.follow(interpreter.id, "", None)  # type: ignore[arg-type]
     assert str(shown[page.autochat_status]).startswith("AutoChat stopped after 0 automatic")
     await manager.close()
+
+
+async def test_the_title_a_tabs_first_message_gives_is_not_news_to_that_tab(
+    tmp_path: Path,
+) -> None:
+    """The chat's first message titles it. To the tab that sent it that title is its own
+    doing: its Title box gets it through the title offer, which keeps a title the person is
+    typing there meanwhile. A follow set the box whatever it held (Rename then saved the
+    chat's first title over the one typed)."""
+    page, manager, handlers = await page_handlers(tmp_path, ScriptedModel(default="hi"))
+    tab = tab_of(None)
+    handlers.news.open(tab, "local")
+    async for _update in handlers.send({page.chat_input: "plan the   trip"}, None):  # type: ignore[arg-type]
+        pass
+    [record] = await manager.list("local")
+    interpreter = await manager.get(record.id, "local")
+    await interpreter.wait_idle()
+    assert interpreter.session.title == "plan the trip"
+    titled = [e for e in interpreter.events_since(0) if isinstance(e, SessionUpdated)]
+    assert any(e.fields.get("title") == "plan the trip" for e in titled)
+    for event in titled:  # as the tab's keep-alive hears them
+        handlers.news.notice(tab, interpreter.id, event)
+    assert handlers.news.take(tab) == set()  # the tab's own echo, not a field to show
+    other = "local\0another-tab"  # a tab of the same person showing the chat: news
+    handlers.news.open(other, "local")
+    for event in titled:
+        handlers.news.notice(other, interpreter.id, event)
+    assert handlers.news.take(other) == {"title"}
+    await manager.close()
