@@ -49,6 +49,13 @@ function sessionPath(sessionId, ...rest) {
     index === 0 ? part : encodeURIComponent(String(part))).join("/");
 }
 
+/** An export document as a request body: a File or Blob, its text, or the parsed object. */
+function exportBody(document) {
+  return typeof document === "string" || document instanceof Blob
+    ? document
+    : JSON.stringify(document);
+}
+
 async function errorOf(response) {
   const text = await response.text().catch(() => "");
   let body = null;
@@ -413,19 +420,13 @@ export class GuiAgentClient {
    * import never carries over is in `reset`; what was repaired, counted, in `repairs`; all
    * of it said in plain words, as the chat page says it, in `summary`. */
   importSession(document) {
-    const body = typeof document === "string" || document instanceof Blob
-      ? document
-      : JSON.stringify(document);
-    return this.sendJson("POST", `${API}/sessions/import`, body);
+    return this.sendJson("POST", `${API}/sessions/import`, exportBody(document));
   }
 
   /** An export document's events in order, to show the chat step by step; nothing is
    * saved: {title, message_count, events}. Refused as an import would refuse the file. */
   replayExport(document) {
-    const body = typeof document === "string" || document instanceof Blob
-      ? document
-      : JSON.stringify(document);
-    return this.sendJson("POST", `${API}/sessions/replay`, body);
+    return this.sendJson("POST", `${API}/sessions/replay`, exportBody(document));
   }
 
   /** Starts a turn (or queues the message behind the running one): {message_id} */

@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from gui_agent.agents.base import AgentDeps
+from gui_agent.cancels import uninterrupted
 from gui_agent.events import EventHub
 from gui_agent.exceptions import StoreError
 from gui_agent.log_text import loggable, loggable_traceback
@@ -236,16 +237,3 @@ TRACKERS: Final[Mapping[type, _Tracker]] = MappingProxyType(
 )
 """Events that change what an interpreter tracks, by exact type (events are not subclassed);
 every other event is only published."""
-
-
-async def uninterrupted(future: asyncio.Future[None]) -> bool:
-    """Wait until `future` is done, also when the waiting task is cancelled meanwhile (the
-    future goes on). Returns whether it was: the caller then raises CancelledError itself,
-    once it has finished what must not be cut short."""
-    cancelled = False
-    while not future.done():
-        try:
-            await asyncio.wait((future,))
-        except asyncio.CancelledError:
-            cancelled = True
-    return cancelled

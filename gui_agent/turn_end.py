@@ -17,10 +17,10 @@ import asyncio
 from collections.abc import Awaitable, Mapping
 
 from gui_agent.autochat_driver import AutoChatDriver
+from gui_agent.cancels import uninterrupted
 from gui_agent.hooks import call_hook
 from gui_agent.session import Session, unanswered_call_result, unanswered_calls
 from gui_agent.state import Trigger
-from gui_agent.tracking import uninterrupted
 from schema import (
     ApprovalDecision,
     ApprovalResolved,

@@ -175,17 +175,18 @@ def export_session(session_id: str, allow_unimportable: bool) -> Call[bytes]:
 
 
 def import_session(document: bytes | str | Mapping[str, Any]) -> Call[ImportAnswer]:
-    if isinstance(document, Mapping):
-        document = json.dumps(document)
-    body = document.encode() if isinstance(document, str) else document
-    return Call("POST", "api/sessions/import", partial(parse, ImportAnswer), body)
+    return Call("POST", "api/sessions/import", partial(parse, ImportAnswer), _export(document))
 
 
 def replay_export(document: bytes | str | Mapping[str, Any]) -> Call[ReplayAnswer]:
+    return Call("POST", "api/sessions/replay", partial(parse, ReplayAnswer), _export(document))
+
+
+def _export(document: bytes | str | Mapping[str, Any]) -> bytes:
+    """An export document as a request body: its bytes, its text, or the parsed object."""
     if isinstance(document, Mapping):
         document = json.dumps(document)
-    body = document.encode() if isinstance(document, str) else document
-    return Call("POST", "api/sessions/replay", partial(parse, ReplayAnswer), body)
+    return document.encode() if isinstance(document, str) else document
 
 
 # -- a conversation ----------------------------------------------------------------------

@@ -53,6 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gui_agent.cancels import uninterrupted
 from gui_agent.exceptions import ToolExecutionError
 from gui_agent.tools import _sandbox
 from gui_agent.tools._sandbox import (
@@ -235,22 +236,9 @@ async def _settle_to_the_end(protocol: _ChildProtocol, pid: int) -> None:
     the code running, and whatever it started. It takes a few seconds at most; a cancel
     that came meanwhile is raised once it is done."""
     settling = asyncio.ensure_future(_settle(protocol, pid))
-    if await _through_cancels(settling):
+    if await uninterrupted(settling):
         raise asyncio.CancelledError
     settling.result()
-
-
-async def _through_cancels(future: asyncio.Future[Any]) -> bool:
-    """Wait until `future` is done, even when this task is cancelled meanwhile (`future` is
-    not cancelled with it); whether a cancel came, for the caller to raise when it has
-    finished what `future` leaves to it. `future`'s own exception is not raised here."""
-    cancelled = False
-    while not future.done():
-        try:
-            await asyncio.wait((future,))
-        except asyncio.CancelledError:
-            cancelled = True
-    return cancelled
 
 
 async def _spawned(
@@ -263,7 +251,7 @@ async def _spawned(
     and the code the supervisor had started ran on, with nobody left to end it. Here the
     start is let finish; then a cancelled call ends the run as any stopped run does
     (`_settle_to_the_end`), and the cancel is raised."""
-    if not await _through_cancels(spawning):
+    if not await uninterrupted(spawning):
         return spawning.result()
     if spawning.cancelled() or spawning.exception() is not None:
         raise asyncio.CancelledError  # nothing started: the Stop is all there is to say
@@ -289,7 +277,7 @@ async def run_code(code: str, workdir: Path, limits: PythonLimits) -> ToolOutput
         raise ToolExecutionError("run_python needs a POSIX system (Linux or macOS)")
     protect_process()  # before any child exists: the code must not read our /proc files
     preparing = asyncio.ensure_future(asyncio.to_thread(_prepare, workdir, code))
-    if await _through_cancels(preparing):  # (the thread wrote the script all the same)
+    if await uninterrupted(preparing):  # (the thread wrote the script all the same)
         if not preparing.cancelled() and preparing.exception() is None:
             await asyncio.to_thread(preparing.result()[0].unlink, missing_ok=True)
         raise asyncio.CancelledError
