@@ -10,7 +10,7 @@ from typing import Any
 
 import gradio as gr
 
-from backends.gradio.bases import edited
+from backends.gradio.bases import Base, edited
 from backends.gradio.follow import as_published
 from backends.gradio.form import Form
 from backends.gradio.handler_base import HandlerBase
@@ -159,8 +159,14 @@ class Sending(HandlerBase):
         if not form.as_edit and not target.session.title and text.strip():
             # The message will title the chat: that title is this tab's own doing, not news
             # from elsewhere. The Title box gets it through the title offer (app.py), which
-            # keeps a title the person is typing there meanwhile; a follow would set it.
-            self.news.saving(tab, target.id, {"title": title_from(valid_text(text))})
+            # keeps a title the person is typing there meanwhile; a follow would set it. So
+            # it is no news to the tab (an echo), and its base holds it: a keep-alive that
+            # starts listening after the title came catches up by the base (presence.py),
+            # and would otherwise set the box to it.
+            title = title_from(valid_text(text))
+            self.news.saving(tab, target.id, {"title": title})
+            known = Base.decode(first.get(self.page.form_base)) or Base(target.id)
+            first[self.page.form_base] = known.with_values(target.id, {"title": title}).encode()
 
         async def act() -> None:
             try:

@@ -141,3 +141,31 @@ async def test_the_title_a_tabs_first_message_gives_is_not_news_to_that_tab(
         handlers.news.notice(other, interpreter.id, event)
     assert handlers.news.take(other) == {"title"}
     await manager.close()
+
+
+async def test_a_catch_up_leaves_the_title_a_tabs_first_message_gave_to_its_box(
+    tmp_path: Path,
+) -> None:
+    """A keep-alive that listens to a new chat only after its first message titled it has
+    the tab catch up: each box whose value differs from what the tab last got (its base) is
+    set. The base said the title was empty, so the catch-up set the Title box to the first
+    title over one the person was typing (Rename then saved the first title: the rename
+    tests' flake). The send's base now holds the title its message gives the chat."""
+    page, manager, handlers = await page_handlers(tmp_path, ScriptedModel(default="hi"))
+    tab = tab_of(None)
+    handlers.news.open(tab, "local")
+    base = ""
+    async for update in handlers.send({page.chat_input: "plan the   trip"}, None):  # type: ignore[arg-type]
+        base = str(update.get(page.form_base, base))
+    [record] = await manager.list("local")
+    interpreter = await manager.get(record.id, "local")
+    await interpreter.wait_idle()
+    assert interpreter.session.title == "plan the trip"
+    handlers.news.missed(tab)  # what `Presence._missed` says of the title event it missed
+    shown = await Presence(handlers).follow(interpreter.id, "", None, base)  # type: ignore[arg-type]
+    assert page.rename_box not in shown  # the box keeps what the person typed there
+    await interpreter.update(title="Renamed in another tab")  # a change made elsewhere
+    handlers.news.missed(tab)
+    shown = await Presence(handlers).follow(interpreter.id, "", None, base)  # type: ignore[arg-type]
+    assert shown[page.rename_box] == "Renamed in another tab"
+    await manager.close()

@@ -143,6 +143,32 @@ def test_a_tab_whose_keep_alive_ended_catches_up_and_keeps_what_is_typed(
     assert same_document(tab)
 
 
+def test_a_catch_up_keeps_a_title_typed_over_the_one_the_first_message_gave(
+    tab: Page, server: LiveServer
+) -> None:
+    """A new chat's first message titles it, and the title offer fills the Title box. A
+    keep-alive that started again after that set the box to the first title over one the
+    person was typing (the tab's base did not hold the first title), and Rename saved the
+    first title: the rename tests' CI flake."""
+    send(tab, "a chat titled by its first message")
+    wait_idle(tab)
+    manage(tab)
+    title = tab.locator("#rename-input textarea")
+    expect(title).to_have_value("a chat titled by its first message")
+    title.fill("A title being typed")
+
+    async def change(manager: SessionManager) -> None:
+        await manager.create("local", title="Made while the tab was away")
+
+    while_away(server, tab, change)
+    chats = tab.locator("#session-list")
+    expect(chats).to_contain_text("Made while the tab was away")  # it caught up
+    expect(title).to_have_value("A title being typed")
+    title.press("Enter")
+    expect(chats).to_contain_text("A title being typed")
+    expect(chats).not_to_contain_text("a chat titled by its first message")
+
+
 def test_a_keep_alive_started_again_follows_the_chat_the_tab_shows(
     tab: Page, server: LiveServer
 ) -> None:
