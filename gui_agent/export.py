@@ -105,6 +105,7 @@ __all__ = [
     "ExportDocument",
     "HistoryRepairs",
     "Imported",
+    "Replay",
     "encode_export",
     "export_file_name",
     "export_session",
@@ -112,6 +113,7 @@ __all__ = [
     "import_session",
     "parse_export",
     "read_import",
+    "read_replay",
     "replay_events",
     "sendable_history",
     "size_text",
@@ -263,7 +265,7 @@ def _log_reset(imported: Imported) -> Imported:
 def _read(doc: Mapping[str, Any], *, owner: str) -> Imported:
     if not owner:
         raise InvalidRequest("an import needs an owner")
-    record, raw = read_contents(doc)
+    record, raw, _events = read_contents(doc)
     messages, repairs = sendable_history(raw)
     reset = tuple(
         name
@@ -288,30 +290,51 @@ def _read(doc: Mapping[str, Any], *, owner: str) -> Imported:
     return Imported(imported, messages, reset, repairs)
 
 
-def replay_events(
-    doc: Mapping[str, Any],
-    *,
-    session_id: str | None = None,
-    messages: Sequence[Message] | None = None,
-) -> list[Event]:
+def replay_events(doc: Mapping[str, Any], *, session_id: str | None = None) -> list[Event]:
     """The events of an export in order, for a step-by-step replay.
 
     Without recorded events, each message is replayed as message_started, its text (and
     reasoning) as text_delta, then message_completed: the messages as the file holds them,
     without the repairs an import makes. `session_id` re-stamps every event, e.g. with the
-    id of the imported session. `messages`: the document's, already read (`read_contents`),
-    so that they are not read again.
+    id of the imported session.
     """
     events = read_events(doc)
-    if events:
-        events.sort(key=lambda event: event.seq)
-    else:
-        if messages is None:
-            messages = read_contents(doc)[1]
-        events = list(_synthesize(messages))  # as recorded, not repaired
+    messages = [] if events else read_contents(doc).messages
+    return _replayed(events, messages, session_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """An export read for a step-by-step replay (nothing of it is saved)."""
+
+    title: str
+    """The exported chat's title ("" when it had none)."""
+    message_count: int
+    events: list[Event]
+    """In order (see `replay_events`)."""
+
+
+def read_replay(data: bytes | str, *, max_bytes: int = MAX_IMPORT_BYTES) -> Replay:
+    """An export's bytes read for a replay as an import reads them (`parse_export`, then
+    every part validated once): the chat page and the API refuse the files an import
+    refuses, in the same words. Slow for a large file: call it off the event loop."""
+    record, messages, events = read_contents(parse_export(data, max_bytes=max_bytes))
+    return Replay(record.title, len(messages), _replayed(events, messages, None))
+
+
+def _replayed(
+    events: list[Event], messages: Sequence[Message], session_id: str | None
+) -> list[Event]:
+    """The recorded `events` in order, or else the steps re-created from `messages`."""
+    # (messages as recorded, not repaired)
+    events = sorted(events, key=_seq) if events else list(_synthesize(messages))
     if session_id is not None:
         events = [event.model_copy(update={"session_id": session_id}) for event in events]
     return events
+
+
+def _seq(event: Event) -> int:
+    return event.seq
 
 
 def _synthesize(messages: Sequence[Message]) -> Iterator[Event]:

@@ -116,7 +116,8 @@ def sizes(size: int, limit: int) -> tuple[str, str]:
 
 def parse_export(data: bytes | str, *, max_bytes: int = MAX_IMPORT_BYTES) -> dict[str, Any]:
     """Check the size, the JSON and the format/version header of an export; returns the
-    document (its contents are validated by `import_document` and `replay_events`)."""
+    document (its contents are validated by `import_document`, `read_replay` and
+    `replay_events`)."""
     size = len(data.encode("utf-8", "surrogatepass")) if isinstance(data, str) else len(data)
     if size > max_bytes:
         raise InvalidRequest(too_large_to_import(size, max_bytes))

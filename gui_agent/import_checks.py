@@ -19,7 +19,7 @@ import re
 import types
 import typing
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ValidationError
@@ -46,7 +46,7 @@ from schema.requests import (
     image_bytes_problem,
 )
 
-__all__ = ["check_messages", "check_record", "read_contents", "read_events"]
+__all__ = ["Contents", "check_messages", "check_record", "read_contents", "read_events"]
 
 _PATH_KEYS = frozenset({"path", "file", "file_path", "filepath", "local_path"})
 _FILE_URL = re.compile(r"\s*file:\S", re.IGNORECASE)
@@ -54,8 +54,18 @@ _FILE_URL = re.compile(r"\s*file:\S", re.IGNORECASE)
 _M = TypeVar("_M", bound=BaseModel)
 
 
-def read_contents(doc: Mapping[str, Any]) -> tuple[SessionRecord, list[Message]]:
-    """The document's session and messages as they are, each validated and checked."""
+class Contents(NamedTuple):
+    """An export's parts as they are, each validated and checked."""
+
+    record: SessionRecord
+    messages: list[Message]
+    events: list[Event]
+    """The recorded events (an import never keeps them; a replay shows them)."""
+
+
+def read_contents(doc: Mapping[str, Any]) -> Contents:
+    """The document's session, messages and recorded events, each validated and checked
+    once: a file with any malformed part is refused, whatever is done with it."""
     session = doc.get("session")
     if not isinstance(session, dict):
         raise InvalidRequest("the export has no session object")
@@ -70,8 +80,7 @@ def read_contents(doc: Mapping[str, Any]) -> tuple[SessionRecord, list[Message]]
         )
     messages = [_validate(Message, item, f"message {i}") for i, item in enumerate(raw_messages)]
     check_messages(messages)
-    read_events(doc)  # never imported, but refused when malformed, like the rest
-    return record, messages
+    return Contents(record, messages, read_events(doc))
 
 
 def read_events(doc: Mapping[str, Any]) -> list[Event]:

@@ -14,8 +14,7 @@ from backends.api.context import ApiContext
 from backends.api.openapi import JSON, errors
 from backends.api.responses import ReplayAnswer, success
 from backends.api.routes_sessions import read_import_body
-from gui_agent.export import ExportDocument, parse_export, replay_events
-from gui_agent.import_checks import read_contents
+from gui_agent.export import ExportDocument, read_replay
 
 __all__ = ["REPLAY_PATH", "add_replay_route"]
 
@@ -42,11 +41,8 @@ def add_replay_route(app: FastAPI, api: ApiContext) -> None:
 def replayed(raw: bytes, limit: int) -> str:
     """The answer (a `ReplayAnswer`, as JSON) for an export's bytes; InvalidRequest (400)
     when an import would refuse them."""
-    document = parse_export(raw, max_bytes=limit)
-    record, messages = read_contents(document)
+    replay = read_replay(raw, max_bytes=limit)
     answer = ReplayAnswer(
-        title=record.title,
-        message_count=len(messages),
-        events=replay_events(document, messages=messages),
+        title=replay.title, message_count=replay.message_count, events=replay.events
     )
     return answer.model_dump_json()

@@ -28,9 +28,8 @@ from gui_agent.export import (
     Imported,
     encode_export,
     export_file_name,
-    parse_export,
     read_import,
-    replay_events,
+    read_replay,
 )
 from gui_agent.import_words import import_summary
 from gui_agent.log_text import loggable
@@ -127,8 +126,8 @@ class Transfer:
         if not data:
             yield no_change()
             return
-        try:
-            events = replay_events(parse_export(data, max_bytes=self.max_import_bytes))
+        try:  # read as an import reads it, off the event loop (an export can be large)
+            replay = await asyncio.to_thread(read_replay, data, max_bytes=self.max_import_bytes)
         except InvalidRequest as exc:
             gr.Warning(f"Could not replay: {toast_text(exc)}")
             yield no_change()
@@ -136,7 +135,7 @@ class Transfer:
         tab, order = tab_of(request), ticket_of(ticket)
         await self.handlers.streams.supersede(tab, order, "")
         with self.handlers.streams.watch(tab, "", order) as watch:
-            async for update in self._replay(events, owner_of(request), lambda: watch.ended):
+            async for update in self._replay(replay.events, owner_of(request), lambda: watch.ended):
                 yield update
             if watch.ended:  # Gradio repeats a stream's last update as it ends: not this one
                 yield no_change()

@@ -1,11 +1,20 @@
 """What the page says after an import (transfer.py): what it brought, what of the file it did
-not carry over, and what it repaired, in plain words, and nothing more when nothing changed."""
+not carry over, and what it repaired, in plain words, and nothing more when nothing changed.
+And a replay refuses the files an import refuses."""
 
 from __future__ import annotations
 
-from backends.gradio.transfer import import_notice
-from gui_agent.export import HistoryRepairs, Imported
-from schema import Message, Role, SessionRecord
+import json
+from pathlib import Path
+
+import gradio as gr
+import pytest
+
+from backends.gradio.stream import no_change
+from backends.gradio.transfer import Transfer, import_notice
+from gui_agent.export import HistoryRepairs, Imported, export_session
+from schema import Message, MessageStarted, Role, SessionRecord
+from tests.backends.gradio.kit import page_handlers
 
 
 def imported(repairs: HistoryRepairs, reset: tuple[str, ...] = ()) -> str:
@@ -34,3 +43,28 @@ def test_an_import_names_each_reset_and_each_repair_once_in_good_english() -> No
         "(it may have run: check before running it again)."
     )
     assert "carry over" not in one
+
+
+async def test_the_page_refuses_to_replay_a_file_an_import_refuses_though_it_has_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With recorded events, the page replayed them without reading the file's messages."""
+    said: list[str] = []
+    monkeypatch.setattr(gr, "Warning", lambda message, *_a, **_k: said.append(message))
+    message = Message(role=Role.USER, content="hi")
+    document = export_session(
+        SessionRecord(owner="me", title="t"), [message], [MessageStarted(seq=1, message_id="m")]
+    )
+    document["messages"][0]["role"] = "nobody"
+    data = json.dumps(document).encode()
+    _page, manager, handlers = await page_handlers(tmp_path)
+    transfer = Transfer(handlers)
+    updates = [update async for update in transfer.replay(data, "1", None)]  # type: ignore[arg-type]
+    await transfer.import_file(data, "2", None)  # type: ignore[arg-type]
+    await manager.close()
+    assert updates == [no_change()]  # nothing shown
+    assert said == [
+        said[1].replace("Could not import: ", "Could not replay: "),
+        said[1],
+    ]
+    assert said[1].startswith("Could not import: message 0")
