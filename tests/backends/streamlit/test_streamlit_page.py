@@ -84,16 +84,16 @@ def send(page: Page, text: str) -> None:
 def pick(page: Page, label: str, option: str) -> None:
     """Pick `option` in the select box `label`. After a turn the script runs again once
     or twice; a menu opened as it does is closed with the box it belonged to, so the
-    box is opened again until its menu stays."""
+    box is opened again until its menu stays. (The click too: a menu closed between the
+    option showing and the click left the click waiting for an option gone with it.)"""
     for _ in range(5):
         settled(page)
         page.get_by_label(label).click()
         choice = page.get_by_role("option", name=option)
         try:
-            choice.wait_for(timeout=3000)
+            choice.click(timeout=3000)
         except PlaywrightTimeoutError:
             continue
-        choice.click()
         return
     raise AssertionError(f"the menu of {label!r} did not stay open")
 
