@@ -536,12 +536,12 @@ def _wire(
     # The button, or Enter; a title changed again while the last is on its way is saved
     # once that one is back (the box is not an output: the box as it is then). The title
     # is read as the box shows it: Gradio's copy can lag a title typed just before.
-    as_shown_title = _as_shown_js([None, page.rename_box.elem_id, None], "(...a) => a")
+    as_shown_title = _as_shown_js([None, page.rename_box.elem_id, None, None], "(...a) => a")
     for rename in (page.rename_btn.click, page.rename_box.submit):
         rename(
             sidebar.rename,
-            [page.session_id, page.rename_box, page.search],
-            [page.session_list],
+            [page.session_id, page.rename_box, page.search, page.form_base],
+            [page.session_list, page.form_base],
             trigger_mode="always_last",
             js=as_shown_title,
             **_EVENT,

@@ -10,6 +10,7 @@ import json
 
 import gradio as gr
 
+from backends.gradio.bases import Base
 from backends.gradio.handlers import Handlers, owner_of, tab_of
 from backends.gradio.stream import Updates, no_change
 from backends.gradio.tabs import ticket_of
@@ -56,7 +57,12 @@ class Sidebar:
         updates[self.handlers.page.title_offer] = offer
         return updates
 
-    async def rename(self, session_id: str, title: str, query: str, request: gr.Request) -> Updates:
+    async def rename(
+        self, session_id: str, title: str, query: str, request: gr.Request, base: str = ""
+    ) -> Updates:
+        """Save the title the box shows. The tab's base (bases.py) holds it from now on: a
+        keep-alive started again catches the tab up by the base, and would otherwise set
+        the box to this title over another one being typed there."""
         if not session_id:
             gr.Warning("Send a message first: a new chat is saved with its first message.")
             return no_change()
@@ -75,7 +81,11 @@ class Sidebar:
         self.handlers.news.saving(tab, session_id, {"title": saved})
         await self.handlers.manager.update(interpreter, title=title, origin=tab)
         gr.Info("Chat renamed.")
-        return await self.handlers.session_list_update(owner, session_id, query, tab=tab)
+        known = Base.decode(base) or Base(session_id)
+        return {
+            **await self.handlers.session_list_update(owner, session_id, query, tab=tab),
+            self.handlers.page.form_base: known.with_values(session_id, {"title": saved}).encode(),
+        }
 
     def ask_delete(self, session_id: str) -> Updates:
         if not session_id:

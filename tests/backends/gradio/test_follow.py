@@ -10,6 +10,7 @@ from pathlib import Path
 from backends.gradio.follow import TabNews, as_published
 from backends.gradio.handlers import tab_of
 from backends.gradio.presence import Presence
+from backends.gradio.sidebar import Sidebar
 from backends.gradio.stream import no_change
 from connectors.scripted import ScriptedModel
 from schema import AutoChatSettings, AutoChatTurn, SessionUpdated
@@ -168,4 +169,25 @@ async def test_a_catch_up_leaves_the_title_a_tabs_first_message_gave_to_its_box(
     handlers.news.missed(tab)
     shown = await Presence(handlers).follow(interpreter.id, "", None, base)  # type: ignore[arg-type]
     assert shown[page.rename_box] == "Renamed in another tab"
+    await manager.close()
+
+
+async def test_a_catch_up_after_a_rename_in_the_tab_leaves_its_title_box(tmp_path: Path) -> None:
+    """A rename saved in the tab is in its base: a keep-alive started again afterwards
+    leaves the Title box to the person (it set the box to the saved title again, over a
+    title typed since)."""
+    page, manager, handlers = await page_handlers(tmp_path, ScriptedModel(default="hi"))
+    interpreter = await manager.create("local", title="The first title")
+    tab = tab_of(None)
+    handlers.news.open(tab, "local")
+    await handlers.streams.supersede(tab, 1, interpreter.id)  # the tab shows this chat
+    base = str(handlers.opened(tab, interpreter)[page.form_base])
+    renamed = await Sidebar(handlers).rename(interpreter.id, " Renamed here ", "", None, base)  # type: ignore[arg-type]
+    assert interpreter.session.title == "Renamed here"
+    handlers.news.missed(tab)
+    shown = await Presence(handlers).follow(interpreter.id, "", None, renamed[page.form_base])  # type: ignore[arg-type]
+    assert page.rename_box not in shown
+    handlers.news.missed(tab)
+    shown = await Presence(handlers).follow(interpreter.id, "", None, base)  # type: ignore[arg-type]
+    assert shown[page.rename_box] == "Renamed here"  # the base before the rename: it moved
     await manager.close()

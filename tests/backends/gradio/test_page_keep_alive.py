@@ -345,8 +345,8 @@ class HeldAnswers:
 
     def _route(self, route: Route) -> None:
         data = (route.request.post_data_json or {}).get("data")
-        # The rename's inputs: the chat's id, the Title box, the search box.
-        if isinstance(data, list) and len(data) == 3 and data[1] and data[2] == "":
+        # The rename's inputs: the chat's id, the Title box, the search box, the tab's base.
+        if isinstance(data, list) and len(data) == 4 and data[1] and data[2] == "":
             self.sent.append(data[1])
             self.held.append((route, route.fetch()))
         else:
