@@ -81,7 +81,7 @@ from gui_agent.export_format import (
     too_large_to_import,
 )
 from gui_agent.history_repair import HistoryRepairs, sendable_history
-from gui_agent.import_checks import check_messages, check_record, read_contents, read_events
+from gui_agent.import_checks import check_messages, check_record, read_contents
 from gui_agent.log_text import loggable
 from schema import (
     Event,
@@ -291,15 +291,13 @@ def _read(doc: Mapping[str, Any], *, owner: str) -> Imported:
 
 
 def replay_events(doc: Mapping[str, Any], *, session_id: str | None = None) -> list[Event]:
-    """The events of an export in order, for a step-by-step replay.
-
-    Without recorded events, each message is replayed as message_started, its text (and
-    reasoning) as text_delta, then message_completed: the messages as the file holds them,
-    without the repairs an import makes. `session_id` re-stamps every event, e.g. with the
-    id of the imported session.
+    """The events of an export in order, for a step-by-step replay: the recorded ones, or
+    else, for each message, message_started, its text (and reasoning) as text_delta, then
+    message_completed (the messages as the file holds them, without the repairs an import
+    makes). Every part of the document is read as an import reads it (InvalidRequest).
+    `session_id` re-stamps every event, e.g. with the id of the imported session.
     """
-    events = read_events(doc)
-    messages = [] if events else read_contents(doc).messages
+    _record, messages, events = read_contents(doc)
     return _replayed(events, messages, session_id)
 
 
