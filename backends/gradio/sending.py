@@ -160,9 +160,9 @@ class Sending(HandlerBase):
             # The message will title the chat: that title is this tab's own doing, not news
             # from elsewhere. The Title box gets it through the title offer (app.py), which
             # keeps a title the person is typing there meanwhile; a follow would set it. So
-            # it is no news to the tab (an echo), and its base holds it: a keep-alive that
-            # starts listening after the title came catches up by the base (presence.py),
-            # and would otherwise set the box to it.
+            # it is no news to the tab (an echo), and its base holds it: a keep-alive started
+            # again catches the tab up by its base (presence.py), and would otherwise set
+            # the box to it.
             title = title_from(valid_text(text))
             self.news.saving(tab, target.id, {"title": title})
             known = Base.decode(first.get(self.page.form_base)) or Base(target.id)

@@ -166,24 +166,27 @@ def test_replay_returns_recorded_events_in_order() -> None:
 
 def test_a_replay_reads_every_part_as_an_import_does_even_with_recorded_events() -> None:
     """A file with recorded events was replayed without its session and messages being
-    read, so the chat page replayed files an import (and the API's replay) refused."""
+    read, so the chat page replayed files an import (and the API's replay) refused.
+    `replay_events` reads a document the same way."""
     record, messages = conversation()
     recorded = [MessageStarted(seq=1, message_id=messages[0].id)]
     good = json.dumps(export_session(record, messages, recorded))
     replay = read_replay(good)
     assert (replay.title, replay.message_count) == (record.title, len(messages))
     assert replay.events == replay_events(parse_export(good))
-    untitled = json.loads(good)
-    del untitled["session"]
+    sessionless = json.loads(good)
+    del sessionless["session"]
     broken = json.loads(good)
     broken["messages"][0]["role"] = "nobody"
-    for document in (untitled, broken):
+    for document in (sessionless, broken):
         text = json.dumps(document)
         with pytest.raises(InvalidRequest) as refused:
             read_replay(text)
         with pytest.raises(InvalidRequest) as by_import:
             read_import(text, owner="bob")
         assert str(refused.value) == str(by_import.value)
+        with pytest.raises(InvalidRequest):
+            replay_events(document)
 
 
 def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:

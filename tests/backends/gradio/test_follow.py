@@ -147,9 +147,9 @@ async def test_the_title_a_tabs_first_message_gives_is_not_news_to_that_tab(
 async def test_a_catch_up_leaves_the_title_a_tabs_first_message_gave_to_its_box(
     tmp_path: Path,
 ) -> None:
-    """A keep-alive that listens to a new chat only after its first message titled it has
-    the tab catch up: each box whose value differs from what the tab last got (its base) is
-    set. The base said the title was empty, so the catch-up set the Title box to the first
+    """A keep-alive started again has the tab catch up: each box whose value differs from
+    what the tab last got (its base) is set. The base of a chat made by a send said its
+    title was empty, so a catch-up after the first message set the Title box to the first
     title over one the person was typing (Rename then saved the first title: the rename
     tests' flake). The send's base now holds the title its message gives the chat."""
     page, manager, handlers = await page_handlers(tmp_path, ScriptedModel(default="hi"))
@@ -162,7 +162,7 @@ async def test_a_catch_up_leaves_the_title_a_tabs_first_message_gave_to_its_box(
     interpreter = await manager.get(record.id, "local")
     await interpreter.wait_idle()
     assert interpreter.session.title == "plan the trip"
-    handlers.news.missed(tab)  # what `Presence._missed` says of the title event it missed
+    handlers.news.missed(tab)  # to catch up, as a keep-alive started again has it
     shown = await Presence(handlers).follow(interpreter.id, "", None, base)  # type: ignore[arg-type]
     assert page.rename_box not in shown  # the box keeps what the person typed there
     await interpreter.update(title="Renamed in another tab")  # a change made elsewhere
