@@ -76,6 +76,13 @@ class Base:
         """This base of `session_id` (none if it is another chat's) with `values` over it."""
         return Base(session_id, {**self.of(session_id), **values})
 
+    @classmethod
+    def updated(cls, raw: object, session_id: str, values: Mapping[str, object]) -> str:
+        """The base a tab sent (`raw`, as its hidden box keeps it: none, or another chat's,
+        holds nothing of `session_id`) with `values` of that chat over it, for the box."""
+        known = cls.decode(raw) or cls(session_id)
+        return known.with_values(session_id, values).encode()
+
 
 def edited(
     typed: Mapping[str, object], base: Base | None, session_id: str, shows: Mapping[str, object]

@@ -277,8 +277,7 @@ class Presence:
             for name in BASE_FIELDS.get(part, ())
             if name in shown
         }
-        known = Base.decode(base) or Base(interpreter.id)
-        updates[page.form_base] = known.with_values(interpreter.id, got).encode()
+        updates[page.form_base] = Base.updated(base, interpreter.id, got)
         status = self._autochat_status(tab, interpreter) if "autochat" in fields else None
         if status is not None:
             updates[page.autochat_status] = status

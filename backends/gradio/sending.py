@@ -165,8 +165,8 @@ class Sending(HandlerBase):
             # the box to it.
             title = title_from(valid_text(text))
             self.news.saving(tab, target.id, {"title": title})
-            known = Base.decode(first.get(self.page.form_base)) or Base(target.id)
-            first[self.page.form_base] = known.with_values(target.id, {"title": title}).encode()
+            base = first.get(self.page.form_base)
+            first[self.page.form_base] = Base.updated(base, target.id, {"title": title})
 
         async def act() -> None:
             try:

@@ -81,10 +81,9 @@ class Sidebar:
         self.handlers.news.saving(tab, session_id, {"title": saved})
         await self.handlers.manager.update(interpreter, title=title, origin=tab)
         gr.Info("Chat renamed.")
-        known = Base.decode(base) or Base(session_id)
         return {
             **await self.handlers.session_list_update(owner, session_id, query, tab=tab),
-            self.handlers.page.form_base: known.with_values(session_id, {"title": saved}).encode(),
+            self.handlers.page.form_base: Base.updated(base, session_id, {"title": saved}),
         }
 
     def ask_delete(self, session_id: str) -> Updates:
