@@ -460,8 +460,9 @@ def _wire(
         transfer.import_file, [page.import_btn, *ticket], everything, **replacing
     )
     imported.then(*settle, **numbered, **_STREAM)
+    # (every output: its first update is a new chat's boxes and list, see Transfer.replay)
     page.replay_btn.upload(
-        transfer.replay, [page.replay_btn, *ticket], streamed, **numbered, **_STREAM
+        transfer.replay, [page.replay_btn, *ticket], everything, **numbered, **_STREAM
     )
     page.new_btn.click(handlers.new_chat, ticket, everything, **replacing).then(
         *settle, **numbered, **_STREAM

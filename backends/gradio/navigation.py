@@ -61,14 +61,21 @@ class Navigation(HandlerBase):
         if self.streams.overtaken(tab, order):
             return no_change()
         return {
-            self.page.session_id: "",
             self.page.chat_input: "",
             **view.updates(full=True),
+            **await self.no_chat(tab, owner_of(request)),
+        }
+
+    async def no_chat(self, tab: str, owner: str) -> Updates:
+        """All but the view, for a tab that shows no chat (a new chat, a replay): the new
+        chat's settings and title boxes, no tool picked, nothing chosen in the list."""
+        return {
+            self.page.session_id: "",
             **self.settings_values(None),
             **self.no_tool_picked(),
             # The list shows every chat again: so does the search box (not a stale query).
             self.page.search: "",
-            **await self.session_list_update(owner_of(request), "", tab=tab),
+            **await self.session_list_update(owner, "", tab=tab),
         }
 
     async def open_session(self, selected: str | None, ticket: str, request: gr.Request) -> Updates:

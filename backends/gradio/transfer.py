@@ -132,22 +132,28 @@ class Transfer:
             gr.Warning(f"Could not replay: {toast_text(exc)}")
             yield no_change()
             return
-        tab, order = tab_of(request), ticket_of(ticket)
+        tab, order, owner = tab_of(request), ticket_of(ticket), owner_of(request)
         await self.handlers.streams.supersede(tab, order, "")
         with self.handlers.streams.watch(tab, "", order) as watch:
-            async for update in self._replay(replay.events, owner_of(request), lambda: watch.ended):
+            # The tab shows no chat meanwhile: the boxes and the list say so, as for a new
+            # chat (which a message sent after the replay starts). Left as they were, the
+            # list kept the chat shown before chosen, and picking it again did nothing.
+            blank = await self.handlers.no_chat(tab, owner)
+            async for update in self._replay(replay.events, owner, lambda: watch.ended, blank):
                 yield update
             if watch.ended:  # Gradio repeats a stream's last update as it ends: not this one
                 yield no_change()
 
     async def _replay(
-        self, events: Sequence[Event], owner: str, ended: Callable[[], bool]
+        self, events: Sequence[Event], owner: str, ended: Callable[[], bool], blank: Updates
     ) -> AsyncIterator[Updates]:
+        """The replay's updates: first an empty view with `blank` (the rest of the page, as
+        for a new chat), then the chat as each step of it changes it."""
         page = self.handlers.page
         view = self.handlers.blank_view(owner)
-        update = view.updates(full=True)
-        update[page.session_id] = ""
-        yield update
+        if ended():
+            return
+        yield {**view.updates(full=True), **blank}
         coalescer = Coalescer(0.0)
         previous: Event | None = None
         for event in events:

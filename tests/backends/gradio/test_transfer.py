@@ -1,6 +1,6 @@
 """What the page says after an import (transfer.py): what it brought, what of the file it did
 not carry over, and what it repaired, in plain words, and nothing more when nothing changed.
-And a replay refuses the files an import refuses."""
+And a replay refuses the files an import refuses, and shows no chat chosen while it plays."""
 
 from __future__ import annotations
 
@@ -10,10 +10,12 @@ from pathlib import Path
 import gradio as gr
 import pytest
 
+from backends.gradio.bases import Base
+from backends.gradio.owners import tab_of
 from backends.gradio.stream import no_change
 from backends.gradio.transfer import Transfer, import_notice
 from gui_agent.export import HistoryRepairs, Imported, export_session
-from schema import Message, MessageStarted, Role, SessionRecord
+from schema import Message, MessageStarted, Role, SessionRecord, SessionSettings
 from tests.backends.gradio.kit import page_handlers
 
 
@@ -68,3 +70,35 @@ async def test_the_page_refuses_to_replay_a_file_an_import_refuses_though_it_has
         said[1],
     ]
     assert said[1].startswith("Could not import: message 0")
+
+
+async def test_a_replay_shows_the_page_as_for_a_new_chat_not_the_chat_shown_before(
+    tmp_path: Path,
+) -> None:
+    """The replay changed only the view: the list kept the chat shown before chosen (so
+    picking it again did nothing), and its title and settings stayed in their boxes."""
+    page, manager, handlers = await page_handlers(tmp_path)
+    settings = SessionSettings(system_prompt="Answer in French.", temperature=0.2)
+    shown = await manager.create("local", title="The chat shown before", settings=settings)
+    tab = tab_of(None)
+    await handlers.streams.supersede(tab, 1, shown.id)
+    handlers.opened(tab, shown)
+    record = SessionRecord(owner="local", title="Replayed")
+    data = json.dumps(export_session(record, [Message(role=Role.USER, content="hi")])).encode()
+    transfer = Transfer(handlers, step_s=0.0)
+    updates = [update async for update in transfer.replay(data, "2", None)]  # type: ignore[arg-type]
+    await manager.close()
+    first = updates[0]
+    assert first[page.session_id] == ""
+    assert first[page.rename_box] == ""
+    assert first[page.system_prompt] == SessionSettings().system_prompt
+    assert first[page.temperature] == 1.0
+    listed = first[page.session_list]
+    assert listed["value"] is None
+    assert [value for _label, value in listed["choices"]] == [shown.id]
+    base = Base.decode(first[page.form_base])
+    assert base is not None and base.session_id == ""
+    assert handlers.streams.shown(tab) == ""
+    later = [key for update in updates[1:] for key in update]
+    assert later and set(later) == {page.chatbot}  # the steps change the chat only
+    assert "End of the replay" in str(updates[-1][page.chatbot])
