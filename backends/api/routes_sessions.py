@@ -197,7 +197,7 @@ def add_session_routes(app: FastAPI, api: ApiContext) -> None:
         interpreter = await api.session_of(request, session_id)
         history: Sequence[Message] = interpreter.session.history
         if limit is not None:
-            history = history[len(history) - limit :] if limit else []
+            history = history[max(len(history) - limit, 0) :] if limit else []
         detail = SessionDetail(
             session=await api.record_of(interpreter),
             messages=list(history),

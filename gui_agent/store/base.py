@@ -230,7 +230,7 @@ class MemoryStore:
         history = self._messages.get(session_id, [])
         if limit is None:
             return list(history)
-        return history[len(history) - limit :] if limit else []
+        return history[max(len(history) - limit, 0) :] if limit else []
 
     async def count_messages(self, session_id: str) -> int:
         return len(self._messages.get(session_id, []))

@@ -377,6 +377,26 @@ def test_sessions_are_listed_searched_patched_and_deleted(api: Api) -> None:
     assert [s["id"] for s in api.get("/api/sessions").json()["sessions"]] == [first]
 
 
+def test_a_session_read_with_a_limit_gives_its_newest_messages_up_to_all_of_them(
+    backend: Backend, api: Api
+) -> None:
+    """A limit just over the message count gave too few (the newest 1 of 4 for 5): the
+    slice began at the count minus the limit, which Python counts from the end."""
+    session_id = api.create_session()
+    backend.scripted.push("first answer", "second answer")
+    with api.events(session_id) as stream:
+        for text in ("first question", "second question"):
+            api.send(session_id, text)
+            stream.until(is_idle)
+    url = f"/api/sessions/{session_id}"
+    everything = [m["content"] for m in api.get(url).json()["messages"]]
+    assert everything == ["first question", "first answer", "second question", "second answer"]
+    for limit in range(9):
+        detail = api.get(url, params={"limit": limit}).json()
+        assert [m["content"] for m in detail["messages"]] == everything[4 - min(limit, 4) :]
+        assert detail["message_count"] == 4
+
+
 def test_control_retries_edits_and_clears(backend: Backend, api: Api) -> None:
     session_id = api.create_session()
     backend.scripted.push("first answer", "second answer", "third answer")

@@ -60,6 +60,9 @@ async def test_messages_come_back_in_append_order_and_limit_keeps_the_newest(
     assert await store.load_messages(session.id, limit=3) == sent[-3:]
     assert await store.load_messages(session.id, limit=0) == []
     assert await store.load_messages(session.id, limit=100) == sent
+    # Just over the count too (a slice from len - limit counted from the end: 13 gave 1).
+    for limit in (12, 13, 20, 23, 24):
+        assert await store.load_messages(session.id, limit=limit) == sent, limit
     assert await store.count_messages(session.id) == 12
     with pytest.raises(InvalidRequest):
         await store.load_messages(session.id, limit=-1)
