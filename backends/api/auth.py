@@ -158,7 +158,8 @@ class Authenticator:
                 raise too_many_attempts(wait)
             # Counted as failed before the password is checked (no await in between), so
             # guesses sent all at once meet the throttle as guesses in a row do; a success
-            # clears the count again.
+            # clears the name's count and takes its own failures off the address's (its
+            # wait running again from the last failure still counted).
             pair = f"{address}\0{body.username}"  # this name's failures from this address
             by_user.failed(body.username)
             by_address.failed(address, pair)

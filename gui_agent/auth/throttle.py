@@ -6,6 +6,12 @@ is refused without checking the password at all, which also keeps a flood of gue
 burning CPU on password hashing. A success clears the key. Failures older than `window_s`
 are forgotten.
 
+A caller may count an attempt as failed before checking its password (so that guesses sent
+all at once meet the throttle as guesses in a row do) and take it back if the password was
+right. Taking back is complete: a key that `forgive` lowers waits as if the forgiven
+failures had never happened, its wait running from the last failure that was not theirs,
+so a correct password never starts, restarts or lengthens anyone's wait.
+
 Per user name stops guessing one account from many addresses; per address stops one
 client from trying many names. The price of the first: someone who keeps failing on your
 name makes you wait too, at most `max_delay_s` after they stop.
@@ -20,17 +26,35 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gui_agent.exceptions import ConfigError
 
 __all__ = ["LoginThrottle"]
 
 
+_RECENT = 32
+"""Failures whose times each key keeps: more than the count that reaches any sensible
+`max_delay_s` (doubling from `base_delay_s`), since only the latest failures that were not
+forgiven decide when a wait ends. Older ones are only counted."""
+
+
+@dataclass(slots=True, eq=False)
+class _Failure:
+    """One failed attempt, the same object in every key it was counted against (an address
+    and its name-at-address key), so that `succeeded` on one key marks it for `forgive` on
+    the others."""
+
+    at: float
+    signed_in: bool = False
+
+
 @dataclass(slots=True)
 class _Record:
     failures: int
     last_failure: float
+    recent: list[_Failure] = field(default_factory=list)
+    """The latest failures (at most `_RECENT`), oldest first."""
 
 
 class LoginThrottle:
@@ -76,6 +100,7 @@ class LoginThrottle:
     def failed(self, *keys: str) -> None:
         """Count one failed attempt against each of `keys`."""
         now = self._clock()
+        failure = _Failure(now)
         with self._lock:
             for key in keys:
                 record = self._live(key, now)
@@ -83,12 +108,15 @@ class LoginThrottle:
                     record = self._records[key] = _Record(0, now)
                 record.failures += 1
                 record.last_failure = now
+                record.recent.append(failure)
+                del record.recent[:-_RECENT]
                 self._records.move_to_end(key)
             while len(self._records) > self.max_keys:
                 self._records.popitem(last=False)
 
     def succeeded(self, *keys: str) -> int:
-        """Forget the failures of `keys`; how many there were (of the first key)."""
+        """Forget the failures of `keys`; how many there were (of the first key). Their
+        failures stay counted on other keys until `forgive` takes them off there."""
         now = self._clock()
         forgotten = 0
         with self._lock:
@@ -96,12 +124,20 @@ class LoginThrottle:
                 record = self._live(key, now)
                 if record is not None and index == 0:
                     forgotten = record.failures
+                if record is not None:
+                    for failure in record.recent:
+                        failure.signed_in = True
                 self._records.pop(key, None)
         return forgotten
 
     def forgive(self, key: str, failures: int) -> None:
         """Take `failures` off `key`'s count: someone who then signed in made them (an
-        address's count forgets one person's typos, not everyone's guesses from it)."""
+        address's count forgets one person's typos, not everyone's guesses from it).
+
+        The wait runs again from the last failure that is still counted. Otherwise the
+        attempt that signed in, counted as failed while its password was checked, would
+        leave the wait starting at that login: each correct password would lock out again
+        everyone who shares the address (a NAT, a proxy)."""
         now = self._clock()
         with self._lock:
             record = self._live(key, now)
@@ -110,6 +146,19 @@ class LoginThrottle:
             record.failures -= failures
             if record.failures <= 0:
                 del self._records[key]
+                return
+            # Newest first: the attempt that just signed in is among the latest failures.
+            taken: list[_Failure] = []
+            for failure in reversed(record.recent):
+                if failure.signed_in and len(taken) < failures:
+                    taken.append(failure)
+            if not taken:
+                return
+            record.recent = [failure for failure in record.recent if failure not in taken]
+            if record.recent:
+                record.last_failure = max(failure.at for failure in record.recent)
+            else:  # every failure it kept was forgiven; the older ones came before them all
+                record.last_failure = min(failure.at for failure in taken)
 
     def _delay(self, failures: int) -> float:
         over = failures - self.free_attempts

@@ -67,3 +67,41 @@ def test_a_persons_own_typos_are_forgiven_when_they_sign_in(guarded: Backend) ->
         assert login(http, "bo", "bo's password") == 200
         after = [login(http, name, "typo") for name in ("eve", "fay", "gus", "hal")]
         assert after == [401, 401, 401, 429]
+
+
+class Clock:
+    """The throttles' clock, moved by the test: waits run out without sleeping."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_right_password_does_not_lock_the_address_again(tmp_path: Path) -> None:
+    """People behind one NAT: guesses at many names lock the address; once that wait has
+    run out, alice signs in, then at once carol, then alice again. Each correct login is
+    let in, and none of them starts a new wait for the others; the guesses still count."""
+    clock = Clock()
+    throttles = LoginThrottles(
+        by_user=LoginThrottle(clock=clock),
+        by_address=LoginThrottle(free_attempts=ADDRESS_FREE, clock=clock),
+    )
+    users = [("alice", "alice's password"), ("carol", "carol's password")]
+    with (
+        running_backend(tmp_path, users=users, throttles=throttles) as backend,
+        httpx.Client(base_url=backend.base_url, timeout=30) as http,
+    ):
+        for n in range(ADDRESS_FREE + 2):
+            assert login(http, f"nobody{n}", "wrong") == 401
+            clock.now += 10.0  # each guess after the wait of the one before
+        clock.now -= 10.0
+        assert login(http, "nobody-x", "wrong") == 429  # 22 failures: a 2 s wait
+        clock.now += 2.0
+        assert login(http, "alice", "alice's password") == 200
+        assert login(http, "carol", "carol's password") == 200
+        clock.now += 1.0
+        assert login(http, "alice", "alice's password") == 200
+        assert login(http, "nobody-y", "wrong") == 401  # 23rd failure: a 4 s wait
+        assert login(http, "nobody-z", "wrong") == 429

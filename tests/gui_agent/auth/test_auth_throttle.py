@@ -74,3 +74,45 @@ def test_nonsense_settings_are_refused() -> None:
         LoginThrottle(base_delay_s=5, max_delay_s=1)
     with pytest.raises(ConfigError):
         LoginThrottle(max_keys=0)
+
+
+def sign_in(t: LoginThrottle, address: str, name: str) -> None:
+    """What the API's login does with a right password: the attempt was counted as failed
+    while the password was checked; it then forgets the name's failures from the address."""
+    t.forgive(address, t.succeeded(f"{address}\0{name}"))
+
+
+def test_a_right_password_neither_starts_nor_restarts_the_wait() -> None:
+    clock = Clock()
+    t = throttle(clock)
+    for n in range(5):  # five names guessed once each from one address: past 3 free
+        t.failed("ip:10.0.0.7", f"ip:10.0.0.7\0guess{n}")
+    assert t.retry_after("ip:10.0.0.7") == 2.0
+    clock.now += 2.0  # the wait has run out
+    t.failed("ip:10.0.0.7", "ip:10.0.0.7\0ana")  # counted while ana's password is checked
+    sign_in(t, "ip:10.0.0.7", "ana")
+    assert t.retry_after("ip:10.0.0.7") == 0.0  # bo, behind the same NAT, gets in
+    clock.now += 1.0
+    t.failed("ip:10.0.0.7", "ip:10.0.0.7\0bo")
+    sign_in(t, "ip:10.0.0.7", "bo")
+    assert t.retry_after("ip:10.0.0.7") == 0.0
+    t.failed("ip:10.0.0.7", "ip:10.0.0.7\0guess5")  # the guesses still count: 6th failure
+    assert t.retry_after("ip:10.0.0.7") == 4.0
+
+
+def test_a_right_password_keeps_the_wait_of_guesses_made_while_it_was_checked() -> None:
+    """Ana's two typos come off the address's count, and the wait runs from the last guess
+    that was not hers, even one made while her password was being checked."""
+    clock = Clock()
+    t = throttle(clock)
+    for n in range(3):
+        t.failed("ip:10.0.0.7", f"ip:10.0.0.7\0guess{n}")
+    clock.now += 1.0
+    t.failed("ip:10.0.0.7", "ip:10.0.0.7\0ana")  # a typo
+    t.failed("ip:10.0.0.7", "ip:10.0.0.7\0ana")  # her right password, being checked
+    clock.now += 0.5
+    t.failed("ip:10.0.0.7", "ip:10.0.0.7\0guess3")  # meanwhile, a guess: 6 failures
+    sign_in(t, "ip:10.0.0.7", "ana")  # 4 left: one past the free three
+    assert t.retry_after("ip:10.0.0.7") == 1.0
+    clock.now += 1.0
+    assert t.retry_after("ip:10.0.0.7") == 0.0
