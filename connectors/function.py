@@ -8,7 +8,7 @@ streaming. It may be sync or async.
 from __future__ import annotations
 
 import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,7 +85,9 @@ class FunctionModel:
         result = await self._invoke(messages, tools, settings)
         if isinstance(result, str):
             result = ModelResponse(text=result, finish_reason="stop")
-        if not isinstance(result, ModelResponse | Iterable | AsyncIterator):
+        if isinstance(result, Mapping | bytes | bytearray) or not isinstance(
+            result, ModelResponse | Iterable | AsyncIterator
+        ):  # (a dict or bytes iterates too, into its keys or numbers: never a reply)
             raise ModelResponseError(
                 f"the model function returned {type(result).__name__}; return a str, a "
                 "ModelResponse, or an (async) iterator of strings and stream parts"

@@ -6,7 +6,25 @@ import asyncio
 from dataclasses import dataclass
 from typing import Literal
 
+from gui_agent.exceptions import InvalidRequest
 from schema import ApprovalDecision
+
+
+def decision_of(value: object) -> ApprovalDecision:
+    """`value` as an ApprovalDecision: the member itself, or its value or name in any case
+    ("allow_once", "ALLOW_ONCE"); anything else is InvalidRequest naming the choices.
+
+    A plain string is what code in a dynamic language passes. Taken as it was, it went on
+    until the step that reads the decision, which then failed the whole turn."""
+    if isinstance(value, ApprovalDecision):
+        return value
+    if isinstance(value, str):
+        key = value.strip().lower()
+        for decision in ApprovalDecision:
+            if key == decision.value:
+                return decision
+    choices = ", ".join(repr(decision.value) for decision in ApprovalDecision)
+    raise InvalidRequest(f"an approval decision is one of {choices}, not {value!r}")
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,11 +26,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import shutil
+import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Literal
 
 from gui_agent.agents.base import AgentDeps, Architecture
-from gui_agent.approvals import ApprovalBroker
+from gui_agent.approvals import ApprovalBroker, decision_of
 from gui_agent.autochat import AutoRun, goal_to_pin
 from gui_agent.events import MAX_BEHIND, EventHub, Subscription
 from gui_agent.exceptions import (
@@ -82,6 +85,8 @@ class Interpreter(HistoryEdits):
     Public methods may be called from any task on the interpreter's event loop.
     """
 
+    _removal: weakref.finalize[[Path], Interpreter] | None  # see `remove_when_closed`
+
     def __init__(
         self,
         session: Session,
@@ -120,6 +125,7 @@ class Interpreter(HistoryEdits):
         self._switch = None
         self._deadline = None
         self._stopping = None
+        self._removal = None
 
     # -- what front ends read ---------------------------------------------------------------
 
@@ -225,14 +231,15 @@ class Interpreter(HistoryEdits):
     def approve(
         self,
         approval_id: str,
-        decision: ApprovalDecision,
+        decision: ApprovalDecision | str,
         note: str | None = None,
         *,
         by: Literal["user", "policy"] = "user",
     ) -> bool:
         """Answer an approval request (`by="policy"`: code decided, not a person). False
-        when no such request is open."""
-        return self.deps.approvals.resolve(approval_id, decision, note, by=by)
+        when no such request is open. `decision` may be given by its value ("allow_once");
+        anything that is no decision is InvalidRequest, and the request stays open."""
+        return self.deps.approvals.resolve(approval_id, decision_of(decision), note, by=by)
 
     async def set_agent(self, agent: AgentName, *, reason: str = "picked by the person") -> None:
         if agent not in self.architectures:
@@ -385,3 +392,14 @@ class Interpreter(HistoryEdits):
         self._closed = True
         await self.stop("the session was closed")
         self._hub.close()
+        if self._removal is not None:
+            self._removal()
+
+    def remove_when_closed(self, folder: Path) -> None:
+        """Delete `folder` (a temporary one made for this session) when the interpreter is
+        closed, or else when it is garbage-collected or the program ends."""
+        self._removal = weakref.finalize(self, _remove_folder, folder)
+
+
+def _remove_folder(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import difflib
+import inspect
+import os
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 
 from gui_agent.agents import AgentDeps, Architecture, default_architectures
-from gui_agent.exceptions import InvalidRequest, UserError
+from gui_agent.approvals import decision_of
+from gui_agent.exceptions import ConfigError, InvalidRequest, UserError
 from gui_agent.hooks import AgentHooks
 from gui_agent.interpreter import Interpreter
 from gui_agent.llm import LLMProvider
 from gui_agent.memory import SlidingWindowMemory
+from gui_agent.repl_commands import parse_role
 from gui_agent.session import Session
 from gui_agent.store.base import SessionStore as Store
 from gui_agent.tools import PermissionPolicy, Tool, ToolRegistry, default_tools
@@ -32,10 +37,10 @@ def create_interpreter(
     *,
     tools: Iterable[Tool] = (),
     builtin_tools: bool = True,
-    agent: AgentName | None = None,
+    agent: AgentName | str | None = None,
     system_prompt: str | None = None,
-    workdir: Path | None = None,
-    permissions: Mapping[str, PermissionMode] | None = None,
+    workdir: str | os.PathLike[str] | None = None,
+    permissions: Mapping[str, PermissionMode | str] | None = None,
     autochat: AutoChatSettings | None = None,
     architectures: Mapping[AgentName, Architecture] | None = None,
     hooks: AgentHooks | None = None,
@@ -44,43 +49,69 @@ def create_interpreter(
     """One session with your model and tools. Tools that change things ask first by default.
 
     `agent` is the role the session starts in: one of `architectures` (by default the
-    built-in roles), or, when not given, the first of them (the executor by default).
+    built-in roles), by name (`"planner"`, `AgentName.LLM_PLANNER`), or, when not given,
+    the first of them (the executor by default). `workdir` is the folder the session's code
+    and file tools work in; without it a temporary folder is made, and deleted when the
+    interpreter is closed (or garbage-collected, or the program ends). `permissions` names
+    tools of this interpreter: a name that is none of them is a ConfigError, since a rule
+    for a misspelt tool would silently do nothing.
     """
     roles = architectures or default_architectures()
-    if agent is None:
-        agent = next(iter(roles))
-    elif agent not in roles:
-        names = ", ".join(name.value for name in roles)
-        raise InvalidRequest(f"no agent role {agent.value!r} to start in; available: {names}")
+    role = next(iter(roles)) if agent is None else parse_role(str(agent), roles)
     registry = default_tools() if builtin_tools else ToolRegistry()
     for extra in tools:
         registry.add(extra)
+    policy = PermissionPolicy(permissions)  # (checks the modes first)
+    _check_tool_names(policy.modes, registry.names)
     settings = SessionSettings()
     if system_prompt is not None:
         settings = settings.model_copy(update={"system_prompt": system_prompt})
-    session = Session(settings=settings, agent=agent, autochat=autochat or AutoChatSettings())
-    session.workdir = workdir or Path(tempfile.mkdtemp(prefix="gui-agent-"))
+    session = Session(settings=settings, agent=role, autochat=autochat or AutoChatSettings())
+    temporary = None if workdir is not None else Path(tempfile.mkdtemp(prefix="gui-agent-"))
+    session.workdir = Path(workdir) if workdir is not None else temporary
     deps = AgentDeps(
         provider=model,
         tools=registry,
-        permissions=PermissionPolicy(permissions),
+        permissions=policy,
         memory=SlidingWindowMemory(),
         hooks=hooks or AgentHooks(),
     )
-    return Interpreter(session, deps, architectures=roles, store=store)
+    interpreter = Interpreter(session, deps, architectures=roles, store=store)
+    if temporary is not None:
+        interpreter.remove_when_closed(temporary)
+    return interpreter
+
+
+def _check_tool_names(named: Iterable[str], tools: Iterable[str]) -> None:
+    """ConfigError for a permission naming no tool of the interpreter (a typo in a deny
+    rule would otherwise leave the tool running), with the closest names."""
+    known = list(tools)
+    for name in named:
+        if name not in known:
+            close = difflib.get_close_matches(name, known, n=3)
+            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
+            raise ConfigError(
+                f"permissions name {name!r}, which is no tool here{hint} "
+                f"(tools: {', '.join(known) or 'none'})"
+            )
 
 
 def chat_sync(
     interpreter: Interpreter,
     text: str,
     *,
-    approve: Callable[[ApprovalRequested], ApprovalDecision] | None = None,
+    approve: Callable[
+        [ApprovalRequested], ApprovalDecision | str | Awaitable[ApprovalDecision | str]
+    ]
+    | None = None,
 ) -> list[Event]:
     """Run one message to the end from synchronous code; refuses inside a running loop.
 
-    Approval requests go to `approve`, which returns the decision. Without it nobody can
-    answer them, so they are denied at once (the model is told it was refused by policy)
-    rather than waiting out the approval timeout."""
+    Approval requests go to `approve`, which returns the decision (or its value, such as
+    "allow_once"; it may be an async function). Without it nobody can answer them, so they
+    are denied at once (the model is told it was refused by policy) rather than waiting out
+    the approval timeout. An answer that is no decision is InvalidRequest, raised here; the
+    turn is stopped, and the call it was about is not run."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -101,7 +132,15 @@ def chat_sync(
                         by="policy",
                     )
                 else:
-                    interpreter.approve(event.approval_id, approve(event))
+                    answer = approve(event)
+                    if inspect.isawaitable(answer):
+                        answer = await answer
+                    try:
+                        decision = decision_of(answer)
+                    except InvalidRequest:
+                        await interpreter.stop("the approve function gave no decision")
+                        raise
+                    interpreter.approve(event.approval_id, decision)
         return events
 
     return asyncio.run(collect())

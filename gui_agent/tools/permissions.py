@@ -38,7 +38,7 @@ class PermissionPolicy:
 
     def __init__(
         self,
-        modes: Mapping[str, PermissionMode] | None = None,
+        modes: Mapping[str, PermissionMode | str] | None = None,
         *,
         destructive_default: PermissionMode = PermissionMode.ASK,
         safe_default: PermissionMode = PermissionMode.ALLOW,

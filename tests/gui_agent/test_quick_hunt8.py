@@ -30,9 +30,9 @@ async def test_a_session_starts_in_the_first_of_its_own_roles(tmp_path: Path) ->
 
 
 def test_a_role_the_interpreter_does_not_have_is_refused_by_name(tmp_path: Path) -> None:
-    with pytest.raises(InvalidRequest, match=r"no agent role 'OTHER' .* AGENT_EXECUTOR"):
+    with pytest.raises(InvalidRequest, match=r"unknown role 'OTHER'; choose one of: executor"):
         create_interpreter(ScriptedModel(), workdir=tmp_path, agent=AgentName.OTHER)
-    with pytest.raises(InvalidRequest, match="available: CREW"):
+    with pytest.raises(InvalidRequest, match=r"choose one of: crew$"):
         create_interpreter(
             ScriptedModel(),
             workdir=tmp_path,

@@ -66,7 +66,7 @@ def test_with_modes_returns_a_copy_with_the_new_modes_on_top() -> None:
 
 
 def test_modes_given_as_text_are_accepted_and_typos_are_refused() -> None:
-    policy = PermissionPolicy({"run_python": "allow"})  # type: ignore[dict-item]
+    policy = PermissionPolicy({"run_python": "allow"})
     assert policy.decide(run_python) is ALLOW
     with pytest.raises(ConfigError, match="'sometimes'"):
-        PermissionPolicy({"run_python": "sometimes"})  # type: ignore[dict-item]
+        PermissionPolicy({"run_python": "sometimes"})
