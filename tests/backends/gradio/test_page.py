@@ -37,6 +37,7 @@ from tests.backends.gradio.kit import (
     bot_messages,
     chat,
     eventually,
+    open_manage,
     pick,
     record_texts,
     recorded_texts,
@@ -332,7 +333,7 @@ def test_sessions_can_be_listed_reopened_renamed_searched_and_deleted(tab: Page)
     expect(chat(tab)).to_contain_text("You said: remember the zebra")
     expect(badge(tab)).to_have_text("STOP")
 
-    tab.get_by_role("button", name="Manage this chat").click()
+    open_manage(tab)
     # (the chat just opened sets its Title box; typing before that lands would be replaced)
     expect(tab.locator("#rename-input textarea")).to_have_value("remember the zebra")
     tab.locator("#rename-input textarea").fill("Zebra facts")
@@ -353,7 +354,7 @@ def test_sessions_can_be_listed_reopened_renamed_searched_and_deleted(tab: Page)
 def test_export_then_import_restores_the_conversation(tab: Page, tmp_path: Path) -> None:
     send(tab, "export me please")
     wait_idle(tab)
-    tab.get_by_role("button", name="Manage this chat").click()
+    open_manage(tab)
     with tab.expect_download() as download:
         tab.get_by_role("button", name="Export as JSON").click()
     saved = tmp_path / "export.json"
@@ -394,7 +395,7 @@ def test_an_import_says_in_one_notice_what_it_reset_and_repaired(tab: Page, tmp_
     ]
     untidy = tmp_path / "untidy.json"
     untidy.write_text(json.dumps(export_session(record, messages)))
-    tab.get_by_role("button", name="Manage this chat").click()
+    open_manage(tab)
     upload(tab, "Import a JSON export", untidy)
     notice = toast(tab, "Imported 4 messages as a new chat.")
     expect(notice).to_have_count(1)  # one notice says it all

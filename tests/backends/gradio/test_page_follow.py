@@ -13,6 +13,7 @@ from tests.backends.conftest import LiveServer
 from tests.backends.gradio.kit import (
     badge,
     bot_messages,
+    open_manage,
     open_tab,
     send,
     user_messages,
@@ -45,8 +46,7 @@ def second_tab_on(tab: Page, chromium: Browser, server: LiveServer, title: str) 
 
 
 def manage(page: Page) -> None:
-    page.get_by_role("button", name="Manage this chat").click()
-    expect(page.locator("#rename-input textarea")).to_be_visible()
+    open_manage(page)
 
 
 def test_a_second_tab_follows_the_title_autochat_and_its_limits(

@@ -18,6 +18,7 @@ from tests.backends.gradio.kit import (
     bot_messages,
     chat,
     eventually,
+    open_manage,
     open_tab,
     send,
     session_of,
@@ -146,7 +147,7 @@ def test_the_autochat_line_says_what_is_true(tab: Page) -> None:
 def test_the_title_box_shows_the_title_and_an_empty_search_says_so(tab: Page) -> None:
     send(tab, "name this chat for me")
     wait_idle(tab)
-    tab.get_by_role("button", name="Manage this chat").click()
+    open_manage(tab)
     expect(tab.locator("#rename-input textarea")).to_have_value("name this chat for me")
     tab.locator("#session-search textarea").fill("no chat is called this")
     expect(tab.locator("#session-list")).to_contain_text("No chats match")
@@ -188,7 +189,7 @@ def test_a_title_typed_while_the_list_refresh_is_on_its_way_is_kept(tab: Page) -
     send(tab, f"titled by its first message {mark}")
     wait_idle(tab)
     held.wait()
-    tab.get_by_role("button", name="Manage this chat").click()
+    open_manage(tab)
     title = tab.locator("#rename-input textarea")
     title.fill(f"Typed before the list came back {mark}")
     held.let_go()  # its answer offers the first message's title to the box
@@ -213,7 +214,7 @@ def test_a_new_chat_opened_while_the_list_refresh_is_on_its_way_keeps_an_empty_t
     expect(tab.locator("#session-list")).to_contain_text(left)
     send(tab, f"the second chat's own title {mark}")  # its own refresh offers its own title
     wait_idle(tab)
-    tab.get_by_role("button", name="Manage this chat").click()
+    open_manage(tab)
     own = f"the second chat's own title {mark}"
     expect(tab.locator("#rename-input textarea")).to_have_value(own)
 

@@ -21,6 +21,7 @@ from tests.backends.gradio.kit import (
     badge,
     build_playing,
     closing,
+    open_manage,
     play,
     send,
     wait_idle,
@@ -149,7 +150,7 @@ def test_enter_in_the_title_box_renames_the_chat(tab: Page) -> None:
     mark = uuid.uuid4().hex[:8]  # (a rerun after a failed attempt finds only its own chat)
     send(tab, f"a chat to rename {mark}")
     wait_idle(tab)
-    tab.get_by_text("Manage this chat").click()
+    open_manage(tab)
     title = tab.locator("#rename-input textarea, #rename-input input").first
     expect(title).to_have_value(f"a chat to rename {mark}")  # filled in after the turn
     title.fill(f"Renamed with Enter {mark}")
@@ -166,7 +167,7 @@ def test_a_rename_saves_the_title_the_box_shows_even_when_gradio_lags(tab: Page,
     mark = uuid.uuid4().hex[:8]
     send(tab, f"a chat to retitle {mark}")
     wait_idle(tab)
-    tab.get_by_text("Manage this chat").click()
+    open_manage(tab)
     title = tab.locator("#rename-input textarea, #rename-input input").first
     expect(title).to_have_value(f"a chat to retitle {mark}")
     # The box shows the new title; Gradio is never told (no input event): its copy lags.

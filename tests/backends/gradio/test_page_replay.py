@@ -15,6 +15,7 @@ from tests.backends.gradio.kit import (
     bot_messages,
     chat,
     eventually,
+    open_manage,
     send,
     session_starting,
     upload,
@@ -32,7 +33,7 @@ def test_after_a_replay_the_chat_shown_before_opens_again_from_the_list(
     send(tab, "remember the walrus")
     wait_idle(tab)
     before = session_starting(server, "remember the walrus")
-    tab.get_by_role("button", name="Manage this chat").click()
+    open_manage(tab)
     title = tab.locator("#rename-input textarea")
     expect(title).to_have_value("remember the walrus")
     with tab.expect_download() as download:

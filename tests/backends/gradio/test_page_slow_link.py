@@ -17,6 +17,7 @@ from tests.backends.gradio.kit import (
     bot_messages,
     chat,
     eventually,
+    open_manage,
     pick,
     send,
     session_of,
@@ -127,7 +128,7 @@ def test_a_title_changed_again_while_the_last_rename_is_on_its_way_is_kept(
     send(tab, f"a chat to rename {run}")
     wait_idle(tab)
     interpreter = session_of(server, tab)
-    tab.get_by_role("button", name="Manage this chat").click()
+    open_manage(tab)
     title = tab.locator("#rename-input textarea")
     expect(title).to_have_value(f"a chat to rename {run}")
     # (slower: at 300 ms, the first rename was back before the second Enter was pressed)
