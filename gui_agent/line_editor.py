@@ -190,6 +190,18 @@ class LineEditor:
         self._set("")
         self._at, self._draft = len(self._history), ""
 
+    def take(self) -> str:
+        """Take what is typed out of the line, leaving it empty (a question is asked: its
+        answer must start from nothing); `put_back` gives it back afterwards."""
+        text = self.text
+        self.clear()
+        return text
+
+    def put_back(self, text: str) -> None:
+        """Put `text`, taken out by `take`, back at the start of the line; what was typed
+        meanwhile stays after it, the cursor where it was in that."""
+        self.text, self.cursor = text + self.text, len(text) + self.cursor
+
     def press(self, key: str | Key) -> str | ReadEnd | None:
         """Apply typed text or a key; the line when Enter ends it, ReadEnd.EOF for Ctrl-D
         on an empty line, else None."""

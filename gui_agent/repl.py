@@ -3,7 +3,8 @@
 Ctrl-C stops the running turn (not the program), also while an approval is asked. At the
 prompt, Ctrl-C only says how to leave; a second one in a row leaves, so pressing it twice to
 stop a reply never ends the chat. Ctrl-D (end of input) leaves at the prompt and denies at an
-approval question; on a terminal the chat then goes on, from a pipe it is the end.
+approval question; on a terminal the chat then goes on, from a pipe it is the end. During a
+turn it ends AutoChat and leaves when the turn ends.
 A mistyped command prints one line saying what is accepted; the chat goes on.
 Commands (`repl_commands`): /stop, /auto [on|off], /auto turns|tokens|time|delay VALUE,
 /role NAME, /model NAME, /window, /help, /quit. A line starting with three double quotes
@@ -11,9 +12,11 @@ opens a message of several lines, closed by a line ending with them.
 
 On a terminal, what is typed while a turn runs is acted on at once (`_TurnInput`); from a
 pipe, each line waits for the turn before it, except the answer to an approval question.
-Only a whole `y`/`yes` or `s`/`session` allows. On a terminal the line is edited as in any
-terminal chat, and Up brings back the messages and commands typed before (`repl_input`);
-answers to approval questions are not among them. SIGTERM and SIGHUP end the chat in order:
+Only a whole `y`/`yes` or `s`/`session` allows, typed after the question was shown: what was
+half typed then is put back in the line once it is answered, never taken as the answer. On
+a terminal the line is edited as in any terminal chat, and Up brings back the messages and
+commands typed before (`repl_input`), a block of several lines whole; answers to approval
+questions are not among them. SIGTERM and SIGHUP end the chat in order:
 the running turn and the code its tools run are stopped; the exit code is 128 + the signal.
 How events read is `repl_display`'s.
 
@@ -80,6 +83,7 @@ __all__ = [
     "KEYS",
     "LEAVE_HINT",
     "ROLE_NAMES",
+    "SET_ASIDE_NOTE",
     "ChatInput",
     "Command",
     "approval_question",
@@ -95,6 +99,7 @@ __all__ = [
 
 LEAVE_HINT = "  (Ctrl-C again, Ctrl-D or /quit leaves the chat)"
 BLOCK_PROMPT = "... "
+SET_ASIDE_NOTE = "\n  (what you were typing is kept: it comes back after this question)"
 
 
 async def run_repl(
@@ -204,8 +209,9 @@ async def _converse(
             previous = line
             if line is ReadEnd.EOF:
                 break
-            reader.remember(line)
-            if line.strip() == "/quit":
+            if not _opens_block(line):
+                reader.remember(line)  # a block is remembered whole, once sent (`read_block`)
+            if _is_quit(line):
                 break
             try:
                 if await _handle(line, interpreter, manager, reader):
@@ -223,11 +229,23 @@ async def _converse(
     return None
 
 
+def _is_quit(line: str) -> bool:
+    """Whether `line` is /quit (any case; words after it change nothing: it leaves)."""
+    parts = line.split()
+    return bool(parts) and parts[0].lower() == "/quit"
+
+
+def _opens_block(line: str) -> bool:
+    return line.lstrip().startswith(BLOCK)
+
+
 async def read_block(reader: ChatInput, first: str) -> str | ReadEnd:
     """The message of a block that `first` opens with three double quotes: the lines up to
     the one that ends with them, joined as typed (so a pasted text is one message, and its
     lines can start with `/`). ReadEnd when Ctrl-C or the end of input comes first: then
-    nothing is sent."""
+    nothing is sent. A block sent is remembered whole, its lines as typed, so Up brings
+    back the message (Enter sends it again), not its last line."""
+    typed = [first]
     lines: list[str] = []
     text = first.lstrip()[len(BLOCK) :]
     while not text.rstrip().endswith(BLOCK):
@@ -237,8 +255,9 @@ async def read_block(reader: ChatInput, first: str) -> str | ReadEnd:
         if isinstance(line, ReadEnd):
             reader.write(f"\n  ({line.value}: the message was not sent)\n")
             return line
-        reader.remember(line)
+        typed.append(line)
         text = line
+    reader.remember("\n".join(typed))
     lines.append(text.rstrip()[: -len(BLOCK)])
     return "\n".join(lines).strip("\n")
 
@@ -252,7 +271,7 @@ async def _handle(
     if not parts:
         return False
     action: Awaitable[object]
-    if line.lstrip().startswith(BLOCK):
+    if _opens_block(line):
         block = await read_block(reader, line)
         if isinstance(block, ReadEnd):
             return block is ReadEnd.EOF and not reader.terminal  # a pipe's end: leave
@@ -266,12 +285,18 @@ async def _handle(
 
 
 async def _command(
-    parts: list[str], interpreter: Interpreter, manager: SessionManager, reader: ChatInput
+    parts: list[str],
+    interpreter: Interpreter,
+    manager: SessionManager,
+    reader: ChatInput,
+    lead: str = "",
 ) -> None:
-    """Run the slash command `parts` names and show what it says."""
+    """Run the slash command `parts` names and show what it says, after `lead`: during a
+    turn a line break, since the events it causes (a role switch) are shown meanwhile and
+    do not end their line."""
     said = await run_command(parts[0], parts[1:], interpreter, manager)
     if said:
-        reader.write(said)
+        reader.write(lead + said)
 
 
 async def _follow(
@@ -295,6 +320,8 @@ async def _follow(
                     elif isinstance(event, ApprovalResolved):
                         await typed.withdraw(event.approval_id)
                 await typed.close()  # a message typed as the turn ended may start the next
+                if typed.leave:
+                    break
         finally:
             await typed.close()
         return typed.leave
@@ -304,13 +331,17 @@ class _TurnInput:
     """What the person types while a turn runs, read by one task this object owns.
 
     The oldest open approval question takes the next line; questions are asked one at a
-    time, and one settled another way (stop, timeout) is withdrawn. On a terminal every
-    other line is acted on at once, so the person can steer the turn they watch: a command
-    runs (/stop stops the turn, /auto off ends AutoChat), /quit stops the turn and leaves,
-    and a message is sent: the agent reads it next, and it ends AutoChat. A block being typed
-    (`read_block`) takes the lines up to its end; a question shown meanwhile takes the next
-    one. From a pipe, lines are read only to answer questions: a script's next line waits
-    for the turn.
+    time, and one settled another way (stop, timeout) is withdrawn. An answer starts empty:
+    what was half typed when the question came is set aside and put back in the line once
+    no question is open (it starts the next message), and a line entered before the
+    question was shown is acted on as it was meant, never taken as the answer. On a
+    terminal every other line is acted on at once, so the person can steer the turn they
+    watch: a command runs (/stop stops the turn, /auto off ends AutoChat), /quit stops the
+    turn and leaves, and a message is sent: the agent reads it next, and it ends AutoChat.
+    The end of input (Ctrl-D) ends AutoChat and leaves when the turn ends. A block being
+    typed (`read_block`) takes the lines up to its end; a question shown meanwhile takes
+    the next one. From a pipe, lines are read only to answer questions: a script's next
+    line waits for the turn.
     """
 
     def __init__(
@@ -322,6 +353,7 @@ class _TurnInput:
         self._questions: deque[ApprovalRequested] = deque()
         self._task: asyncio.Task[None] | None = None
         self._reading = False  # the task waits for a line (not acting on one)
+        self._set_aside = ""  # typed before the question: given back once it is answered
         self.leave = False
 
     def open(self) -> None:
@@ -332,21 +364,22 @@ class _TurnInput:
     def ask(self, request: ApprovalRequested) -> None:
         self._questions.append(request)
         if len(self._questions) == 1:
-            self._reader.write(approval_question(request) + APPROVAL_PROMPT)
+            self._show_question()
         self.open()
 
     async def withdraw(self, approval_id: str) -> None:
         """The request was settled (answered here, or by a stop or a timeout)."""
         was_asked = bool(self._questions) and self._questions[0].approval_id == approval_id
         self._questions = deque(q for q in self._questions if q.approval_id != approval_id)
-        if was_asked and self._questions:
-            self._reader.write(approval_question(self._questions[0]) + APPROVAL_PROMPT)
+        if was_asked:
+            self._next_question()
         if not self._questions and not self._reader.terminal:
             await self.close()
 
     async def close(self) -> None:
         """Stop reading: at once while waiting for a line (no line is lost), else once the
-        line being acted on is done."""
+        line being acted on is done. What was set aside for a question is given back."""
+        self._give_back()
         task, self._task = self._task, None
         if task is None:
             return
@@ -357,6 +390,27 @@ class _TurnInput:
         if failure is not None:
             raise failure
 
+    def _show_question(self) -> None:
+        """Ask the oldest open question with an empty answer line: what is half typed is
+        set aside, so Enter cannot send it as the answer (a `yes` meant to start a message
+        would run code the person never saw)."""
+        typed = self._reader.set_aside()
+        if typed:
+            self._set_aside += typed
+            self._reader.write(SET_ASIDE_NOTE)
+        self._reader.write(approval_question(self._questions[0]) + APPROVAL_PROMPT)
+
+    def _next_question(self) -> None:
+        """The question asked was settled: ask the next one, or give back what was typed."""
+        if self._questions:
+            self._show_question()
+        else:
+            self._give_back()
+
+    def _give_back(self) -> None:
+        kept, self._set_aside = self._set_aside, ""
+        self._reader.put_back(kept)
+
     async def _read(self) -> None:
         while self._reader.terminal or self._questions:
             self._reading = True
@@ -364,41 +418,57 @@ class _TurnInput:
                 line = await self._reader.readline("")
             finally:
                 self._reading = False
-            if self._questions:
+            if self._questions and self._answers(line):
                 self._answer(self._questions.popleft(), line)
             elif isinstance(line, str):
+                asked = bool(self._questions)  # entered before the question: it waits
                 await self._act(line)
+                if asked and self._questions:
+                    self._show_question()  # asked again, below what the line made happen
             elif line is ReadEnd.EOF:
-                self.leave = True
-                self._reader.write("\n  (end of input: leaving when this turn ends)\n")
+                await self._end_of_input()
             if self._task is not asyncio.current_task():
                 return  # closed while acting on the line
+
+    def _answers(self, line: str | ReadEnd) -> bool:
+        """Whether `line` answers the question asked: not a line entered before it was."""
+        return isinstance(line, ReadEnd) or self._reader.entered_after_set_aside
 
     def _answer(self, request: ApprovalRequested, answer: str | ReadEnd) -> None:
         if isinstance(answer, ReadEnd):
             self._reader.write(f"\n  ({answer.value}: denied)")
         decision = parse_decision(answer if isinstance(answer, str) else None)
         self._interpreter.approve(request.approval_id, decision)
-        if self._questions:
-            self._reader.write(approval_question(self._questions[0]) + APPROVAL_PROMPT)
+        self._next_question()
+
+    async def _end_of_input(self) -> None:
+        """Ctrl-D: leave when this turn ends. AutoChat ends now (switched off, so the
+        session says why it stopped), else its next automatic turn would start first."""
+        if not self._interpreter.autochat_active:
+            self._reader.write("\n  (end of input: leaving when this turn ends)\n")
+        else:
+            self._reader.write("\n  (end of input: AutoChat ends; leaving when this turn ends)\n")
+            settings = self._interpreter.session.autochat
+            await self._interpreter.update(autochat=settings.model_copy(update={"enabled": False}))
+        self.leave = True
 
     async def _act(self, line: str) -> None:
         parts = line.split()
         if not parts:
             return
-        self._reader.remember(line)
+        if not _opens_block(line):
+            self._reader.remember(line)  # a block is remembered whole, once sent
         try:
-            if parts[0].lower() == "/quit":
+            if _is_quit(line):
                 self.leave = True
                 await self._interpreter.stop()
-            elif line.lstrip().startswith(BLOCK):
+            elif _opens_block(line):
                 block = await read_block(self._reader, line)
                 if isinstance(block, str):
                     await self._interpreter.send(block)
                     self._reader.write("\n  (sent: the agent reads it next)\n")
             elif parts[0].startswith("/"):
-                self._reader.write("\n")
-                await _command(parts, self._interpreter, self._manager, self._reader)
+                await _command(parts, self._interpreter, self._manager, self._reader, "\n")
             else:
                 await self._interpreter.send(line)
                 self._reader.write("\n  (sent: the agent reads it next)\n")

@@ -74,15 +74,33 @@ AUTO_LIMITS: Final[Mapping[str, tuple[str, type[int] | type[float]]]] = {
 """`/auto NAME VALUE`: the AutoChat limit each name sets, and the kind of number it takes."""
 
 
-def autochat_summary(settings: AutoChatSettings) -> str:
-    """AutoChat's switch and every limit, in one line."""
+NOT_RUNNING: Final = "not running: your next message starts it, /auto on starts it now"
+"""AutoChat switched on with no run going (none yet, or the last one stopped): the switch
+alone does not make turns run, so `/auto` says what will."""
+
+
+def autochat_summary(settings: AutoChatSettings, running: bool | None = None, turn: int = 0) -> str:
+    """AutoChat's switch and every limit, in one line; with `running`, whether a run is
+    going (at automatic turn `turn`, 0 before the first): the switch can be on while
+    nothing runs, after a run stopped at a limit, on Stop or `task_complete`."""
     tokens = f"{settings.token_budget:,} tokens" if settings.token_budget else "no token budget"
     time = f"{settings.time_budget_s:g} s in all" if settings.time_budget_s else "no time budget"
+    state = "on" if settings.enabled else "off"
+    if running:
+        state += f" (running: {_progress(turn, settings.max_turns)})"
+    elif settings.enabled and running is not None:
+        state += f" ({NOT_RUNNING})"
     return (
-        f"AutoChat {'on' if settings.enabled else 'off'}: at most {settings.max_turns} "
+        f"AutoChat {state}: at most {settings.max_turns} "
         f"turn{'' if settings.max_turns == 1 else 's'}, "
         f"{tokens}, {time}, {settings.delay_s:g} s between turns"
     )
+
+
+def _progress(turn: int, max_turns: int) -> str:
+    if not turn:
+        return "its automatic turns follow this one"
+    return f"automatic turn {turn} of {max_turns}"
 
 
 def parse_limit(name: str, value: str, current: AutoChatSettings) -> AutoChatSettings:
@@ -123,19 +141,45 @@ async def _stop(args: list[str], interpreter: Interpreter, manager: SessionManag
     return "" if await interpreter.stop() else "nothing is running\n"
 
 
+def _summary(interpreter: Interpreter) -> str:
+    """`autochat_summary` of the session as it is now, a run going or not."""
+    settings, turn = interpreter.session.autochat, interpreter.autochat_turns
+    return autochat_summary(settings, interpreter.autochat_active, turn) + "\n"
+
+
 async def _auto(args: list[str], interpreter: Interpreter, manager: SessionManager) -> str:
     current = interpreter.session.autochat
     if not args:
-        return autochat_summary(current) + "\n"
-    if len(args) == 1 and args[0].lower() in ("on", "off"):
-        enabled = args[0].lower() == "on"
-        await interpreter.update(autochat=current.model_copy(update={"enabled": enabled}))
-        return f"AutoChat {'on' if enabled else 'off'}\n"
+        return _summary(interpreter)
+    if len(args) == 1 and args[0].lower() == "on":
+        return await _auto_on(interpreter)
+    if len(args) == 1 and args[0].lower() == "off":
+        await interpreter.update(autochat=current.model_copy(update={"enabled": False}))
+        return "AutoChat off\n"
     if len(args) != 2:
         raise InvalidRequest(AUTO_USAGE)
-    updated = parse_limit(args[0].lower(), args[1], current)
-    await interpreter.update(autochat=updated)
-    return autochat_summary(updated) + "\n"
+    await interpreter.update(autochat=parse_limit(args[0].lower(), args[1], current))
+    return _summary(interpreter)
+
+
+async def _auto_on(interpreter: Interpreter) -> str:
+    """Run AutoChat toward the person's latest message, and say truly what happens. The
+    session starts a run when the switch goes from off to on (after a reply: at once;
+    during a turn: after it); a switch left on by a run that stopped (a limit, Stop,
+    `task_complete`) starts nothing, so it is switched off and on again."""
+    if interpreter.autochat_active:
+        turns = interpreter.session.autochat.max_turns
+        return f"AutoChat is running: {_progress(interpreter.autochat_turns, turns)}\n"
+    busy = interpreter.busy
+    current = interpreter.session.autochat
+    if current.enabled:
+        await interpreter.update(autochat=current.model_copy(update={"enabled": False}))
+    await interpreter.update(autochat=current.model_copy(update={"enabled": True}))
+    if not interpreter.autochat_active:
+        return "AutoChat on: your next message starts it, toward what that message asks\n"
+    if busy:
+        return "AutoChat on: it goes on when this turn ends\n"
+    return "AutoChat on\n"  # its turns follow, shown as they run
 
 
 async def _role(args: list[str], interpreter: Interpreter, manager: SessionManager) -> str:

@@ -25,6 +25,7 @@ from schema import (
     MessageType,
     Role,
     RunFinished,
+    RunOutcome,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -70,12 +71,20 @@ def format_event(event: Event) -> str | None:
     if isinstance(event, ErrorEvent):
         return f"\n  ! {event.code}: {event.message}"
     if isinstance(event, RunFinished):
-        return f"\n  ({event.outcome.value}{': ' + event.detail if event.detail else ''})\n"
+        return _run_finished(event)
     if isinstance(event, AutoChatTurn):
         return f"\n  ↻ AutoChat turn {event.turn}/{event.max_turns}"
     if isinstance(event, AutoChatStopped):
         return f"\n  ↻ AutoChat stopped: {autochat_stop_words(event.reason, event.detail)}\n"
     return None
+
+
+def _run_finished(event: RunFinished) -> str:
+    """How a turn ended. A failed turn's detail is the error the `! code: message` line
+    above has just shown (every failure says one first): it is not said twice."""
+    if event.outcome is RunOutcome.ERROR or not event.detail:
+        return f"\n  ({event.outcome.value})\n"
+    return f"\n  ({event.outcome.value}: {event.detail})\n"
 
 
 ALLOW_ONCE_ANSWERS: Final = frozenset({"y", "yes"})

@@ -134,6 +134,9 @@ class ChatInput(LineReader):
         self._editor = LineEditor()
         self._keys = KeyDecoder()
         self._display = LineDisplay(_columns)
+        self._entered = 0  # lines ended with Enter here, and handed on
+        self._taken = 0  # of those, how many `readline` returned
+        self._set_aside_at = 0  # how many had been entered at the latest `set_aside`
         self._tty = editable_terminal(environ)
         typed_ahead = b""
         if self._tty is not None and self._take_terminal(self._tty):
@@ -191,14 +194,43 @@ class ChatInput(LineReader):
             self._editor.clear()
             _emit(self._display.finish(DROPPED))
 
+    def set_aside(self) -> str:
+        """A question is about to be asked: take the half-typed line out and return it (to
+        `put_back` once the question is answered), so the answer starts empty and nothing
+        typed before the question can answer it (`entered_after_set_aside`)."""
+        if not self.editing:
+            return ""
+        self._set_aside_at = self._entered
+        text = self._editor.take()
+        if text:
+            _emit(self._display.edit("", 0))
+        return text
+
+    def put_back(self, text: str) -> None:
+        """Give back, at the start of the line, what `set_aside` took out."""
+        if self.editing and text:
+            self._editor.put_back(text)
+            _emit(self._display.edit(self._editor.text, self._editor.cursor))
+
+    @property
+    def entered_after_set_aside(self) -> bool:
+        """Whether the line `readline` returned last was entered after the latest
+        `set_aside`, so it can be the answer to the question asked then. A line entered
+        before may reach the chat only after the question was shown (it was on its way):
+        it is not an answer. From a pipe, lines are answers in order: always True."""
+        return not self.editing or self._taken > self._set_aside_at
+
     async def readline(self, prompt: str) -> str | ReadEnd:
         if not self.editing:
             return await super().readline(prompt)
         _emit(self._display.ask(printable(prompt)))
         try:
-            return await super().readline("")
+            line = await super().readline("")
         finally:
             self._display.settle()  # answered or given up: the prompt stays as it is shown
+        if isinstance(line, str):
+            self._taken += 1
+        return line
 
     def close(self) -> None:
         """Give the terminal its own settings back (the chat is over); a line left half
@@ -266,6 +298,7 @@ class ChatInput(LineReader):
             if isinstance(done, str):
                 self._display.text = done
                 _emit(self._display.finish("\n"))
+                self._entered += 1
                 self._put(done)
                 changed = False
             elif done is ReadEnd.EOF:

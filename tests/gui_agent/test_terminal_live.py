@@ -16,6 +16,7 @@ from tests.gui_agent.test_terminal_keys import Terminal
 #   {"endless": true}  words until the turn is stopped (w0 ... w3999, 20 s, then "the end")
 #   {"say": TEXT}      TEXT, where {said} is the person's last message (default "you said: {said}")
 #   "wait": true       after TEXT, wait until a line typed in the terminal reaches the chat
+#   "wait": "keys"     after TEXT, wait until keys are typed (a line not ended, Ctrl-D)
 #   "tool": {...}      then call write_file with these arguments
 LIVE_DRIVER = """
 import asyncio, json, sys
@@ -30,6 +31,7 @@ from schema import ModelResponse, Role
 
 steps = json.loads(sys.argv[1])
 line_queued = asyncio.Event()
+keys_typed = asyncio.Event()
 
 class Reader(ChatInput):
     def _put(self, item):
@@ -37,6 +39,10 @@ class Reader(ChatInput):
         if queued:  # scheduled after the line itself: set means it is in the queue
             self._loop.call_soon_threadsafe(line_queued.set)
         return queued
+
+    def _typed(self, text):
+        super()._typed(text)  # in the line being edited now
+        keys_typed.set()
 
 async def model(messages, info):
     step = steps[min(info.call_number, len(steps)) - 1]
@@ -49,8 +55,11 @@ async def model(messages, info):
     said = [m.content for m in messages if m.role is Role.USER][-1]
     text = step.get("say", "you said: {said}").format(said=said)
     line_queued.clear()
+    keys_typed.clear()
     yield text + " "
-    if step.get("wait"):
+    if step.get("wait") == "keys":
+        await keys_typed.wait()
+    elif step.get("wait"):
         await line_queued.wait()
     if step.get("tool"):
         tool_calls = call("write_file", **step["tool"]).tool_calls
