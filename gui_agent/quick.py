@@ -11,13 +11,13 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 
 from gui_agent.agents import AgentDeps, Architecture, default_architectures
+from gui_agent.agents.roles import parse_role
 from gui_agent.approvals import decision_of
 from gui_agent.exceptions import ConfigError, InvalidRequest, UserError
 from gui_agent.hooks import AgentHooks
 from gui_agent.interpreter import Interpreter
 from gui_agent.llm import LLMProvider
 from gui_agent.memory import SlidingWindowMemory
-from gui_agent.repl_commands import parse_role
 from gui_agent.session import Session
 from gui_agent.store.base import SessionStore as Store
 from gui_agent.tools import PermissionPolicy, Tool, ToolRegistry, default_tools

@@ -34,6 +34,7 @@ from collections import deque
 from collections.abc import Awaitable
 from pathlib import Path
 
+from gui_agent.agents.roles import ROLE_NAMES, parse_role, role_label
 from gui_agent.cli import ReadEnd, detach_output, install_ending, install_interrupt, write_out
 from gui_agent.exceptions import UserError
 from gui_agent.interpreter import Interpreter
@@ -46,12 +47,9 @@ from gui_agent.repl_commands import (
     COMMANDS,
     HELP,
     KEYS,
-    ROLE_NAMES,
     Command,
     autochat_summary,
     parse_limit,
-    parse_role,
-    role_label,
     run_command,
 )
 from gui_agent.repl_display import (

@@ -7,16 +7,17 @@ ends the loop), and so are the blocks that three double quotes open (`BLOCK`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Final
 
 from pydantic import ValidationError
 
+from gui_agent.agents.roles import parse_role, role_label
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.interpreter import Interpreter
 from gui_agent.manager import SessionManager
 from gui_agent.wording import counted
-from schema import AgentName, AutoChatSettings
+from schema import AutoChatSettings
 
 HELP = (
     "commands: /stop /auto [on|off] /auto LIMIT VALUE /role NAME /model NAME /window "
@@ -37,33 +38,6 @@ AUTO_USAGE = (
 )
 BLOCK = '"""'
 BLOCKS = f"{BLOCK} at the start of a line opens a message of several lines; {BLOCK} ends it"
-
-ROLE_NAMES: Final[Mapping[str, AgentName]] = {
-    "executor": AgentName.AGENT_EXECUTOR,
-    "planner": AgentName.LLM_PLANNER,
-    "supervisor": AgentName.SUPERVISOR,
-    "crew": AgentName.CREW,
-    "thought": AgentName.THOUGHT,
-}
-"""The role names the README uses; the enum names (AGENT_EXECUTOR, ...) work as well."""
-
-
-def role_label(agent: AgentName) -> str:
-    """The name a person types for `agent`: `executor` for AGENT_EXECUTOR."""
-    return next((name for name, role in ROLE_NAMES.items() if role is agent), agent.value.lower())
-
-
-def parse_role(text: str, available: Iterable[AgentName]) -> AgentName:
-    """The role a person named (`planner`, `LLM_PLANNER`, any case), or InvalidRequest
-    naming the roles this chat offers."""
-    offered = list(available)
-    key = text.strip().lower()
-    role = ROLE_NAMES.get(key) or next((a for a in AgentName if a.value.lower() == key), None)
-    if role is None or role not in offered:
-        choices = ", ".join(role_label(agent) for agent in offered)
-        raise InvalidRequest(f"unknown role {text!r}; choose one of: {choices}")
-    return role
-
 
 AUTO_LIMITS: Final[Mapping[str, tuple[str, type[int] | type[float]]]] = {
     "turns": ("max_turns", int),
