@@ -11,9 +11,11 @@ budget stop at all: a failed reply is a bare "[error]". The session's event buff
 its recent events, so a note still in it is put back where a tab that watched it live shows
 it: before the first history message that came after it, or after the last one.
 
-Where this differs from a live view: a switch followed by a retry or an edit that cut the
-history back to before it stays, before the re-run (a live tab drops it); a clear drops the
-notes before it, as live. A note no longer in the buffer (an older one, or one from before
+As live, a retry or an edit drops the notes that came after a message it cut (the error of
+the failed reply a retry replaced, the switch made before the message an edit replaced),
+and keeps those that came after a message it kept; a clear drops them all. (A switch it
+drops is shown again by the message run again, which keeps it: `kept_switch`.) A note no
+longer in the buffer (an older one, or one from before
 a restart) is not known, with one exception: a role the person picked is kept with the
 message that next started a turn (its metadata "switched", `kept_switch`), so the view shows
 that switch, with its reason, before that message, however old it is (once: not again when
@@ -56,21 +58,34 @@ def placed_notes(events: Sequence[Event], history: Sequence[Message]) -> dict[in
     index = {message.id: number for number, message in enumerate(history)}
     seen: set[str] = set()
     placed: dict[int, list[Event]] = {}
-    waiting: list[Event] = []  # notes no history message has come after yet
+    # Notes no history message has come after yet, each with the message completed last
+    # before it (None: none in the buffer), which says whether a cut dropped it.
+    waiting: list[tuple[Event, str | None]] = []
+    last: str | None = None
     for event in events:
         if is_note(event):
-            waiting.append(event)
+            waiting.append((event, last))
         elif isinstance(event, MessageStarted | MessageCompleted):
             message_id = _message_id(event)
+            if isinstance(event, MessageCompleted):
+                last = message_id
             if message_id in index and message_id not in seen:
                 seen.add(message_id)
                 if waiting:
-                    placed.setdefault(index[message_id], []).extend(waiting)
+                    placed.setdefault(index[message_id], []).extend(n for n, _ in waiting)
                     waiting = []
-        elif isinstance(event, SessionUpdated) and event.fields.get("history_length") == 0:
-            placed, waiting = {}, []  # cleared: nothing before it is shown
+        elif isinstance(event, SessionUpdated) and "history_length" in event.fields:
+            length = int(event.fields["history_length"])
+            if length <= 0:
+                placed, waiting = {}, []  # cleared: nothing before it is shown
+            else:  # cut back to `length` messages: a note after a message cut goes too
+                waiting = [
+                    (note, after)
+                    for note, after in waiting
+                    if after is None or index.get(after, length) < length
+                ]
     if waiting:
-        placed.setdefault(len(history), []).extend(waiting)
+        placed.setdefault(len(history), []).extend(n for n, _ in waiting)
     return placed
 
 

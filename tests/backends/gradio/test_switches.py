@@ -14,6 +14,7 @@ from backends.gradio.renderer import ChatView
 from backends.gradio.stream import PageView
 from backends.gradio.switches import placed_notes
 from connectors.scripted import ScriptedModel
+from gui_agent.exceptions import ModelServerError
 from gui_agent.quick import create_interpreter
 from schema import (
     AgentName,
@@ -151,3 +152,36 @@ def test_errors_and_autochat_stops_are_placed_as_switches_are() -> None:
     view = ChatView.from_history([asked, failed, later], notes={2: [error, stopped]})
     shown = texts(view)
     assert "upstream exploded" in shown[2] and shown[-1] == "b"
+
+
+async def test_a_retried_failure_leaves_no_error_in_a_rebuilt_view_as_in_a_watching_one(
+    tmp_path: Path,
+) -> None:
+    """After a retry, a reload showed the replaced attempt's error under the reply before
+    it (the message it followed was cut, so it waited for the next kept one)."""
+    failure = ModelServerError("upstream exploded", provider="scripted")
+    model = ScriptedModel(["hello back", failure, "second answer"])
+    interpreter = create_interpreter(model, workdir=tmp_path)
+    for say in (interpreter.send("hello"), interpreter.send("this one fails")):
+        await say
+        await interpreter.wait_idle()
+    await interpreter.retry()
+    await interpreter.wait_idle()
+    live = ChatView()  # a tab that watched it all
+    for event in interpreter.events_since(0):
+        live.apply(event)
+    shown = texts(live)
+    assert shown[-2] == "this one fails" and shown[-1].endswith("second answer")
+    assert not any("upstream exploded" in text for text in shown)
+    reopened = PageView.of(make_page(), interpreter, icons={})  # a reload, another tab
+    assert texts(reopened.chat) == shown
+
+
+def test_a_cut_drops_the_notes_after_the_messages_it_cut_and_keeps_the_others() -> None:
+    asked, answer, cut, rerun = _said("a"), _said("b", Role.ASSISTANT), _said("c"), _said("c")
+    stopped = AutoChatStopped(reason=AutoChatStopReason.MAX_TURNS, turns=1)
+    error = ErrorEvent(code="model_error", message="upstream exploded")
+    events: list[Any] = [_done(asked), _done(answer), stopped, _done(cut), error]
+    events += [SessionUpdated(fields={"history_length": 2}), _done(rerun)]
+    # the stop came after a message kept, the error after the one cut
+    assert placed_notes(events, [asked, answer, rerun]) == {2: [stopped]}
