@@ -46,7 +46,7 @@ from backends.gradio.handlers import Handlers, ModelInfoLike
 from backends.gradio.layout import Page, build_page
 from backends.gradio.media import MediaShelf
 from backends.gradio.panels import tools_markdown
-from backends.gradio.presence import Presence, followed_components
+from backends.gradio.presence import Presence
 from backends.gradio.quiet_queue import quiet
 from backends.gradio.sidebar import Sidebar
 from backends.gradio.sidepanel import SidePanel
@@ -379,10 +379,11 @@ def _wire(
     )
     for ended in (kept.then, kept.failure):  # (Gradio runs `then` only after a success)
         ended(None, [page.keep_alive], [page.keep_alive], js=_KEEP_AGAIN_JS, **_EVENT)
+    # (every output: a chat deleted elsewhere leaves the view for a new chat, Presence._gone)
     page.chats_wake.change(
         presence.follow,
         [page.session_id, page.search, page.form_base],
-        followed_components(page),
+        everything,
         trigger_mode="always_last",
         **_EVENT,
     )

@@ -66,16 +66,18 @@ class Navigation(HandlerBase):
             **await self.no_chat(tab, owner_of(request)),
         }
 
-    async def no_chat(self, tab: str, owner: str) -> Updates:
-        """All but the view, for a tab that shows no chat (a new chat, a replay): the new
-        chat's settings and title boxes, no tool picked, nothing chosen in the list."""
+    async def no_chat(self, tab: str, owner: str, query: str | None = None) -> Updates:
+        """All but the view, for a tab that shows no chat (a new chat, a replay, a chat
+        deleted elsewhere): the new chat's settings and title boxes, no tool picked, nothing
+        chosen in the list. The list shows every chat, and so does the search box (not a
+        stale query), unless `query` is given: then it is the list of that search."""
+        listed = await self.session_list_update(owner, "", query or "", tab=tab)
         return {
             self.page.session_id: "",
             **self.settings_values(None),
             **self.no_tool_picked(),
-            # The list shows every chat again: so does the search box (not a stale query).
-            self.page.search: "",
-            **await self.session_list_update(owner, "", tab=tab),
+            **({self.page.search: ""} if query is None else {}),
+            **listed,
         }
 
     async def open_session(self, selected: str | None, ticket: str, request: gr.Request) -> Updates:

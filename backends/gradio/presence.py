@@ -215,7 +215,10 @@ class Presence:
         listed = handlers.news.take_list(tab, showing=current)
         if not listed and not fields and not catch_up:
             return no_change()  # the tab's own change came back: it shows it already
-        updates = await handlers.session_list_update(owner_of(request), current, query, tab=tab)
+        owner = owner_of(request)
+        if current and await handlers.lookup(current, request, quiet=True) is None:
+            return await self._gone(tab, current, owner, query)
+        updates = await handlers.session_list_update(owner, current, query, tab=tab)
         if (fields or catch_up) and current and current == session_id:
             interpreter = await handlers.lookup(current, request, quiet=True)
             if interpreter is not None and catch_up:
@@ -223,6 +226,18 @@ class Presence:
             elif interpreter is not None:
                 updates.update(self._changed_fields(tab, interpreter, fields, base))
         return updates
+
+    async def _gone(self, tab: str, session_id: str, owner: str, query: str) -> Updates:
+        """The chat the tab shows was deleted elsewhere (another tab, the HTTP API): the tab
+        shows a new chat, as after New chat, and says why (it went on showing the deleted
+        chat's messages). What is typed in its message box stays, for the new chat."""
+        handlers = self.handlers
+        handlers.streams.gone(tab, session_id)
+        gr.Warning("This chat was deleted in another tab or window: this is a new chat.")
+        return {
+            **handlers.blank_view(owner).updates(full=True),
+            **await handlers.no_chat(tab, owner, query),
+        }
 
     def _caught_up(self, tab: str, interpreter: Interpreter, base: str) -> Updates:
         """The chat's settings, AutoChat and title, for a tab whose keep-alive started again
@@ -429,10 +444,3 @@ def field_components(page: Page) -> dict[str, list[Any]]:
 
 BASE_FIELDS = {"settings": SETTINGS, "autochat": LIMITS, "title": ("title",)}
 """The fields of the tab's base (bases.py) each followed field of a chat holds."""
-
-
-def followed_components(page: Page) -> list[Any]:
-    """Everything `Presence.follow` may change: the chats list, the shown chat's followed
-    fields, its AutoChat status line, and the tab's base."""
-    fields = {id(c): c for shown in field_components(page).values() for c in shown}  # once
-    return [page.session_list, *fields.values(), page.autochat_status, page.form_base]

@@ -242,6 +242,13 @@ class TabStreams:
         latest = self._floor.get(tab)
         return None if latest is None else latest[1]
 
+    def gone(self, tab: str, session_id: str) -> None:
+        """`session_id` was deleted: a tab that shows it shows no chat from now on (as at its
+        latest event: any later event of the tab supersedes this)."""
+        latest = self._floor.get(tab)
+        if latest is not None and latest[1] == session_id:
+            keep_latest(self._floor, tab, (latest[0], ""), MAX_TABS)
+
     def assume(self, tab: str, session_id: str) -> None:
         """The tab shows `session_id`, as the browser says, if the server knows nothing of
         what it shows (its keep-alive starts again after the server restarted or forgot the

@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+import gradio as gr
+import pytest
+
 from backends.gradio.follow import TabNews, as_published
 from backends.gradio.handlers import tab_of
 from backends.gradio.presence import Presence
@@ -191,3 +194,31 @@ async def test_a_catch_up_after_a_rename_in_the_tab_leaves_its_title_box(tmp_pat
     shown = await Presence(handlers).follow(interpreter.id, "", None, base)  # type: ignore[arg-type]
     assert shown[page.rename_box] == "Renamed here"  # the base before the rename: it moved
     await manager.close()
+
+
+async def test_a_chat_deleted_elsewhere_leaves_the_tab_that_shows_it_for_a_new_chat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The tab's list dropped the chat, and its view and boxes went on showing it."""
+    said: list[str] = []
+    monkeypatch.setattr(gr, "Warning", lambda message, *_a, **_k: said.append(message))
+    page, manager, handlers = await page_handlers(tmp_path, ScriptedModel(default="hi"))
+    kept = await manager.create("local", title="A chat that stays")
+    gone = await manager.create("local", title="A chat deleted elsewhere")
+    tab = tab_of(None)
+    handlers.news.open(tab, "local")
+    await handlers.streams.supersede(tab, 1, gone.id)  # the tab shows it
+    base = str(handlers.opened(tab, gone)[page.form_base])
+    await manager.delete(gone.id, "local")
+    handlers.news.missed(tab)  # (the tab has news: the feed's is the keep-alive's)
+    shown = await Presence(handlers).follow(gone.id, "chat", None, base)  # type: ignore[arg-type]
+    await manager.close()
+    assert said == ["This chat was deleted in another tab or window: this is a new chat."]
+    assert shown[page.session_id] == ""
+    assert shown[page.chatbot] == []
+    assert shown[page.rename_box] == ""
+    assert page.search not in shown  # the tab's search stays, and its list is that search
+    listed = shown[page.session_list]
+    assert listed["value"] is None
+    assert [value for _label, value in listed["choices"]] == [kept.id]
+    assert handlers.streams.shown(tab) == ""

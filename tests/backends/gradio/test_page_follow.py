@@ -16,6 +16,7 @@ from tests.backends.gradio.kit import (
     open_manage,
     open_tab,
     send,
+    toast,
     user_messages,
     wait_idle,
 )
@@ -109,6 +110,27 @@ def test_every_tab_lists_the_chats_made_renamed_or_deleted_in_another(
         expect(sessions).to_contain_text("a chat listed in every tab")
     finally:
         other.context.close()
+
+
+def test_a_chat_deleted_in_one_tab_leaves_the_other_for_a_new_chat(
+    tab: Page, chromium: Browser, server: LiveServer
+) -> None:
+    """The other tab's list dropped the chat, but its view went on showing the deleted
+    chat's messages, with nothing chosen in the list."""
+    with second_tab_on(tab, chromium, server, "a chat deleted in the other tab") as other:
+        other.locator("#chat-input textarea").fill("a draft for whatever comes next")
+        manage(tab)
+        tab.get_by_role("button", name="Delete chat").click()
+        tab.get_by_role("button", name="Yes, delete it").click()
+        expect(toast(other, "This chat was deleted in another tab or window")).to_have_count(1)
+        expect(user_messages(other)).to_have_count(0)
+        expect(badge(other)).to_have_text("INIT")
+        expect(other.locator("#session-list")).not_to_contain_text("deleted in the other tab")
+        box = other.locator("#chat-input textarea")
+        expect(box).to_have_value("a draft for whatever comes next")  # (it stays)
+        box.press("Enter")
+        expect(bot_messages(other).last).to_contain_text("You said: a draft for whatever")
+        expect(user_messages(other)).to_have_count(1)  # a new chat, not the deleted one
 
 
 def test_a_tool_mode_set_in_one_tab_empties_the_tool_picked_in_another(
