@@ -27,6 +27,11 @@ Rules, in the words the UI uses:
   given as the person's message itself (one with images: AutoChat's `goal_to_pin`) is in
   the window when that message is, and is pinned with its images.
 - `max_messages` counts history messages only; the system prompt and the pinned goal are extra.
+- A window starts with the person's turn: replies older than the oldest user message in it
+  (their question did not fit the budget or the cap) are left out too, since chat templates
+  that want the person's turn first refuse a conversation that starts with a reply. The
+  history's own preamble (a greeting before the first user message) is kept, and so is a
+  reply that is the only one saying the goal.
 - The newest user message is always kept, even alone over the token budget (with no user
   message at all, the newest unit is): a truncated context beats an empty one. So is the
   newest unit when it holds tool calls (the model's latest calls with their results), even
@@ -256,32 +261,42 @@ class SlidingWindowMemory:
         chosen, used = self._select(
             units, costs, mandatory, None if budget is None else budget - fixed_tokens
         )
+        chosen.sort(reverse=True)  # oldest first
+        shed = self._answers_first(units, chosen)
+        if shed and self._preamble(history, units, chosen[0], scanned_from):
+            shed = 0
         pinned = False
         if goal is not None and not any(
-            _says_goal(m, goal, goal_message) for i in chosen for m in units[i]
+            _says_goal(m, goal, goal_message) for i in chosen[shed:] for m in units[i]
         ):
-            if goal_message is None:
-                pin = Message(role=Role.USER, content=goal, metadata={"pinned_goal": True})
-                fixed_tokens += self._tokens(_GOAL_KEY, pin, count)
-            else:
-                pin = Message(
-                    role=Role.USER,
-                    content=goal_message.content,
-                    images=goal_message.images,
-                    metadata={"pinned_goal": True},
-                )
-                fixed_tokens += self._tokens(_GOAL_KEY + goal_message.id, pin, count)
-            fixed.append(pin)
-            pinned = True
-            if budget is not None:  # a tighter budget can only shrink the choice
-                chosen, used = self._select(units, costs, mandatory, budget - fixed_tokens)
-
-        chosen.sort(reverse=True)
+            shed = 0  # said only by a reply before the person's words (kept), or pinned:
+            if not any(_says_goal(m, goal, goal_message) for i in chosen for m in units[i]):
+                if goal_message is None:
+                    pin = Message(role=Role.USER, content=goal, metadata={"pinned_goal": True})
+                    fixed_tokens += self._tokens(_GOAL_KEY, pin, count)
+                else:
+                    pin = Message(
+                        role=Role.USER,
+                        content=goal_message.content,
+                        images=goal_message.images,
+                        metadata={"pinned_goal": True},
+                    )
+                    fixed_tokens += self._tokens(_GOAL_KEY + goal_message.id, pin, count)
+                fixed.append(pin)  # (the person's words, first: nothing is shed after it)
+                pinned = True
+                if budget is not None:  # a tighter budget can only shrink the choice
+                    chosen, used = self._select(units, costs, mandatory, budget - fixed_tokens)
+                    chosen.sort(reverse=True)
+        shed_tokens = shed_messages = 0
+        if shed:
+            shed_tokens = sum(costs[i] for i in chosen[:shed])
+            shed_messages = sum(len(units[i]) for i in chosen[:shed])
+            del chosen[:shed]
         included = [m for i in chosen for m in units[i]]
         sendable_before = self._sendable_before(history, scanned_from) if scanned_from else 0
         window = ContextWindow(
             (*fixed, *included),
-            fixed_tokens + used,
+            fixed_tokens + used - shed_tokens,
             (self._counter or self.counter).estimated,
             goal,
             pinned,
@@ -289,7 +304,9 @@ class SlidingWindowMemory:
             tuple([m.id for m in included]),
         )
         if history:
-            room_tokens = None if budget is None else budget - window.token_count
+            # The room left counts what was shed: the walk over a longer history sheds it
+            # again only while it still chooses it (see `_extend`).
+            room_tokens = None if budget is None else budget - window.token_count - shed_tokens
             self._keep(
                 history[0].id,
                 _Last(
@@ -297,11 +314,34 @@ class SlidingWindowMemory:
                     scanned_from,
                     tuple(map(history.__getitem__, range(scanned_from, len(history)))),
                     window,
-                    self.max_messages - len(included),
+                    self.max_messages - len(included) - shed_messages,
                     room_tokens,
                 ),
             )
         return window
+
+    @staticmethod
+    def _answers_first(units: list[_Unit], chosen: list[int]) -> int:
+        """How many of the `chosen` units (oldest first) come before the oldest user message
+        among them: replies whose question the budget or the cap left out (or the history's
+        preamble: `_preamble` keeps it). Sent, they would start the window with a reply,
+        which chat templates that want the person's turn first (after the system prompt)
+        refuse, and which reads as an answer to nothing. 0 when no user message was
+        chosen."""
+        for position, index in enumerate(chosen):
+            if units[index][0].role is Role.USER:
+                return position
+        return 0
+
+    def _preamble(
+        self, history: Sequence[Message], units: list[_Unit], oldest: int, scanned_from: int
+    ) -> bool:
+        """Whether unit `oldest` comes before the person's first message (a greeting, a
+        note): the history's preamble, kept, not a reply to a question left out. Looks in
+        the units the walk collected, then, only when none of them says, before them."""
+        if any(unit[0].role is Role.USER for unit in units[oldest + 1 :]):
+            return False
+        return scanned_from == 0 or self._find_user(history, scanned_from - 1)[1] is None
 
     # --- extending the last window -------------------------------------------------------
 

@@ -152,8 +152,33 @@ def test_token_budget_drops_oldest_first() -> None:
     window = memory().window(history, token_budget=budget)
 
     assert window.token_count <= budget
-    assert contents(window) == ["answer 7", "question 8", "answer 8", "question 9", "answer 9"]
-    assert window.dropped == 15
+    # "answer 7" fits too, but its question does not: a window starts with the person's turn
+    assert contents(window) == ["question 8", "answer 8", "question 9", "answer 9"]
+    assert window.dropped == 16
+    assert window.token_count == COUNTER.count_messages(window.messages)
+
+
+def test_a_window_cut_by_the_budget_or_the_cap_starts_with_the_persons_message() -> None:
+    """A reply whose question was left out led the window: strict chat templates refuse a
+    conversation that starts with the assistant ("roles must alternate user/assistant")."""
+    history = [assistant("Hi, how can I help?"), *chat(6)]
+    per_message = COUNTER.count_messages([user("question 1")]) - COUNTER.count_messages([])
+    for window in (
+        memory().window(history, token_budget=COUNTER.count_messages([]) + 3 * per_message),
+        memory(max_messages=3).window(history),
+    ):
+        assert contents(window) == ["question 5", "answer 5"]
+        assert window.dropped == len(history) - 2
+    # the history's own preamble (a greeting before the first message) is no cut reply
+    assert contents(memory(max_messages=3).window(history[:3])) == [
+        "Hi, how can I help?",
+        "question 0",
+        "answer 0",
+    ]
+    # a goal said only by the reply that would go keeps it (not pinned again before it)
+    said = [user("first"), assistant("the goal"), user("next"), assistant("done")]
+    window = memory(max_messages=3).window(said, goal="the goal")
+    assert contents(window) == ["the goal", "next", "done"] and not window.goal_pinned
 
 
 def test_budget_never_empties_the_context() -> None:
