@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import gc
 import importlib
 import logging
@@ -621,10 +622,20 @@ def _bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         listener.close()
         raise ConfigError(
-            f"cannot listen on {host}:{port}: {exc.strerror or exc}; stop whatever uses that "
-            "port or choose another with --port"
+            f"cannot listen on {host}:{port}: {exc.strerror or exc}; {_bind_advice(exc)}"
         ) from None
     return listener
+
+
+def _bind_advice(exc: OSError) -> str:
+    """What to change when a bind failed: the host for a name that does not resolve or an
+    address this machine lacks, else the port (blamed for a bad host name, it sent people
+    to look for a program that was not there)."""
+    if isinstance(exc, socket.gaierror) or exc.errno == errno.EADDRNOTAVAIL:
+        return "this machine has no such address: check --host (127.0.0.1, or 0.0.0.0 for all)"
+    if exc.errno == errno.EACCES:
+        return "ports below 1024 need more rights: choose another with --port"
+    return "stop whatever uses that port or choose another with --port"
 
 
 def _url(listener: socket.socket, path: str) -> str:
