@@ -28,6 +28,7 @@ from then on everything it writes, log records too (`repl_logging`), goes throug
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 from collections import deque
@@ -64,6 +65,7 @@ from gui_agent.repl_display import (
 from gui_agent.repl_input import ChatInput
 from gui_agent.repl_logging import logs_above_the_line
 from gui_agent.telemetry import tracing_from_env
+from gui_agent.tools.files import PRIVATE_DIR
 from schema import ApprovalRequested, ApprovalResolved
 
 __all__ = [
@@ -94,6 +96,8 @@ __all__ = [
     "role_label",
     "run_repl",
 ]
+
+logger = logging.getLogger(__name__)
 
 LEAVE_HINT = "  (Ctrl-C again, Ctrl-D or /quit leaves the chat)"
 BLOCK_PROMPT = "... "
@@ -156,9 +160,29 @@ async def _open(
                 autochat=interpreter.session.autochat.model_copy(update={"enabled": True})
             )
         reader.write(f"model: {registry.default}   {HELP}\n")
-        return await _converse(interpreter, manager, reader)
+        ended = await _converse(interpreter, manager, reader)
     finally:
         await manager.close()  # stops a running turn and the code its tools run
+    if workdir is None:  # (a folder given with --workdir is the person's own)
+        _leave_folder(reader, interpreter.session.workdir_path())
+    return ended
+
+
+def _leave_folder(reader: ChatInput, folder: Path) -> None:
+    """The chat is not kept, but what its tools made is: say where, or, when they made
+    nothing, remove the folder made for it (every chat left one behind, unsaid)."""
+    private = folder / PRIVATE_DIR
+    try:
+        if not folder.is_dir():  # (made when a tool first uses it)
+            return
+        if private.is_dir() and not any(private.iterdir()):
+            private.rmdir()
+        if not any(folder.iterdir()):
+            folder.rmdir()
+            return
+    except OSError as exc:  # (a file made meanwhile, a folder not ours to remove)
+        logger.info("left the chat's folder %s: %s", folder, exc)
+    reader.write(f"\n  (the files of this chat stay in {folder})\n")
 
 
 async def _converse(

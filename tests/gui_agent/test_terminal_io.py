@@ -3,11 +3,12 @@ commands that start turns, and where the configured models came from."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.gui_agent.test_repl_errors import chat_argv, env, workspace
+from tests.gui_agent.test_repl_errors import DRIVER, WRITE_A_FILE, chat_argv, env, workspace
 
 CLI = str(Path(sys.executable).parent / "gui-agent")
 READ_A_FILE = {"tool": "read_file", "args": {"path": "notes.txt"}}
@@ -129,3 +130,21 @@ def test_a_block_in_triple_quotes_is_one_message_and_an_unfinished_one_is_not_se
     assert "unknown command" not in out  # a line of the block starting with / is text
     assert "(end of input: the message was not sent)" in out
     assert "never finished" not in out
+
+
+def test_a_chat_says_where_its_files_stay_and_leaves_no_empty_folder(tmp_path: Path) -> None:
+    """The chat is not kept, but each one left a folder under the data folder, unsaid."""
+    folders = tmp_path / "data" / "workspaces" / "local"
+    listing = {"tool": "list_files", "args": {}}
+    argv = [sys.executable, "-c", DRIVER, json.dumps([listing, "nothing to keep"])]
+    quiet = run(tmp_path, argv, b"hello\n", {})
+    assert quiet.returncode == 0, quiet.stderr.decode()
+    assert "stay in" not in quiet.stdout.decode()
+    assert not folders.exists() or not any(folders.iterdir())
+
+    argv = [sys.executable, "-c", DRIVER, json.dumps([WRITE_A_FILE, "written"])]
+    kept = run(tmp_path, argv, b"write it\ny\n", {})
+    assert kept.returncode == 0, kept.stderr.decode()
+    (folder,) = folders.iterdir()
+    assert (folder / "a.txt").read_text() == "hi"
+    assert f"(the files of this chat stay in {folder})" in kept.stdout.decode()
