@@ -53,6 +53,9 @@ class Session:
     """The note a person gave with "allow", for each such call: said after its result."""
     run_id: str = ""
     created_at: datetime = field(default_factory=utcnow)
+    stopped_output: dict[str, str] | None = None
+    """What the calls a Stop ended had made by then (`ToolContext.partial`), by call id: the
+    turn's end says it in their answers."""
     unreported_usage: UsageReported | None = None
     """The usage of a model call cut short (Stop, an error mid-stream), counted into `usage`
     by the agent but not yet announced: the interpreter says it as the turn ends."""

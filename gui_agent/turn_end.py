@@ -188,6 +188,7 @@ def _answer_dangling_calls(
     older ones were answered when their turn ended.
     """
     found = unanswered_calls(session.history)
+    made, session.stopped_output = session.stopped_output or {}, None
     if found is None:
         return []
     message, calls = found
@@ -196,6 +197,7 @@ def _answer_dangling_calls(
             call,
             f"Interrupted while running: the turn ended ({reason}). It may have done "
             "part of its work; check before running it again."
+            + (f" What it had printed by then:\n{made[call.id]}" if call.id in made else "")
             if call.id in started
             else f"Not run: the turn ended ({reason}).",
             agent=message.agent,

@@ -53,6 +53,7 @@ __all__ = [
     "completes",
     "cut_off_call",
     "denial_text",
+    "keep_partial",
     "not_run",
     "run_one",
     "run_parallel",
@@ -279,7 +280,11 @@ async def run_one(session: Session, deps: AgentDeps, tool_call: ToolCall) -> Too
         call_id=tool_call.id,
         workdir=session.workdir_path(),
     )
-    result = await execute_tool(deps.tools, tool_call, ctx)
+    try:
+        result = await execute_tool(deps.tools, tool_call, ctx)
+    except asyncio.CancelledError:
+        keep_partial(session, ctx)
+        raise
     if deps.hooked:
         await call_hook(deps.hooks.on_tool_end(session, result))
     return result
@@ -294,14 +299,14 @@ async def run_parallel(
         return
     run_id = session.run_id
     workdir = session.workdir_path()
-    tasks: dict[asyncio.Task[ToolResult], ToolCall] = {}
+    tasks: dict[asyncio.Task[ToolResult], ToolContext] = {}
     for tool_call in calls:
         if deps.hooked:
             await call_hook(deps.hooks.on_tool_start(session, tool_call))
         ctx = ToolContext(
             session_id=session.id, run_id=run_id, call_id=tool_call.id, workdir=workdir
         )
-        tasks[asyncio.create_task(execute_tool(deps.tools, tool_call, ctx))] = tool_call
+        tasks[asyncio.create_task(execute_tool(deps.tools, tool_call, ctx))] = ctx
     pending = set(tasks)
     try:
         while pending:
@@ -316,6 +321,17 @@ async def run_parallel(
             task.cancel()
         if pending:
             await asyncio.wait(pending)
+        for task in pending:
+            keep_partial(session, tasks[task])
+
+
+def keep_partial(session: Session, ctx: ToolContext) -> None:
+    """Keep what a call a Stop ended had made by then (`ToolContext.partial`), for its
+    answer (`Session.stopped_output`)."""
+    if ctx.partial:
+        if session.stopped_output is None:
+            session.stopped_output = {}
+        session.stopped_output[ctx.call_id] = "".join(ctx.partial)
 
 
 def safe_args(tool_call: ToolCall) -> dict[str, object]:

@@ -51,6 +51,9 @@ class ToolContext:
     run_id: str
     call_id: str
     workdir: Path
+    partial: list[str] = field(default_factory=list, compare=False, repr=False)
+    """Where a tool that a Stop ends may leave what it had made by then, as text (what its
+    code had printed): the call's answer says it, to the person and the model."""
 
 
 @dataclass(slots=True)

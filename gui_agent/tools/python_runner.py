@@ -271,8 +271,11 @@ def _signal(pid: int, number: int) -> None:
         return
 
 
-async def run_code(code: str, workdir: Path, limits: PythonLimits) -> ToolOutput:
-    """Run `code` as described in the module docstring; the tool's implementation."""
+async def run_code(
+    code: str, workdir: Path, limits: PythonLimits, *, partial: list[str] | None = None
+) -> ToolOutput:
+    """Run `code` as described in the module docstring; the tool's implementation. When a
+    Stop ends the run, what the code had printed goes in `partial` (`ToolContext.partial`)."""
     if os.name != "posix":
         raise ToolExecutionError("run_python needs a POSIX system (Linux or macOS)")
     protect_process()  # before any child exists: the code must not read our /proc files
@@ -327,6 +330,11 @@ async def run_code(code: str, workdir: Path, limits: PythonLimits) -> ToolOutput
             finally:
                 transport.close()
         returncode = transport.get_returncode()
+    except asyncio.CancelledError:
+        printed = capture.text()
+        if partial is not None and printed.strip():
+            partial.append(printed)
+        raise
     finally:
         await asyncio.to_thread(script.unlink, missing_ok=True)
 
@@ -375,7 +383,7 @@ def python_tool(limits: PythonLimits | None = None, *, name: str = "run_python")
         Args:
             code: The complete Python program to run.
         """
-        return await run_code(code, ctx.workdir, chosen)
+        return await run_code(code, ctx.workdir, chosen, partial=ctx.partial)
 
     description = (
         "Run Python 3 code in a fresh process, with the session folder as working directory, "
