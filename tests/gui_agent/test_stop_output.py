@@ -8,7 +8,7 @@ import asyncio
 import time
 from pathlib import Path
 
-from connectors.scripted import call, calls
+from connectors.scripted import ScriptedReply, call, calls
 from gui_agent.tools import ToolContext, tool
 from schema import MessageStatus, PermissionMode, Role
 from tests.gui_agent.helpers import make
@@ -56,7 +56,7 @@ async def test_parallel_calls_stopped_each_say_what_they_had_made(tmp_path: Path
         await asyncio.Event().wait()
         return "never"
 
-    replies = [calls(("crawl", {"site": 0}), ("crawl", {"site": 3})), "after"]
+    replies: list[ScriptedReply] = [calls(("crawl", {"site": 0}), ("crawl", {"site": 3})), "after"]
     interpreter, _ = make(tmp_path, replies, tools=[crawl])
     await interpreter.send("crawl both")
     deadline = time.monotonic() + 30
