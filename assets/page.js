@@ -155,6 +155,16 @@
       take();
     }
   }, true);
+  // The temperature's number box keeps what was typed in it when it is left, as the
+  // Advanced settings' boxes do. Gradio's slider would put the nearest end of its range
+  // there (2 for 5): a send read that, saved it, and the model ran with it, though the
+  // server had refused the value typed (the note names it: typed_slider.py). Its own blur
+  // handler, which does that, sits on the box itself: a capturing listener on the window
+  // runs first and stops the event. (The box saves itself as it is typed: "input".)
+  window.addEventListener("blur", (event) => {
+    const box = event.target instanceof Element ? event.target : null;
+    if (box?.matches("#temperature input[type=number]")) event.stopImmediatePropagation();
+  }, true);
   // What the person is typing is kept in the tab's session storage as they type, so a
   // reload (theirs, or the page's own after a lost connection) gives it back: app.py calls
   // guiAgentDraftBack once the reloaded page has its chat. A send empties the box, and so

@@ -15,7 +15,14 @@ from backends.gradio.layout import SETTING_LABELS, Page
 from gui_agent.exceptions import InvalidRequest
 from schema import AutoChatSettings, SessionSettings
 
-__all__ = ["SETTINGS_NOT_SAVED", "Form", "based_fields", "form_fields", "take_each"]
+__all__ = [
+    "SETTINGS_NOT_SAVED",
+    "TEMPERATURE_RANGE",
+    "Form",
+    "based_fields",
+    "form_fields",
+    "take_each",
+]
 
 Settings = TypeVar("Settings", bound=BaseModel)
 
@@ -24,6 +31,44 @@ SETTINGS_NOT_SAVED = "{problem}. Not saved: the chat keeps that setting as it wa
 
 def _number(value: object, default: float) -> float:
     return float(value) if isinstance(value, int | float) else default
+
+
+def _bounds(name: str) -> tuple[float, float]:
+    """The range the schema allows the `SessionSettings` field `name` (its `ge` and `le`)."""
+    low, high = -math.inf, math.inf
+    for rule in SessionSettings.model_fields[name].metadata:
+        low = float(getattr(rule, "ge", low))
+        high = float(getattr(rule, "le", high))
+    return low, high
+
+
+TEMPERATURE_RANGE = _bounds("temperature")
+"""What the temperature may be: the slider's range (layout.py) is the schema's."""
+
+
+def _temperature(raw: object) -> float:
+    """The temperature as typed, checked for its kind and range. The slider's number box
+    takes any number, keeps it when left (page.js) and hands it on unchecked
+    (typed_slider.py): the problem names the value and the range. Raises InvalidRequest."""
+    span = "{:g} to {:g}".format(*TEMPERATURE_RANGE)
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        raise InvalidRequest(f"Temperature is empty: type a number from {span}")
+    try:
+        number = float(raw) if isinstance(raw, int | float | str) else math.nan
+    except ValueError:
+        number = math.nan
+    if isinstance(raw, bool) or not math.isfinite(number):
+        raise InvalidRequest(f"Temperature must be a number from {span}")
+    low, high = TEMPERATURE_RANGE
+    if not low <= number <= high:
+        raise InvalidRequest(f"Temperature must be from {span}, not {number:g}")
+    return number
+
+
+def _typed_number(value: object) -> object:
+    """A number box's value as typed: a number as a float (the browser sends 1 for 1.0),
+    anything else (None for an empty box) as it is, for the check to name."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
 
 
 def _limit(data: Mapping[Any, Any], component: Any, default: float) -> float | None:
@@ -110,7 +155,8 @@ class Form:
     role: str = ""
     model: str = ""
     system_prompt: str = ""
-    temperature: float = 1.0
+    temperature: object = 1.0
+    """As typed (None: the box is empty); checked when saved (`session_setting`)."""
     autochat: bool = False
     max_turns: float | None = 5
     delay: float | None = 0.0
@@ -141,7 +187,7 @@ class Form:
             role=str(get(page.role_picker, "")),
             model=str(get(page.model_picker, "")),
             system_prompt=str(get(page.system_prompt, SessionSettings().system_prompt)),
-            temperature=_number(get(page.temperature, 1.0), 1.0),
+            temperature=_typed_number(data[page.temperature]) if page.temperature in data else 1.0,
             autochat=bool(get(page.autochat_toggle, False)),
             max_turns=_limit(data, page.max_turns, 5),
             delay=_limit(data, page.delay, 0.0),
@@ -232,7 +278,7 @@ class Form:
         if name == "system_prompt":
             value = self.system_prompt
         elif name == "temperature":
-            value = self.temperature
+            value = _temperature(self.temperature)
         else:
             typed = dict(self.advanced)
             if name not in typed:

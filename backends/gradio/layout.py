@@ -20,6 +20,7 @@ from backends.gradio.panels import (
     memory_markdown,
     usage_markdown,
 )
+from backends.gradio.typed_slider import TypedSlider
 from gui_agent.wording import role_title
 from schema import AgentName, AutoChatSettings, InterpreterState, SessionSettings, Usage
 
@@ -452,7 +453,7 @@ def build_page(
                     max_lines=12,
                     elem_id="system-prompt",
                 )
-                temperature = gr.Slider(
+                temperature = TypedSlider(  # (a value out of range is named: form.py)
                     label="Temperature",
                     minimum=0.0,
                     maximum=2.0,

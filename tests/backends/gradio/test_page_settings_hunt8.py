@@ -26,6 +26,7 @@ from tests.backends.conftest import LiveServer
 from tests.backends.gradio.kit import (
     WAIT_MS,
     bot_messages,
+    eventually,
     mount_page,
     open_tab,
     send,
@@ -290,4 +291,105 @@ def test_each_chat_shows_its_own_settings_and_follows_a_change_made_elsewhere(
     expect(field(tab, "approval-timeout")).to_have_value("2.5")
     kept = settings_of(server, two)
     assert kept.memory_exchanges == 4 and kept.approval_timeout_s == 2.5
+    tab.context.close()
+
+
+TEMPERATURE = "#temperature input[type=number]"
+
+
+def type_temperature(tab: Page, value: str) -> None:
+    """Put `value` in the temperature slider's number box, and leave the box."""
+    box = tab.locator(TEMPERATURE)
+    box.fill(value)
+    box.press("Tab")
+
+
+def test_a_temperature_out_of_range_is_named_and_not_saved(
+    chromium: Browser, server: LiveServer
+) -> None:
+    """The slider's number box takes any number: one out of its range (0 to 2) is named
+    under the settings and stays in the box (the browser put the nearest end of the range
+    there, and a send saved that), and the chat and its next turns keep the temperature it
+    had."""
+    tab = open_tab(chromium, server, viewport={"width": 1280, "height": 900})
+    send(tab, "a chat to warm up")
+    wait_idle(tab)
+    interpreter = session_starting(server, "a chat to warm up")
+    start = settings_of(server, interpreter).model_copy(update={"temperature": 0.3})
+    server.call(interpreter.update(settings=start))
+    tab.reload(wait_until="load")
+    expect(user_messages(tab)).to_have_count(1)
+    open_settings(tab)
+    expect(tab.locator(TEMPERATURE)).to_have_value("0.3")
+    model: ScriptedModel = server.state.model
+
+    type_temperature(tab, "5")
+    problem = "Temperature must be from 0 to 2, not 5"
+    expect(tab.locator("#settings-note")).to_have_text(f"{problem}. {NOT_SAVED}")
+    expect(tab.locator(TEMPERATURE)).to_have_value("5")
+    assert settings_of(server, interpreter) == start
+    send(tab, "still warm")
+    sent = f"{problem}. Your message was sent; the chat keeps that setting as it was"
+    expect(toast(tab, sent)).to_be_visible()
+    expect(user_messages(tab)).to_have_count(2)
+    wait_idle(tab)
+    asked = model.requests[-1].settings
+    assert asked is not None and asked.temperature == 0.3
+    assert settings_of(server, interpreter) == start
+
+    # typed, then Send clicked at once (leaving the box on the way)
+    tab.locator("#chat-input textarea").fill("sent at once")
+    tab.locator(TEMPERATURE).fill("-1")
+    tab.locator("#send-btn").click()
+    expect(user_messages(tab)).to_have_count(3)
+    wait_idle(tab)
+    expect(tab.locator("#settings-note")).to_have_text(
+        f"Temperature must be from 0 to 2, not -1. {NOT_SAVED}"
+    )
+    expect(tab.locator(TEMPERATURE)).to_have_value("-1")
+    asked = model.requests[-1].settings
+    assert asked is not None and asked.temperature == 0.3
+    assert settings_of(server, interpreter) == start
+
+    # emptied, the box is named too (the browser put the bottom of the range there)
+    type_temperature(tab, "")
+    expect(tab.locator("#settings-note")).to_have_text(
+        f"Temperature is empty: type a number from 0 to 2. {NOT_SAVED}"
+    )
+    expect(tab.locator(TEMPERATURE)).to_have_value("")
+    type_temperature(tab, "1.5")  # a value in range is saved, and the note goes
+    expect(tab.locator("#settings-note")).to_have_text("")
+    eventually(
+        tab,
+        lambda: settings_of(server, interpreter).temperature == 1.5,
+        "the temperature typed in range to be saved",
+    )
+    tab.reload(wait_until="load")
+    open_settings(tab)
+    expect(tab.locator(TEMPERATURE)).to_have_value("1.5")
+    tab.context.close()
+
+
+def test_a_new_chat_made_after_a_temperature_out_of_range_keeps_the_default(
+    chromium: Browser, server: LiveServer
+) -> None:
+    tab = open_tab(chromium, server, viewport={"width": 1280, "height": 900})
+    open_settings(tab)
+    type_temperature(tab, "5")
+    problem = "Temperature must be from 0 to 2, not 5"
+    expect(tab.locator("#settings-note")).to_have_text(f"{problem}. {NOT_SAVED}")
+    expect(tab.locator(TEMPERATURE)).to_have_value("5")
+    send(tab, "a cool new chat")
+    sent = f"{problem}. Your message was sent; the new chat keeps that setting's default"
+    expect(toast(tab, sent)).to_be_visible()
+    expect(user_messages(tab)).to_have_count(1)
+    wait_idle(tab)
+    interpreter = session_starting(server, "a cool new chat")
+    model: ScriptedModel = server.state.model
+    asked = model.requests[-1].settings
+    assert asked is not None and asked.temperature is None  # (the model's default)
+    assert settings_of(server, interpreter).temperature is None
+    tab.reload(wait_until="load")
+    open_settings(tab)
+    expect(tab.locator(TEMPERATURE)).to_have_value("1")  # (how an unset one shows)
     tab.context.close()
