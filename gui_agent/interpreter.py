@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Literal
 
 from gui_agent.agents.base import AgentDeps, Architecture
+from gui_agent.agents.roles import parse_role
 from gui_agent.approvals import ApprovalBroker, decision_of
 from gui_agent.autochat import AutoRun, goal_to_pin
 from gui_agent.events import MAX_BEHIND, EventHub, Subscription
@@ -178,7 +179,11 @@ class Interpreter(HistoryEdits):
     # -- what front ends do -----------------------------------------------------------------
 
     async def send(
-        self, text: str, *, images: Sequence[ImagePart] = (), agent: AgentName | None = None
+        self,
+        text: str,
+        *,
+        images: Sequence[ImagePart] = (),
+        agent: AgentName | str | None = None,
     ) -> Message:
         """Start a turn with the person's message, or queue it if a turn is running."""
         if self._closed:
@@ -241,10 +246,12 @@ class Interpreter(HistoryEdits):
         anything that is no decision is InvalidRequest, and the request stays open."""
         return self.deps.approvals.resolve(approval_id, decision_of(decision), note, by=by)
 
-    async def set_agent(self, agent: AgentName, *, reason: str = "picked by the person") -> None:
-        if agent not in self.architectures:
-            names = ", ".join(a.value for a in self.architectures)
-            raise InvalidRequest(f"no agent role {agent.value!r} here; available: {names}")
+    async def set_agent(
+        self, agent: AgentName | str, *, reason: str = "picked by the person"
+    ) -> None:
+        """Switch the session's role (by name too: "planner"); InvalidRequest naming the
+        roles it has for one it has not."""
+        agent = parse_role(str(agent), self.architectures)
         if agent is self.session.agent:
             return
         previous = self.session.agent

@@ -480,7 +480,7 @@ async def test_switching_role_routes_the_next_turn_and_is_announced(tmp_path: Pa
     assert interpreter.session.history[-1].agent is AgentName.THOUGHT
     assert isinstance(model, ScriptedModel)
     assert model.requests[0].tools and model.requests[1].tools == ()  # thinkers get no tools
-    with pytest.raises(InvalidRequest, match="available"):
+    with pytest.raises(InvalidRequest, match="choose one of: executor"):
         await interpreter.set_agent(AgentName.OTHER)
 
 

@@ -175,3 +175,16 @@ async def test_a_model_function_returning_a_dict_is_refused_not_streamed_as_its_
         [],
         [""],
     )
+
+
+async def test_a_role_is_switched_to_by_name_too(tmp_path: Path) -> None:
+    """set_agent("thought") and send(..., agent="planner") failed with AttributeError."""
+    interpreter = create_interpreter(ScriptedModel(default="ok"), workdir=tmp_path)
+    await interpreter.set_agent("thought")
+    assert interpreter.session.agent is AgentName.THOUGHT
+    await interpreter.send("plan it", agent="planner")
+    await interpreter.wait_idle()
+    assert interpreter.session.agent is AgentName.LLM_PLANNER
+    with pytest.raises(InvalidRequest, match="unknown role 'nobody'; choose one of: executor"):
+        await interpreter.set_agent("nobody")
+    await interpreter.close()
