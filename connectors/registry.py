@@ -283,6 +283,7 @@ async def resolve_models(
     local_servers: Sequence[LocalServer] = DEFAULT_LOCAL_SERVERS,
     embedded: bool = True,
     model_timeout_s: float | None = None,
+    announce: bool = True,
 ) -> ModelRegistry:
     """Find every usable model (see the module docstring for the order) and register them.
 
@@ -290,7 +291,8 @@ async def resolve_models(
     person asked for it. `embedded=False` leaves the offline model out (tests, servers
     that should not load it). `model_timeout_s`, when given, wins over
     `MODEL_TIMEOUT_ENV`; a value of that variable that is no positive number of seconds
-    raises ConfigError naming it.
+    raises ConfigError naming it. `announce=False` logs no line per model (`gui-agent models`
+    prints them itself: its log said each a second time).
     """
     variables, from_file = read_environment(env, dotenv_path)
     setting = ""
@@ -318,7 +320,7 @@ async def resolve_models(
     if not registry.names():
         registry.add(ModelSpec("scripted", "echo", None, ECHO_FALLBACK_SOURCE))
         logger.warning("no model configured; using the echo model. %s", ECHO_NOTICE)
-    for info in registry.describe():
+    for info in registry.describe() if announce else ():
         logger.info(
             "model %s%s (%s)",
             loggable(info.name),

@@ -305,7 +305,7 @@ async def _show_models(args: argparse.Namespace, config: AppConfig, sources: dic
 
     models, source = _explicit_models(args, config, sources)
     registry = await resolve_models(
-        explicit=models, explicit_source=source, probe_local=not args.no_probe
+        explicit=models, explicit_source=source, probe_local=not args.no_probe, announce=False
     )
     for info in registry.describe():
         mark = "*" if info.is_default else " "

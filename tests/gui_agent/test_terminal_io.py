@@ -80,6 +80,8 @@ def test_models_says_when_the_models_came_from_the_config_file_or_the_variable(
         assert b"--model flag" not in result.stdout
     assert f"default: config file {config}".encode() in from_file.stdout
     assert b"default: GUI_AGENT_MODEL in environment" in from_variable.stdout
+    # the list is said once, on stdout (a log line per model said it again on stderr)
+    assert b"scripted:echo" not in from_file.stderr + from_variable.stderr
 
 
 def test_a_config_file_that_is_not_text_is_a_clear_error(tmp_path: Path) -> None:
