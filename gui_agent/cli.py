@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import codecs
+import contextlib
 import enum
 import errno
 import getpass
@@ -205,7 +206,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # `gui-agent chat | head`: whoever read the output has gone
         detach_output()
         return 128 + signal.SIGPIPE
+    except OSError as exc:  # the output cannot be written: a full disk, /dev/full
+        if exc.errno not in _NO_ROOM:
+            raise
+        with contextlib.suppress(OSError):
+            sys.stderr.write(f"gui-agent: cannot write the output: {exc.strerror}\n")
+            sys.stderr.flush()
+        detach_output()  # (else the flush at exit fails again, with a traceback)
+        return 1
     return code
+
+
+_NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+"""Errors of an output with no room left (a traceback said only that)."""
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -150,3 +150,24 @@ def test_a_chat_says_where_its_files_stay_and_leaves_no_empty_folder(tmp_path: P
     (folder,) = folders.iterdir()
     assert (folder / "a.txt").read_text() == "hi"
     assert f"(the files of this chat stay in {folder})" in kept.stdout.decode()
+
+
+def test_an_output_with_no_room_left_is_said_in_one_line_not_a_traceback(tmp_path: Path) -> None:
+    """`gui-agent chat > /dev/full` (a full disk) ended in a raw OSError traceback."""
+    argv = [sys.executable, "-c", DRIVER, json.dumps(["a reply"])]
+    for command in ([CLI, "models", "--no-probe"], argv):
+        with open("/dev/full", "w") as full:
+            ended = subprocess.run(
+                command,
+                input=b"hello\n",
+                stdout=full,
+                stderr=subprocess.PIPE,
+                env={**env(tmp_path), "GUI_AGENT_MODEL": "scripted:echo"},
+                cwd=tmp_path,
+                timeout=60,
+                check=False,
+            )
+        said = ended.stderr.decode()
+        assert ended.returncode == 1, said
+        assert "cannot write the output: No space left on device" in said
+        assert "Traceback" not in said
