@@ -31,20 +31,27 @@ class HistoryEdits(TurnRunner):
             self, text: str, *, images: Sequence[ImagePart] = (), agent: AgentName | None = None
         ) -> Message: ...
 
-    async def retry(self) -> Message:
-        """Run the last user message again, dropping what came after it."""
+    async def retry(self, *, message_id: str | None = None) -> Message:
+        """Run the last user message again, dropping what came after it. `message_id`: the
+        message the caller means (see `edit_last`)."""
         with self._one_edit():
-            index = await self._require_last_user("retry")
+            index = await self._require_last_user("retry", message_id)
             last = self.session.history[index]
             await self._truncate(index)
             self._carry_switch(last)
             self._editing = False  # the edit is made: its message starts before any queued
             return await self.send(last.content, images=last.images)
 
-    async def edit_last(self, text: str, *, images: Sequence[ImagePart] = ()) -> Message:
-        """Replace the last user message with `text` (and `images`) and run it."""
+    async def edit_last(
+        self, text: str, *, images: Sequence[ImagePart] = (), message_id: str | None = None
+    ) -> Message:
+        """Replace the last user message with `text` (and `images`) and run it.
+
+        `message_id`: the message the caller began editing. When another message of the
+        person's came since (another tab, the API), it is Conflict and nothing changes:
+        edited as it was, the newer message and its reply were dropped without a word."""
         with self._one_edit():
-            index = await self._require_last_user("edit")
+            index = await self._require_last_user("edit", message_id)
             if not text.strip() and not images:
                 raise InvalidRequest("the message is empty")
             last = self.session.history[index]
@@ -87,13 +94,18 @@ class HistoryEdits(TurnRunner):
         ):
             await self.wait_idle()
 
-    async def _require_last_user(self, action: str) -> int:
+    async def _require_last_user(self, action: str, message_id: str | None = None) -> int:
         await self._settle()
         if self.busy:
             raise Conflict("stop the running turn first")
         index = self.session.last_user_index()
         if index is None:
             raise InvalidRequest(f"there is no message of yours to {action}")
+        if message_id is not None and self.session.history[index].id != message_id:
+            raise Conflict(
+                f"your last message is no longer the one you meant to {action}: another was "
+                "sent since (in another tab or window). Nothing was changed"
+            )
         return index
 
     @contextlib.contextmanager

@@ -137,3 +137,7 @@ class ControlRequest(BaseModel):
     action: Literal["retry", "edit_last", "clear"]
     text: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
     images: tuple[ImagePart, ...] = ()
+    message_id: str | None = None
+    """retry and edit_last: the id of the person's message the client means (its last one
+    as it shows it). Another message of theirs sent since (another tab) makes it 409, and
+    nothing changes; without it the last one is taken, whichever it is."""

@@ -213,13 +213,18 @@ class AsyncGuiAgentClient:
     ) -> ApprovalAnswer:
         return await self._call(calls.answer_approval(session_id, approval_id, decision, note))
 
-    async def retry(self, session_id: str) -> TurnStarted:
-        return await self._call(calls.control(session_id, "retry"))
+    async def retry(self, session_id: str, *, message_id: str | None = None) -> TurnStarted:
+        return await self._call(calls.control(session_id, "retry", message_id=message_id))
 
     async def edit_last(
-        self, session_id: str, text: str, *, images: Sequence[ImagePart] = ()
+        self,
+        session_id: str,
+        text: str,
+        *,
+        images: Sequence[ImagePart] = (),
+        message_id: str | None = None,
     ) -> TurnStarted:
-        return await self._call(calls.control(session_id, "edit_last", text, images))
+        return await self._call(calls.control(session_id, "edit_last", text, images, message_id))
 
     async def clear(self, session_id: str) -> None:
         await self._call(calls.clear(session_id))

@@ -284,15 +284,23 @@ class GuiAgentClient:
         approval answered already (another tab, the timeout) is `Conflict`."""
         return self._call(calls.answer_approval(session_id, approval_id, decision, note))
 
-    def retry(self, session_id: str) -> TurnStarted:
-        """Answer the last message again (`Conflict` while a turn runs)."""
-        return self._call(calls.control(session_id, "retry"))
+    def retry(self, session_id: str, *, message_id: str | None = None) -> TurnStarted:
+        """Answer the last message again (`Conflict` while a turn runs). `message_id`: the
+        person's last message as the caller shows it (as for `edit_last`)."""
+        return self._call(calls.control(session_id, "retry", message_id=message_id))
 
     def edit_last(
-        self, session_id: str, text: str, *, images: Sequence[ImagePart] = ()
+        self,
+        session_id: str,
+        text: str,
+        *,
+        images: Sequence[ImagePart] = (),
+        message_id: str | None = None,
     ) -> TurnStarted:
-        """Replace the person's last message with this one, and answer it again."""
-        return self._call(calls.control(session_id, "edit_last", text, images))
+        """Replace the person's last message with this one, and answer it again.
+        `message_id`: the message being edited; when another of the person's was sent since
+        (another tab), `Conflict`, and nothing changes."""
+        return self._call(calls.control(session_id, "edit_last", text, images, message_id))
 
     def clear(self, session_id: str) -> None:
         """Empty the conversation (`Conflict` while a turn runs)."""

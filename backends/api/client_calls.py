@@ -213,10 +213,14 @@ def answer_approval(
 
 
 def control(
-    session_id: str, action: str, text: str | None = None, images: Sequence[ImagePart] = ()
+    session_id: str,
+    action: str,
+    text: str | None = None,
+    images: Sequence[ImagePart] = (),
+    message_id: str | None = None,
 ) -> Call[TurnStarted]:
-    """retry or edit_last: the new turn started."""
-    body = json_body(action=action, text=text, images=list(images) or None)
+    """retry or edit_last (of the message `message_id`, when given): the new turn started."""
+    body = json_body(action=action, text=text, images=list(images) or None, message_id=message_id)
     return Call("POST", session_path(session_id, "control"), partial(parse, TurnStarted), body)
 
 

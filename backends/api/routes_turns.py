@@ -106,6 +106,8 @@ def add_turn_routes(app: FastAPI, api: ApiContext) -> None:
         command = validate(
             ControlRequest, await read_object(request, api.max_body_bytes), session_id=session_id
         )
+        if command.action == "clear" and command.message_id is not None:
+            raise ApiError(400, "invalid_request", "'message_id' goes with retry and edit_last")
         if command.action != "edit_last" and (command.text is not None or command.images):
             raise ApiError(
                 400,
@@ -125,10 +127,13 @@ def add_turn_routes(app: FastAPI, api: ApiContext) -> None:
             if command.action == "clear":
                 await interpreter.clear()
                 return send(Cleared())
+            meant = command.message_id
             if command.action == "retry":
-                message = await interpreter.retry()
+                message = await interpreter.retry(message_id=meant)
             else:
-                message = await interpreter.edit_last(command.text or "", images=images)
+                message = await interpreter.edit_last(
+                    command.text or "", images=images, message_id=meant
+                )
         return send(TurnStarted(action=command.action, message_id=message.id), 202)
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from connectors.function import FunctionInfo, FunctionModel
 from connectors.scripted import ScriptedModel, call
-from gui_agent.exceptions import ConfigError, InvalidRequest
+from gui_agent.exceptions import ConfigError, Conflict, InvalidRequest
 from gui_agent.quick import chat_sync, create_interpreter
 from gui_agent.tools import tool
 from schema import (
@@ -187,4 +187,24 @@ async def test_a_role_is_switched_to_by_name_too(tmp_path: Path) -> None:
     assert interpreter.session.agent is AgentName.LLM_PLANNER
     with pytest.raises(InvalidRequest, match="unknown role 'nobody'; choose one of: executor"):
         await interpreter.set_agent("nobody")
+    await interpreter.close()
+
+
+async def test_an_edit_of_a_message_no_longer_last_changes_nothing(tmp_path: Path) -> None:
+    """Tab A began editing its message; tab B sent another since: the edit replaced B's
+    message and dropped its reply, without a word."""
+    interpreter = create_interpreter(ScriptedModel(default="ok"), workdir=tmp_path)
+    first = await interpreter.send("the message A edits")
+    await interpreter.wait_idle()
+    await interpreter.send("B's message, sent since")
+    await interpreter.wait_idle()
+    before = list(interpreter.session.history)
+    with pytest.raises(Conflict, match="no longer the one you meant to edit"):
+        await interpreter.edit_last("A's edit", message_id=first.id)
+    with pytest.raises(Conflict, match="no longer the one you meant to retry"):
+        await interpreter.retry(message_id=first.id)
+    assert interpreter.session.history == before
+    await interpreter.edit_last("B's message, edited", message_id=before[-2].id)
+    await interpreter.wait_idle()
+    assert [m.content for m in interpreter.session.history][-2] == "B's message, edited"
     await interpreter.close()

@@ -424,6 +424,38 @@ def test_control_retries_edits_and_clears(backend: Backend, api: Api) -> None:
     assert nothing.status_code == 400
 
 
+def test_an_edit_of_a_message_another_tab_followed_is_refused_and_changes_nothing(
+    backend: Backend, api: Api
+) -> None:
+    """edit_last edits the person's last message: from a tab that began editing before
+    another tab sent one, it replaced that newer message and dropped its reply."""
+    session_id = api.create_session()
+    backend.scripted.push("first answer", "second answer", "edited answer")
+    with api.events(session_id) as stream:
+        for text in ("mine, being edited", "sent since, from another tab"):
+            api.send(session_id, text)
+            stream.until(is_idle)
+        meant = api.messages(session_id)[0].id
+        url = f"/api/sessions/{session_id}/control"
+        stale = api.post(url, json={"action": "edit_last", "text": "edited", "message_id": meant})
+        assert stale.status_code == 409, stale.text
+        assert "another was sent since" in error_of(stale)["message"]
+        assert api.post(url, json={"action": "retry", "message_id": meant}).status_code == 409
+        assert [m.content for m in api.messages(session_id)] == [
+            "mine, being edited",
+            "first answer",
+            "sent since, from another tab",
+            "second answer",
+        ]
+        clear = api.post(url, json={"action": "clear", "message_id": meant})
+        assert clear.status_code == 400
+        last = api.messages(session_id)[2].id
+        edited = api.post(url, json={"action": "edit_last", "text": "edited", "message_id": last})
+        assert edited.status_code == 202, edited.text
+        stream.until(is_idle)
+    assert [m.content for m in api.messages(session_id)][2:] == ["edited", "edited answer"]
+
+
 # -- export and import --------------------------------------------------------------------
 
 

@@ -166,6 +166,23 @@ def test_stop_mid_stream_keeps_the_partial_reply(client: GuiAgentClient) -> None
     assert client.stop(chat.id) is False
 
 
+def test_an_edit_through_the_client_names_the_message_it_edits(client: GuiAgentClient) -> None:
+    chat = client.create_session()
+    with client.events(chat.id) as events:
+        client.send_message(chat.id, "the first")
+        until(events, is_idle)
+        first = client.get_session(chat.id).messages[0]
+        client.send_message(chat.id, "sent since")
+        until(events, is_idle)
+        with pytest.raises(Conflict, match="another was sent since"):
+            client.edit_last(chat.id, "edited", message_id=first.id)
+        last = client.get_session(chat.id).messages[2]
+        assert last.content == "sent since"
+        started = client.edit_last(chat.id, "edited", message_id=last.id)
+        until(events, is_idle)
+    assert [m.id for m in client.get_session(chat.id).messages][2] == started.message_id
+
+
 # -- a dropped connection ----------------------------------------------------------------
 
 
