@@ -127,8 +127,10 @@ class QuickControls(HandlerBase):
         interpreter = await self.lookup(session_id, request)
         history = interpreter.session.history if interpreter else []
         for message in reversed(history):
-            if written_by_person(message):
-                count = self.trays.restore(tab_of(request), message.images)
+            if written_by_person(message) and interpreter is not None:
+                tab = tab_of(request)
+                self.edits.begin(tab, interpreter.id, message.id)  # (the edit names it)
+                count = self.trays.restore(tab, message.images)
                 return {
                     self.page.chat_input: message.content,
                     self.page.edit_mode: True,

@@ -30,7 +30,7 @@ from backends.gradio.send_order import SendOrder
 from backends.gradio.stream import PageView, Updates, no_change, stream_session
 from backends.gradio.tabs import TabStreams
 from backends.gradio.toasts import toast_text
-from backends.gradio.unsent import Unsent
+from backends.gradio.unsent import BegunEdits, Unsent
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.interpreter import Interpreter
 from gui_agent.manager import SessionManager, SessionNotFound
@@ -91,6 +91,7 @@ class HandlerBase:
         self.interval_s = interval_s
         self.trays = Trays()
         self.unsent = Unsent()
+        self.edits = BegunEdits()
         """Messages refused after the browser emptied the input box (`give_back`)."""
         self.streams = TabStreams()
         self.sends = SendOrder()

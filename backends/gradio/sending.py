@@ -170,10 +170,12 @@ class Sending(HandlerBase):
 
         async def act() -> None:
             try:
-                if form.as_edit:
-                    await target.edit_last(text, images=images)
+                if form.as_edit:  # (of the message Edit last message put in the box, if so)
+                    meant = self.edits.of(tab, target.id)
+                    await target.edit_last(text, images=images, message_id=meant)
                 else:
                     await target.send(text, images=images)
+                self.edits.end(tab)
             except InvalidRequest:  # said in a toast by _stream_to_tab
                 self.unsent.keep(tab, text, as_edit=form.as_edit, images=images)
                 raise

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from schema import ImagePart
 
-__all__ = ["Draft", "Unsent"]
+__all__ = ["BegunEdits", "Draft", "Unsent"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,3 +47,28 @@ class Unsent:
     def take(self, tab: str) -> Draft | None:
         """The tab's refused message, which is then no longer kept."""
         return self._drafts.pop(tab, None)
+
+
+class BegunEdits:
+    """Which message each tab's "Edit last message" put in its box, by chat: the edit sent
+    from there names it, so that one sent since from another tab makes the server refuse
+    the edit (it replaced that newer message and dropped its reply). Kept until an edit of
+    it succeeds, or the tab sends a new message; bounded as `Unsent` is."""
+
+    def __init__(self, *, max_tabs: int = 256) -> None:
+        self.max_tabs = max_tabs
+        self._begun: OrderedDict[str, tuple[str, str]] = OrderedDict()
+
+    def begin(self, tab: str, session_id: str, message_id: str) -> None:
+        self._begun.pop(tab, None)
+        self._begun[tab] = (session_id, message_id)
+        while len(self._begun) > self.max_tabs:
+            self._begun.popitem(last=False)
+
+    def of(self, tab: str, session_id: str) -> str | None:
+        """The message the tab began editing in that chat (None: none, or in another)."""
+        begun = self._begun.get(tab)
+        return begun[1] if begun is not None and begun[0] == session_id else None
+
+    def end(self, tab: str) -> None:
+        self._begun.pop(tab, None)

@@ -8,6 +8,9 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import gradio as gr
+import pytest
+
 from backends.gradio.attach import attachments_note
 from backends.gradio.handlers import tab_of
 from backends.gradio.transfer import Transfer
@@ -94,5 +97,47 @@ async def test_new_chat_and_import_empty_the_search_box_with_the_list(tmp_path: 
         imported = await transfer.import_file(document, "5", None)  # type: ignore[arg-type]
         assert len(imported[page.session_list]["choices"]) == 3
         assert imported[page.search] == ""
+    finally:
+        await manager.close()
+
+
+async def test_an_edit_overtaken_by_a_message_from_another_tab_is_refused_and_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Edit last message in one tab, a message sent from another, then the edit sent: it
+    replaced the newer message and dropped its reply."""
+    said: list[str] = []
+    monkeypatch.setattr(gr, "Warning", lambda message, *_a, **_k: said.append(message))
+    page, manager, handlers = await page_handlers(tmp_path, ScriptedModel(default="ok"))
+    tab = tab_of(None)
+    try:
+        first = {page.chat_input: "mine, to edit", page.session_id: "", page.ticket: "1"}
+        await _last(handlers.send(first, None))  # type: ignore[arg-type]
+        (chat,) = await manager.list("local")
+        interpreter = await manager.get(chat.id, "local")
+        await interpreter.wait_idle()
+        editing = await handlers.edit_last(chat.id, None)  # type: ignore[arg-type]
+        assert editing[page.chat_input] == "mine, to edit"
+        await interpreter.send("sent since, from another tab")
+        await interpreter.wait_idle()
+        before = [m.content for m in interpreter.session.history]
+        edit: dict[Any, Any] = {
+            page.chat_input: "mine, edited",
+            page.edit_mode: True,
+            page.session_id: chat.id,
+            page.ticket: "2",
+        }
+        await _last(handlers.send(edit, None))  # type: ignore[arg-type]
+        await interpreter.wait_idle()
+        assert [m.content for m in interpreter.session.history] == before
+        assert any("another was sent since" in message for message in said), said
+        draft = handlers.unsent.take(tab)  # given back to the box, with its tick
+        assert draft is not None and (draft.text, draft.as_edit) == ("mine, edited", True)
+        # Edit last message again: the edit is of the newer message, and goes through
+        await handlers.edit_last(chat.id, None)  # type: ignore[arg-type]
+        edit[page.chat_input], edit[page.ticket] = "sent since, edited", "3"
+        await _last(handlers.send(edit, None))  # type: ignore[arg-type]
+        await interpreter.wait_idle()
+        assert [m.content for m in interpreter.session.history][2] == "sent since, edited"
     finally:
         await manager.close()
