@@ -445,13 +445,20 @@ export class GuiAgentClient {
     return this.call("POST", sessionPath(sessionId, "approvals", approvalId), body);
   }
 
-  retry(sessionId) {
-    return this.call("POST", sessionPath(sessionId, "control"), { action: "retry" });
+  /** `messageId`: the person's last message as the client shows it; another one sent
+   *  since (another tab) makes it a 409 ApiError, and nothing changes. */
+  retry(sessionId, { messageId } = {}) {
+    const body = { action: "retry" };
+    if (messageId !== undefined) body.message_id = messageId;
+    return this.call("POST", sessionPath(sessionId, "control"), body);
   }
 
-  editLast(sessionId, text, { images } = {}) {
+  /** `messageId`: the message being edited (as for `retry`): edited as it was, a message
+   *  sent since from another tab was dropped with its reply. */
+  editLast(sessionId, text, { images, messageId } = {}) {
     const body = { action: "edit_last", text };
     if (images !== undefined) body.images = images;
+    if (messageId !== undefined) body.message_id = messageId;
     return this.call("POST", sessionPath(sessionId, "control"), body);
   }
 

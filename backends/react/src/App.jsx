@@ -1,10 +1,27 @@
 // The page: signing in (a form when the server has users), the person's chats (kept live by
-// the chats-list stream, so a chat made or renamed in another tab shows here), and the open
-// chat (Chat.jsx), or an export being replayed in its place (Replay.jsx).
+// the chats-list stream, so a chat made or renamed in another tab shows here; the most recent
+// first, a page at a time, saying when there are more), and the open chat (Chat.jsx), or an
+// export being replayed in its place (Replay.jsx).
 import { useCallback, useEffect, useRef, useState } from "react";
 import { Chat } from "./Chat.jsx";
 import { Replay } from "./Replay.jsx";
 import { ImportBox, ReplayBox } from "./Transfer.jsx";
+
+const PAGE = 100; // chats listed at first, and added by "Show more chats"
+const MOST = 1000; // the most chats the server lists in one answer (MAX_PAGE_SIZE)
+
+/** The person's `count` most recent chats matching `q`, and one more if there is one (so the
+ * list can say there are more), read in as few answers as the server allows. */
+async function recentChats(client, q, count) {
+  const found = [];
+  while (found.length <= count) {
+    const limit = Math.min(count + 1 - found.length, MOST);
+    const { sessions } = await client.listSessions({ q, limit, offset: found.length });
+    found.push(...sessions);
+    if (sessions.length < limit) break;
+  }
+  return found;
+}
 
 export function App({ client, api }) {
   const [phase, setPhase] = useState("starting"); // starting | signin | ready | failed
@@ -106,17 +123,20 @@ function Workspace({ client, api, onSignedOut }) {
   );
 
   const [query, setQuery] = useState("");
+  const [count, setCount] = useState(PAGE); // how many chats are listed (more: "Show more")
+  const [more, setMore] = useState(false); // there are older chats than those listed
   const asked = useRef(0); // only the newest list asked for is shown (answers may cross)
   const reload = useCallback(async () => {
     const mine = ++asked.current;
     try {
-      const q = query.trim() || undefined;
-      const { sessions: found } = await client.listSessions({ q, limit: 100 });
-      if (mine === asked.current) setSessions(found);
+      const found = await recentChats(client, query.trim() || undefined, count);
+      if (mine !== asked.current) return;
+      setSessions(found.slice(0, count));
+      setMore(found.length > count);
     } catch (error) {
       failed(error);
     }
-  }, [client, failed, query]);
+  }, [client, failed, query, count]);
 
   const latest = useRef(reload); // the list as searched now, for the change stream
   latest.current = reload;
@@ -184,8 +204,12 @@ function Workspace({ client, api, onSignedOut }) {
           aria-label="Search chats"
           placeholder="Search by title"
           value={query}
-          onChange={(e) => setQuery(e.target.value)}
+          onChange={(e) => {
+            setQuery(e.target.value);
+            setCount(PAGE); // a new search lists its most recent page first
+          }}
         />
+        <ListNote shown={sessions.length} more={more} query={query.trim()} />
         <ul>
           {sessions.map((s) => (
             <li key={s.id}>
@@ -199,6 +223,11 @@ function Workspace({ client, api, onSignedOut }) {
             </li>
           ))}
         </ul>
+        {more && (
+          <button type="button" onClick={() => setCount((n) => n + PAGE)}>
+            Show more chats
+          </button>
+        )}
       </nav>
       <main>
         {offer.notice && <p className="notice">{offer.notice}</p>}
@@ -214,4 +243,21 @@ function Workspace({ client, api, onSignedOut }) {
       </main>
     </div>
   );
+}
+
+/** What the chats list holds, when it is not every chat there is or nothing matched: in the
+ * words the Gradio page uses, with the way to the others. */
+function ListNote({ shown, more, query }) {
+  const kind = query ? "matching chats" : "chats";
+  if (more) {
+    return (
+      <p className="hint">
+        Your {shown} most recent {kind}: show more, or search, to find others.
+      </p>
+    );
+  }
+  if (query && shown === 0) {
+    return <p className="hint">No chats match “{query.slice(0, 80)}”.</p>;
+  }
+  return null;
 }

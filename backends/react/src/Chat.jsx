@@ -26,7 +26,9 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
   const [chat, setChat] = useState(null);
   const [problem, setProblem] = useState(null);
   const [warning, setWarning] = useState(null);
-  const [editing, setEditing] = useState(null); // {text, images} of the message being edited
+  // {id, text, images} of the message being edited (its id: the server refuses the edit if
+  // another message was sent since, from another tab, instead of dropping that one)
+  const [editing, setEditing] = useState(null);
   const [generation, setGeneration] = useState(0); // bumped: read the history again
 
   function failed(error) {
@@ -194,7 +196,9 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
         <button
           type="button"
           disabled={running || mine === null}
-          onClick={() => setEditing({ text: mine.content, images: mine.images ?? [] })}
+          onClick={() =>
+            setEditing({ id: mine.id, text: mine.content, images: mine.images ?? [] })
+          }
         >
           Edit last message
         </button>
@@ -270,7 +274,9 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
         }
         editing={editing}
         sendEdit={async (text, images) => {
-          const done = await act(() => client.editLast(sessionId, text, { images }));
+          const done = await act(() =>
+            client.editLast(sessionId, text, { images, messageId: editing?.id }),
+          );
           if (done) setEditing(null);
           return done;
         }}

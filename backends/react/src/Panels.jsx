@@ -1,6 +1,9 @@
 // The chat's AutoChat (its switch, its limits, what it is doing) and its settings, as the
-// server has them. A form is saved as a whole; an empty box means the default (the model's,
-// or none), and a value the server refuses is said in its words, naming the field.
+// server has them. A box shows the session record as it is now (session_updated events keep
+// it current, so what another tab saves shows here), except while the person has typed in it
+// and not saved; a save sends only those boxes, so it never undoes what another tab saved in
+// a box not touched here. An empty box means the default (the model's, or none), and a value
+// the server refuses is said in its words, naming the field.
 import { useState } from "react";
 
 /** A box's text as the API takes it: empty is null, a number is a number, and anything else
@@ -14,22 +17,54 @@ function valueOf(text) {
 
 const shown = (value) => (value === null || value === undefined ? "" : String(value));
 
+/** What the person typed in a form's boxes and has not saved yet, by field: `edit` records a
+ * box's text, and `saved(sent)`, once the save of `sent` went through, lets each box sent
+ * follow the record again (unless typed in since). */
+function useEdits() {
+  const [edits, setEdits] = useState({});
+  const edit = (name, text) => setEdits((now) => ({ ...now, [name]: text }));
+  const saved = (sent) =>
+    setEdits((now) => Object.fromEntries(Object.entries(now).filter(([name, text]) => sent[name] !== text)));
+  return [edits, edit, saved];
+}
+
+/** The boxes typed in, as the API takes them: each through `convert[name]`. */
+const changesOf = (edits, convert) =>
+  Object.fromEntries(Object.entries(edits).map(([name, text]) => [name, convert[name](text)]));
+
+// How each limit's box is sent: no delay is 0, and a budget of 0 is none.
+const LIMITS = {
+  max_turns: valueOf,
+  delay_s: (text) => valueOf(text) ?? 0,
+  token_budget: (text) => valueOf(text) || null,
+  time_budget_s: (text) => valueOf(text) || null,
+};
+
+// How each setting's box is sent: the system prompt as typed, the others as numbers.
+const SETTINGS = {
+  system_prompt: (text) => text,
+  temperature: valueOf,
+  max_tokens: valueOf,
+  max_iterations: valueOf,
+  memory_exchanges: valueOf,
+  memory_token_budget: valueOf,
+  approval_timeout_s: valueOf,
+};
+
 export function AutoChatPanel({ record, save, note }) {
   const settings = record.autochat ?? {};
-  const [limits, setLimits] = useState({
+  const [edits, edit, saved] = useEdits();
+  const limits = {
     max_turns: shown(settings.max_turns),
     delay_s: shown(settings.delay_s),
     token_budget: shown(settings.token_budget ?? 0),
     time_budget_s: shown(settings.time_budget_s ?? 0),
-  });
+    ...edits,
+  };
   const field = (name, label) => (
     <label>
       {label}
-      <input
-        inputMode="decimal"
-        value={limits[name]}
-        onChange={(e) => setLimits({ ...limits, [name]: e.target.value })}
-      />
+      <input inputMode="decimal" value={limits[name]} onChange={(e) => edit(name, e.target.value)} />
     </label>
   );
   return (
@@ -50,16 +85,11 @@ export function AutoChatPanel({ record, save, note }) {
       </p>
       {note && <p className="note">{note}</p>}
       <form
-        onSubmit={(e) => {
+        onSubmit={async (e) => {
           e.preventDefault();
-          save({
-            autochat: {
-              max_turns: valueOf(limits.max_turns),
-              delay_s: valueOf(limits.delay_s) ?? 0,
-              token_budget: valueOf(limits.token_budget) || null,
-              time_budget_s: valueOf(limits.time_budget_s) || null,
-            },
-          });
+          const sent = edits;
+          if (Object.keys(sent).length === 0) return; // nothing typed: nothing to change
+          if (await save({ autochat: changesOf(sent, LIMITS) })) saved(sent);
         }}
       >
         <div className="grid">
@@ -76,42 +106,33 @@ export function AutoChatPanel({ record, save, note }) {
 
 export function SettingsPanel({ record, save }) {
   const now = record.settings ?? {};
-  const [form, setForm] = useState({
-    system_prompt: shown(now.system_prompt),
-    temperature: shown(now.temperature),
-    max_tokens: shown(now.max_tokens),
-    max_iterations: shown(now.max_iterations),
-    memory_exchanges: shown(now.memory_exchanges),
-    memory_token_budget: shown(now.memory_token_budget),
-    approval_timeout_s: shown(now.approval_timeout_s),
-  });
+  const [edits, edit, saved] = useEdits();
+  const form = {
+    ...Object.fromEntries(Object.keys(SETTINGS).map((name) => [name, shown(now[name])])),
+    ...edits,
+  };
   const field = (name, label) => (
     <label>
       {label}
-      <input
-        inputMode="decimal"
-        value={form[name]}
-        onChange={(e) => setForm({ ...form, [name]: e.target.value })}
-      />
+      <input inputMode="decimal" value={form[name]} onChange={(e) => edit(name, e.target.value)} />
     </label>
   );
   return (
     <details className="panel">
       <summary>Settings</summary>
       <form
-        onSubmit={(e) => {
+        onSubmit={async (e) => {
           e.preventDefault();
-          const { system_prompt: prompt, ...numbers } = form;
-          const settings = { system_prompt: prompt };
-          for (const [name, text] of Object.entries(numbers)) settings[name] = valueOf(text);
-          save({ settings });
+          const sent = edits;
+          if (Object.keys(sent).length === 0) return; // nothing typed: nothing to change
+          if (await save({ settings: changesOf(sent, SETTINGS) })) saved(sent);
         }}
       >
         <label>
           System prompt
           <textarea
             value={form.system_prompt}
-            onChange={(e) => setForm({ ...form, system_prompt: e.target.value })}
+            onChange={(e) => edit("system_prompt", e.target.value)}
           />
         </label>
         <div className="grid">

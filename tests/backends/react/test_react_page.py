@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -425,6 +426,44 @@ def test_the_chats_settings_are_saved_and_a_refused_value_is_named(
     assert settings["max_tokens"] is None and settings["approval_timeout_s"] == 300.0
     assert record["session"]["autochat"]["max_turns"] == 2
     assert [m.role for m in record_messages(record)] == [Role.USER, Role.ASSISTANT] * 3
+
+
+def test_a_save_in_one_tab_keeps_and_shows_what_another_tab_saved(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    api = backend.client().login("ada", PASSWORD)
+    title = f"Open in two tabs {uuid.uuid4().hex[:8]}"  # (a rerun makes another)
+    session_id = api.create_session(title=title)
+    other = page.context.new_page()
+    other.goto(f"{backend.base_url}/react")
+    signed_in(other)
+    for tab in (page, other):
+        tab.get_by_role("navigation", name="Your chats").get_by_role("button", name=title).click()
+        tab.get_by_text("Settings", exact=True).click()
+        tab.get_by_text("AutoChat", exact=True).click()
+    other.get_by_label("Max tokens (empty: the model's)").fill("64")  # typed, not saved yet
+    page.get_by_label("Temperature (empty: the model's)").fill("0.5")
+    page.get_by_role("button", name="Save settings").click()
+    page.get_by_label("Max automatic turns").fill("7")
+    page.get_by_role("button", name="Save limits").click()
+    # the other tab shows what was saved here, and keeps what is being typed in it
+    expect(other.get_by_label("Temperature (empty: the model's)")).to_have_value("0.5")
+    expect(other.get_by_label("Max automatic turns")).to_have_value("7")
+    expect(other.get_by_label("Max tokens (empty: the model's)")).to_have_value("64")
+    # saved there, a change to other boxes leaves what was saved here as it is
+    other.get_by_label("System prompt").fill("Be brief.")
+    other.get_by_role("button", name="Save settings").click()
+    other.get_by_label("Delay between turns (s)").fill("1")
+    other.get_by_role("button", name="Save limits").click()
+    expect(page.get_by_label("System prompt")).to_have_value("Be brief.")
+    expect(page.get_by_label("Max tokens (empty: the model's)")).to_have_value("64")
+    expect(page.get_by_label("Delay between turns (s)")).to_have_value("1")
+    expect(page.get_by_label("Temperature (empty: the model's)")).to_have_value("0.5")
+    record = api.session(session_id)["session"]
+    assert record["settings"]["temperature"] == 0.5 and record["settings"]["max_tokens"] == 64
+    assert record["settings"]["system_prompt"] == "Be brief."
+    assert record["autochat"]["max_turns"] == 7 and record["autochat"]["delay_s"] == 1
 
 
 def record_messages(record: dict[str, Any]) -> list[Message]:
