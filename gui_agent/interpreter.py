@@ -139,6 +139,11 @@ class Interpreter(HistoryEdits):
         return self._auto.turns
 
     @property
+    def queued(self) -> tuple[Message, ...]:
+        """Messages sent while a turn ran, waiting for the agent to read them, oldest first."""
+        return tuple(self.session.inbox)
+
+    @property
     def pending_approvals(self) -> tuple[ApprovalRequested, ...]:
         return tuple(self._open_approvals.values())
 

@@ -127,6 +127,11 @@ class SessionDetail(_Answer):
     epoch: str
     """Names this run of `seq` numbers; pass it back with `since` to resume the events."""
     protocol_version: str
+    queued: list[Message] = []
+    """Messages sent while a turn ran, waiting for the agent to read them, oldest first:
+    each comes as `message_completed` when the agent takes it (or the turn is stopped).
+    Without them a client opened meanwhile (a reload, another tab) did not show them, and
+    the person sent them again."""
     allowed_tools: list[str] = []
     """The tools the person allowed for this session ("allow_session"): they run without
     asking until forgotten (`DELETE .../allowed-tools`), the server restarts or the session

@@ -210,6 +210,7 @@ def add_session_routes(app: FastAPI, api: ApiContext) -> None:
             epoch=api.epoch_of(interpreter),
             protocol_version=PROTOCOL_VERSION,
             allowed_tools=list(interpreter.allowed_tools),
+            queued=list(interpreter.queued),
         )
         return send(detail)
 

@@ -48,9 +48,14 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
         ]);
         if (closed) return;
         setChat((before) => {
-          const read = chatFrom(detail); // what was queued and is not in it yet still waits
-          const waiting = (before?.queued ?? []).filter((q) => !detail.messages.some((m) => m.id === q.id));
-          return { ...read, queued: waiting, memory };
+          // What waits: what the server says, and what this page queued that is not in the
+          // history yet (a message sent while the history was read).
+          const read = chatFrom(detail);
+          const known = new Set(read.queued.map((q) => q.id));
+          const waiting = (before?.queued ?? []).filter(
+            (q) => !known.has(q.id) && !detail.messages.some((m) => m.id === q.id),
+          );
+          return { ...read, queued: [...read.queued, ...waiting], memory };
         });
         stream = client.events(
           sessionId,

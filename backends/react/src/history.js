@@ -133,7 +133,9 @@ export function chatFrom(detail) {
     problem: null,
     autochat: null,
     stale: false,
-    queued: [], // {id, text}: messages sent while a turn ran, until the agent takes them
+    // {id, text}: messages sent while a turn ran, until the agent takes them (also those sent
+    // before the page opened the chat: a reload, another tab)
+    queued: (detail.queued ?? []).map((m) => ({ id: m.id, text: m.content })),
     memory: null, // the memory window (GET .../memory, then each memory_updated event)
     allowed: detail.allowed_tools ?? [], // tools allowed for the session: run without asking
   };

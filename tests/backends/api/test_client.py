@@ -183,6 +183,23 @@ def test_an_edit_through_the_client_names_the_message_it_edits(client: GuiAgentC
     assert [m.id for m in client.get_session(chat.id).messages][2] == started.message_id
 
 
+def test_a_session_read_during_a_turn_has_the_messages_waiting_for_it(
+    client: GuiAgentClient,
+) -> None:
+    """A client that opened a chat while a message waited (a reload, another tab) did not
+    show it, and the person sent it again."""
+    chat = client.create_session(model="slow")
+    with client.events(chat.id) as events:
+        client.send_message(chat.id, "talk for a while")
+        until(events, tick(3))
+        waiting = client.send_message(chat.id, "and then this")
+        detail = client.get_session(chat.id)
+        assert [(m.id, m.content) for m in detail.queued] == [(waiting.message_id, "and then this")]
+        assert client.stop(chat.id) is True
+        until(events, is_idle)
+    assert client.get_session(chat.id).queued == []
+
+
 # -- a dropped connection ----------------------------------------------------------------
 
 

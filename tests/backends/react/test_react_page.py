@@ -204,6 +204,13 @@ def test_a_message_sent_during_a_turn_shows_as_waiting_until_the_agent_takes_it(
     waiting = conversation.locator(".entry.queued")
     expect(waiting).to_contain_text("and then this")
     expect(waiting).to_contain_text("Waiting: the agent reads this when its current step ends.")
+    # a reload (or another tab) shows it waiting too: it was gone until the agent took it
+    page.reload()
+    signed_in(page)
+    page.get_by_role("navigation", name="Your chats").get_by_role(
+        "button", name="tick for a while"
+    ).click()
+    expect(waiting).to_contain_text("and then this")
     # Stop: the waiting message is kept in the chat, unanswered (nothing said is lost)
     page.get_by_role("button", name="Stop").click()
     expect(waiting).to_have_count(0)
