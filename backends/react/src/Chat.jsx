@@ -117,13 +117,15 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
     }
   }
 
-  // A change shows at once; the server's answer then stands, and a refusal reads the chat
-  // again, so what shows is what the server has.
+  // A change shows at once; the server's answer then stands for the fields it changed, and
+  // a refusal reads the chat again, so what shows is what the server has. (The answer's
+  // other fields may be older than what events said since: another tab's save that came
+  // while this one was on its way was undone on the page.)
   const save = async (changes) => {
     setChat((c) => ({ ...c, session: withChanges(c.session, changes) }));
     const saved = await act(async () => {
       const { session } = await client.updateSession(sessionId, changes);
-      setChat((c) => ({ ...c, session }));
+      setChat((c) => ({ ...c, session: withChanges(c.session, answered(changes, session)) }));
     });
     if (!saved) setGeneration((n) => n + 1);
     return saved;
@@ -289,6 +291,18 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
       />
     </section>
   );
+}
+
+/** `changes` with the values the server's `session` answered for them. */
+function answered(changes, session) {
+  const pick = (from, names) => Object.fromEntries(names.map((name) => [name, from?.[name]]));
+  const read = {};
+  if (changes.agent !== undefined) read.agent = session.agent;
+  if (changes.title !== undefined) read.title = session.title;
+  if (changes.model !== undefined) read.model = session.settings?.model;
+  if (changes.settings) read.settings = pick(session.settings, Object.keys(changes.settings));
+  if (changes.autochat) read.autochat = pick(session.autochat, Object.keys(changes.autochat));
+  return read;
 }
 
 /** The session record with a PATCH's `changes` applied, as the server will have it. */

@@ -17,18 +17,15 @@ import pytest
 
 from backends.gradio.bases import Base
 from backends.gradio.form import TEMPERATURE_RANGE, Form
-from backends.gradio.handlers import Handlers, tab_of
+from backends.gradio.handlers import tab_of
 from backends.gradio.layout import Page
 from backends.gradio.sidepanel import SidePanel
 from backends.gradio.typed_slider import TypedSlider
 from connectors.scripted import ScriptedModel
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.interpreter import Interpreter
-from gui_agent.llm import StaticCatalog
-from gui_agent.manager import SessionManager
-from gui_agent.store import MemoryStore
 from schema import SessionSettings
-from tests.backends.gradio.kit import make_page
+from tests.backends.gradio.kit import make_page, page_handlers
 
 ROOT = Path(__file__).resolve().parents[3]
 NOT_SAVED = "Not saved: the chat keeps that setting as it was until you fix it."
@@ -37,17 +34,11 @@ BASE = SessionSettings(temperature=0.3)
 
 @pytest.fixture
 async def panel(tmp_path: Path) -> AsyncIterator[tuple[Page, SidePanel, Interpreter]]:
-    page = make_page()
-    manager = SessionManager(
-        models=StaticCatalog(ScriptedModel(default="ok")),
-        store=MemoryStore(),
-        workspace_root=tmp_path,
-    )
-    await manager.start()
+    page, manager, handlers = await page_handlers(tmp_path, ScriptedModel(default="ok"))
     try:
         interpreter = await manager.create("local")
         await interpreter.update(settings=BASE)
-        side = SidePanel(Handlers(manager, page, icons={}, languages=(), models=()))
+        side = SidePanel(handlers)
         side.handlers.news.open(tab_of(None), "local")
         yield page, side, interpreter
     finally:

@@ -8,25 +8,18 @@ from collections.abc import Iterator
 
 import pytest
 from playwright.sync_api import Browser, Page, expect
-from starlette.applications import Starlette
 
-from backends.react_front import REACT_DIST, mount_react
-from tests.backends.api.live import Backend, running_backend
+from tests.backends.api.live import Backend
+from tests.backends.react.test_react_page import PASSWORD, react_tab, served_react
 
 pytestmark = pytest.mark.browser
 
-PASSWORD = "correct horse battery staple"
 CHATS = 105  # more than the list shows at first
 
 
 @pytest.fixture(scope="module")
 def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
-    assert (REACT_DIST / "index.html").is_file(), "build it first: scripts/build-react.sh"
-    front = Starlette()
-    assert mount_react(front)
-    with running_backend(
-        tmp_path_factory.mktemp("react-list"), users=[("ada", PASSWORD)], page=front
-    ) as running:
+    with served_react(tmp_path_factory.mktemp("react-list")) as running:
         api = running.client().login("ada", PASSWORD)
         for n in range(CHATS):  # the first made is the oldest
             api.create_session(title=f"Chat number {n:03d}")
@@ -35,14 +28,8 @@ def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
 
 @pytest.fixture
 def page(backend: Backend, chromium: Browser) -> Iterator[Page]:
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
-    tab = context.new_page()
-    problems: list[str] = []
-    tab.on("pageerror", lambda error: problems.append(str(error)))
-    tab.goto(f"{backend.base_url}/react/")
-    yield tab
-    context.close()
-    assert problems == []  # no script error on the page
+    with react_tab(backend, chromium, "/react/") as tab:
+        yield tab
 
 
 def test_older_chats_are_reached_with_show_more_and_stay_listed(

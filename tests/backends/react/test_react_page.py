@@ -10,6 +10,7 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -28,27 +29,39 @@ pytestmark = pytest.mark.browser
 PASSWORD = "correct horse battery staple"
 
 
-@pytest.fixture(scope="module")
-def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
+@contextmanager
+def served_react(folder: Path) -> Iterator[Backend]:
+    """An API server on offline models, with the user ada, serving the built front end."""
     assert (REACT_DIST / "index.html").is_file(), "build it first: scripts/build-react.sh"
     front = Starlette()
     assert mount_react(front)
-    with running_backend(
-        tmp_path_factory.mktemp("react"), users=[("ada", PASSWORD)], page=front
-    ) as running:
+    with running_backend(folder, users=[("ada", PASSWORD)], page=front) as running:
+        yield running
+
+
+@contextmanager
+def react_tab(backend: Backend, chromium: Browser, address: str = "/react") -> Iterator[Page]:
+    """A tab of its own on the front end; it fails the test on any script error of the page."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    tab = context.new_page()
+    problems: list[str] = []
+    tab.on("pageerror", lambda error: problems.append(str(error)))
+    tab.goto(f"{backend.base_url}{address}")  # (the folder's address without its slash, too)
+    yield tab
+    context.close()
+    assert problems == []  # no script error on the page
+
+
+@pytest.fixture(scope="module")
+def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
+    with served_react(tmp_path_factory.mktemp("react")) as running:
         yield running
 
 
 @pytest.fixture
 def page(backend: Backend, chromium: Browser) -> Iterator[Page]:
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
-    tab = context.new_page()
-    problems: list[str] = []
-    tab.on("pageerror", lambda error: problems.append(str(error)))
-    tab.goto(f"{backend.base_url}/react")  # the folder's address without its slash, too
-    yield tab
-    context.close()
-    assert problems == []  # no script error on the page
+    with react_tab(backend, chromium) as tab:
+        yield tab
 
 
 def signed_in(page: Page) -> None:
