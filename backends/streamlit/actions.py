@@ -7,17 +7,18 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
+from functools import partial
 
 import streamlit as st
 from streamlit.typing import ChatInputValue
 
-from backends.api.client import ApiError, GuiAgentClient
+from backends.api.client import ApiError, ClientError, GuiAgentClient
 from backends.api.responses import SessionDetail
 from backends.streamlit.view import plain_markdown
 from gui_agent.session import written_by_person
 from gui_agent.wording import allowed_tools_words, counted, tool_mode_words
 from schema import ImagePart, Message
-from schema.requests import MAX_TITLE_CHARS
+from schema.requests import MAX_MESSAGE_CHARS, MAX_TITLE_CHARS
 
 __all__ = [
     "IMAGE_TYPES",
@@ -50,13 +51,39 @@ def prompt_of(value: str | ChatInputValue | None) -> tuple[str, list[ImagePart]]
     return (text, images) if text.strip() or images else None
 
 
-def _act(action: str, call: Callable[[], object]) -> None:
-    """Run an action's request; the server's refusal (409: a turn runs) is said."""
+def _run(action: str, call: Callable[[], object]) -> bool:
+    """Run an action's request; the server's refusal (409: a turn runs) is said. True when
+    it was done. Also a widget's callback (Streamlit runs it before the script runs again,
+    with the chat id the widget was drawn for)."""
     try:
         call()
     except ApiError as error:
         st.session_state.flash = f"{action}: {error.message}"
+        return False
+    except ClientError as error:  # (a callback's error would be a traceback, not said)
+        st.session_state.flash = f"{action}: {error}"
+        return False
+    return True
+
+
+def _do(action: str, call: Callable[[], object]) -> None:
+    """`_run` as a widget's callback."""
+    _run(action, call)
+
+
+def _act(action: str, call: Callable[[], object]) -> None:
+    """`_run`, from the script itself: then the page is drawn again to show the result."""
+    _run(action, call)
     st.rerun()
+
+
+def _delete(client: GuiAgentClient, session_id: str) -> None:
+    """Delete's callback: the chat deleted, and closed when it is still the one open."""
+    state = st.session_state
+    if _run("Delete", partial(client.delete_session, session_id)) and (
+        state.get("session_id") == session_id
+    ):
+        state.session_id = None
 
 
 def last_written(messages: list[Message]) -> Message | None:
@@ -69,33 +96,48 @@ def chat_actions(client: GuiAgentClient, detail: SessionDetail) -> None:
     session_id = detail.session.id
     running = detail.busy or bool(detail.pending_approvals)
     stop, retry, edit, clear, delete = st.columns(5)
-    if stop.button("Stop", key="stop", disabled=not running, width="stretch"):
-        _act("Stop", lambda: client.stop(session_id))
-    if retry.button(
+    # Each control is keyed by its chat and acts through a callback given that chat's id:
+    # a click that lands as another chat opens (the page still showing this one) acts on
+    # this one, never on the chat the script runs for by then.
+    stop.button(
+        "Stop",
+        key=f"stop-{session_id}",
+        disabled=not running,
+        width="stretch",
+        on_click=_do,
+        args=("Stop", partial(client.stop, session_id)),
+    )
+    last = last_written(detail.messages)
+    shown = last.id if last is not None else None  # (sent with Retry: the server checks it)
+    retry.button(
         "Retry last turn",
-        key="retry",
+        key=f"retry-{session_id}",
         disabled=running or not detail.messages,
         width="stretch",
-    ):
-        _act("Retry", lambda: client.retry(session_id))
-    last = last_written(detail.messages)
+        on_click=_do,
+        args=("Retry", partial(client.retry, session_id, message_id=shown)),
+    )
     with edit.popover("Edit last message", width="stretch", disabled=running or last is None):
         if last is not None:
             _edit_form(client, session_id, last)
     with clear.popover("Clear chat", width="stretch", disabled=running or not detail.messages):
         st.write("Empty this conversation? Its settings stay.")
-        if st.button("Clear", key="clear", type="primary"):
-            _act("Clear", lambda: client.clear(session_id))
+        st.button(
+            "Clear",
+            key=f"clear-{session_id}",
+            type="primary",
+            on_click=_do,
+            args=("Clear", partial(client.clear, session_id)),
+        )
     with delete.popover("Delete chat", width="stretch"):
         st.write("Delete this chat and its files, for good?")
-        if st.button("Delete", key="delete", type="primary"):
-            try:
-                client.delete_session(session_id)
-            except ApiError as error:
-                st.session_state.flash = f"Delete: {error.message}"
-            else:
-                st.session_state.session_id = None
-            st.rerun()
+        st.button(
+            "Delete",
+            key=f"delete-{session_id}",
+            type="primary",
+            on_click=_delete,
+            args=(client, session_id),
+        )
 
 
 def allowed_tools_panel(client: GuiAgentClient, detail: SessionDetail) -> None:
@@ -106,8 +148,13 @@ def allowed_tools_panel(client: GuiAgentClient, detail: SessionDetail) -> None:
         return
     said, button = st.columns([3, 1], vertical_alignment="center")
     said.caption(plain_markdown(allowed_tools_words(allowed)))
-    if button.button("Ask before every tool again", key="forget-allowed", width="stretch"):
-        _act("Ask again", lambda: client.forget_allowed_tools(detail.session.id))
+    button.button(
+        "Ask before every tool again",
+        key=f"forget-allowed-{detail.session.id}",
+        width="stretch",
+        on_click=_do,
+        args=("Ask again", partial(client.forget_allowed_tools, detail.session.id)),
+    )
 
 
 TOOL_MODES = {
@@ -154,14 +201,43 @@ def _set_mode(client: GuiAgentClient, session_id: str, tool: str, key: str) -> N
 def _edit_form(client: GuiAgentClient, session_id: str, last: Message) -> None:
     """The last message's text to change; it is answered again in place of what followed.
     Its pictures go with it unless the person lets them go."""
+    text_key, keep_key = f"edit-text-{last.id}", f"edit-keep-{last.id}"
     with st.form(f"edit-{last.id}", border=False):
-        text = st.text_area("Your message", value=last.content, key=f"edit-text-{last.id}")
-        keep = bool(last.images) and st.checkbox(
-            f"Keep its {counted(len(last.images), 'picture')}", value=True
+        st.text_area(
+            "Your message",
+            value=st.session_state.get(_draft(session_id), last.content),
+            key=text_key,
+            max_chars=MAX_MESSAGE_CHARS,
         )
-        if st.form_submit_button("Send edited", type="primary"):
-            images = list(last.images) if keep else []
-            _act("Edit", lambda: client.edit_last(session_id, text, images=images))
+        if last.images:
+            st.checkbox(f"Keep its {counted(len(last.images), 'picture')}", True, key=keep_key)
+        st.form_submit_button(
+            "Send edited",
+            type="primary",
+            on_click=_send_edited,
+            args=(client, session_id, last, text_key, keep_key),
+        )
+
+
+def _draft(session_id: str) -> str:
+    return f"edit-draft-{session_id}"
+
+
+def _send_edited(
+    client: GuiAgentClient, session_id: str, last: Message, text_key: str, keep_key: str
+) -> None:
+    """Send edited's callback, with the message the form was drawn for: the server refuses
+    the edit when another of the person's messages came since (another tab; by the time the
+    script runs again the form would be another message's). The refusal is said, and the
+    text written is kept for the next try, in whichever message's form comes next."""
+    state = st.session_state
+    text: str = state[text_key]
+    images = list(last.images) if state.get(keep_key) else []
+    edit = partial(client.edit_last, session_id, text, images=images, message_id=last.id)
+    if _run("Edit", edit):
+        state.pop(_draft(session_id), None)
+    else:
+        state[_draft(session_id)] = text
 
 
 def rename_box(client: GuiAgentClient, session_id: str, title: str) -> None:

@@ -7,9 +7,11 @@ calls it makes, puts approvals to the person (allow once, for the session, or de
 note), and stops a turn; `actions` holds the other controls (Retry, Edit, Clear, Rename,
 Delete), `transfer` export and import, and `replay` an export shown step by step in place
 of a chat. Everything it shows comes from the API; it keeps no chat state of its own beyond
-which chat is open (and an export waiting to be saved, a replay, and messages sent during a
-turn until the history holds them), so a reload, or a turn started in another front end,
-shows the same thing.
+which chat is open (and an export waiting to be saved, a replay, messages sent during a turn
+until the history holds them, an edit the server refused, and how many chats the sidebar
+lists), so a reload, or a turn started in another front end, shows the same thing. Each
+control carries the chat it was drawn for, so a click that lands as another chat opens acts
+on the chat shown; and what was kept for one person is cleared when another signs in.
 
 Streamlit runs this script again on every interaction. While a turn runs, the script
 follows its events (`_follow`): a thread reads the stream into a queue, and the script
@@ -78,12 +80,14 @@ from schema import (
     ErrorEvent,
     RunFinished,
 )
+from schema.requests import MAX_MESSAGE_CHARS
 
 logger = logging.getLogger(__name__)
 
 WAKE_S = 0.5  # how often the script wakes while it follows a silent turn (a click is taken)
 IDLE_CHECK_S = 2.0  # how often a silent turn is asked whether it is still running
 AUTOCHAT_GRACE_S = 0.5  # how long after a turn's end its AutoChat events are waited for
+CHATS_PAGE = 50  # how many chats the sidebar lists, and how many more each "Show more" adds
 
 
 def _client() -> GuiAgentClient:
@@ -103,7 +107,7 @@ def _sign_in(client: GuiAgentClient) -> bool:
     try:
         mode = client.health().auth
         if mode == "none":
-            state.user = client.login().user
+            _signed_in_as(client.login().user)
             return True
     except ClientError as error:
         st.error(plain_markdown(f"Cannot reach GuiAgent at {client.base_url}: {error}"))
@@ -118,7 +122,7 @@ def _sign_in(client: GuiAgentClient) -> bool:
         submitted = st.form_submit_button("Sign in", type="primary")
     if submitted:
         try:
-            state.user = client.login(name, password).user
+            user = client.login(name, password).user
         except RateLimited as error:
             st.error(f"Too many attempts: try again in {error.retry_after or 60:.0f} s.")
         except Unauthorized:
@@ -126,8 +130,29 @@ def _sign_in(client: GuiAgentClient) -> bool:
         except ClientError as error:
             st.error(plain_markdown(str(error)))
         else:
+            _signed_in_as(user)
             st.rerun()
     return False
+
+
+_TAB_KEYS = frozenset({"client", "offer"})
+"""What this tab keeps whoever signs in: the API client (its token is the new user's) and
+the server's roles and models."""
+
+
+def _signed_in_as(user: str) -> None:
+    """Note who is signed in; when it is not who was before (their sign-in ended, and
+    another person signed in on this tab), everything kept for the one before goes: the
+    chat open, a replay, an export waiting, messages waiting, how far events were read,
+    drafts and widgets' values."""
+    state = st.session_state
+    if state.get("owner") not in (None, user):
+        logger.info("Another user signed in on this tab: the previous user's state is cleared")
+        for key in list(state.keys()):
+            if key not in _TAB_KEYS:
+                del state[key]
+    state.owner = user
+    state.user = user
 
 
 def _sidebar(client: GuiAgentClient, open_id: str | None) -> None:
@@ -139,7 +164,10 @@ def _sidebar(client: GuiAgentClient, open_id: str | None) -> None:
             state.pop("replaying", None)
             st.rerun()
         search = st.text_input("Search chats", key="search", placeholder="Search by title")
-        for record in client.list_sessions(query=search or None, limit=50).sessions:
+        shown = state.get("chats_shown", CHATS_PAGE)
+        # One more than shown is asked for: whether there are more to offer.
+        records = client.list_sessions(query=search or None, limit=shown + 1).sessions
+        for record in records[:shown]:
             title = record.title or "Untitled chat"
             current = record.id == open_id
             if st.button(
@@ -150,6 +178,11 @@ def _sidebar(client: GuiAgentClient, open_id: str | None) -> None:
             ):
                 state.session_id = record.id
                 state.pop("replaying", None)
+                st.rerun()
+        if len(records) > shown:
+            st.caption(f"Your {shown} most recent chats: search to find others.")
+            if st.button("Show more chats", key="more-chats", width="stretch"):
+                state.chats_shown = shown + CHATS_PAGE
                 st.rerun()
         st.divider()
         import_box(client)
@@ -214,7 +247,8 @@ def _approval(
             st.caption(f"{waiting - 1} more after this one.")
         if request.detail:
             st.code(request.detail, language=request.language)
-        note = st.text_input("A note for the agent (optional)", key=f"note-{request.approval_id}")
+        note = f"note-{request.approval_id}"
+        st.text_input("A note for the agent (optional)", key=note)
         columns = st.columns(3)
         choices = (
             ("Allow once", ApprovalDecision.ALLOW_ONCE),
@@ -222,14 +256,30 @@ def _approval(
             ("Deny", ApprovalDecision.DENY),
         )
         for column, (label, decision) in zip(columns, choices, strict=True):
-            if column.button(label, key=f"{decision.value}-{request.approval_id}"):
-                try:
-                    client.answer_approval(
-                        session_id, request.approval_id, decision, note=note or None
-                    )
-                except ApiError as error:  # answered elsewhere meanwhile
-                    st.warning(plain_markdown(error.message))
-                st.rerun()
+            column.button(
+                label,
+                key=f"{decision.value}-{request.approval_id}",
+                on_click=_answer,
+                args=(client, session_id, request.approval_id, decision, note),
+            )
+
+
+def _answer(
+    client: GuiAgentClient,
+    session_id: str,
+    approval_id: str,
+    decision: ApprovalDecision,
+    note_key: str,
+) -> None:
+    """An approval button's callback, with the chat and approval it was drawn for (the chat
+    open when the script runs again may be another)."""
+    note = st.session_state.get(note_key) or None
+    try:
+        client.answer_approval(session_id, approval_id, decision, note=note)
+    except ApiError as error:  # answered elsewhere meanwhile
+        st.session_state.flash = error.message
+    except ClientError as error:
+        st.session_state.flash = str(error)
 
 
 def _pump(stream: Any, inbox: queue.Queue[object]) -> None:
@@ -364,17 +414,7 @@ def _chat(client: GuiAgentClient, session_id: str) -> None:
     for request in detail.pending_approvals[:1]:  # one at a time, the oldest first
         _approval(client, session_id, request, approvals)
     _draw_waiting(session_id, detail)
-    prompt = prompt_of(_message_box())
-    if prompt is not None:
-        try:
-            answer = client.send_message(session_id, prompt[0], images=prompt[1])
-        except ApiError as error:
-            st.error(plain_markdown(error.message))
-            return
-        if answer.queued:  # shown as waiting until the history holds it (`_draw_waiting`)
-            queued = st.session_state.setdefault("waiting", {})
-            queued.setdefault(session_id, []).append((answer.message_id, prompt[0]))
-        st.rerun()
+    _message_box(client, session_id)
     _follow(client, detail)
 
 
@@ -394,12 +434,45 @@ def _draw_waiting(session_id: str, detail: SessionDetail) -> None:
             st.caption("Waiting: the agent reads this when its current step ends.")
 
 
-def _message_box() -> str | ChatInputValue | None:
-    return st.chat_input(
+def _message_box(client: GuiAgentClient, session_id: str | None) -> None:
+    """The chat's own message box (None: no chat open, one is made for the message). Its
+    key is the chat's, so text typed in one chat stays out of the next one opened, and the
+    message is sent by its callback to the chat whose box it is: pressed as another chat
+    opens, it still goes where the person wrote it. Longer than the server takes, the text
+    is refused as it is typed, not thrown away when sent."""
+    key = f"message-{session_id or 'new'}"
+    st.chat_input(
         "Message the agent (attach pictures with the clip)",
+        key=key,
+        max_chars=MAX_MESSAGE_CHARS,
         accept_file="multiple",
         file_type=list(IMAGE_TYPES),
+        on_submit=_send,
+        args=(client, session_id, key),
     )
+
+
+def _send(client: GuiAgentClient, session_id: str | None, key: str) -> None:
+    """The message box's callback: what it holds, sent to its chat. A message sent during a
+    turn is shown as waiting until the history holds it (`_draw_waiting`)."""
+    state = st.session_state
+    value: str | ChatInputValue | None = state.get(key)
+    prompt = prompt_of(value)
+    if prompt is None:
+        return
+    try:
+        if session_id is None:
+            session_id = state.session_id = client.create_session().id
+        answer = client.send_message(session_id, prompt[0], images=prompt[1])
+    except ApiError as error:
+        state.flash = error.message
+        return
+    except ClientError as error:
+        state.flash = str(error)
+        return
+    if answer.queued:
+        queued = state.setdefault("waiting", {})
+        queued.setdefault(session_id, []).append((answer.message_id, prompt[0]))
 
 
 def main() -> None:
@@ -415,11 +488,9 @@ def main() -> None:
         if session_id is None:
             st.title("GuiAgent")
             st.info("Start a new chat, or open one from the list.")
-            prompt = prompt_of(_message_box())
-            if prompt is not None:
-                session_id = st.session_state.session_id = client.create_session().id
-                client.send_message(session_id, prompt[0], images=prompt[1])
-                st.rerun()
+            if flash := st.session_state.pop("flash", None):
+                st.error(plain_markdown(flash))
+            _message_box(client, None)
             return
         _chat(client, session_id)
     except Unauthorized:  # the token expired, or the user was removed

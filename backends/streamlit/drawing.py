@@ -3,12 +3,20 @@ and their results folded in), for the open chat and for a replay alike."""
 
 from __future__ import annotations
 
+import logging
+
 import streamlit as st
+from PIL import Image
 
 from backends.streamlit.view import CallView, Entry, image_source, plain_markdown, safe_markdown
-from schema import MessageType
+from schema import ImagePart, MessageType
 
-__all__ = ["draw_call", "draw_entry"]
+__all__ = ["UNSHOWABLE", "draw_call", "draw_entry"]
+
+logger = logging.getLogger(__name__)
+
+UNSHOWABLE = "(could not show this picture)"
+"""Said in place of a picture whose data is damaged (a half-finished download, say)."""
 
 
 def draw_call(view: CallView) -> None:
@@ -34,12 +42,25 @@ def draw_entry(entry: Entry) -> None:
         elif entry.text:
             st.markdown(safe_markdown(entry.text))
         for image in entry.images:
-            source = image_source(image)
-            if isinstance(source, bytes):
-                st.image(source)
-            else:
-                st.caption(plain_markdown(source))
+            _draw_picture(image)
         for view in entry.calls:
             draw_call(view)
         for note in entry.notes:
             st.caption(plain_markdown(note))
+
+
+def _draw_picture(image: ImagePart) -> None:
+    """The picture, or a note in its place. The server checks only a picture's first bytes,
+    so one cut short is stored as any other; Streamlit decodes it as it is drawn, and the
+    error would end the script run: the rest of the chat, its approvals and its message box
+    would not be drawn, now or on any run after."""
+    source = image_source(image)
+    if isinstance(source, bytes):
+        try:
+            st.image(source)
+        except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as error:
+            logger.warning("A picture could not be drawn: %s", error)
+            source = UNSHOWABLE
+        else:
+            return
+    st.caption(plain_markdown(source))
