@@ -32,7 +32,7 @@ is doing (a retry, edit or clear while a turn runs, a second answer to an approv
     POST   /api/sessions/{id}/messages  {text, images?, agent?}  -> 202 {message_id}
     POST   /api/sessions/{id}/stop
     POST   /api/sessions/{id}/approvals/{approval_id}  {decision, note?}
-    POST   /api/sessions/{id}/control   {action: retry|edit_last|clear, text?, images?}
+    POST   /api/sessions/{id}/control   {action: retry|edit_last|clear, text?, images?, message_id?}
     GET    /api/sessions/{id}/memory    -> what the next model call is sent (the window)
     GET    /api/sessions/{id}/tools     -> {tools: [{name, mode, chosen, ...}]}
     PUT    /api/sessions/{id}/tools/{tool}  {mode: ask|allow|deny|null}  -> the tool

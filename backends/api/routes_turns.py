@@ -4,7 +4,7 @@ the last turn retried, edited or the whole conversation cleared.
     POST /api/sessions/{id}/messages  {text, images?, agent?}  -> 202 {message_id, queued}
     POST /api/sessions/{id}/stop                               -> {stopped}
     POST /api/sessions/{id}/approvals/{approval_id}  {decision, note?}
-    POST /api/sessions/{id}/control   {action: retry|edit_last|clear, text?, images?}
+    POST /api/sessions/{id}/control   {action: retry|edit_last|clear, text?, images?, message_id?}
 
 A retry, edit or clear while a turn runs, a second one while the first is in progress, or
 a second answer to an approval, is 409 (see `conflicts`); the first one stands.

@@ -12,6 +12,9 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+from playwright.sync_api import Browser, Page
+
+from tests.backends.api.live import free_port
 
 STARTUP_S = 60.0
 
@@ -48,6 +51,24 @@ def running_front(
             process.wait(15)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@contextmanager
+def front_for(server_url: str, folder: Path) -> Iterator[str]:
+    """`running_front` on a free port, its HOME and log in `folder`: its address."""
+    port = free_port()
+    with running_front(server_url, port, home=folder, log=folder / "streamlit.log"):
+        yield f"http://127.0.0.1:{port}/"
+
+
+@contextmanager
+def front_tab(front_url: str, chromium: Browser) -> Iterator[Page]:
+    """A tab of its own (a browser context of its own) on the front end."""
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    tab = context.new_page()
+    tab.goto(front_url)
+    yield tab
+    context.close()
 
 
 def serves(front_url: str) -> bool:

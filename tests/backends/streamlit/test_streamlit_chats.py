@@ -20,9 +20,9 @@ from backends.api import routes_sessions
 from backends.api.responses import SessionDetail
 from connectors.scripted import call
 from schema.requests import MAX_MESSAGE_CHARS
-from tests.backends.api.live import Api, Backend, free_port, running_backend
+from tests.backends.api.live import Api, Backend, running_backend
 from tests.backends.pictures import red_png
-from tests.backends.streamlit.kit import running_front
+from tests.backends.streamlit.kit import front_for, front_tab
 from tests.backends.streamlit.test_streamlit_page import settled, uploader_of
 
 pytestmark = pytest.mark.browser
@@ -41,21 +41,16 @@ def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
 
 @pytest.fixture(scope="module")
 def front(backend: Backend, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """`gui-agent streamlit` for the backend; its address."""
     pytest.importorskip("streamlit")
-    port = free_port()
-    log = tmp_path_factory.mktemp("st-chats-log") / "streamlit.log"
-    home = tmp_path_factory.mktemp("st-chats-home")
-    with running_front(backend.base_url, port, home=home, log=log):
-        yield f"http://127.0.0.1:{port}/"
+    with front_for(backend.base_url, tmp_path_factory.mktemp("st-chats-front")) as address:
+        yield address
 
 
 @pytest.fixture
 def page(front: str, chromium: Browser) -> Iterator[Page]:
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
-    tab = context.new_page()
-    tab.goto(front)
-    yield tab
-    context.close()
+    with front_tab(front, chromium) as tab:
+        yield tab
 
 
 def signed_in(page: Page, name: str = "ada", password: str = PASSWORD) -> None:

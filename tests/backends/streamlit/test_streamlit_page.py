@@ -21,9 +21,9 @@ from backends.api import routes_sessions
 from backends.api.responses import SessionDetail
 from connectors.scripted import call
 from schema import MessageStatus, Role
-from tests.backends.api.live import Backend, free_port, running_backend
+from tests.backends.api.live import Backend, running_backend
 from tests.backends.pictures import red_png
-from tests.backends.streamlit.kit import running_front
+from tests.backends.streamlit.kit import front_for, front_tab
 
 pytestmark = pytest.mark.browser
 
@@ -40,20 +40,14 @@ def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
 def front(backend: Backend, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`gui-agent streamlit` for the backend; its address."""
     pytest.importorskip("streamlit")
-    port = free_port()
-    log = tmp_path_factory.mktemp("st-log") / "streamlit.log"
-    home = tmp_path_factory.mktemp("st-home")
-    with running_front(backend.base_url, port, home=home, log=log):
-        yield f"http://127.0.0.1:{port}/"
+    with front_for(backend.base_url, tmp_path_factory.mktemp("st-front")) as address:
+        yield address
 
 
 @pytest.fixture
 def page(front: str, chromium: Browser) -> Iterator[Page]:
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
-    tab = context.new_page()
-    tab.goto(front)
-    yield tab
-    context.close()
+    with front_tab(front, chromium) as tab:
+        yield tab
 
 
 def sign_in(page: Page, password: str = PASSWORD) -> None:
