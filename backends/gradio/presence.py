@@ -216,14 +216,14 @@ class Presence:
         if not listed and not fields and not catch_up:
             return no_change()  # the tab's own change came back: it shows it already
         owner = owner_of(request)
-        if current and await handlers.lookup(current, request, quiet=True) is None:
+        interpreter = await handlers.lookup(current, request, quiet=True) if current else None
+        if current and interpreter is None:
             return await self._gone(tab, current, owner, query)
         updates = await handlers.session_list_update(owner, current, query, tab=tab)
-        if (fields or catch_up) and current and current == session_id:
-            interpreter = await handlers.lookup(current, request, quiet=True)
-            if interpreter is not None and catch_up:
+        if (fields or catch_up) and interpreter is not None and current == session_id:
+            if catch_up:
                 updates.update(self._caught_up(tab, interpreter, base))
-            elif interpreter is not None:
+            else:
                 updates.update(self._changed_fields(tab, interpreter, fields, base))
         return updates
 

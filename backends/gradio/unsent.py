@@ -13,6 +13,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from backends.gradio.bounded import keep_latest
 from schema import ImagePart
 
 __all__ = ["BegunEdits", "Draft", "Unsent"]
@@ -57,13 +58,10 @@ class BegunEdits:
 
     def __init__(self, *, max_tabs: int = 256) -> None:
         self.max_tabs = max_tabs
-        self._begun: OrderedDict[str, tuple[str, str]] = OrderedDict()
+        self._begun: dict[str, tuple[str, str]] = {}
 
     def begin(self, tab: str, session_id: str, message_id: str) -> None:
-        self._begun.pop(tab, None)
-        self._begun[tab] = (session_id, message_id)
-        while len(self._begun) > self.max_tabs:
-            self._begun.popitem(last=False)
+        keep_latest(self._begun, tab, (session_id, message_id), self.max_tabs)
 
     def of(self, tab: str, session_id: str) -> str | None:
         """The message the tab began editing in that chat (None: none, or in another)."""
