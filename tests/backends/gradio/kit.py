@@ -274,6 +274,13 @@ SETTLED = """() => new Promise((done) =>
 """Resolves two animation frames later: the page's pending work (effects) has run."""
 
 
+def settle(page: Page) -> None:
+    """Let the page's pending work run (two animation frames) before typing into a box the
+    server just set: the framework sets its value again a moment later, over anything typed
+    in that moment (a person takes longer), as it does when an accordion opens."""
+    page.wait_for_function(SETTLED)
+
+
 def open_manage(page: Page) -> None:
     """Open "Manage this chat" and wait until its Title box can be typed into. The box is
     made as the accordion opens, and the framework gives it its value again a moment later
@@ -282,7 +289,7 @@ def open_manage(page: Page) -> None:
     then saved the old title."""
     page.get_by_role("button", name="Manage this chat").click()
     expect(page.locator("#rename-input textarea")).to_be_visible()
-    page.wait_for_function(SETTLED)
+    settle(page)
 
 
 def upload(page: Page, button: str, path: Path) -> None:

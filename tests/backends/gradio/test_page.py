@@ -43,6 +43,7 @@ from tests.backends.gradio.kit import (
     recorded_texts,
     send,
     session_of,
+    settle,
     tiny_png,
     toast,
     upload,
@@ -336,6 +337,7 @@ def test_sessions_can_be_listed_reopened_renamed_searched_and_deleted(tab: Page)
     open_manage(tab)
     # (the chat just opened sets its Title box; typing before that lands would be replaced)
     expect(tab.locator("#rename-input textarea")).to_have_value("remember the zebra")
+    settle(tab)  # (the box's value came from the server just now)
     tab.locator("#rename-input textarea").fill("Zebra facts")
     tab.get_by_role("button", name="Rename chat").click()
     expect(sessions).to_contain_text("Zebra facts")

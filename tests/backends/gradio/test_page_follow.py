@@ -16,6 +16,7 @@ from tests.backends.gradio.kit import (
     open_manage,
     open_tab,
     send,
+    settle,
     toast,
     user_messages,
     wait_idle,
@@ -63,6 +64,7 @@ def test_a_second_tab_follows_the_title_autochat_and_its_limits(
         tab.locator("#autochat-delay input").fill("3")
         expect(other.locator("#autochat-delay input")).to_have_value("3")
 
+        settle(tab)  # (the box's value came from the server just now)
         tab.locator("#rename-input textarea").fill("Renamed in the first tab")
         tab.get_by_role("button", name="Rename chat").click()
         expect(other.locator("#rename-input textarea")).to_have_value("Renamed in the first tab")
@@ -100,6 +102,7 @@ def test_every_tab_lists_the_chats_made_renamed_or_deleted_in_another(
         wait_idle(tab)
         expect(sessions).to_contain_text("a chat made in the first tab")
         manage(tab)
+        settle(tab)  # (the box's value came from the server just now)
         tab.locator("#rename-input textarea").fill("Renamed where the other tab cannot see")
         tab.get_by_role("button", name="Rename chat").click()
         expect(sessions).to_contain_text("Renamed where the other tab cannot see")

@@ -24,6 +24,7 @@ from tests.backends.gradio.kit import (
     open_manage,
     play,
     send,
+    settle,
     wait_idle,
 )
 
@@ -153,6 +154,7 @@ def test_enter_in_the_title_box_renames_the_chat(tab: Page) -> None:
     open_manage(tab)
     title = tab.locator("#rename-input textarea, #rename-input input").first
     expect(title).to_have_value(f"a chat to rename {mark}")  # filled in after the turn
+    settle(tab)  # (the box's value came from the server just now)
     title.fill(f"Renamed with Enter {mark}")
     title.press("Enter")
     chats = tab.locator("#session-list label")

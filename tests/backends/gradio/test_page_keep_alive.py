@@ -35,6 +35,7 @@ from tests.backends.gradio.kit import (
     send,
     served,
     session_starting,
+    settle,
     user_messages,
     wait_idle,
 )
@@ -155,6 +156,7 @@ def test_a_catch_up_keeps_a_title_typed_over_the_one_the_first_message_gave(
     manage(tab)
     title = tab.locator("#rename-input textarea")
     expect(title).to_have_value("a chat titled by its first message")
+    settle(tab)  # (the box's value came from the server just now)
     title.fill("A title being typed")
 
     async def change(manager: SessionManager) -> None:
@@ -372,6 +374,7 @@ def test_a_tab_whose_event_stream_broke_during_a_restart_still_hears_back(
         expect(title).to_have_value("a chat whose stream breaks")  # (offered after the turn)
         mark_the_document(tab)
         held = HeldAnswers(tab)
+        settle(tab)  # (the box's value came from the server just now)
         title.fill("Renamed before the restart")
         tab.get_by_role("button", name="Rename chat").click()
         manager: SessionManager = first.state.manager

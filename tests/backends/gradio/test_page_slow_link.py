@@ -22,6 +22,7 @@ from tests.backends.gradio.kit import (
     send,
     session_of,
     session_starting,
+    settle,
     tiny_png,
     upload,
     user_messages,
@@ -133,6 +134,7 @@ def test_a_title_changed_again_while_the_last_rename_is_on_its_way_is_kept(
     expect(title).to_have_value(f"a chat to rename {run}")
     # (slower: at 300 ms, the first rename was back before the second Enter was pressed)
     slow_link(tab, 5 * LATENCY_MS)
+    settle(tab)  # (the box's value came from the server just now)
     title.fill(f"first title {run}")
     title.press("Enter")
     title.fill(f"second title {run}")
