@@ -71,9 +71,12 @@ from schema import (
     SessionUpdated,
     valid_text,
 )
+from schema.builders import builder
 from schema.requests import MAX_TITLE_CHARS
 
 __all__ = ["MAX_QUEUED", "PARTIAL_SAVE_INTERVAL_S", "Interpreter"]
+
+_message = builder(Message)  # the person's messages (see `schema.builders`)
 
 MAX_QUEUED = 20
 """Messages that may wait for a running turn; one more is refused (Conflict), so a client
@@ -204,7 +207,9 @@ class Interpreter(HistoryEdits):
                 f"{len(self.session.inbox)} messages are already waiting for the agent: "
                 "send this one when it has read them, or press Stop"
             )
-        message = Message(role=Role.USER, content=valid_text(text), images=tuple(images))
+        message = _message(
+            {"role": Role.USER, "content": valid_text(text), "images": tuple(images)}
+        )
         if agent is not None:
             await self.set_agent(agent)
         if self._auto.active:

@@ -41,8 +41,11 @@ from schema import (
     ToolCallFinished,
     ToolCallStarted,
 )
+from schema.builders import builder
 
 logger = logging.getLogger(__name__)
+
+_state_changed = builder(StateChanged)  # each turn's first and last events (`schema.builders`)
 
 PARTIAL_SAVE_INTERVAL_S = 0.5
 """How often a streaming reply is saved, so a crash loses at most this much of it."""
@@ -118,7 +121,8 @@ class EventTracking:
     def _on_state_change(
         self, source: InterpreterState, dest: InterpreterState, reason: str
     ) -> None:
-        self._publish(StateChanged(from_state=source, to_state=dest, reason=reason))
+        event = _state_changed({"from_state": source, "to_state": dest, "reason": reason})
+        self._hub.publish(event, self._run_id)
 
     async def _emit(self, event: Event) -> None:
         """Publish an event from a turn, keeping state, partial replies and the store in step."""

@@ -35,11 +35,14 @@ from schema import (
     RunOutcome,
     SessionUpdated,
 )
+from schema.builders import builder
 
 if TYPE_CHECKING:
     from gui_agent.interpreter import Interpreter
 
 logger = logging.getLogger(__name__)
+
+_message_completed = builder(MessageCompleted)  # (see `schema.builders`)
 
 
 class TurnRunner(TurnEnding):
@@ -134,7 +137,7 @@ class TurnRunner(TurnEnding):
                 self._switch = None
             session.add(prompt)
             self._unfiled = None
-            await self._emit(MessageCompleted(message=prompt))
+            await self._emit(_message_completed({"message": prompt}))
             if self.deps.hooked:
                 await call_hook(self.deps.hooks.on_start(session, prompt))
             titled = session.title != title

@@ -36,7 +36,10 @@ from schema import (
     ToolCallStarted,
     ToolResult,
 )
+from schema.builders import builder
 from schema.messages import utcnow
+
+_run_finished = builder(RunFinished)  # every turn's last event (see `schema.builders`)
 
 
 class TurnEnding(AutoChatDriver):
@@ -135,7 +138,7 @@ class TurnEnding(AutoChatDriver):
         if unreported is not None:
             session.unreported_usage = None
             self._publish(unreported)
-        self._publish(RunFinished(outcome=outcome, detail=detail))
+        self._publish(_run_finished({"outcome": outcome, "detail": detail}))
         self._machine.fire(Trigger.FINISH, outcome.value)
         return saves
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from schema.builders import builder
 from schema.enums import AgentName, MessageStatus, MessageType, Role
 
 _CONFIRMATION = MessageType.CONFIRMATION  # an enum class attribute lookup costs a dict walk
@@ -163,9 +164,14 @@ class Usage(BaseModel):
     def __add__(self, other: Usage) -> Usage:
         if not (self.input_tokens or self.output_tokens or self.requests or self.estimated):
             return other  # nothing to add: usages are immutable, so share it
-        return Usage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            requests=self.requests + other.requests,
-            estimated=self.estimated or other.estimated,
+        return _usage(
+            {
+                "input_tokens": self.input_tokens + other.input_tokens,
+                "output_tokens": self.output_tokens + other.output_tokens,
+                "requests": self.requests + other.requests,
+                "estimated": self.estimated or other.estimated,
+            }
         )
+
+
+_usage = builder(Usage)  # every model call adds usages (see `schema.builders`)

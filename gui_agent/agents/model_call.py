@@ -38,6 +38,15 @@ from schema import (
     new_id,
     valid_text,
 )
+from schema.builders import builder
+
+# The events and the reply every model call builds (see `schema.builders`).
+_memory_updated = builder(MemoryUpdated)
+_message_started = builder(MessageStarted)
+_text_delta = builder(TextDelta)
+_message = builder(Message)
+_message_completed = builder(MessageCompleted)
+_usage_reported = builder(UsageReported)
 
 __all__ = [
     "Turn",
@@ -68,13 +77,15 @@ def memory_event(session: Session, deps: AgentDeps) -> tuple[list[Message], Memo
         exchanges=session.settings.memory_exchanges,
         token_budget=session.settings.memory_token_budget,
     )
-    event = MemoryUpdated(
-        message_ids=window.message_ids,
-        token_count=window.token_count,
-        token_estimated=window.token_estimated,
-        goal=window.goal,
-        goal_pinned=window.goal_pinned,
-        dropped=window.dropped,
+    event = _memory_updated(
+        {
+            "message_ids": window.message_ids,
+            "token_count": window.token_count,
+            "token_estimated": window.token_estimated,
+            "goal": window.goal,
+            "goal_pinned": window.goal_pinned,
+            "dropped": window.dropped,
+        }
     )
     return list(window.messages), event
 
@@ -124,7 +135,7 @@ async def model_step(
         messages.append(Message(role=Role.SYSTEM, content=instruction))
     yield memory
     message_id = new_id()
-    yield MessageStarted(message_id=message_id, agent=agent)
+    yield _message_started({"message_id": message_id, "agent": agent})
     if deps.hooked:
         await call_hook(deps.hooks.on_llm_start(session, messages))
     tools = deps.tools.schemas() if use_tools else ()
@@ -136,8 +147,11 @@ async def model_step(
             if isinstance(part, ModelTextDelta):
                 text = part.text
                 streamed += len(text)
-                yield TextDelta(
-                    message_id=message_id, delta=text if text.isascii() else valid_text(text)
+                yield _text_delta(
+                    {
+                        "message_id": message_id,
+                        "delta": text if text.isascii() else valid_text(text),
+                    }
                 )
             elif isinstance(part, ModelResponse):
                 final = part
@@ -168,21 +182,23 @@ async def model_step(
     metadata = reply_metadata(final, deps)
     if ignored:
         metadata["ignored_tool_calls"] = ignored
-    reply = Message(
-        id=message_id,
-        role=Role.ASSISTANT,
-        content=final.text,
-        reasoning=final.reasoning,
-        tool_calls=final.tool_calls,
-        agent=agent,
-        metadata=metadata,
+    reply = _message(
+        {
+            "id": message_id,
+            "role": Role.ASSISTANT,
+            "content": final.text,
+            "reasoning": final.reasoning,
+            "tool_calls": final.tool_calls,
+            "agent": agent,
+            "metadata": metadata,
+        }
     )
     session.add(reply)
-    yield MessageCompleted(message=reply)
+    yield _message_completed({"message": reply})
     session.usage = session.usage + final.usage
     turn.usage = turn.usage + final.usage
     turn.response = final
-    yield UsageReported(turn=turn.usage, total=session.usage)
+    yield _usage_reported({"turn": turn.usage, "total": session.usage})
 
 
 def budget_spent(session: Session) -> RunFinished | None:

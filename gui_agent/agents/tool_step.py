@@ -43,9 +43,16 @@ from schema import (
     ToolResult,
     new_id,
 )
+from schema.builders import builder
 
 NOT_RUN = "not_run"
 """The metadata key (True) of a refused call's result, and so of its tool message."""
+
+# What every tool call of a turn builds (see `schema.builders`).
+_call_started = builder(ToolCallStarted)
+_call_finished = builder(ToolCallFinished)
+_message = builder(Message)
+_message_completed = builder(MessageCompleted)
 
 __all__ = [
     "NOT_RUN",
@@ -93,7 +100,7 @@ async def run_tool_calls(
             if (denial := session_denial(session, tool_call)) is not None:
                 refused[tool_call.id] = denial
     for tool_call in calls:
-        yield ToolCallStarted(call=tool_call, parent_message_id=parent, agent=agent)
+        yield _call_started({"call": tool_call, "parent_message_id": parent, "agent": agent})
     results: dict[str, ToolResult] = dict(refused)
     for tool_call in calls:
         if tool_call.id in refused:
@@ -102,34 +109,36 @@ async def run_tool_calls(
     if len(runnable) == 1:  # the usual case needs no task and no generator
         result = await run_one(session, deps, runnable[0])
         results[result.call_id] = result
-        yield ToolCallFinished(result=result, parent_message_id=parent)
+        yield _call_finished({"result": result, "parent_message_id": parent})
     else:
         async for result in run_parallel(session, deps, runnable):
             results[result.call_id] = result
-            yield ToolCallFinished(result=result, parent_message_id=parent)
+            yield _call_finished({"result": result, "parent_message_id": parent})
     for tool_call in calls:
         result = results[tool_call.id]
         if tool_call.name == TASK_COMPLETE and not result.is_error:
             args = safe_args(tool_call)
             session.task_complete = str(args.get("summary", "")) or DONE
-        message = Message(
-            role=Role.TOOL,
-            type=result.message_type,
-            content=with_allow_note(session, tool_call, result.content),
-            tool_call_id=tool_call.id,
-            name=tool_call.name,
-            agent=agent,
-            images=result.images,
-            metadata={
-                **result.metadata,
-                "is_error": result.is_error,
-                "truncated": result.truncated,
-                "duration_ms": round(result.duration_ms, 3),
-                "arguments": tool_call.arguments,
-            },
+        message = _message(
+            {
+                "role": Role.TOOL,
+                "type": result.message_type,
+                "content": with_allow_note(session, tool_call, result.content),
+                "tool_call_id": tool_call.id,
+                "name": tool_call.name,
+                "agent": agent,
+                "images": result.images,
+                "metadata": {
+                    **result.metadata,
+                    "is_error": result.is_error,
+                    "truncated": result.truncated,
+                    "duration_ms": round(result.duration_ms, 3),
+                    "arguments": tool_call.arguments,
+                },
+            }
         )
         session.add(message)
-        yield MessageCompleted(message=message)
+        yield _message_completed({"message": message})
 
 
 async def tool_permission(

@@ -27,9 +27,11 @@ from gui_agent.log_text import loggable, loggable_failure, loggable_traceback
 from gui_agent.tools.definition import Tool, ToolContext, ToolOutput
 from gui_agent.tools.registry import ToolRegistry
 from schema import ToolCall, ToolResult, valid_text
+from schema.builders import builder
 
 logger = logging.getLogger(__name__)
 
+_result = builder(ToolResult)  # a result, as the class builds it (see `schema.builders`)
 _MAX_ERRORS_SHOWN = 10
 
 
@@ -309,13 +311,15 @@ async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext)
         detail = str(error) or "(no message)"
         return _error(call, f"{tool.name} raised {type(error).__name__}: {detail}", started)
 
-    if output is None:
-        return ToolResult(
-            call_id=call.id,
-            name=tool.name,
-            content=content,
-            truncated=truncated,
-            duration_ms=(time.perf_counter() - started) * 1000,
+    if output is None:  # (built as `schema.builders` says: every call of a tool ends here)
+        return _result(
+            {
+                "call_id": call.id,
+                "name": tool.name,
+                "content": content,
+                "truncated": truncated,
+                "duration_ms": (time.perf_counter() - started) * 1000,
+            }
         )
     return ToolResult(
         call_id=call.id,
