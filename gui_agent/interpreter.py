@@ -315,16 +315,37 @@ class Interpreter(HistoryEdits):
             self._arm_deadline(self._run_id)  # the running turn ends where the new budget does
         if autochat is not None and self._auto.waiting and autochat.delay_s != delay_before:
             self._wake.set()  # a delay being waited out ends where the new one does
+        if start_auto:
+            self._begin_autochat()
+
+    async def start_autochat(self) -> bool:
+        """Run AutoChat toward the person's latest message: switched on if it is off, and
+        started again if it is on but its last run ended (a limit, Stop, `task_complete`),
+        without switching it off and on. At once after a reply; during a turn, after it.
+        False when nothing starts: a run is going already, or there has been no turn yet
+        (the person's next message starts it)."""
+        if self._auto.active:
+            return False
+        autochat = self.session.autochat
+        if not autochat.enabled:
+            await self.update(autochat=autochat.model_copy(update={"enabled": True}))
+            return self._auto.active
+        return self._begin_autochat()
+
+    def _begin_autochat(self) -> bool:
+        """Begin an AutoChat run after a turn (its first automatic turn starts now) or
+        during one (the run task goes on after it, `_next_prompt`, as if AutoChat had been
+        on when the person wrote). False when idle before any turn, or closed."""
         idle_after_a_turn = not self.busy and self.state is InterpreterState.STOP
-        if start_auto and (idle_after_a_turn or self.busy) and not self._closed:
-            # The person's latest message is the goal, not one an earlier AutoChat kept.
-            self._auto.begin(self.session, self._latest_request())
-            if idle_after_a_turn:
-                self._auto.announce()
-                self._publish_auto_turn()
-                self._start(self._auto.continuation(self.session))
-            # else: switched on while a turn runs; the run task goes on after it
-            # (`_next_prompt`), as if AutoChat had been on when the person wrote.
+        if self._closed or not (idle_after_a_turn or self.busy):
+            return False
+        # The person's latest message is the goal, not one an earlier AutoChat kept.
+        self._auto.begin(self.session, self._latest_request())
+        if idle_after_a_turn:
+            self._auto.announce()
+            self._publish_auto_turn()
+            self._start(self._auto.continuation(self.session))
+        return True
 
     @property
     def allowed_tools(self) -> tuple[str, ...]:

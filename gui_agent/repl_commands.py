@@ -137,19 +137,14 @@ async def _auto(args: list[str], interpreter: Interpreter, manager: SessionManag
 
 
 async def _auto_on(interpreter: Interpreter) -> str:
-    """Run AutoChat toward the person's latest message, and say truly what happens. The
-    session starts a run when the switch goes from off to on (after a reply: at once;
-    during a turn: after it); a switch left on by a run that stopped (a limit, Stop,
-    `task_complete`) starts nothing, so it is switched off and on again."""
+    """Run AutoChat toward the person's latest message (`Interpreter.start_autochat`: a
+    switch left on by a run that stopped starts a new run too), and say truly what
+    happens."""
     if interpreter.autochat_active:
         turns = interpreter.session.autochat.max_turns
         return f"AutoChat is running: {_progress(interpreter.autochat_turns, turns)}\n"
     busy = interpreter.busy
-    current = interpreter.session.autochat
-    if current.enabled:
-        await interpreter.update(autochat=current.model_copy(update={"enabled": False}))
-    await interpreter.update(autochat=current.model_copy(update={"enabled": True}))
-    if not interpreter.autochat_active:
+    if not await interpreter.start_autochat():
         return "AutoChat on: your next message starts it, toward what that message asks\n"
     if busy:
         return "AutoChat on: it goes on when this turn ends\n"

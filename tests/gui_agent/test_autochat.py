@@ -161,6 +161,24 @@ async def test_switching_autochat_on_when_idle_continues_at_once(tmp_path: Path)
     assert interpreter.session.history[-1].content == "continued"
 
 
+async def test_start_autochat_runs_again_with_the_switch_left_on_and_changes_no_setting(
+    tmp_path: Path,
+) -> None:
+    interpreter, _ = make(tmp_path, ["answer", "one", "two"], autochat=auto(max_turns=1))
+    assert await interpreter.start_autochat() is False  # no turn yet: the next message starts it
+    first = [e async for e in interpreter.chat("the goal")]
+    assert stopped(first).reason is AutoChatStopReason.MAX_TURNS
+    assert interpreter.session.autochat.enabled  # the switch stays on after the run
+    async with interpreter.subscribe() as sub:
+        assert await interpreter.start_autochat() is True
+        assert await interpreter.start_autochat() is False  # a run is going already
+        events = [e async for e in sub.until_idle()]
+    assert [e.turn for e in events if isinstance(e, AutoChatTurn)] == [1]
+    assert of_type(events, "session_updated") == []  # no switching off and on again
+    assert interpreter.session.history[-1].content == "two"
+    assert interpreter.session.history[-2].content == DEFAULT_CONTINUATION_PROMPT
+
+
 async def test_the_goal_is_re_pinned_when_it_slides_out_of_the_window(tmp_path: Path) -> None:
     interpreter, model = make(tmp_path, ["a", "b", "c"], autochat=auto(max_turns=2))
     interpreter.session.settings = interpreter.session.settings.model_copy(
