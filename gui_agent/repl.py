@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import signal
 from collections import deque
 from collections.abc import Awaitable
@@ -164,25 +165,34 @@ async def _open(
     finally:
         await manager.close()  # stops a running turn and the code its tools run
     if workdir is None:  # (a folder given with --workdir is the person's own)
-        _leave_folder(reader, interpreter.session.workdir_path())
+        await _leave_folder(reader, interpreter.session.workdir_path())
     return ended
 
 
-def _leave_folder(reader: ChatInput, folder: Path) -> None:
+async def _leave_folder(reader: ChatInput, folder: Path) -> None:
     """The chat is not kept, but what its tools made is: say where, or, when they made
     nothing, remove the folder made for it (every chat left one behind, unsaid)."""
+    if await asyncio.to_thread(_clear_folder, folder):
+        reader.write(f"\n  (the files of this chat stay in {folder})\n")
+
+
+def _clear_folder(folder: Path) -> bool:
+    """Remove what the chat's own workings left in `folder`, the folder made for it: its
+    private folder (where `run_python` writes its scripts, and the code's temp and cache
+    folders: no chat can use them again), then `folder` itself when nothing else is in it.
+    Whether it stays (the tools made files there)."""
     private = folder / PRIVATE_DIR
     try:
         if not folder.is_dir():  # (made when a tool first uses it)
-            return
-        if private.is_dir() and not any(private.iterdir()):
-            private.rmdir()
+            return False
+        if private.is_dir() and not private.is_symlink():  # (a link made by the code: left)
+            shutil.rmtree(private)
         if not any(folder.iterdir()):
             folder.rmdir()
-            return
+            return False
     except OSError as exc:  # (a file made meanwhile, a folder not ours to remove)
         logger.info("left the chat's folder %s: %s", folder, exc)
-    reader.write(f"\n  (the files of this chat stay in {folder})\n")
+    return True
 
 
 async def _converse(

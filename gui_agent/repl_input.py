@@ -21,7 +21,10 @@ chat takes the terminal before it writes anything, so the echo is the last thing
 A log record written while a line is edited goes through the display too (`write_log`,
 `repl_logging`), above the line, which is drawn again below it.
 
-From a pipe, or a terminal that cannot edit, `ChatInput` reads exactly as `LineReader`.
+From a pipe, or a terminal that cannot edit, `ChatInput` reads exactly as `LineReader`. A
+log record written where the output goes (`2>&1`, or both on a terminal) starts a row of
+its own there too: the row of output left open (a reply's `[Executor] ` and what came of
+it so far) is ended first and written again after the record, so the reply goes on below.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ import struct
 import sys
 import termios
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, TextIO
 
 from gui_agent.cli import LineReader, ReadEnd, detach_output, printable, write_out
 from gui_agent.line_display import LineDisplay
@@ -137,6 +140,7 @@ class ChatInput(LineReader):
         self._entered = 0  # lines ended with Enter here, and handed on
         self._taken = 0  # of those, how many `readline` returned
         self._set_aside_at = 0  # how many had been entered at the latest `set_aside`
+        self._open_row: list[str] = []  # not edited: the output after the last line break
         self._tty = editable_terminal(environ)
         typed_ahead = b""
         if self._tty is not None and self._take_terminal(self._tty):
@@ -162,26 +166,45 @@ class ChatInput(LineReader):
             _emit(self._display.output(printable(text)))
         else:
             write_out(text)
+            self._went_on(text)
 
-    def write_log(self, text: str) -> None:
-        """Show `text`, a log record, on rows of its own above the line being typed, which is
-        drawn again below it as it was (while editing: else it is written as it comes)."""
+    def write_log(self, text: str, stream: TextIO | None = None) -> None:
+        """Show `text`, a log record, on rows of its own. While a line is edited: above it,
+        and the line is drawn again below it as it was. Else it is written to `stream`
+        (standard error by default), which shows where the output does: the output row
+        left open is ended first and written again after the record (`_went_on`)."""
         if self.editing:
             _emit(self._display.above(printable(text)))
-        else:
-            sys.stderr.write(text if text.endswith("\n") else text + "\n")
-            sys.stderr.flush()
+            return
+        row = "".join(self._open_row)
+        if row:
+            write_out("\n")
+        target = stream if stream is not None else sys.stderr
+        target.write(text if text.endswith("\n") else text + "\n")
+        target.flush()
+        if row:
+            write_out(row)
 
     def draws_on(self, stream: object) -> bool:
-        """Whether writing to `stream` shows on the terminal the line is edited on (the
-        chat's standard error, mostly: unless it was sent to a file)."""
+        """Whether writing to `stream` shows where the chat's output does (the chat's
+        standard error, mostly: unless it was sent elsewhere): on the terminal the line is
+        edited on, or, when nothing is edited, in the same terminal, pipe or file."""
         written, shown = _descriptor(stream), _descriptor(sys.stdout)
-        if not self.editing or written is None or shown is None:
+        if written is None or shown is None:
             return False
         try:
-            return os.isatty(written) and os.path.samestat(os.fstat(written), os.fstat(shown))
+            same = os.path.samestat(os.fstat(written), os.fstat(shown))
+            return same and (os.isatty(written) or not self.editing)
         except OSError:
             return False
+
+    def _went_on(self, written: str) -> None:
+        """Keep the row of output `written` (not edited) leaves open, for `write_log`."""
+        _, newline, row = written.rpartition("\n")
+        if newline:
+            self._open_row = [row] if row else []
+        elif written:
+            self._open_row.append(written)
 
     def remember(self, line: str) -> None:
         """Keep `line` for Up: the chat took it as a message or a command."""
@@ -222,7 +245,11 @@ class ChatInput(LineReader):
 
     async def readline(self, prompt: str) -> str | ReadEnd:
         if not self.editing:
-            return await super().readline(prompt)
+            self._went_on(prompt)  # (`LineReader` writes it)
+            line = await super().readline(prompt)
+            if isinstance(line, str) and self.terminal:
+                self._open_row = []  # the terminal's echo of the line ended the row
+            return line
         _emit(self._display.ask(printable(prompt)))
         try:
             line = await super().readline("")
@@ -237,6 +264,8 @@ class ChatInput(LineReader):
         typed stays shown, and what is written next starts below it."""
         if self.editing and self._display.text:
             _emit(self._display.finish("\n"))
+        if self.editing:
+            self._went_on(self._display.lead)  # written as it comes from now on
         settings, self._own_settings = self._own_settings, None
         if settings is not None and self._tty is not None:
             self._loop.remove_signal_handler(signal.SIGCONT)

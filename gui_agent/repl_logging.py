@@ -8,11 +8,17 @@ that writes through the line's display (`ChatInput.write_log`): the line is take
 record is written on rows of its own, and the line is drawn again below it, the cursor where
 it was. The swapped handler keeps the level, filters and format of the one it stands for.
 
-The display is only touched on the event loop (where the keys are edited and the chat writes
-too), so a record logged by another thread is handed to the loop. Once the line is no longer
-edited (the chat closed its input), records go to the handler they were meant for, as they
-do from a pipe, or when standard error goes to a file: then nothing is swapped at all. When
-the chat ends, the handlers are put back in their places, exactly as they were.
+When nothing is edited (the lines come from a pipe) but the records show where the output
+does (`2>&1`, or both on one terminal), a handler writing there is swapped too: a record
+then starts a row of its own, though the output left its row open (`[Executor] `, before
+the reply: a retry's warning came there), and that row is written again below it, so the
+reply goes on readably (`ChatInput.write_log`). Once the chat closed its input, records are
+written that way too. Records that go elsewhere (standard error sent to a file of its own)
+are left to their handler: nothing is swapped.
+
+The output is only written on the event loop (where the keys are edited and the chat writes
+too), so a record logged by another thread is handed to the loop. When the chat ends, the
+handlers are put back in their places, exactly as they were.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from gui_agent.repl_input import ChatInput
 
 
 class _AboveTheLine(logging.Handler):
-    """Writes what `shown` would write, through the chat's display while a line is edited."""
+    """Writes what `shown` would write, on rows of its own (`ChatInput.write_log`)."""
 
     def __init__(
         self,
@@ -47,9 +53,6 @@ class _AboveTheLine(logging.Handler):
         return self._shown.format(record)
 
     def emit(self, record: logging.LogRecord) -> None:
-        if not self._reader.editing:
-            self._shown.handle(record)
-            return
         try:
             text = self.format(record)  # now: the record's arguments may change later
         except Exception:
@@ -64,12 +67,9 @@ class _AboveTheLine(logging.Handler):
             self._shown.handle(record)
 
     def _show(self, text: str, record: logging.LogRecord) -> None:
-        """On the loop: through the display, or as it comes once the line is not edited."""
-        if not self._reader.editing:
-            self._shown.handle(record)
-            return
+        """On the loop: on rows of its own, above the line being edited or the output."""
         try:
-            self._reader.write_log(text)
+            self._reader.write_log(text + self._shown.terminator, self._shown.stream)
         except RecursionError:
             raise
         except Exception:
@@ -78,9 +78,9 @@ class _AboveTheLine(logging.Handler):
 
 @contextlib.contextmanager
 def logs_above_the_line(reader: ChatInput, logger: logging.Logger | None = None) -> Iterator[None]:
-    """For the block's length, records `logger` (the root logger by default) writes to the
-    terminal `reader` edits lines on are written above the line being typed. Call it on the
-    event loop `reader` reads on."""
+    """For the block's length, records `logger` (the root logger by default) writes where
+    `reader`'s output shows are written on rows of their own: above the line being typed,
+    or below the row of output they came in. Call it on the event loop `reader` reads on."""
     target = logger if logger is not None else logging.getLogger()
     loop = asyncio.get_running_loop()
     swapped: list[tuple[logging.Handler, logging.Handler]] = []

@@ -8,6 +8,7 @@ traceback, and nothing left running: the code a tool was running is stopped with
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import signal
@@ -18,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.gui_agent.test_repl_errors import chat_argv, env, workspace
+from gui_agent.tools.files import PRIVATE_DIR
+from tests.gui_agent.test_repl_errors import DRIVER, chat_argv, env, workspace
 from tests.gui_agent.test_terminal_keys import CLI, Terminal
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
@@ -104,6 +106,39 @@ def test_sigterm_during_a_tool_run_stops_the_code_and_exits_143(tmp_path: Path) 
         assert process.returncode == 128 + signal.SIGTERM, said
         assert b"Traceback" not in err
         assert b"(SIGTERM: ending the chat)" in out
+
+
+def test_sigterm_during_a_tool_run_leaves_nothing_of_the_run_in_the_chats_folder(
+    tmp_path: Path,
+) -> None:
+    """`kill` while the code runs, in a chat without --workdir: the code ends, and the
+    folder made for the chat goes, since the tools made nothing there. It held only what
+    `run_python` keeps in the private folder (the script, temp and cache folders), and the
+    chat said "the files of this chat stay in" a folder with no file of the person's."""
+    folders = tmp_path / "data" / "workspaces" / "local"
+    with started_code(tmp_path) as (fifo, pids):
+        process = subprocess.Popen(
+            [sys.executable, "-c", DRIVER, json.dumps([long_run(fifo), "never shown"])],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env(tmp_path),
+            cwd=tmp_path,
+        )
+        assert process.stdin is not None
+        process.stdin.write(b"run it\ny\n")
+        process.stdin.flush()
+        pids.append(wait_for_pid(fifo))
+        assert list(folders.glob(f"*/{PRIVATE_DIR}/run_*.py"))  # the script the code runs
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=60)
+        said = f"exit {process.returncode}; {out[-600:]!r}; {err.decode(errors='replace')}"
+        assert ends_soon(pids[0]), said
+        assert process.returncode == 128 + signal.SIGTERM, said
+        assert b"(SIGTERM: ending the chat)" in out
+        assert b"stay in" not in out, said
+        assert list(folders.iterdir()) == [], said
+        assert b"Traceback" not in err
 
 
 def running_code_in_a_terminal(tmp_path: Path, fifo: Path, pids: list[int]) -> Terminal:

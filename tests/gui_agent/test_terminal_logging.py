@@ -4,7 +4,8 @@ The record goes on rows of its own, above the line, and the line is drawn again 
 with the cursor where it was, so what was typed is neither cut in two nor lost; Enter then
 sends exactly the typed text. Records logged by another thread are shown the same way.
 When the chat ends the logging handlers are the ones the CLI installed, in their places.
-From a pipe, nothing is swapped.
+From a pipe, a record that shows where the output does (`2>&1`) starts a line of its own,
+and the reply it came in goes on below it; a handler writing elsewhere is left as it is.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ import asyncio
 import logging
 import os
 import pty
+import re
 import signal
+import subprocess
 import sys
 from pathlib import Path
 
@@ -21,9 +24,10 @@ import pytest
 
 from gui_agent.repl_input import ChatInput
 from gui_agent.repl_logging import logs_above_the_line
+from tests.connectors.peers import Reply, ScriptedPeer, openai_error, openai_text_stream
 from tests.gui_agent.screen import Screen
-from tests.gui_agent.test_repl_errors import workspace
-from tests.gui_agent.test_terminal_keys import Terminal
+from tests.gui_agent.test_repl_errors import env, workspace
+from tests.gui_agent.test_terminal_keys import CLI, Terminal
 from tests.gui_agent.test_terminal_live import LIVE_DRIVER
 
 LEFT = b"\x1b[D"
@@ -107,20 +111,27 @@ def test_a_log_record_while_a_line_is_typed_goes_above_it_and_the_line_stays_who
     assert terminal.exit_code() == 0
 
 
-def test_typed_from_a_pipe_the_logging_handlers_are_left_as_they_are(
-    monkeypatch: pytest.MonkeyPatch,
+def test_typed_from_a_pipe_only_a_handler_writing_where_the_output_goes_is_swapped(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Output and log records go to a terminal, but the lines come from a pipe: nothing is
-    edited, so the records are written as they come, by the handler the CLI installed."""
+    """Output goes to a terminal, but the lines come from a pipe: nothing is edited. A
+    handler writing to that terminal is swapped (its records must start rows of their own
+    there) and put back after; one writing to a file of its own is left as it is."""
     typed, typing = os.pipe()
     os.close(typing)  # nothing typed: the reader's thread reads the end at once
     master, slave = pty.openpty()
     root = logging.getLogger()
-    with open(typed, encoding="utf-8") as pipe, open(slave, "w", encoding="utf-8") as shown:
+    with (
+        open(typed, encoding="utf-8") as pipe,
+        open(slave, "w", encoding="utf-8") as shown,
+        open(tmp_path / "log", "w", encoding="utf-8") as elsewhere,
+    ):
         monkeypatch.setattr(sys, "stdin", pipe)
         monkeypatch.setattr(sys, "stdout", shown)
         on_the_terminal = logging.StreamHandler(shown)
+        in_a_file = logging.StreamHandler(elsewhere)
         root.addHandler(on_the_terminal)
+        root.addHandler(in_a_file)
 
         async def chat() -> None:
             reader = ChatInput(asyncio.get_running_loop(), {"TERM": "xterm"})
@@ -128,7 +139,9 @@ def test_typed_from_a_pipe_the_logging_handlers_are_left_as_they_are(
             try:
                 assert not reader.editing
                 with logs_above_the_line(reader):
-                    assert all(a is b for a, b in zip(root.handlers, before, strict=True))
+                    kept = [a is b for a, b in zip(root.handlers, before, strict=True)]
+                    assert kept == [h is not on_the_terminal for h in before]
+                assert all(a is b for a, b in zip(root.handlers, before, strict=True))
             finally:
                 reader.close()
 
@@ -136,4 +149,47 @@ def test_typed_from_a_pipe_the_logging_handlers_are_left_as_they_are(
             asyncio.run(chat())
         finally:
             root.removeHandler(on_the_terminal)
+            root.removeHandler(in_a_file)
             os.close(master)
+
+
+def test_from_a_pipe_a_retry_warning_starts_a_line_and_the_reply_goes_on_below(
+    tmp_path: Path,
+) -> None:
+    """`gui-agent chat < script 2>&1`: the server answers 429 once, so a warning is logged
+    after the reply's `[Executor] ` was written, before its text. The warning is a line of
+    its own, and the reply goes on below it under its label, not glued to the warning."""
+    peer = ScriptedPeer().start()
+    try:
+        peer.script(
+            Reply.json(
+                429,
+                openai_error(429, "slow down", "rate_limit_exceeded"),
+                headers={"retry-after": "0"},
+            ),
+            Reply.sse(*openai_text_stream(["hello ", "there"])),
+        )
+        model = f"openai-compatible:{peer.url}/v1#m"
+        folder = str(workspace(tmp_path))
+        result = subprocess.run(
+            [CLI, "chat", "--model", model, "--no-probe", "--workdir", folder],
+            input="hi\n/quit\n",
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,  # as on a terminal: both in one place
+            text=True,
+            env=env(tmp_path),
+            cwd=tmp_path,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        peer.stop()
+    out = result.stdout
+    assert result.returncode == 0, out
+    assert len(peer.requests) == 2, out  # it was retried
+    lines = out.splitlines()
+    warnings = [line for line in lines if "retrying in" in line]
+    assert len(warnings) == 1, out
+    assert re.match(r"\d{4}-\d\d-\d\d [\d:,]+ WARNING connectors\.", warnings[0]), out
+    below = lines[lines.index(warnings[0]) + 1 :]
+    assert below and below[0] == "[Executor] hello there", out
