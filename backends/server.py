@@ -61,9 +61,11 @@ from backends.react_front import REACT_PATH, mount_react
 from connectors.llama_local import LOCAL_MODEL_NOTICE
 from connectors.registry import ModelRegistry, resolve_models
 from gui_agent.auth import (
+    REVOKED_FILE_NAME,
     USERS_WATCH_S,
     LoginThrottle,
     ProxyHeaderAuth,
+    RevokedTokens,
     TokenService,
     UserDB,
     UsersChange,
@@ -185,6 +187,7 @@ async def build_server(
                 name="retention",
             )
         secret = await asyncio.to_thread(load_or_create_signing_key, data_dir)
+        revoked = await asyncio.to_thread(RevokedTokens.load, data_dir / REVOKED_FILE_NAME)
         notice = _notice(registry)
         throttles = LoginThrottles()
         removals = _Removals(manager, None)
@@ -204,6 +207,7 @@ async def build_server(
             closing=closing,
             auth_recheck_s=auth_recheck_s,
             users_changed=watcher.check if watcher is not None else None,
+            revoked=revoked,
         )
         mount_react(app)  # at /react/, before the page takes every other path
         page = _mount_page(

@@ -103,7 +103,7 @@ from backends.api.routes_tools import add_tool_routes
 from backends.api.routes_turns import SETTLE_TIMEOUT_S, add_turn_routes
 from backends.api.sse import DEFAULT_RECHECK_S
 from backends.api.timing import DEFAULT_KEEPALIVE_S
-from gui_agent.auth import ProxyHeaderAuth, TokenService, UserDB
+from gui_agent.auth import ProxyHeaderAuth, RevokedTokens, TokenService, UserDB
 from gui_agent.exceptions import ConfigError
 from gui_agent.export import MAX_IMPORT_BYTES
 from gui_agent.manager import SessionManager
@@ -151,6 +151,7 @@ def create_api(
     throttles: LoginThrottles | None = None,
     closing: asyncio.Event | None = None,
     users_changed: Callable[[], Awaitable[object]] | None = None,
+    revoked: RevokedTokens | None = None,
 ) -> FastAPI:
     """The API app over `manager`. `users` enables password login, `proxy` the trusted
     header; with neither, login issues a token for "local" (loopback development).
@@ -160,7 +161,8 @@ def create_api(
     is shutting down), ends the chats-list streams; session streams end as their sessions
     close. `users_changed` applies a change of the users file at once (the server's
     `UsersWatcher.check`): a request refused for a user the file no longer has, or whose
-    password changed, calls it first (see `backends.api.auth`)."""
+    password changed, calls it first (see `backends.api.auth`). `revoked` keeps the tokens
+    signed out (`POST /api/logout`); by default in memory only."""
     if auth_recheck_s <= 0:
         raise ConfigError(f"auth_recheck_s must be positive, not {auth_recheck_s}")
     auth = Authenticator(
@@ -169,6 +171,7 @@ def create_api(
         proxy=proxy,
         throttles=throttles or LoginThrottles(),
         users_changed=users_changed,
+        revoked=revoked if revoked is not None else RevokedTokens(),
     )
     app = FastAPI(
         title="GuiAgent API",

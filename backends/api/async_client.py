@@ -115,6 +115,13 @@ class AsyncGuiAgentClient:
         self.token = answer.token
         return answer
 
+    async def logout(self) -> None:
+        """Sign the token out on the server (refused from now on, by every client that
+        holds it) and forget it. Without a token, nothing is sent."""
+        if self.token is not None:
+            await self._call(calls.logout())
+            self.token = None
+
     async def models(self) -> ModelsAnswer:
         return await self._call(calls.models())
 

@@ -32,6 +32,11 @@ stream refused this way has the removed user's turn stopping in it before its en
 users file that cannot be read (others may read it, half-written JSON) makes login and
 every check 503 `login_unavailable`: the server's fault, not a wrong password; the reason,
 which names the file, goes to the server log only.
+
+`POST /api/logout` signs the token it carries out (its Authorization header, else the
+login cookie): from then on that token is refused, until it would have expired anyway, a
+restart included (`gui_agent.auth.RevokedTokens`); an event stream open with it ends at its
+next check. The person's other tokens (other tabs, other devices) stay good.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ from backends.api.errors import ApiError, too_many_attempts, unauthorized
 from backends.api.openapi import TOKEN_COOKIE
 from backends.api.responses import AuthMode, LoginAnswer
 from gui_agent.auth import LoginThrottle, ProxyHeaderAuth, TokenService, UserDB
+from gui_agent.auth.revoked import RevokedTokens
 from gui_agent.exceptions import AuthError
 
 logger = logging.getLogger(__name__)
@@ -83,8 +89,8 @@ def set_token_cookie(response: Response, answer: LoginAnswer, *, secure: bool) -
 
 
 def clear_token_cookie(response: Response, *, secure: bool) -> Response:
-    """`response` removing the login cookie (the token itself stays valid until it
-    expires: tokens are not revoked one by one)."""
+    """`response` removing the login cookie (the token itself is signed out by
+    `Authenticator.sign_out`)."""
     response.delete_cookie(
         TOKEN_COOKIE, path="/api", secure=secure, httponly=True, samesite="strict"
     )
@@ -128,6 +134,8 @@ class Authenticator:
     users_changed: Callable[[], Awaitable[object]] | None = None
     """Applies a change of the users file now (the server's `UsersWatcher.check`), when a
     request finds one the server has not acted on yet."""
+    revoked: RevokedTokens = field(default_factory=RevokedTokens)
+    """Tokens signed out (`sign_out`); the server's is kept in its data folder."""
 
     @property
     def mode(self) -> AuthMode:
@@ -184,6 +192,31 @@ class Authenticator:
         claims = self.tokens.verify(token)
         return LoginAnswer(token=token, expires_at=claims.expires_at.isoformat(), user=user)
 
+    async def sign_out(self, request: Request) -> bool:
+        """Refuse the token `request` carries (its Authorization header, else the login
+        cookie) from now on. False when it carries none that is good (nothing to sign
+        out). A sign-out that cannot be written to the data folder still holds until the
+        server stops (logged)."""
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if not header:
+            scheme, token = "bearer", request.cookies.get(TOKEN_COOKIE, "")
+        if scheme.lower() != "bearer" or not token.strip():
+            return False
+        try:
+            claims = self.tokens.verify(token.strip())
+        except AuthError:
+            return False
+        if not claims.token_id or claims.token_id in self.revoked:
+            return False
+        try:
+            expires = claims.expires_at.timestamp()
+            await asyncio.to_thread(self.revoked.revoke, claims.token_id, expires)
+        except OSError as exc:
+            logger.error("could not keep a sign-out in the data folder: %s", exc)
+        logger.info("user %r signed out a token", claims.subject)
+        return True
+
     async def owner(self, request: Request, *, cookie: bool = False) -> str:
         """The user a request's bearer token names. FastAPI dependency for every endpoint
         but login. With `cookie` (the event streams only), the login cookie stands in for
@@ -200,6 +233,10 @@ class Authenticator:
             claims = self.tokens.verify(token.strip())
         except AuthError as exc:
             raise unauthorized(f"the token was refused: {exc}", invalid_token=True) from None
+        if claims.token_id in self.revoked:
+            raise unauthorized(
+                "the token was refused: it was signed out; log in again", invalid_token=True
+            )
         subject = claims.subject
         if self.mode == "proxy":
             # Every request must come through the proxy, naming the token's user.

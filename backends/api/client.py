@@ -163,6 +163,13 @@ class GuiAgentClient:
         self.token = answer.token
         return answer
 
+    def logout(self) -> None:
+        """Sign the token out on the server (refused from now on, by every client that
+        holds it) and forget it. Without a token, nothing is sent."""
+        if self.token is not None:
+            self._call(calls.logout())
+            self.token = None
+
     def models(self) -> ModelsAnswer:
         return self._call(calls.models())
 

@@ -94,6 +94,10 @@ def login(username: str | None, password: str | None) -> Call[LoginAnswer]:
     return Call("POST", "api/login", partial(parse, LoginAnswer), body)
 
 
+def logout() -> Call[None]:
+    return Call("POST", "api/logout", _nothing)
+
+
 def models() -> Call[ModelsAnswer]:
     return Call("GET", "api/models", partial(parse, ModelsAnswer))
 

@@ -2,7 +2,7 @@
 the browser client.
 
 POST /api/login   -> {token, expires_at, user} (and the login cookie, see `auth`)
-POST /api/logout  -> 204, the login cookie removed
+POST /api/logout  -> 204, the token it carries signed out and the login cookie removed
 GET  /api/health  -> {status, protocol_version, auth}   (no token needed)
 GET  /api/models | /api/agents
 GET  /api/client.js  -> the API's browser client, an ES module (no token needed; not an
@@ -70,11 +70,18 @@ def add_access_routes(app: FastAPI, api: ApiContext) -> None:
     @app.post(
         "/api/logout",
         status_code=204,
-        responses={204: {"description": "The login cookie is removed"}},
+        responses={
+            204: {
+                "description": "The token the request carries (its Authorization header, "
+                "else the login cookie) is signed out: refused from now on. The login "
+                "cookie is removed. Needs no token: without a good one, only the cookie goes."
+            }
+        },
     )
     async def logout(request: Request) -> Response:
-        """Remove the login cookie the event streams accept (a bearer token stays valid
-        until it expires)."""
+        """Sign out the token the request carries and remove the login cookie the event
+        streams accept. The caller's other tokens (other tabs, devices) stay good."""
+        await auth.sign_out(request)
         return clear_token_cookie(Response(status_code=204), secure=request.url.scheme == "https")
 
     try:

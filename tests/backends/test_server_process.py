@@ -335,11 +335,18 @@ def test_sessions_survive_a_restart(servers: Servers, tmp_path: Path) -> None:
     session_id = api.create_session()
     chat(api, session_id, "remember the blue door")
     token = api.token
+    signed_out = first.client()  # another tab's login, signed out before the restart
+    assert signed_out.post("/api/logout").status_code == 204
+    assert signed_out.get("/api/sessions").status_code == 401
     assert first.stop() == 0
 
     second = servers.start(data_dir)
     api = Api(second.base_url, token)  # the signing key persisted: the old token still works
     second.clients.append(api)
+    gone = Api(second.base_url, signed_out.token)
+    second.clients.append(gone)
+    refused = gone.get("/api/sessions")
+    assert refused.status_code == 401 and "signed out" in refused.json()["error"]["message"]
     listed = api.get("/api/sessions").json()["sessions"]
     assert [(s["id"], s["title"]) for s in listed] == [(session_id, "remember the blue door")]
     messages = api.messages(session_id)

@@ -144,10 +144,12 @@ def test_every_status_an_endpoint_answers_with_is_documented(tmp_path: Path) -> 
         sid = api.create_session()
         exported = api.get(f"/api/sessions/{sid}/export").content
         bad_type = {"Content-Type": "text/plain"}
+        other_tab = backend.client().login()  # the one signed out, not the probes' own
+        signing_out = {"Authorization": f"Bearer {other_tab.token}"}
         s = f"/api/sessions/{sid}"
         probes: list[tuple[str, str, str, dict[str, Any]]] = [
             ("post", "/api/login", "/api/login", {}),
-            ("post", "/api/logout", "/api/logout", {}),
+            ("post", "/api/logout", "/api/logout", {"headers": signing_out}),
             ("get", "/api/health", "/api/health", {}),
             ("get", "/api/models", "/api/models", {}),
             ("get", "/api/agents", "/api/agents", {}),
