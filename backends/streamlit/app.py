@@ -1,17 +1,19 @@
 """A Streamlit front end for GuiAgent, over the HTTP + SSE API (`GuiAgentClient`).
 
 Run it with `gui-agent streamlit` (it sets Streamlit's safe options; see `launch`), next to
-a running `gui-agent serve`. It signs in (a form when the server has users), lists the
-person's chats, shows a chat's history, streams the reply as it is written with the tool
-calls it makes, puts approvals to the person (allow once, for the session, or deny, with a
-note), and stops a turn; `actions` holds the other controls (Retry, Edit, Clear, Rename,
-Delete), `transfer` export and import, and `replay` an export shown step by step in place
-of a chat. Everything it shows comes from the API; it keeps no chat state of its own beyond
-which chat is open (and an export waiting to be saved, a replay, messages sent during a turn
-until the history holds them, an edit the server refused, and how many chats the sidebar
-lists), so a reload, or a turn started in another front end, shows the same thing. Each
-control carries the chat it was drawn for, so a click that lands as another chat opens acts
-on the chat shown; and what was kept for one person is cleared when another signs in.
+a running `gui-agent serve`. It signs in and out (`signing`: a form when the server has
+users), lists the person's chats, shows a chat's history, streams the reply as it is
+written with the tool calls it makes, puts approvals to the person (allow once, for the
+session, or deny, with a note), and stops a turn; `actions` holds the other controls
+(Retry, Edit, Clear, Rename, Delete), `transfer` export and import, and `replay` an export
+shown step by step in place of a chat. Everything it shows comes from the API; it keeps no
+chat state of its own beyond which chat is open (and an export waiting to be saved, a
+replay, messages sent during a turn until the history holds them, an edit the server
+refused, and how many chats the sidebar lists; the text typed and not sent in each chat's
+box is kept in the tab, see `drafts`), so a reload, or a turn started in another front end,
+shows the same thing. Each control carries the chat it was drawn for, so a click that lands
+as another chat opens acts on the chat shown; and what was kept for one person is cleared
+when they sign out or another signs in.
 
 Streamlit runs this script again on every interaction. While a turn runs, the script
 follows its events (`_follow`): a thread reads the stream into a queue, and the script
@@ -38,7 +40,6 @@ from backends.api.client import (
     ConnectionFailed,
     GuiAgentClient,
     NotFound,
-    RateLimited,
     ResyncRequired,
     Unauthorized,
 )
@@ -57,10 +58,12 @@ from backends.streamlit.autochat import (
     read_up_to,
     resume_point,
 )
+from backends.streamlit.drafts import box_key, keep_drafts
 from backends.streamlit.drawing import draw_call, draw_entry
 from backends.streamlit.launch import DEFAULT_URL, URL_ENV
 from backends.streamlit.replay import replay_box, replay_view
 from backends.streamlit.settings import settings_panel
+from backends.streamlit.signing import sign_in, sign_out
 from backends.streamlit.transfer import export_panel, import_box
 from backends.streamlit.view import (
     LiveReply,
@@ -98,72 +101,22 @@ def _client() -> GuiAgentClient:
     return client
 
 
-def _sign_in(client: GuiAgentClient) -> bool:
-    """True once this browser session holds a token (a form first when the server has
-    users)."""
-    state = st.session_state
-    if state.get("user"):
-        return True
-    try:
-        mode = client.health().auth
-        if mode == "none":
-            _signed_in_as(client.login().user)
-            return True
-    except ClientError as error:
-        st.error(plain_markdown(f"Cannot reach GuiAgent at {client.base_url}: {error}"))
-        return False
-    if mode == "proxy":
-        st.error("This GuiAgent server signs people in through its proxy: use its own page.")
-        return False
-    with st.form("login"):
-        st.subheader("Sign in to GuiAgent")
-        name = st.text_input("User name")
-        password = st.text_input("Password", type="password")
-        submitted = st.form_submit_button("Sign in", type="primary")
-    if submitted:
-        try:
-            user = client.login(name, password).user
-        except RateLimited as error:
-            st.error(f"Too many attempts: try again in {error.retry_after or 60:.0f} s.")
-        except Unauthorized:
-            st.error("Wrong user name or password.")
-        except ClientError as error:
-            st.error(plain_markdown(str(error)))
-        else:
-            _signed_in_as(user)
-            st.rerun()
-    return False
-
-
-_TAB_KEYS = frozenset({"client", "offer"})
-"""What this tab keeps whoever signs in: the API client (its token is the new user's) and
-the server's roles and models."""
-
-
-def _signed_in_as(user: str) -> None:
-    """Note who is signed in; when it is not who was before (their sign-in ended, and
-    another person signed in on this tab), everything kept for the one before goes: the
-    chat open, a replay, an export waiting, messages waiting, how far events were read,
-    drafts and widgets' values."""
-    state = st.session_state
-    if state.get("owner") not in (None, user):
-        logger.info("Another user signed in on this tab: the previous user's state is cleared")
-        for key in list(state.keys()):
-            if key not in _TAB_KEYS:
-                del state[key]
-    state.owner = user
-    state.user = user
-
-
 def _sidebar(client: GuiAgentClient, open_id: str | None) -> None:
     state = st.session_state
     with st.sidebar:
         st.caption(plain_markdown(f"Signed in as {state.user}"))
+        if state.get("auth") == "password":  # (no one else signs in on the others)
+            st.button("Sign out", key="sign-out", on_click=sign_out, args=(client,))
         if st.button("New chat", type="primary", width="stretch"):
             state.session_id = client.create_session().id
             state.pop("replaying", None)
             st.rerun()
-        search = st.text_input("Search chats", key="search", placeholder="Search by title")
+        search = st.text_input(
+            "Search chats",
+            key="search",
+            placeholder="Search by title",
+            on_change=_first_page,  # a new search (or none) lists from the most recent again
+        )
         shown = state.get("chats_shown", CHATS_PAGE)
         # One more than shown is asked for: whether there are more to offer.
         records = client.list_sessions(query=search or None, limit=shown + 1).sessions
@@ -187,6 +140,13 @@ def _sidebar(client: GuiAgentClient, open_id: str | None) -> None:
         st.divider()
         import_box(client)
         replay_box(client)
+        keep_drafts()
+
+
+def _first_page() -> None:
+    """The search changed: the sidebar lists its first page of chats, not as many as "Show
+    more chats" had reached for the search before."""
+    st.session_state.pop("chats_shown", None)
 
 
 def _change(client: GuiAgentClient, session_id: str, field: str, key: str) -> None:
@@ -436,11 +396,12 @@ def _draw_waiting(session_id: str, detail: SessionDetail) -> None:
 
 def _message_box(client: GuiAgentClient, session_id: str | None) -> None:
     """The chat's own message box (None: no chat open, one is made for the message). Its
-    key is the chat's, so text typed in one chat stays out of the next one opened, and the
-    message is sent by its callback to the chat whose box it is: pressed as another chat
-    opens, it still goes where the person wrote it. Longer than the server takes, the text
-    is refused as it is typed, not thrown away when sent."""
-    key = f"message-{session_id or 'new'}"
+    key is the chat's, so text typed in one chat stays out of the next one opened (and is
+    back when that chat is opened again: `drafts`), and the message is sent by its callback
+    to the chat whose box it is: pressed as another chat opens, it still goes where the
+    person wrote it. Longer than the server takes, the text is refused as it is typed, not
+    thrown away when sent."""
+    key = box_key(session_id)
     st.chat_input(
         "Message the agent (attach pictures with the clip)",
         key=key,
@@ -479,7 +440,7 @@ def main() -> None:
     st.set_page_config(page_title="GuiAgent", page_icon="💬", layout="wide")
     client = _client()
     try:
-        if not _sign_in(client):
+        if not sign_in(client):
             return
         session_id = st.session_state.get("session_id")
         _sidebar(client, session_id)
@@ -497,7 +458,7 @@ def main() -> None:
         st.session_state.user = None
         client.token = None
         st.warning("Your sign-in ended: sign in again.")
-        _sign_in(client)
+        sign_in(client)
     except ConnectionFailed as error:
         st.error(plain_markdown(f"GuiAgent is not reachable: {error}"))
     except NotFound:  # the chat was deleted elsewhere meanwhile

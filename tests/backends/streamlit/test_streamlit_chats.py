@@ -1,8 +1,9 @@
 """The Streamlit front end against what goes wrong between chats, people and pictures, end to
 end (a real `gui-agent streamlit`, a real API server, a real Chromium): a damaged picture, a
 click that lands as another chat opens, another person signing in on the same tab, a message
-longer than the server takes, more chats than the sidebar lists, and an edit refused because
-another tab wrote since."""
+longer than the server takes, more chats than the sidebar lists (and a search starting from
+the first page again), an edit refused because another tab wrote since, unsent text kept with
+its chat, and signing out."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from backends.api import routes_sessions
+from backends.api import auth, routes_access, routes_sessions
 from backends.api.responses import SessionDetail
 from connectors.scripted import call
 from schema.requests import MAX_MESSAGE_CHARS
@@ -28,7 +29,7 @@ from tests.backends.streamlit.test_streamlit_page import settled, uploader_of
 pytestmark = pytest.mark.browser
 
 PASSWORD = "correct horse battery staple"
-PEOPLE = ("ada", "cy", "dee", "eve")
+PEOPLE = ("ada", "cy", "dee", "eve", "fay", "gus")
 UNSHOWABLE = "(could not show this picture)"
 
 
@@ -258,3 +259,90 @@ def test_an_edit_refused_because_another_tab_wrote_says_so_and_keeps_the_text(
     settled(page)
     page.get_by_role("button", name="Edit last message").click()
     expect(page.get_by_label("Your message")).to_have_value("first words, edited")
+
+
+def test_a_search_lists_its_chats_from_the_first_page_again(page: Page, backend: Backend) -> None:
+    api = api_of(backend, "fay")
+    marker = uuid.uuid4().hex[:8]
+    oldest = f"{marker} the oldest"
+    api.create_session(title=oldest)
+    for number in range(50):
+        api.create_session(title=f"{marker} chat {number}")
+    signed_in(page, "fay")
+    first_page = page.get_by_text("Your 50 most recent chats: search to find others")
+    more = page.get_by_role("button", name="Show more chats")
+    more.click()
+    expect(page.get_by_role("button", name=oldest)).to_be_visible()
+    expect(first_page).to_have_count(0)
+    settled(page)
+    search = page.get_by_label("Search chats")
+    search.fill(marker)  # all 51 match: a first page of 50 again, and more offered
+    search.press("Enter")
+    expect(first_page).to_be_visible()
+    expect(page.get_by_role("button", name=oldest)).to_have_count(0)
+    settled(page)
+    more.click()
+    expect(page.get_by_role("button", name=oldest)).to_be_visible()
+    settled(page)
+    search.fill("")  # no search: the first page again too
+    search.press("Enter")
+    expect(first_page).to_be_visible()
+    expect(page.get_by_role("button", name=oldest)).to_have_count(0)
+
+
+def test_unsent_text_is_back_in_its_chats_box_when_the_chat_opens_again(
+    page: Page, backend: Backend
+) -> None:
+    api = api_of(backend, "gus")
+    marker = uuid.uuid4().hex[:6]
+    first, second = f"draft A {marker}", f"draft B {marker}"
+    a_id = api.create_session(title=first)
+    api.create_session(title=second)
+    signed_in(page, "gus")
+    box = page.get_by_test_id("stChatInputTextArea")
+    open_chat(page, first)
+    box.fill(f"half a thought for A {marker}")  # not sent
+    open_chat(page, second)
+    expect(box).to_have_value("")  # A's text stays out of B's box
+    box.fill(f"words for B {marker}")
+    open_chat(page, first)
+    expect(box).to_have_value(f"half a thought for A {marker}")
+    open_chat(page, second)
+    expect(box).to_have_value(f"words for B {marker}")
+    open_chat(page, first)
+    expect(box).to_have_value(f"half a thought for A {marker}")
+    box.press("Enter")  # the text put back is the box's own: it is sent as it shows
+    answered(api, a_id, 2)
+    assert [m.content for m in api.messages(a_id)][:1] == [f"half a thought for A {marker}"]
+    settled(page)
+    open_chat(page, second)
+    open_chat(page, first)
+    expect(box).to_have_value("")  # sent, it is no draft any more
+
+
+def test_sign_out_tells_the_server_and_asks_who_signs_in(
+    page: Page, backend: Backend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    told = threading.Event()
+
+    def recorded(response: Any, *, secure: bool) -> Any:
+        told.set()
+        return auth.clear_token_cookie(response, secure=secure)
+
+    monkeypatch.setattr(routes_access, "clear_token_cookie", recorded)
+    api = api_of(backend, "dee")
+    title = f"before sign-out {uuid.uuid4().hex[:6]}"
+    api.create_session(title=title)
+    signed_in(page, "dee")
+    open_chat(page, title)
+    box = page.get_by_test_id("stChatInputTextArea")
+    box.fill("not for after the sign-out")
+    page.get_by_role("button", name="Sign out").click()
+    expect(page.get_by_role("button", name="Sign in")).to_be_visible()
+    expect(page.get_by_text("Signed in as dee")).to_have_count(0)
+    expect(page.get_by_role("heading", name=title)).to_have_count(0)
+    assert told.is_set()  # POST /api/logout came before the page asked who signs in
+    signed_in(page, "dee")  # signed in again: nothing kept from before the sign-out
+    expect(page.get_by_text("Start a new chat, or open one from the list.")).to_be_visible()
+    open_chat(page, title)
+    expect(box).to_have_value("")
