@@ -359,6 +359,13 @@ export class GuiAgentClient {
     return answer;
   }
 
+  /** Take the token of an earlier login (one the page kept, e.g. over a reload) instead of
+   * signing in again; null forgets it. Any call checks it: a 401 says it expired. */
+  useToken(token, user = null) {
+    this.token = token;
+    this.user = token === null ? null : user;
+  }
+
   async logout() {
     await this.call("POST", `${API}/logout`);
     this.token = null;

@@ -1,9 +1,11 @@
-// The page: signing in (a form when the server has users), the person's chats (kept live by
+// The page: signing in (a form when the server has users; the login is kept for the tab over
+// a reload, and Sign out forgets it), the person's chats (kept live by
 // the chats-list stream, so a chat made or renamed in another tab shows here; the most recent
 // first, a page at a time, saying when there are more), and the open chat (Chat.jsx), or an
 // export being replayed in its place (Replay.jsx).
 import { useCallback, useEffect, useRef, useState } from "react";
 import { Chat } from "./Chat.jsx";
+import { forgetLogin, keepLogin, resumeLogin } from "./login.js";
 import { Replay } from "./Replay.jsx";
 import { ImportBox, ReplayBox } from "./Transfer.jsx";
 
@@ -26,13 +28,16 @@ async function recentChats(client, q, count) {
 export function App({ client, api }) {
   const [phase, setPhase] = useState("starting"); // starting | signin | ready | failed
   const [problem, setProblem] = useState(null);
+  const [passwords, setPasswords] = useState(false); // the server has users: one can sign out
+  const [farewell, setFarewell] = useState(null); // what the sign-in form says after Sign out
 
   useEffect(() => {
     (async () => {
       try {
         const { auth } = await client.health();
         if (auth === "password") {
-          setPhase("signin");
+          setPasswords(true);
+          setPhase((await resumeLogin(client, api)) ? "ready" : "signin");
           return;
         }
         await client.login(); // no login, or the proxy's header says who
@@ -42,17 +47,47 @@ export function App({ client, api }) {
         setPhase("failed");
       }
     })();
-  }, [client]);
+  }, [client, api]);
+
+  // Signed out (by Sign out, or a 401: the login expired): the token is forgotten, here and
+  // in the tab's storage.
+  const signedOut = useCallback(
+    (note = null) => {
+      client.useToken(null);
+      forgetLogin(client);
+      setFarewell(note);
+      setPhase("signin");
+    },
+    [client],
+  );
+  const expired = useCallback(() => signedOut(), [signedOut]);
 
   if (phase === "starting") return <p className="hint">Connecting…</p>;
   if (phase === "failed") return <p role="alert" className="problem">{problem}</p>;
   if (phase === "signin") {
-    return <SignIn client={client} api={api} onSignedIn={() => setPhase("ready")} />;
+    return (
+      <SignIn
+        client={client}
+        api={api}
+        note={farewell}
+        onSignedIn={() => {
+          keepLogin(client);
+          setPhase("ready");
+        }}
+      />
+    );
   }
-  return <Workspace client={client} api={api} onSignedOut={() => setPhase("signin")} />;
+  return (
+    <Workspace
+      client={client}
+      api={api}
+      onSignedOut={expired}
+      onSignOut={passwords ? signedOut : null}
+    />
+  );
 }
 
-function SignIn({ client, api, onSignedIn }) {
+function SignIn({ client, api, note, onSignedIn }) {
   const [name, setName] = useState("");
   const [password, setPassword] = useState("");
   const [problem, setProblem] = useState(null);
@@ -80,6 +115,7 @@ function SignIn({ client, api, onSignedIn }) {
   return (
     <form className="signin" onSubmit={submit}>
       <h1>Sign in to GuiAgent</h1>
+      {note && <p role="status" className="notice">{note}</p>}
       <label>
         User name
         <input value={name} onChange={(e) => setName(e.target.value)} autoComplete="username" />
@@ -99,7 +135,7 @@ function SignIn({ client, api, onSignedIn }) {
   );
 }
 
-function Workspace({ client, api, onSignedOut }) {
+function Workspace({ client, api, onSignedOut, onSignOut }) {
   const [sessions, setSessions] = useState([]);
   const [openId, setOpenId] = useState(null);
   const [offer, setOffer] = useState({ agents: [], models: [], defaultModel: null, notice: null });
@@ -166,6 +202,17 @@ function Workspace({ client, api, onSignedOut }) {
     return () => changes.close();
   }, [client, failed]);
 
+  // The server is told (it signs the token out); the token is forgotten here either
+  // way, so a server that cannot be reached does not keep the person signed in on this tab.
+  async function signOut() {
+    try {
+      await client.logout();
+      onSignOut();
+    } catch (error) {
+      onSignOut(`Signed out on this tab, but the server could not be told: ${error.message}`);
+    }
+  }
+
   async function newChat() {
     try {
       const { session } = await client.createSession();
@@ -179,7 +226,10 @@ function Workspace({ client, api, onSignedOut }) {
   return (
     <div className="layout">
       <nav className="sidebar" aria-label="Your chats">
-        <p className="hint">Signed in as {client.user}</p>
+        <div className="who">
+          <p className="hint">Signed in as {client.user}</p>
+          {onSignOut && <button type="button" onClick={signOut}>Sign out</button>}
+        </div>
         <button type="button" className="primary" onClick={newChat}>New chat</button>
         <ImportBox
           client={client}

@@ -85,6 +85,11 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
   useEffect(() => {
     if (stale) setGeneration((n) => n + 1);
   }, [stale]);
+  // An edit ends when the message it edits leaves the history (a Clear, from any tab).
+  const edited = editing?.id;
+  useEffect(() => {
+    if (edited && messages && !messages.some((m) => m.id === edited)) setEditing(null);
+  }, [edited, messages]);
   // The chat's tools and what a call of each does: read again when what decides it changes
   // (the modes kept with the settings, the tools allowed for the session).
   const [tools, setTools] = useState([]);
@@ -214,7 +219,10 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
           disabled={running || chat.messages.length === 0}
           onClick={() => {
             if (window.confirm("Empty this conversation? Its settings stay.")) {
-              act(() => client.clear(sessionId));
+              act(async () => {
+                await client.clear(sessionId);
+                setEditing(null); // (the message being edited is gone)
+              });
             }
           }}
         >

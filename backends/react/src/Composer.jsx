@@ -8,7 +8,10 @@ const PICTURE_TYPES = "image/png,image/jpeg,image/gif,image/webp";
 export function Composer({ send, editing, sendEdit, cancelEdit }) {
   const [text, setText] = useState("");
   const [pictures, setPictures] = useState([]); // {name, media_type, data}
-  const [sending, setSending] = useState(false);
+  const [sending, setSending] = useState(false); // (drawn: the Send button disabled)
+  // Set at once, not at the next render: two Enters in one step of the page's script both
+  // see `sending` false, and the second would send the message again.
+  const inFlight = useRef(false);
   const [problem, setProblem] = useState(null);
   const box = useRef(null);
 
@@ -30,11 +33,17 @@ export function Composer({ send, editing, sendEdit, cancelEdit }) {
   }
 
   async function submit() {
-    if ((!text.trim() && pictures.length === 0) || sending) return;
+    if ((!text.trim() && pictures.length === 0) || inFlight.current) return;
+    inFlight.current = true;
     setSending(true);
     const images = pictures.map(({ media_type, data }) => ({ media_type, data }));
-    const sent = editing ? await sendEdit(text, images) : await send(text, images);
-    setSending(false);
+    let sent = false;
+    try {
+      sent = editing ? await sendEdit(text, images) : await send(text, images);
+    } finally {
+      inFlight.current = false;
+      setSending(false);
+    }
     if (sent) {
       setText("");
       setPictures([]);

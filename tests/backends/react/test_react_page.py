@@ -113,8 +113,8 @@ def test_a_person_signs_in_and_the_reply_streams_in(page: Page, backend: Backend
     window = page.get_by_role("list", name="Context window")
     expect(page.get_by_text("Context window: 1 message,", exact=False)).to_be_visible()
     expect(window).to_have_text("user: Hello from React")
-    page.reload()
-    signed_in(page)
+    page.reload()  # (still signed in: the login is kept for the tab)
+    expect(page.get_by_text("Signed in as ada")).to_be_visible()
     page.get_by_role("navigation", name="Your chats").get_by_role(
         "button", name="Hello from React"
     ).click()
@@ -219,7 +219,7 @@ def test_a_message_sent_during_a_turn_shows_as_waiting_until_the_agent_takes_it(
     expect(waiting).to_contain_text("Waiting: the agent reads this when its current step ends.")
     # a reload (or another tab) shows it waiting too: it was gone until the agent took it
     page.reload()
-    signed_in(page)
+    expect(page.get_by_text("Signed in as ada")).to_be_visible()
     page.get_by_role("navigation", name="Your chats").get_by_role(
         "button", name="tick for a while"
     ).click()

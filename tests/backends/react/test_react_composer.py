@@ -1,0 +1,76 @@
+"""The React front end's message box: an edit ends when Clear empties the chat (the message
+being edited is gone), and two Enters in one step of the page's script send the message
+once."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.backends.api.live import Backend
+from tests.backends.react.test_react_page import (  # (the module's server and tab)
+    PASSWORD,
+    backend,
+    chat_titled,
+    new_chat,
+    page,
+    send,
+    signed_in,
+)
+
+pytestmark = pytest.mark.browser
+__all__ = ["backend", "page"]  # fixtures, used by name
+
+REPLY = "Hello from the scripted model."
+
+TWO_ENTERS = """() => {
+  const box = document.querySelector('textarea[aria-label="Message"]');
+  const enter = { key: "Enter", bubbles: true, cancelable: true };
+  box.dispatchEvent(new KeyboardEvent("keydown", enter));
+  box.dispatchEvent(new KeyboardEvent("keydown", enter));
+}"""
+
+
+def test_clear_ends_the_edit_of_a_message_it_removed(page: Page, backend: Backend) -> None:
+    signed_in(page)
+    api = backend.client().login("ada", PASSWORD)
+    title = f"Edited, then cleared {uuid.uuid4().hex[:8]}"  # (a rerun makes another)
+    session_id = api.create_session(title=title)
+    page.get_by_role("navigation", name="Your chats").get_by_role("button", name=title).click()
+    expect(page.get_by_role("heading", name=title)).to_be_visible()
+    send(page, "to be edited, then cleared")
+    conversation = page.get_by_role("list", name="Conversation")
+    expect(conversation).to_contain_text(REPLY)
+    expect(page.get_by_role("status", name="State")).to_have_text("STOP")
+    page.get_by_role("button", name="Edit last message").click()
+    expect(page.get_by_role("button", name="Send edited")).to_be_visible()
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Clear chat").click()
+    expect(conversation.locator(".entry")).to_have_count(0)
+    # the edit is over: what is sent next is a new message, not an edit of one that is gone
+    expect(page.get_by_text("Editing your last message", exact=False)).to_have_count(0)
+    expect(page.get_by_role("button", name="Send edited")).to_have_count(0)
+    send(page, "a new start")
+    expect(conversation).to_contain_text(REPLY)
+    expect(page.get_by_role("alert")).to_have_count(0)
+    assert [m.content for m in api.messages(session_id)] == ["a new start", REPLY]
+
+
+def test_two_enters_in_one_step_send_the_message_once(page: Page, backend: Backend) -> None:
+    signed_in(page)
+    new_chat(page)
+    once = f"sent once {uuid.uuid4().hex[:8]}"  # (a rerun makes another)
+    page.get_by_label("Message").fill(once)
+    page.evaluate(TWO_ENTERS)
+    conversation = page.get_by_role("list", name="Conversation")
+    expect(conversation).to_contain_text(REPLY)
+    expect(page.get_by_role("status", name="State")).to_have_text("STOP")
+    send(page, "and then this")  # (sent after any second copy: it would be in by its reply)
+    expect(conversation.locator(".entry.user")).to_have_count(2)
+    expect(conversation.locator(".entry")).to_have_count(4)
+    expect(page.get_by_role("status", name="State")).to_have_text("STOP")
+    api = backend.client().login("ada", PASSWORD)
+    contents = [m.content for m in api.messages(chat_titled(backend, once))]
+    assert contents == [once, REPLY, "and then this", REPLY]
