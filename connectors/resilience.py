@@ -142,6 +142,11 @@ class CircuitBreaker:
     `CircuitOpen` without touching the network. After `reset_after_s` one trial call goes
     through (half-open): success closes the breaker, failure opens it for another period.
     Use one breaker per provider instance. Not thread-safe; meant for one event loop.
+
+    `resilient_stream` records one failure per request, its retries included: a request
+    that fails is already tried `RetryPolicy.max_attempts` times, and the breaker is shared
+    by every chat on the provider, so counting attempts let one message that the server
+    answers with errors pause every chat (every person's, in a team) at its second try.
     """
 
     def __init__(
@@ -172,6 +177,11 @@ class CircuitBreaker:
     def consecutive_failures(self) -> int:
         return self._failures
 
+    @property
+    def trial_running(self) -> bool:
+        """The half-open trial call is under way (it gets one attempt: no retry)."""
+        return self._trial_running
+
     def retry_in_s(self) -> float:
         """Seconds until a trial call is allowed (0 when closed or already due)."""
         if self._opened_at is None:
@@ -198,7 +208,7 @@ class CircuitBreaker:
             detail = "a trial request is under way; try again in a moment"
         else:
             detail = f"will try again in {math.ceil(self.retry_in_s())} s"
-        times = "once" if self._failures == 1 else f"{self._failures} times in a row"
+        times = "a request" if self._failures == 1 else f"{self._failures} requests in a row"
         last = self._last_failure
         if prefix and last.startswith(prefix):
             last = last[len(prefix) :]
@@ -312,13 +322,16 @@ async def resilient_stream(
                 gave_up = _gave_up_loading(error, loading_waited_s, patience_setting)
                 breaker.record_failure(gave_up)
                 raise gave_up from error
-            if counts_as_failure(error):
-                breaker.record_failure(error)
-            else:
+            # The breaker hears one verdict per request: a failure when it gives up (the
+            # retries are this request's own), or that the server answered sanely.
+            gives_up = emitted or breaker.trial_running or not retry.should_retry(error, number)
+            if not counts_as_failure(error):
                 breaker.record_success()
-            if emitted or not retry.should_retry(error, number):
+            elif gives_up:
+                breaker.record_failure(error)
+            if gives_up:
                 raise
-            if breaker.state is BreakerState.OPEN:
+            if breaker.state is BreakerState.OPEN:  # other requests opened it meanwhile
                 raise breaker.open_error(provider) from error
             delay = retry.delay_s(error, number)
             logger.warning(

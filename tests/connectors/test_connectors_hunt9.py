@@ -256,9 +256,12 @@ async def test_paused_calls_say_what_the_last_failure_was(
 ) -> None:
     peer.script(*[Reply.json(503, openai_error(503, "model is loading", "server_error"))] * 2)
     breaker = CircuitBreaker(failure_threshold=2, reset_after_s=30.0, clock=clock)
+    once = RetryPolicy(max_attempts=1, sleep=fast_retry.sleep)  # a request: one attempt
     async with OpenAIProvider(
-        "qwen3", base_url=peer.url + "/v1", retry=fast_retry, breaker=breaker
+        "qwen3", base_url=peer.url + "/v1", retry=once, breaker=breaker
     ) as provider:
+        for _ in range(2):
+            await consume(provider.stream([Message(role=Role.USER, content="hi")]))
         opened = await consume(provider.stream([Message(role=Role.USER, content="hi")]))
         clock.advance(10)
         later = await consume(provider.stream([Message(role=Role.USER, content="hi")]))
@@ -266,18 +269,18 @@ async def test_paused_calls_say_what_the_last_failure_was(
     for outcome in (opened, later):
         assert isinstance(outcome.error, CircuitOpen)
         text = str(outcome.error)
-        assert "failed 2 times in a row" in text
+        assert "failed 2 requests in a row" in text
         assert "the last failure: server error (HTTP 503)" in text
         assert "model is loading" in text
         assert text.count(provider.name) == 1  # named once, not again inside the cause
     assert "try again in 20 s" in str(later.error)
 
 
-def test_a_breaker_that_opens_at_the_first_failure_says_once(clock: FakeClock) -> None:
+def test_a_breaker_that_opens_at_the_first_failure_says_a_request(clock: FakeClock) -> None:
     breaker = CircuitBreaker(failure_threshold=1, clock=clock)
     breaker.record_failure(ModelServerError("m: server error (HTTP 502)", provider="m"))
     text = str(breaker.open_error("m"))
-    assert "the model failed once, so calls are paused" in text
+    assert "the model failed a request, so calls are paused" in text
     assert text.endswith("(the last failure: server error (HTTP 502))")
 
 

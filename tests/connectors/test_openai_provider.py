@@ -116,7 +116,7 @@ def stubllm() -> Iterator[MockLLMServer]:
             failing(
                 "storm_then_calm",
                 "server storm",
-                *[MockResponse(http_status=500, error_message="The server had an error")] * 5,
+                *[MockResponse(http_status=500, error_message="The server had an error")] * 8,
                 MockResponse(content="Back to normal."),
             ),
         ],
@@ -513,7 +513,7 @@ async def test_a_500_storm_opens_the_breaker_and_then_no_request_is_made(
     stubllm: MockLLMServer, sleeps: Sleeps, clock: FakeClock
 ) -> None:
     stubllm.reset_calls()
-    breaker = CircuitBreaker(failure_threshold=5, reset_after_s=30.0, clock=clock)
+    breaker = CircuitBreaker(failure_threshold=2, reset_after_s=30.0, clock=clock)
     retry = RetryPolicy(max_attempts=4, jitter=False, sleep=sleeps)
     provider = provider_for(stubllm.url, retry=retry, breaker=breaker)
     prompt = [user("a server storm is coming")]
@@ -522,16 +522,18 @@ async def test_a_500_storm_opens_the_breaker_and_then_no_request_is_made(
         assert isinstance(first.error, ModelServerError)
         assert stubllm.call_count == 4
         assert sleeps.delays == [0.5, 1.0, 2.0]
+        assert breaker.consecutive_failures == 1  # one request failed, its retries included
         second = await consume(provider.stream(prompt))
-        assert isinstance(second.error, CircuitOpen)  # opened by this call's first failure
-        assert stubllm.call_count == 5
-        assert breaker.state is BreakerState.OPEN
+        assert isinstance(second.error, ModelServerError)  # tried in full: its own retries
+        assert stubllm.call_count == 8
+        assert breaker.state is BreakerState.OPEN  # opened by the second failed request
 
         clock.advance(10)
         third = await consume(provider.stream(prompt))
         assert isinstance(third.error, CircuitOpen)
+        assert "failed 2 requests in a row" in str(third.error)
         assert "try again in 20 s" in str(third.error)
-        assert stubllm.call_count == 5  # refused without a request
+        assert stubllm.call_count == 8  # refused without a request
     finally:
         await provider.aclose()
 

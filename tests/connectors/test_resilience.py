@@ -239,16 +239,36 @@ async def test_misuse_is_raised_at_once_and_does_not_trip_the_breaker(sleeps: Sl
     assert breaker.state is BreakerState.CLOSED
 
 
-async def test_an_open_breaker_stops_attempts_before_they_start(
+async def test_a_request_is_one_failure_of_the_breaker_its_retries_included(
     sleeps: Sleeps, clock: FakeClock
 ) -> None:
     breaker = CircuitBreaker(failure_threshold=2, clock=clock)
     attempts = Attempts(*[([], ModelServerError("500")) for _ in range(3)])
     outcome = await consume(driver(attempts, sleeps, breaker))
+    assert isinstance(outcome.error, ModelServerError)
+    assert attempts.started == 3  # all its attempts: its own failures do not stop it
+    assert breaker.consecutive_failures == 1 and breaker.state is BreakerState.CLOSED
+
+
+async def test_a_breaker_opened_by_other_requests_stops_a_request_retrying(
+    clock: FakeClock,
+) -> None:
+    breaker = CircuitBreaker(failure_threshold=2, clock=clock)
+
+    async def others_fail_meanwhile(delay: float) -> None:  # other chats' requests
+        breaker.record_failure(ModelServerError("503"))
+
+    attempts = Attempts(*[([], ModelServerError("500")) for _ in range(3)])
+    stream = resilient_stream(
+        attempts,
+        provider="test:model",
+        retry=RetryPolicy(max_attempts=3, jitter=False, sleep=others_fail_meanwhile),
+        breaker=breaker,
+    )
+    outcome = await consume(stream)
     assert isinstance(outcome.error, CircuitOpen)
-    assert attempts.started == 2
-    assert sleeps.delays == [1.0]  # no second wait once the breaker has opened
-    assert isinstance(outcome.error.__cause__, ModelServerError)
+    assert attempts.started == 2  # no attempt once the breaker is open
+    assert "failed 2 requests in a row" in str(outcome.error)
 
 
 async def test_closing_the_stream_closes_the_running_attempt(sleeps: Sleeps) -> None:
