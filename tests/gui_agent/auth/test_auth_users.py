@@ -147,6 +147,8 @@ def test_public_surface_is_exact() -> None:
         "Claims",
         "LoginThrottle",
         "ProxyHeaderAuth",
+        "REVOKED_FILE_NAME",
+        "RevokedTokens",
         "SECRET_ENV_VAR",
         "TokenService",
         "USERS_FILE_NAME",
