@@ -323,9 +323,25 @@
       stop.disabled = !active;
       stop.setAttribute("aria-disabled", String(!active));
     }
-    const open = !!document.querySelector("#approval-title .ga-approval");
+    const shown = shownApproval();
+    if (shown !== answered) answered = null; // another approval, or none: show what comes
     const panel = document.querySelector("#approval-panel");
-    if (panel) panel.style.display = open ? "" : "none";
+    if (panel) panel.style.display = shown !== null && shown !== answered ? "" : "none";
+  };
+  // The approval the panel shows (the class with its id), or null when none is open.
+  const shownApproval = () => {
+    const span = document.querySelector("#approval-title .ga-approval");
+    if (!span) return null;
+    return [...span.classList].find((name) => name.startsWith("ga-approval-")) ?? "";
+  };
+  // The approval this tab just answered: its panel is hidden at once, and stays hidden
+  // until the page shows another one (the next call of the same reply) or none. Only the
+  // session's stream changes the panel, so the next approval is never hidden by the answer
+  // to the one before it.
+  let answered = null;
+  const answering = () => {
+    answered = shownApproval();
+    sync();
   };
   // "Log out" (team mode) leaves this page, in this tab (Gradio opens Markdown links in
   // a new one).
@@ -341,6 +357,7 @@
   document.addEventListener("click", (event) => {
     const target = event.target instanceof Element ? event.target : null;
     if (target?.closest("#approve-once-btn, #approve-session-btn, #deny-btn")) {
+      answering();
       setTimeout(() => input()?.focus(), 0);
     }
   });
@@ -352,6 +369,7 @@
     const note = target?.closest("#approval-note textarea");
     const denying = event.key === "Enter" && !event.shiftKey && !event.isComposing;
     if (note && denying && note.value.trim()) {
+      answering();
       setTimeout(() => input()?.focus(), 0);
     }
   });

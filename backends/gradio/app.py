@@ -503,8 +503,7 @@ def _wire(
         **_EVENT,
     )
     approval_inputs = [page.session_id, page.approval_id, page.approval_note]
-    approval_outputs = [page.approval_title, page.approval_code, page.approval_id]
-    approval_outputs.append(page.approval_note)
+    approval_outputs = [page.approval_note]  # (the panel follows the session's stream)
     # The note as its box shows it (Gradio's copy can lag a note typed just before).
     as_shown_note = _as_shown_js([None, None, page.approval_note.elem_id], "(...a) => a")
     for button, decision in (

@@ -111,12 +111,11 @@ class QuickControls(HandlerBase):
                 return no_change()
             if not interpreter.approve(approval_id, decision, (note or "").strip() or None):
                 gr.Warning("That request was already answered or has expired.")
-            return {
-                self.page.approval_title: "",  # hides the panel (page.js)
-                self.page.approval_code: "",
-                self.page.approval_id: "",
-                self.page.approval_note: "",
-            }
+            # The panel itself is the session stream's alone to change (page.js hides it at
+            # the click): hidden here, it could hide the next approval of the same reply,
+            # which the stream may have shown before this answer reaches the page, and which
+            # the stream would not send again.
+            return {self.page.approval_note: ""}
 
         return answer
 

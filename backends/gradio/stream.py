@@ -203,8 +203,11 @@ class PageView:
         title, detail = "", ""
         if approval is not None:
             warning = " It changes things: check it first." if approval.destructive else ""
+            # The approval's id in a class: page.js keeps a panel this tab answered hidden
+            # until the page shows another approval (or none), whatever arrives first.
+            mark = "".join(c for c in approval.approval_id if c.isalnum() or c in "-_")
             title = (
-                f'<span class="ga-approval">**Approval needed:** '
+                f'<span class="ga-approval ga-approval-{mark}">**Approval needed:** '
                 f"{escape_html(approval.summary)}.{warning}</span>"
             )
             language = code_language(approval.language, self._languages)

@@ -85,7 +85,7 @@ async def play(messages: list[Message], info: FunctionInfo, *, holds: Holds | No
     - a tool result: "Result: <its text>";
     - "stream N": N words, one every 20 ms; "slow…": words every 50 ms, for a long time;
     - "hold KEY": words every 50 ms until the test lets KEY go (`Holds`; with `holds`);
-    - "python: CODE": a run_python call with CODE;
+    - "python: CODE": a run_python call with CODE ("python: A ;; B": two calls, in one reply);
     - "html": a reply full of markup; "autochat …" and continuations: one short step;
     - anything else: "You said: …".
     """
@@ -101,11 +101,15 @@ async def play(messages: list[Message], info: FunctionInfo, *, holds: Holds | No
         return f"Result: {last.content.splitlines()[0]}"
     text = last.content
     if text.startswith("python:"):
-        code = text.removeprefix("python:").strip()
-        arguments = json.dumps({"code": code})
+        codes = [code.strip() for code in text.removeprefix("python:").split(";;")]
         return ModelResponse(
-            tool_calls=(
-                ToolCall(id=f"c{info.call_number}", name="run_python", arguments=arguments),
+            tool_calls=tuple(
+                ToolCall(
+                    id=f"c{info.call_number}" + (f"-{n}" if n else ""),
+                    name="run_python",
+                    arguments=json.dumps({"code": code}),
+                )
+                for n, code in enumerate(codes)
             )
         )
     if text == "html":

@@ -121,6 +121,23 @@ def test_stop_ends_the_stream_and_keeps_the_partial_reply(tab: Page, server: Liv
     expect(badge(tab)).to_have_text("STOP")
 
 
+def test_two_calls_of_one_reply_are_asked_one_after_the_other(tab: Page) -> None:
+    """The answer to the first approval never hides the second: the session's stream, which
+    may show the second before that answer reaches the page, alone changes the panel
+    (page.js hides it at the click, until another approval is shown)."""
+    panel, code = tab.locator("#approval-panel"), tab.locator("#approval-code")
+    send(tab, "python: print(3 * 11) ;; print(4 * 11)")
+    expect(code).to_contain_text("print(3 * 11)")
+    tab.get_by_role("button", name="Allow once").click()
+    expect(code).to_contain_text("print(4 * 11)")
+    expect(panel).to_be_visible()
+    expect(badge(tab)).to_have_text("WAITING")
+    tab.get_by_role("button", name="Allow once").click()
+    expect(panel).to_be_hidden()
+    expect(badge(tab)).to_have_text("STOP")
+    expect(bot_messages(tab).last).to_contain_text("Result: 44")  # both ran, in call order
+
+
 def test_approval_allow_runs_the_code_and_shows_the_output(tab: Page, artifacts: Path) -> None:
     panel = tab.locator("#approval-panel")
     expect(panel).to_be_hidden()
