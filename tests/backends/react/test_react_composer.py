@@ -1,6 +1,6 @@
-"""The React front end's message box: an edit ends when Clear empties the chat (the message
-being edited is gone), and two Enters in one step of the page's script send the message
-once."""
+"""The React front end's chat: an edit ends when Clear empties the chat (the message being
+edited is gone), two Enters in one step of the page's script send the message once, and
+each message names the role that wrote it by its own name (OTHER says "Other")."""
 
 from __future__ import annotations
 
@@ -74,3 +74,34 @@ def test_two_enters_in_one_step_send_the_message_once(page: Page, backend: Backe
     api = backend.client().login("ada", PASSWORD)
     contents = [m.content for m in api.messages(chat_titled(backend, once))]
     assert contents == [once, REPLY, "and then this", REPLY]
+
+
+def test_a_message_of_the_other_role_is_named_other(page: Page, backend: Backend) -> None:
+    signed_in(page)
+    new_chat(page)
+    asked = f"who answers {uuid.uuid4().hex[:8]}"  # (a rerun makes another)
+    send(page, asked)
+    conversation = page.get_by_role("list", name="Conversation")
+    expect(conversation).to_contain_text("Hello from the scripted model.")
+    expect(page.get_by_role("status", name="State")).to_have_text("STOP")
+    api = backend.client().login("ada", PASSWORD)
+    document = api.get(f"/api/sessions/{chat_titled(backend, asked)}/export").json()
+    # the same chat, its reply written by the OTHER role (as a chat of a custom role is)
+    title = f"Answered by another role {uuid.uuid4().hex[:8]}"
+    document["session"]["title"] = title
+    for message in document["messages"]:
+        if message["role"] == "assistant":
+            message["agent"] = "OTHER"
+    for event in document["events"]:
+        if event.get("agent"):
+            event["agent"] = "OTHER"
+        if isinstance(event.get("message"), dict) and event["message"].get("agent"):
+            event["message"]["agent"] = "OTHER"
+    imported = api.post("/api/sessions/import", json=document)
+    assert imported.status_code == 201, imported.text
+    chats = page.get_by_role("navigation", name="Your chats")
+    chats.get_by_role("button", name=title).click()
+    expect(page.get_by_role("heading", name=title)).to_be_visible()
+    reply = conversation.locator(".entry.assistant")
+    expect(reply).to_contain_text("Hello from the scripted model.")
+    expect(reply.locator(".speaker")).to_have_text("Other")
