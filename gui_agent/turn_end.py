@@ -41,6 +41,10 @@ from schema.messages import utcnow
 
 _run_finished = builder(RunFinished)  # every turn's last event (see `schema.builders`)
 
+UNANSWERED = "unanswered"
+"""Metadata key (True) of a message of the person's that a Stop left unanswered: the turn
+it waited for was stopped before the agent read it (front ends say so beside it)."""
+
 
 class TurnEnding(AutoChatDriver):
     """Ends a session's turns and files what they leave behind."""
@@ -168,16 +172,19 @@ class TurnEnding(AutoChatDriver):
         stay in the history, unanswered. Nothing said is lost."""
         prompt, self._unfiled = self._unfiled, None
         if prompt is not None:
-            self.session.add(prompt)
-            await self._emit(MessageCompleted(message=prompt))
+            await self._file_one_unanswered(prompt)
         await self._flush_inbox()
 
     async def _flush_inbox(self) -> None:
         """Messages queued behind a stopped turn stay in the history, unanswered."""
         while self.session.inbox:
-            message = self.session.inbox.popleft()
-            self.session.add(message)
-            await self._emit(MessageCompleted(message=message))
+            await self._file_one_unanswered(self.session.inbox.popleft())
+
+    async def _file_one_unanswered(self, message: Message) -> None:
+        """`message` in the history, marked as left unanswered (`UNANSWERED`)."""
+        marked = message.model_copy(update={"metadata": {**message.metadata, UNANSWERED: True}})
+        self.session.add(marked)
+        await self._emit(MessageCompleted(message=marked))
 
 
 def _answer_dangling_calls(

@@ -24,6 +24,7 @@ __all__ = [
     "CUT_OFF_MARK",
     "ERROR_MARK",
     "INTERRUPTED_MARK",
+    "UNANSWERED_MARK",
     "agent_header",
     "arguments_markdown",
     "body_markdown",
@@ -35,6 +36,11 @@ __all__ = [
 ]
 
 INTERRUPTED_MARK = "_[interrupted]_"
+UNANSWERED_MARK = (
+    "_not answered: the turn it waited for was stopped before the agent read it; "
+    "send it again to have it answered_"
+)
+"""Under a message of the person's a Stop left unanswered (`turn_end.UNANSWERED`)."""
 ERROR_MARK = "_[error]_"
 CUT_OFF_MARK = (
     '<span class="ga-cut-off">Cut off at the model\'s output limit: raise Max tokens in '

@@ -10,11 +10,13 @@ from backends.gradio.looks import (
     CUT_OFF_MARK,
     ERROR_MARK,
     INTERRUPTED_MARK,
+    UNANSWERED_MARK,
     agent_header,
     body_markdown,
     confirmation_markdown,
 )
 from backends.gradio.markdown import MediaLink, escape_html, images_markdown
+from gui_agent.turn_end import UNANSWERED
 from gui_agent.wording import role_title
 from schema import AgentName, Message, MessageStatus, MessageType, Role
 
@@ -75,7 +77,8 @@ def user_text(message: Message, link: MediaLink | None = None) -> str:
         step = escape_html(str(meta.get("step", ""))) or text
         text = f'<span class="ga-autochat">{escape_html(label)}:</span> {step}'
     images = images_markdown(message.images, "attached image", link)
-    return "\n\n".join(part for part in (text, images) if part)
+    unanswered = UNANSWERED_MARK if message.metadata.get(UNANSWERED) is True else ""
+    return "\n\n".join(part for part in (text, images, unanswered) if part)
 
 
 def error_mark(message: Message, errors_shown: Collection[tuple[str, str]]) -> str:

@@ -168,9 +168,12 @@ async def test_messages_queued_behind_a_stopped_turn_are_kept(tmp_path: Path) ->
     interpreter, _ = make(tmp_path, [call("hang")], tools=[hang])
     await interpreter.send("first")
     await entered.wait()
-    await interpreter.send("queued one")
+    queued = await interpreter.send("queued one")
     await interpreter.stop()
-    assert interpreter.session.history[-1].content == "queued one"
+    kept = interpreter.session.history[-1]
+    assert kept.content == "queued one" and kept.id == queued.id
+    assert kept.metadata == {"unanswered": True}  # front ends say so beside it
+    assert interpreter.session.history[0].metadata == {}  # the message the turn answered
 
 
 async def test_approval_allow_once_runs_the_tool_after_waiting(tmp_path: Path) -> None:

@@ -112,8 +112,12 @@ def test_stop_ends_the_stream_and_keeps_the_partial_reply(tab: Page, server: Liv
     expect(user_messages(tab)).to_have_count(2)
     expect(user_messages(tab).last).to_contain_text("not now")
     expect(user_messages(tab).last).not_to_contain_text("queued")
+    expect(user_messages(tab).last).to_contain_text(  # and why nothing answers it
+        "not answered: the turn it waited for was stopped before the agent read it"
+    )
     *_, reply, queued = interpreter.session.history
     assert queued.role is Role.USER and queued.content == "not now"
+    assert queued.metadata.get("unanswered") is True
     assert reply.status is MessageStatus.INTERRUPTED
     assert 3 < len(reply.content.split()) < 2000
     shown = bot_messages(tab).last.inner_text()
