@@ -97,6 +97,18 @@ def clear_token_cookie(response: Response, *, secure: bool) -> Response:
     return response
 
 
+def _credentials(request: Request, *, cookie: bool) -> tuple[str, str] | None:
+    """(scheme, token) of the request's Authorization header; without one, with `cookie`,
+    the login cookie's token as a bearer token; None when it has neither."""
+    header = request.headers.get("authorization", "")
+    if header:
+        scheme, _, token = header.partition(" ")
+        return scheme, token
+    if cookie and request.cookies.get(TOKEN_COOKIE):
+        return "bearer", request.cookies[TOKEN_COOKIE]
+    return None
+
+
 class LoginBody(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -197,14 +209,11 @@ class Authenticator:
         cookie) from now on. False when it carries none that is good (nothing to sign
         out). A sign-out that cannot be written to the data folder still holds until the
         server stops (logged)."""
-        header = request.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        if not header:
-            scheme, token = "bearer", request.cookies.get(TOKEN_COOKIE, "")
-        if scheme.lower() != "bearer" or not token.strip():
+        found = _credentials(request, cookie=True)
+        if found is None or found[0].lower() != "bearer" or not found[1].strip():
             return False
         try:
-            claims = self.tokens.verify(token.strip())
+            claims = self.tokens.verify(found[1].strip())
         except AuthError:
             return False
         if not claims.token_id or claims.token_id in self.revoked:
@@ -221,12 +230,10 @@ class Authenticator:
         """The user a request's bearer token names. FastAPI dependency for every endpoint
         but login. With `cookie` (the event streams only), the login cookie stands in for
         a missing Authorization header: a browser's EventSource cannot send one."""
-        header = request.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        if not header and cookie and request.cookies.get(TOKEN_COOKIE):
-            scheme, token = "bearer", request.cookies[TOKEN_COOKIE]
-        elif not header:
+        found = _credentials(request, cookie=cookie)
+        if found is None:
             raise unauthorized("this endpoint needs 'Authorization: Bearer <token>'")
+        scheme, token = found
         if scheme.lower() != "bearer" or not token.strip():
             raise unauthorized("the Authorization header must read 'Bearer <token>'")
         try:
