@@ -126,6 +126,7 @@ class Interpreter(HistoryEdits):
         self._closed = False
         self._unsaved = False
         self._unfiled = None
+        self._filing = set()
         self._switch = None
         self._deadline = None
         self._stopping = None
@@ -240,7 +241,7 @@ class Interpreter(HistoryEdits):
             self._stopping = task
             task.cancel()
         await asyncio.wait({task})
-        await self._file_unanswered()  # a task cancelled before it ran filed nothing itself
+        await self._unanswered_saved()  # (what a task stopped before it ran left: turn.py)
         return True
 
     def approve(

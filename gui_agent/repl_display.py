@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from gui_agent.agents.tool_step import NOT_RUN
+from gui_agent.turn_end import UNANSWERED
 from gui_agent.wording import autochat_stop_words, role_title
 from schema import (
     AgentSwitched,
@@ -34,6 +35,8 @@ from schema import (
 
 APPROVAL_PROMPT = "  allow? [y]es once / [s]ession / [N]o: "
 CUT_OFF_NOTE = "cut off at the model's output limit: raise max_tokens or say 'continue'"
+UNANSWERED_NOTE = "the turn it waited for was stopped before the agent read it; send it again"
+"""Said of a message the person sent during a turn that was then stopped."""
 
 
 def format_event(event: Event) -> str | None:
@@ -53,6 +56,8 @@ def format_event(event: Event) -> str | None:
             return f"  [{message.status.value}]"
         if message.role is Role.ASSISTANT and message.metadata.get("cut_off"):
             return f"\n  [{CUT_OFF_NOTE}]"
+        if message.role is Role.USER and message.metadata.get(UNANSWERED) is True:
+            return f"\n  (not answered: {_gist(message.content)}: {UNANSWERED_NOTE})"
         return None
     if isinstance(event, ToolCallStarted):
         return f"\n  → {event.call.name}({event.call.arguments})"
@@ -77,6 +82,12 @@ def format_event(event: Event) -> str | None:
     if isinstance(event, AutoChatStopped):
         return f"\n  ↻ AutoChat stopped: {autochat_stop_words(event.reason, event.detail)}\n"
     return None
+
+
+def _gist(text: str, limit: int = 60) -> str:
+    """A message as the person will know it again: its first line, quoted, shortened."""
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return repr(line if len(line) <= limit else line[: limit - 1] + "…")
 
 
 def _run_finished(event: RunFinished) -> str:

@@ -82,6 +82,7 @@ class TurnRunner(TurnEnding):
         if self._stopping is task:
             self._stopping = None
         if task.cancelled():
+            self._file_left_unanswered()  # (before the idle mark: readers see them)
             self._hub.idle()
         elif (exc := task.exception()) is not None:
             # A bug in the interpreter: its traceback, escaped (its message may quote a

@@ -47,7 +47,10 @@ it waited for was stopped before the agent read it (front ends say so beside it)
 
 
 class TurnEnding(AutoChatDriver):
-    """Ends a session's turns and files what they leave behind."""
+    """Ends a session's turns and files what they leave behind. The attributes are set by
+    `Interpreter.__init__`."""
+
+    _filing: set[asyncio.Future[None]]  # store writes of messages filed unanswered
 
     def _abandon_turn(self, detail: str) -> None:
         """The last resort when the run task failed in the interpreter's own code (closing
@@ -169,22 +172,43 @@ class TurnEnding(AutoChatDriver):
 
     async def _file_unanswered(self) -> None:
         """A Stop before the turn took up its message, and messages queued behind it: they
-        stay in the history, unanswered. Nothing said is lost."""
+        stay in the history, unanswered. Nothing said is lost. (The stopped run task, as
+        it ends.)"""
         prompt, self._unfiled = self._unfiled, None
         if prompt is not None:
-            await self._file_one_unanswered(prompt)
-        await self._flush_inbox()
-
-    async def _flush_inbox(self) -> None:
-        """Messages queued behind a stopped turn stay in the history, unanswered."""
+            await self._emit(_unanswered(self.session, prompt))
         while self.session.inbox:
-            await self._file_one_unanswered(self.session.inbox.popleft())
+            await self._emit(_unanswered(self.session, self.session.inbox.popleft()))
 
-    async def _file_one_unanswered(self, message: Message) -> None:
-        """`message` in the history, marked as left unanswered (`UNANSWERED`)."""
-        marked = message.model_copy(update={"metadata": {**message.metadata, UNANSWERED: True}})
-        self.session.add(marked)
-        await self._emit(MessageCompleted(message=marked))
+    def _file_left_unanswered(self) -> None:
+        """`_file_unanswered` for a run task that ended cancelled without doing it (stopped
+        before it began to run, or during its own filing): called as the task is done,
+        before anything waiting for it runs, so a message sent right after the Stop (which
+        starts the next task) is never taken for one the stopped task left. The store
+        writes go on in tasks of their own, in order; `_unanswered_saved` waits for them."""
+        left = [] if self._unfiled is None else [self._unfiled]
+        self._unfiled = None
+        left.extend(self.session.inbox)
+        self.session.inbox.clear()
+        for message in left:
+            saving = self._track(_unanswered(self.session, message))
+            if saving is not None:
+                write = asyncio.ensure_future(self._store_call(saving))
+                self._filing.add(write)
+                write.add_done_callback(self._filing.discard)
+
+    async def _unanswered_saved(self) -> None:
+        """Until the messages `_file_left_unanswered` filed are saved."""
+        while self._filing:
+            await asyncio.wait(set(self._filing))
+
+
+def _unanswered(session: Session, message: Message) -> MessageCompleted:
+    """`message` added to the history marked as left unanswered (`UNANSWERED`), and the
+    event that says so."""
+    marked = message.model_copy(update={"metadata": {**message.metadata, UNANSWERED: True}})
+    session.add(marked)
+    return MessageCompleted(message=marked)
 
 
 def _answer_dangling_calls(

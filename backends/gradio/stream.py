@@ -13,7 +13,6 @@ else, and renders again when woken (a message was queued).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import (
     AsyncGenerator,
@@ -51,7 +50,6 @@ from gui_agent.interpreter import Interpreter
 from schema import (
     Event,
     Message,
-    MessageCompleted,
     MessageStarted,
     TextDelta,
     UsageReported,
@@ -63,10 +61,6 @@ logger = logging.getLogger(__name__)
 
 Updates = dict[Any, Any]
 """`{component: value}`: what one yield of a handler changes on the page."""
-
-FILED_WAIT_S = 1.0
-"""After a Stop, how long a stream waits for the messages queued behind the turn to be
-filed in the history (the session announces them right after its idle mark)."""
 
 QUEUED_MARK = "_queued: the agent reads it when the current step ends_"
 
@@ -331,7 +325,7 @@ async def stream_session(
                 continue
             view.apply(coalescer.take())
             if finished:
-                view.apply(await _filed(subscription, interpreter))
+                view.apply(subscription.pending())  # (anything said since the idle mark)
                 view.refresh_memory(interpreter)
             update = view.updates()
             coalescer.pace(view.size)  # (the view changes only here)
@@ -346,20 +340,3 @@ async def stream_session(
         if close is not None:
             await close()
         subscription.close()
-
-
-async def _filed(subscription: Subscription, interpreter: Interpreter) -> list[Event]:
-    """The messages a Stop files in the history (queued behind the stopped turn, they stay
-    unanswered): the session announces them just after its idle mark, so wait for them."""
-    taken = subscription.pending()  # what came after the idle mark (filed already)
-    expected = {message.id for message in interpreter.session.inbox}
-    if not expected or interpreter.busy:
-        return taken
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(FILED_WAIT_S):
-            more = True
-            while expected and more:
-                events, more = await subscription.next_events(stop_at_idle=False)
-                taken.extend(events)
-                expected -= {e.message.id for e in events if isinstance(e, MessageCompleted)}
-    return taken

@@ -176,6 +176,60 @@ async def test_messages_queued_behind_a_stopped_turn_are_kept(tmp_path: Path) ->
     assert interpreter.session.history[0].metadata == {}  # the message the turn answered
 
 
+async def test_messages_sent_as_a_stop_ends_its_turn_are_answered_not_filed_unanswered(
+    tmp_path: Path,
+) -> None:
+    """A reader of the stopped turn sees its end and sends at once, before the Stop itself
+    has returned: those messages start the next turn. The Stop used to file them as left
+    unanswered (once more than said, the second queued one never answered)."""
+    entered = asyncio.Event()
+
+    @tool
+    async def hang() -> str:
+        """Hang."""
+        entered.set()
+        await asyncio.Event().wait()
+        return ""
+
+    interpreter, model = make(tmp_path, [call("hang"), "Both read."], tools=[hang])
+
+    async def stop_when_the_tool_runs() -> bool:
+        await entered.wait()
+        return await interpreter.stop()
+
+    stopping = asyncio.ensure_future(stop_when_the_tool_runs())
+    async for _ in interpreter.chat("first"):
+        pass
+    sent = [await interpreter.send("A"), await interpreter.send("B")]
+    assert await stopping
+    await interpreter.wait_idle()
+    mine = [m for m in interpreter.session.history if m.role is Role.USER]
+    assert [(m.content, m.metadata) for m in mine] == [("first", {}), ("A", {}), ("B", {})]
+    assert [m.id for m in mine[1:]] == [m.id for m in sent]
+    assert interpreter.session.history[-1].content == "Both read."
+    assert isinstance(model, ScriptedModel)
+    asked = [m.content for m in model.requests[-1].messages if m.role is Role.USER]
+    assert asked == ["first", "A", "B"]  # each once
+
+
+async def test_a_turn_stopped_before_it_ran_files_its_message_before_the_idle_mark(
+    tmp_path: Path,
+) -> None:
+    interpreter, _ = make(tmp_path, ["never said"])
+    async with interpreter.subscribe() as sub:
+        message = await interpreter.send("stopped at once")  # its task has not run yet
+        queued = await interpreter.send("queued behind it")
+        assert await interpreter.stop()
+        events = [e async for e in sub.until_idle()]
+    filed = [e.message for e in events if isinstance(e, MessageCompleted)]
+    assert [(m.id, m.metadata) for m in filed] == [
+        (message.id, {"unanswered": True}),
+        (queued.id, {"unanswered": True}),
+    ]
+    assert interpreter.session.history == filed
+    assert interpreter.state is InterpreterState.INIT  # no turn began
+
+
 async def test_approval_allow_once_runs_the_tool_after_waiting(tmp_path: Path) -> None:
     interpreter, _ = make(tmp_path, [call("run_python", code="print(6 * 7)"), "It is 42."])
     async with interpreter.subscribe() as sub:

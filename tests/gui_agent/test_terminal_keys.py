@@ -149,6 +149,30 @@ def test_ctrl_d_at_the_approval_prompt_denies_and_the_chat_goes_on(tmp_path: Pat
     assert not (folder / "a.txt").exists()
 
 
+def test_a_message_typed_during_a_turn_that_is_then_stopped_is_said_to_be_unanswered(
+    tmp_path: Path,
+) -> None:
+    """It was confirmed as sent ("the agent reads it next"): when the Stop leaves it
+    unanswered, the chat says so, naming it, rather than dropping it without a word."""
+    argv = [CLI, "chat", "--model", "scripted:echo", "--no-probe", "--workdir", str(tmp_path)]
+    terminal = Terminal(argv, tmp_path)
+    terminal.read_until(b"you> ")
+    terminal.type(" ".join(f"w{i}" for i in range(3000)).encode() + b"\n")
+    terminal.read_until(b"[Executor] ")
+    terminal.read_until(b"w20 ")  # the reply streams (~100 words/s): the next line waits
+    terminal.type(b"and then this, please\n")
+    terminal.read_until(b"(sent: the agent reads it next)")
+    terminal.type(CTRL_C)
+    said = terminal.read_until(b"you> ")
+    assert b"(interrupted" in said
+    assert (
+        b"(not answered: 'and then this, please': the turn it waited for was stopped "
+        b"before the agent read it; send it again)"
+    ) in said
+    terminal.type(b"/quit\n")
+    assert terminal.exit_code() == 0
+
+
 def test_ctrl_c_or_ctrl_d_at_the_password_question_ends_quietly_and_saves_nothing(
     tmp_path: Path,
 ) -> None:

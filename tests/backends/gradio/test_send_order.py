@@ -105,15 +105,14 @@ async def test_a_turn_started_as_the_tabs_stream_ends_is_shown_by_that_stream(
     and left the showing to it, but that stream had taken its last events. It must show the
     turn the message started."""
     page, manager, handlers = await _started(tmp_path)
-    taken_last = stream_module._filed
+    refresh = stream_module.PageView.refresh_memory
     last_taken = asyncio.Event()
 
-    async def noted(subscription: Any, interpreter: Any) -> Any:
-        taken = await taken_last(subscription, interpreter)
+    def noted(view: stream_module.PageView, interpreter: Any) -> None:
+        refresh(view, interpreter)  # (done once the stream has taken its last events)
         last_taken.set()  # the update yielded next is the stream's last
-        return taken
 
-    monkeypatch.setattr(stream_module, "_filed", noted)
+    monkeypatch.setattr(stream_module.PageView, "refresh_memory", noted)
     try:
         opening = {page.chat_input: "the first", page.session_id: "", page.ticket: "1"}
         stream = handlers.send(opening, None)  # type: ignore[arg-type]
