@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from backends.api.responses import MemoryAnswer
+from gui_agent.turn_end import UNANSWERED
 from gui_agent.wording import counted, role_title
 from schema import (
     ImagePart,
@@ -35,6 +36,7 @@ from schema import (
 )
 
 __all__ = [
+    "UNANSWERED_NOTE",
     "CallView",
     "Entry",
     "LiveReply",
@@ -46,6 +48,13 @@ __all__ = [
     "safe_markdown",
     "usage_line",
 ]
+
+UNANSWERED_NOTE = (
+    "Not answered: the turn it waited for was stopped before the agent read it. "
+    "Send it again to have it answered."
+)
+"""Under a message of the person's that a Stop left unanswered (`turn_end.UNANSWERED`:
+queued behind the stopped turn, or sent just before it began)."""
 
 
 @dataclass(slots=True)
@@ -186,6 +195,8 @@ def _notes(message: Message) -> list[str]:
         notes.append('Cut off at the output limit (Max tokens): say "continue" for the rest.')
     if message.metadata.get("truncated") and message.role is Role.ASSISTANT:
         notes.append("Stopped at the most steps one turn may take.")
+    if message.metadata.get(UNANSWERED) is True:
+        notes.append(UNANSWERED_NOTE)
     return notes
 
 

@@ -26,6 +26,12 @@ export function prettyArguments(text) {
   }
 }
 
+/** Under a message of the person's that a Stop left unanswered (metadata `unanswered`:
+ * queued behind the stopped turn, or sent just before it began). */
+export const UNANSWERED_NOTE =
+  "Not answered: the turn it waited for was stopped before the agent read it. " +
+  "Send it again to have it answered.";
+
 function notesOf(message) {
   const notes = [];
   if (message.status === "interrupted") notes.push("Interrupted: the turn was stopped here.");
@@ -33,6 +39,7 @@ function notesOf(message) {
   if (message.metadata?.cut_off) {
     notes.push('Cut off at the output limit (Max tokens): say "continue" for the rest.');
   }
+  if (message.metadata?.unanswered === true) notes.push(UNANSWERED_NOTE);
   return notes;
 }
 

@@ -227,11 +227,25 @@ def test_a_message_sent_during_a_turn_shows_as_waiting_until_the_agent_takes_it(
     # Stop: the waiting message is kept in the chat, unanswered (nothing said is lost)
     page.get_by_role("button", name="Stop").click()
     expect(waiting).to_have_count(0)
-    expect(conversation.locator(".entry.user").filter(has_text="and then this")).to_have_count(1)
+    kept = conversation.locator(".entry.user").filter(has_text="and then this")
+    expect(kept).to_have_count(1)
+    expect(kept).to_contain_text(  # and why nothing answers it, with the way on
+        "Not answered: the turn it waited for was stopped before the agent read it. "
+        "Send it again to have it answered."
+    )
     expect(page.get_by_role("status", name="State")).to_have_text("STOP")
     api = backend.client().login("ada", PASSWORD)
-    contents = [m.content for m in api.messages(chat_titled(backend, "tick for a while"))]
-    assert contents[0] == "tick for a while" and contents[-1] == "and then this"
+    said = api.messages(chat_titled(backend, "tick for a while"))
+    assert said[0].content == "tick for a while" and said[-1].content == "and then this"
+    assert said[-1].metadata.get("unanswered") is True
+    # A reload shows it so too (the mark is the message's, kept with it)
+    page.reload()
+    expect(page.get_by_text("Signed in as ada")).to_be_visible()
+    page.get_by_role("navigation", name="Your chats").get_by_role(
+        "button", name="tick for a while"
+    ).click()
+    expect(kept).to_contain_text("Not answered: the turn it waited for was stopped")
+    expect(conversation.locator(".entry.user").first).not_to_contain_text("Not answered")
 
 
 def test_the_chats_list_follows_another_client_is_searched_renamed_and_a_deleted_chat_closes(

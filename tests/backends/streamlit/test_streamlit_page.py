@@ -218,16 +218,30 @@ def test_stop_ends_a_streaming_reply_and_keeps_what_was_written(
     page.get_by_role("option", name="slow").click()
     send(page, "tick slowly")
     expect(page.get_by_text("tick20", exact=False).first).to_be_visible()
+    box = page.get_by_test_id("stChatInputTextArea")  # typed as the reply streams
+    box.fill("and after that")
+    box.press("Enter")  # queued behind the turn
+    waiting = page.get_by_text("Waiting: the agent reads this when its current step ends.")
+    expect(waiting).to_be_visible()
     stop = page.get_by_role("button", name="Stop")
     expect(stop).to_be_enabled()
     stop.click()
     expect(page.get_by_text("Interrupted: the turn was stopped here.")).to_be_visible()
+    # The queued message stays in the chat, saying why nothing answers it
+    expect(waiting).to_have_count(0)
+    mine = page.get_by_test_id("stChatMessage").filter(has_text="and after that")
+    expect(mine).to_have_count(1)
+    expect(mine).to_contain_text(
+        "Not answered: the turn it waited for was stopped before the agent read it. "
+        "Send it again to have it answered."
+    )
     api = backend.client().login("ada", PASSWORD)
     sessions = api.get("/api/sessions").json()["sessions"]
     [record] = [s for s in sessions if s["title"] == "tick slowly"]
-    reply = api.messages(record["id"])[-1]
+    *_, reply, queued = api.messages(record["id"])
     assert reply.role is Role.ASSISTANT and reply.status is MessageStatus.INTERRUPTED
     assert "tick20" in reply.content and len(reply.content.split()) < 3000
+    assert queued.content == "and after that" and queued.metadata.get("unanswered") is True
 
 
 def test_autochat_runs_its_turns_within_the_limit_and_says_why_it_stopped(
