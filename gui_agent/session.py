@@ -45,6 +45,9 @@ class Session:
     goal: str | None = None
     allowed_tools: set[str] = field(default_factory=set)
     inbox: deque[Message] = field(default_factory=deque)
+    turn_agent: AgentName | None = None
+    """The role the running (or last) turn began as. Once the person picks another, that
+    turn takes no more of their queued messages: they go to the new role's turn, next."""
     task_complete: str | None = None
     token_limit: int | None = None
     denials: dict[str, str] = field(default_factory=dict)

@@ -121,6 +121,7 @@ class TurnRunner(TurnEnding):
         if automatic:
             self._auto.waiting = False  # the announced turn runs: it counts from now
         self._machine.fire(Trigger.BEGIN, "autochat" if automatic else "message")
+        session.turn_agent = session.agent
         architecture = self.architectures.get(session.agent) or next(
             iter(self.architectures.values())
         )

@@ -76,7 +76,10 @@ logger = logging.getLogger(__name__)
 
 
 def drain_inbox(session: Session) -> list[Message]:
-    """Messages the person sent while the turn ran, moved into the history."""
+    """Messages the person sent while the turn ran, moved into the history; none once they
+    picked another role than the one the turn began as: those wait for that role's turn."""
+    if session.agent is not session.turn_agent:
+        return []
     moved = []
     while session.inbox:
         message = session.inbox.popleft()

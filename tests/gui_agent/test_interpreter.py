@@ -541,6 +541,47 @@ async def test_switching_role_routes_the_next_turn_and_is_announced(tmp_path: Pa
         await interpreter.set_agent(AgentName.OTHER)
 
 
+async def test_a_message_sent_after_a_role_switch_during_a_turn_goes_to_the_new_role(
+    tmp_path: Path,
+) -> None:
+    """The running turn used to take it in before its next model call: the old role
+    answered it (with its tools), and the switch was kept on the message after it."""
+    from schema import AgentName
+
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def measure() -> str:
+        """Measure, slowly."""
+        entered.set()
+        await release.wait()
+        return "3 m"
+
+    interpreter, model = make(
+        tmp_path,
+        [call("measure"), "It is 3 m.", "Thinking it over: fine."],
+        tools=[measure],
+        permissions={"measure": PermissionMode.ALLOW},
+    )
+    await interpreter.send("measure it")
+    await entered.wait()
+    await interpreter.set_agent(AgentName.THOUGHT)
+    second = await interpreter.send("now only think about it")
+    release.set()
+    await interpreter.wait_idle()
+    history = interpreter.session.history
+    assert [(m.content, m.agent) for m in history if m.role is Role.ASSISTANT][-2:] == [
+        ("It is 3 m.", AgentName.AGENT_EXECUTOR),  # the turn it ran, finished by its role
+        ("Thinking it over: fine.", AgentName.THOUGHT),
+    ]
+    [kept] = [m for m in history if m.id == second.id]
+    assert kept.metadata["switched"]["to_agent"] == AgentName.THOUGHT.value
+    assert isinstance(model, ScriptedModel)
+    executor_asked = model.requests[1]  # after the tool: the person's new message is not in it
+    assert [m.content for m in executor_asked.messages if m.role is Role.USER] == ["measure it"]
+    assert model.requests[2].tools == ()  # the thinker's own turn: no tools
+
+
 async def test_tool_steps_point_at_the_message_that_called_them(tmp_path: Path) -> None:
     from schema import ToolCallStarted
 
