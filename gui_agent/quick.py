@@ -20,7 +20,14 @@ from gui_agent.llm import LLMProvider
 from gui_agent.memory import SlidingWindowMemory
 from gui_agent.session import Session
 from gui_agent.store.base import SessionStore as Store
-from gui_agent.tools import PermissionPolicy, Tool, ToolRegistry, default_tools
+from gui_agent.tools import (
+    TASK_COMPLETE,
+    PermissionPolicy,
+    Tool,
+    ToolRegistry,
+    default_tools,
+    task_complete,
+)
 from schema import (
     AgentName,
     ApprovalDecision,
@@ -52,7 +59,10 @@ def create_interpreter(
     built-in roles), by name (`"planner"`, `AgentName.LLM_PLANNER`), or, when not given,
     the first of them (the executor by default). `workdir` is the folder the session's code
     and file tools work in; without it a temporary folder is made, and deleted when the
-    interpreter is closed (or garbage-collected, or the program ends). `permissions` names
+    interpreter is closed (or garbage-collected, or the program ends). `builtin_tools=False`
+    leaves out run_python and the file tools; `task_complete` (which changes nothing: the
+    agent calls it to say the goal is reached) stays unless `tools` has one of that name.
+    `permissions` names
     tools of this interpreter: a name that is none of them is a ConfigError, since a rule
     for a misspelt tool would silently do nothing.
     """
@@ -61,6 +71,10 @@ def create_interpreter(
     registry = default_tools() if builtin_tools else ToolRegistry()
     for extra in tools:
         registry.add(extra)
+    if TASK_COMPLETE not in registry.names:
+        # How the agent says the goal is reached: AutoChat's way to finish early (its
+        # prompt asks for it), whichever tools act on the world. It changes nothing.
+        registry.add(task_complete)
     policy = PermissionPolicy(permissions)  # (checks the modes first)
     _check_tool_names(policy.modes, registry.names)
     settings = SessionSettings()

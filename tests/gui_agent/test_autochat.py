@@ -7,6 +7,7 @@ from pathlib import Path
 
 from connectors.function import FunctionInfo, FunctionModel
 from connectors.scripted import ScriptedModel, call
+from gui_agent import create_interpreter
 from gui_agent.exceptions import ModelServerError
 from gui_agent.tools import tool
 from schema import (
@@ -285,3 +286,26 @@ async def test_a_continuation_prompt_edited_mid_run_is_used_and_a_blank_one_is_n
         await interpreter.wait_idle()
     prompts = [m.content for m in interpreter.session.history if m.metadata.get("autochat")]
     assert prompts == ["Now make it rhyme.", DEFAULT_CONTINUATION_PROMPT]
+
+
+async def test_an_agent_with_only_its_own_tools_can_still_declare_the_task_complete(
+    tmp_path: Path,
+) -> None:
+    """Without the built-in tools, `task_complete` was missing too: AutoChat's prompt asks
+    for it, the model's call was refused as an unknown tool, and every turn was used up."""
+    @tool
+    def measure(what: str) -> str:
+        """Measure something."""
+        return f"{what}: 3 m"
+
+    model = ScriptedModel(
+        [call("measure", what="the wall"), call("task_complete", summary="measured"), "Done."],
+        default="still working",
+    )
+    interpreter = create_interpreter(
+        model, tools=[measure], builtin_tools=False, workdir=tmp_path, autochat=auto(max_turns=3)
+    )
+    events = [e async for e in interpreter.chat("measure the wall")]
+    assert stopped(events).reason is AutoChatStopReason.TASK_COMPLETE
+    assert [s.name for s in model.requests[0].tools] == ["measure", "task_complete"]
+    assert not of_type(events, "autochat_turn")  # done within the person's own turn

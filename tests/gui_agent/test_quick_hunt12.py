@@ -95,7 +95,7 @@ def test_a_permission_for_a_tool_the_interpreter_lacks_is_refused_with_the_close
         ConfigError, match=r"'read_fle', which is no tool here; did you mean 'read_f"
     ):
         create_interpreter(ScriptedModel(), workdir=tmp_path, permissions={"read_fle": "deny"})
-    with pytest.raises(ConfigError, match=r"no tool here \(tools: launch\)"):
+    with pytest.raises(ConfigError, match=r"no tool here \(tools: launch, task_complete\)"):
         create_interpreter(
             ScriptedModel(),
             workdir=tmp_path,
