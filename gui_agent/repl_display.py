@@ -11,7 +11,7 @@ from typing import Final
 
 from gui_agent.agents.tool_step import NOT_RUN
 from gui_agent.turn_end import UNANSWERED
-from gui_agent.wording import autochat_stop_words, role_title
+from gui_agent.wording import autochat_stop_words, counted, role_title
 from schema import (
     AgentSwitched,
     ApprovalDecision,
@@ -50,7 +50,7 @@ def format_event(event: Event) -> str | None:
         message = event.message
         if message.role is Role.TOOL:
             label = "console" if message.type is MessageType.CONSOLE else message.name or "tool"
-            body = message.content if len(message.content) < 2000 else message.content[:2000] + "…"
+            body = _shown_output(message.content)
             return f"\n  ┆ {label}:\n" + "\n".join("  ┆ " + line for line in body.splitlines())
         if message.role is Role.ASSISTANT and message.status.value != "complete":
             return f"  [{message.status.value}]"
@@ -82,6 +82,22 @@ def format_event(event: Event) -> str | None:
     if isinstance(event, AutoChatStopped):
         return f"\n  ↻ AutoChat stopped: {autochat_stop_words(event.reason, event.detail)}\n"
     return None
+
+
+SHOWN_OUTPUT_CHARS = 2000
+"""How much of a tool's output the terminal shows (the model and the history get it all)."""
+
+
+def _shown_output(text: str) -> str:
+    """A tool's output as the terminal shows it: the start, and how much was left out."""
+    if len(text) <= SHOWN_OUTPUT_CHARS:
+        return text
+    rest = text[SHOWN_OUTPUT_CHARS:]
+    lines = rest.count("\n") + (not rest.endswith("\n"))
+    return (
+        f"{text[:SHOWN_OUTPUT_CHARS]}…\n[{counted(len(rest), 'more character')} "
+        f"({counted(lines, 'line')}) not shown here]"
+    )
 
 
 def _gist(text: str, limit: int = 60) -> str:

@@ -1,0 +1,57 @@
+"""How the terminal chat shows a tool's long output: the start, and how much it left out
+(the model and the history get the whole of it, within the tool's output cap)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from connectors.scripted import call
+from gui_agent.repl_display import SHOWN_OUTPUT_CHARS, format_event
+from schema import MessageCompleted, MessageType, PermissionMode
+from tests.gui_agent.helpers import make
+
+
+async def test_long_output_is_cut_in_the_terminal_saying_how_much_was_left_out(
+    tmp_path: Path,
+) -> None:
+    code = "for i in range(5000):\n    print(i)"
+    interpreter, _ = make(
+        tmp_path,
+        [call("run_python", code=code), "Counted."],
+        permissions={"run_python": PermissionMode.ALLOW},
+    )
+    events = [e async for e in interpreter.chat("count to 5000")]
+    [console] = [
+        e.message
+        for e in events
+        if isinstance(e, MessageCompleted) and e.message.type is MessageType.CONSOLE
+    ]
+    assert "4999" in console.content  # all of it is kept
+    shown = format_event(MessageCompleted(message=console))
+    assert shown is not None
+    start = console.content[:SHOWN_OUTPUT_CHARS]
+    rest = console.content[SHOWN_OUTPUT_CHARS:]
+    left = len(rest)
+    lines = rest.count("\n") + (not rest.endswith("\n"))
+    assert shown.endswith(f"…\n  ┆ [{left:,} more characters ({lines:,} lines) not shown here]")
+    assert "\n  ┆ 0\n" in shown and "4999" not in shown
+    assert start.splitlines()[-1] in shown
+
+
+async def test_short_output_is_shown_whole(tmp_path: Path) -> None:
+    interpreter, _ = make(
+        tmp_path,
+        [call("run_python", code="print('hi')"), "Said hi."],
+        permissions={"run_python": PermissionMode.ALLOW},
+    )
+    events = [e async for e in interpreter.chat("say hi")]
+    [console] = [
+        e.message
+        for e in events
+        if isinstance(e, MessageCompleted) and e.message.type is MessageType.CONSOLE
+    ]
+    shown = format_event(MessageCompleted(message=console))
+    assert shown is not None and "not shown here" not in shown
+    assert [line.removeprefix("  ┆ ") for line in shown.splitlines()[2:]] == (
+        console.content.splitlines()
+    )
