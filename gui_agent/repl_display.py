@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from gui_agent.agents.planner import PLAN_LEFT
 from gui_agent.agents.tool_step import NOT_RUN
 from gui_agent.turn_end import UNANSWERED
 from gui_agent.wording import autochat_stop_words, counted, role_title
@@ -21,6 +22,7 @@ from schema import (
     AutoChatTurn,
     ErrorEvent,
     Event,
+    Message,
     MessageCompleted,
     MessageStarted,
     MessageType,
@@ -56,6 +58,9 @@ def format_event(event: Event) -> str | None:
             return f"  [{message.status.value}]"
         if message.role is Role.ASSISTANT and message.metadata.get("cut_off"):
             return f"\n  [{CUT_OFF_NOTE}]"
+        if message.role is Role.ASSISTANT and _said_whole(message):
+            who = role_title(message.agent) if message.agent else message.role.value
+            return f"\n[{who}] {message.content}"
         if message.role is Role.USER and message.metadata.get(UNANSWERED) is True:
             return f"\n  (not answered: {_gist(message.content)}: {UNANSWERED_NOTE})"
         return None
@@ -82,6 +87,12 @@ def format_event(event: Event) -> str | None:
     if isinstance(event, AutoChatStopped):
         return f"\n  ↻ AutoChat stopped: {autochat_stop_words(event.reason, event.detail)}\n"
     return None
+
+
+def _said_whole(message: Message) -> bool:
+    """An agent's note written whole, never streamed (so only its completion shows it): the
+    step limit reached, a plan the person's message stopped."""
+    return bool(message.metadata.get("truncated")) or message.metadata.get("note") == PLAN_LEFT
 
 
 SHOWN_OUTPUT_CHARS = 2000

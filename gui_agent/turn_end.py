@@ -16,12 +16,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Mapping
 
+from gui_agent.agents.tool_step import NOT_RUN
 from gui_agent.autochat_driver import AutoChatDriver
 from gui_agent.cancels import uninterrupted
 from gui_agent.hooks import call_hook
 from gui_agent.session import Session, unanswered_call_result, unanswered_calls
 from gui_agent.state import Trigger
 from schema import (
+    AgentName,
     ApprovalDecision,
     ApprovalResolved,
     AutoChatStopReason,
@@ -30,8 +32,10 @@ from schema import (
     Message,
     MessageCompleted,
     MessageStatus,
+    Role,
     RunFinished,
     RunOutcome,
+    ToolCall,
     ToolCallFinished,
     ToolCallStarted,
     ToolResult,
@@ -111,14 +115,16 @@ class TurnEnding(AutoChatDriver):
             if (saving := self._track(MessageCompleted(message=message))) is not None:
                 saves.append(saving)
         reason = detail or outcome.value
-        for message in _answer_dangling_calls(session, reason, self._open_calls):
+        # A supervisor's worker's calls first: they stand before the delegate call's answer.
+        worker_calls = _answer_worker_calls(session, reason, self._open_calls)
+        for message in [*worker_calls, *_answer_dangling_calls(session, reason, self._open_calls)]:
             self._open_calls.pop(message.tool_call_id or "", None)
             self._publish(ToolCallFinished(result=_tool_result(message)))
             session.add(message)
             if (saving := self._track(MessageCompleted(message=message))) is not None:
                 saves.append(saving)
-        for started in self._open_calls.values():  # e.g. a supervisor's worker's call: no
-            # answer is owed to any model, but the step a front end shows must not stay running
+        for started in self._open_calls.values():  # a call no message of the history asked
+            # for: no answer is owed, but the step a front end shows must not stay running
             self._publish(
                 ToolCallFinished(
                     result=ToolResult(
@@ -227,22 +233,75 @@ def _answer_dangling_calls(
         return []
     message, calls = found
     return [
-        unanswered_call_result(
-            call,
-            f"Interrupted while running: the turn ended ({reason}). It may have done "
-            "part of its work; check before running it again."
-            + (f" What it had printed by then:\n{made[call.id]}" if call.id in made else "")
-            if call.id in started
-            else f"Not run: the turn ended ({reason}).",
-            agent=message.agent,
-            was_running=call.id in started,
-            duration_ms=_ran_ms(started[call.id]) if call.id in started else None,
-        )
+        _dangling_answer(call, reason, started=started, made=made, agent=message.agent)
         for call in calls
     ]
 
 
+def _answer_worker_calls(
+    session: Session, reason: str, started: Mapping[str, ToolCallStarted]
+) -> list[Message]:
+    """Display-only TOOL messages for the calls of a supervisor's worker that the turn ended
+    without a result (`_answer_dangling_calls` for the worker's steps), kept with the
+    worker's other messages (`delegated_by`), so a chat loaded again shows them ended, not
+    waiting. No model is sent them: the worker's context is gone with the turn.
+
+    Only the worker messages at the end of the history can have such calls: a delegation
+    that ended answered its worker's calls, and its own answer comes after them."""
+    answered: set[str] = set()
+    asked: list[tuple[Message, ToolCall]] = []
+    for message in reversed(session.history):
+        if not (message.display_only and message.metadata.get("delegated_by")):
+            break
+        if message.role is Role.TOOL:
+            answered.add(message.tool_call_id or "")
+        elif message.role is Role.ASSISTANT:
+            unanswered = [call for call in message.tool_calls if call.id not in answered]
+            asked[:0] = [(message, call) for call in unanswered]
+    made = session.stopped_output or {}
+    answers = []
+    for message, call in asked:
+        answer = _dangling_answer(call, reason, started=started, made=made, agent=message.agent)
+        shown = {key: message.metadata[key] for key in _WORKER_MARKS if key in message.metadata}
+        metadata = {**answer.metadata, **shown, "display_only": True}
+        answers.append(answer.model_copy(update={"metadata": metadata}))
+    return answers
+
+
+_WORKER_MARKS = ("delegated_by", "worker")
+"""The metadata a supervisor's worker's messages carry (see `supervisor._shown`)."""
+
+
+def _dangling_answer(
+    call: ToolCall,
+    reason: str,
+    *,
+    started: Mapping[str, ToolCallStarted],
+    made: Mapping[str, str],
+    agent: AgentName | None,
+) -> Message:
+    """The answer to `call`, left without a result when the turn ended: interrupted when it
+    was running (`started`, with what it had printed by then, `made`), else not run (marked
+    `NOT_RUN`, as a refused call's result is)."""
+    if call.id in started:
+        return unanswered_call_result(
+            call,
+            f"Interrupted while running: the turn ended ({reason}). It may have done "
+            "part of its work; check before running it again."
+            + (f" What it had printed by then:\n{made[call.id]}" if call.id in made else ""),
+            agent=agent,
+            was_running=True,
+            duration_ms=_ran_ms(started[call.id]),
+        )
+    answer = unanswered_call_result(
+        call, f"Not run: the turn ended ({reason}).", agent=agent, was_running=False
+    )
+    return answer.model_copy(update={"metadata": {**answer.metadata, NOT_RUN: True}})
+
+
 def _tool_result(message: Message) -> ToolResult:
+    """The `tool_call_finished` result of a call the turn's end answered with `message`,
+    keeping its `NOT_RUN` mark (the terminal and the page say "not run", not "0 ms")."""
     duration = message.metadata.get("duration_ms")
     return ToolResult(
         call_id=message.tool_call_id or "",
@@ -250,6 +309,7 @@ def _tool_result(message: Message) -> ToolResult:
         content=message.content,
         is_error=True,
         duration_ms=duration if isinstance(duration, float) else 0.0,
+        metadata={NOT_RUN: True} if message.metadata.get(NOT_RUN) else {},
     )
 
 

@@ -60,6 +60,7 @@ __all__ = [
     "denial_text",
     "distinct_calls",
     "drain_inbox",
+    "max_steps_note",
     "memory_event",
     "model_step",
     "reply_metadata",
@@ -86,6 +87,21 @@ def drain_inbox(session: Session) -> list[Message]:
         session.add(message)
         moved.append(message)
     return moved
+
+
+def max_steps_note(agent: AgentName, steps: int) -> Message:
+    """What a role that reached its step limit (`max_iterations`) without an answer says to
+    the person, marked `truncated`: without it the turn ends with only an outcome, and the
+    person is left with a chat that stops after a tool result."""
+    return Message(
+        role=Role.ASSISTANT,
+        agent=agent,
+        content=(
+            f"I stopped after {counted(steps, 'step')} (the maximum for one turn) without a "
+            "final answer. Say 'continue' to let me go on."
+        ),
+        metadata={"truncated": True},
+    )
 
 
 class ExecutorAgent:
@@ -137,15 +153,7 @@ class ExecutorAgent:
                 yield spent
                 return
         steps = session.settings.max_iterations
-        note = Message(
-            role=Role.ASSISTANT,
-            agent=self._name,
-            content=(
-                f"I stopped after {counted(steps, 'step')} (the maximum for one "
-                "turn) without a final answer. Say 'continue' to let me go on."
-            ),
-            metadata={"truncated": True},
-        )
+        note = max_steps_note(self._name, steps)
         session.add(note)
         yield MessageCompleted(message=note)
         yield RunFinished(

@@ -9,8 +9,8 @@ token budget is spent before the next step (steps that end without a tool call n
 the executor's own check), when the agent calls `task_complete`, on Stop, or when the
 person writes meanwhile: their message may change the plan, so the steps left are not run
 (a message the executor took in during a step was answered there; one still waiting becomes
-the next turn, planned anew). In an AutoChat turn the steps carry the AutoChat goal as the
-request.
+the next turn, planned anew); a note to the person and the outcome's detail name them.
+In an AutoChat turn the steps carry the AutoChat goal as the request.
 
 Why steps are USER messages: every vendor's chat format lets the model act on a user turn;
 a trailing system note after the planner's own message would read as the start of its
@@ -34,11 +34,16 @@ from schema import (
     MessageCompleted,
     Role,
     RunFinished,
+    RunOutcome,
 )
 
 __all__ = ["PlannerAgent", "parse_plan"]
 
 DEFAULT_MAX_STEPS = 6
+
+PLAN_LEFT = "plan_left"
+"""`metadata["note"]` of the planner's display-only note that the person's message stopped
+the plan, naming the steps not run."""
 
 _NUMBERED = re.compile(
     r"^\s*(?:#{1,6}\s*)?(?:\*\*)?(?:step\s*)?\d{1,3}\s*[.):](?!\d)\s*(.+?)\s*$", re.IGNORECASE
@@ -192,8 +197,11 @@ class PlannerAgent:
         request = turn_request(session, prompt)
         steps = parse_plan(turn.last_response().text, self.max_steps) or [request]
         for index in range(len(steps)):
-            if session.inbox:
-                return  # the person wrote meanwhile: their message is the next turn, planned anew
+            if session.inbox:  # the person wrote meanwhile: their message is the next turn
+                left = _left_for_message(session, self._name, len(steps), index, waiting=True)
+                for event in left:
+                    yield event
+                return
             if (spent := budget_spent(session)) is not None:  # a step without tool calls
                 yield not_run(spent, steps, index)  # never checks it: it is checked here
                 return
@@ -209,7 +217,12 @@ class PlannerAgent:
             if finished is not None:  # a limit ended the step: say which step, and what is left
                 yield unfinished(finished, steps, index)
                 return
-            if session.task_complete is not None or _person_wrote_since(session, message):
+            if session.task_complete is not None:
+                return
+            if _person_wrote_since(session, message):  # answered in the step: the rest waits
+                if index + 1 < len(steps):
+                    for event in _left_for_message(session, self._name, len(steps), index + 1):
+                        yield event
                 return
 
 
@@ -237,6 +250,42 @@ def not_run(finished: RunFinished, steps: list[str], index: int) -> RunFinished:
     after = f"after plan step {index} of {count}" if index else "once the plan was written"
     detail = f"{finished.detail or finished.outcome.value} {after}; {which} not run"
     return finished.model_copy(update={"detail": detail})
+
+
+def _left_for_message(
+    session: Session, agent: AgentName, count: int, first: int, *, waiting: bool = False
+) -> list[Event]:
+    """The plan of `count` steps stopped before step `first` (0-based) because the person
+    wrote: a note that says so, for the person, and the turn's outcome naming the steps not
+    run and why. `waiting`: their message is still in the inbox (it becomes the next turn,
+    planned anew); otherwise the executor took it in during the step before and answered it.
+
+    The note is display-only: a second assistant message in a row would break chat templates
+    that want turns to alternate, and the model reads the person's message itself. The
+    outcome stays COMPLETED: nothing failed and no Stop came (INTERRUPTED would read as one,
+    and would end AutoChat as "stopped by the user"); the turn ended where the person
+    redirected it, and the detail says what was left, as for a step that hits a limit."""
+    which = f"step {count} was" if first == count - 1 else f"steps {first + 1}–{count} were"
+    if waiting:
+        detail = f"your message came in before plan step {first + 1} of {count} began"
+        said = f"your message came in before step {first + 1} of {count} began. It is "
+        # (by the planner, unless the person picked another role for it meanwhile)
+        said += "answered next" + (", with a plan of its own." if session.agent is agent else ".")
+    else:
+        detail = f"your message came in during plan step {first} of {count}, answered there"
+        said = f"your message came in during step {first} of {count}, and I answered it instead."
+    detail += f"; {which} not run"
+    note = Message(
+        role=Role.ASSISTANT,
+        agent=agent,
+        content=f"Plan {which} not run: {said}",
+        metadata={"display_only": True, "note": PLAN_LEFT},
+    )
+    session.add(note)
+    return [
+        MessageCompleted(message=note),
+        RunFinished(outcome=RunOutcome.COMPLETED, detail=detail),
+    ]
 
 
 def _person_wrote_since(session: Session, step: Message) -> bool:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import AsyncIterator, Mapping
 
 from gui_agent.agents.base import AgentDeps, Architecture
@@ -30,6 +31,7 @@ from gui_agent.agents.executor import (
     Turn,
     budget_spent,
     drain_inbox,
+    max_steps_note,
     model_step,
 )
 from gui_agent.agents.thought import ThoughtAgent
@@ -195,9 +197,12 @@ class SupervisorAgent:
             if (spent := budget_spent(session)) is not None:
                 yield spent
                 return
+        steps = session.settings.max_iterations
+        note = max_steps_note(self._name, steps)
+        session.add(note)
+        yield MessageCompleted(message=note)
         yield RunFinished(
-            outcome=RunOutcome.MAX_ITERATIONS,
-            detail=f"stopped after {session.settings.max_iterations} supervisor steps",
+            outcome=RunOutcome.MAX_ITERATIONS, detail=f"stopped after {steps} supervisor steps"
         )
 
     def _worker(self, name: str) -> Architecture | None:
@@ -214,6 +219,7 @@ class SupervisorAgent:
         turn: Turn,
     ) -> AsyncIterator[Event]:
         yield ToolCallStarted(call=call, parent_message_id=parent, agent=self._name)
+        began = time.perf_counter()
         request = delegation(call)
         worker, task = None, ""
         if isinstance(request, str):
@@ -233,7 +239,10 @@ class SupervisorAgent:
                     answer, is_error = event.content, event.is_error
                 else:
                     yield event
-        result = ToolResult(call_id=call.id, name=DELEGATE, content=answer, is_error=is_error)
+        took = round((time.perf_counter() - began) * 1000, 3)  # the worker's whole turn
+        result = ToolResult(
+            call_id=call.id, name=DELEGATE, content=answer, is_error=is_error, duration_ms=took
+        )
         yield ToolCallFinished(result=result, parent_message_id=parent)
         message = Message(
             role=Role.TOOL,
@@ -242,7 +251,7 @@ class SupervisorAgent:
             tool_call_id=call.id,
             name=DELEGATE,
             agent=self._name,
-            metadata={"is_error": is_error, "arguments": call.arguments},
+            metadata={"is_error": is_error, "arguments": call.arguments, "duration_ms": took},
         )
         session.add(message)
         yield MessageCompleted(message=message)
@@ -361,8 +370,9 @@ def _worker_failed(
 ) -> list[Event]:
     """What closes a worker's turn that raised `failure`: the error said, the replies it
     was streaming kept (display-only, status error, with the error) and added to the
-    history, its tool steps still open ended. The supervisor's turn goes on: the failure
-    comes back to it as the delegate call's error result, as any tool's error does."""
+    history, its tool steps still open ended and answered there (display-only too, so a chat
+    loaded again shows them ended). The supervisor's turn goes on: the failure comes back
+    to it as the delegate call's error result, as any tool's error does."""
     said = f"{type(failure).__name__}: {failure}"
     code = "model_error" if isinstance(failure, ModelError) else "agent_failed"
     events: list[Event] = [
@@ -384,12 +394,21 @@ def _worker_failed(
         shown = _shown(kept, call_id, worker)
         session.add(shown)
         events.append(MessageCompleted(message=shown))
-    for tool_call in calls.values():
-        result = ToolResult(
-            call_id=tool_call.id,
-            name=tool_call.name,
-            content=f"Not finished: the worker failed ({said}).",
-            is_error=True,
-        )
+    for tool_call in calls.values():  # answered in the history too: a reload shows them ended
+        ended = f"Not finished: the worker failed ({said})."
+        result = ToolResult(call_id=tool_call.id, name=tool_call.name, content=ended, is_error=True)
         events.append(ToolCallFinished(result=result, parent_message_id=call_id))
+        answer = Message(
+            role=Role.TOOL,
+            type=MessageType.FUNCTION,
+            content=ended,
+            tool_call_id=tool_call.id,
+            name=tool_call.name,
+            agent=worker,
+            status=MessageStatus.ERROR,
+            metadata={"is_error": True, "arguments": tool_call.arguments},
+        )
+        shown = _shown(answer, call_id, worker)
+        session.add(shown)
+        events.append(MessageCompleted(message=shown))
     return events

@@ -55,3 +55,22 @@ async def test_short_output_is_shown_whole(tmp_path: Path) -> None:
     assert [line.removeprefix("  ┆ ") for line in shown.splitlines()[2:]] == (
         console.content.splitlines()
     )
+
+
+async def test_a_note_written_whole_is_shown_with_its_speaker(tmp_path: Path) -> None:
+    """The step limit's note is never streamed: only its completion can show it (the
+    terminal showed nothing but the outcome line)."""
+    interpreter, _ = make(
+        tmp_path,
+        [call("run_python", code="print(1)")] * 2,
+        permissions={"run_python": PermissionMode.ALLOW},
+    )
+    settings = interpreter.session.settings.model_copy(update={"max_iterations": 1})
+    await interpreter.update(settings=settings)
+    events = [e async for e in interpreter.chat("loop")]
+    shown = "".join(text for e in events if (text := format_event(e)))
+    assert (
+        "\n[Executor] I stopped after 1 step (the maximum for one turn) without a final "
+        "answer. Say 'continue' to let me go on."
+    ) in shown
+    assert "(max_iterations: stopped after 1 model call)" in shown
