@@ -293,6 +293,7 @@ async def test_an_agent_with_only_its_own_tools_can_still_declare_the_task_compl
 ) -> None:
     """Without the built-in tools, `task_complete` was missing too: AutoChat's prompt asks
     for it, the model's call was refused as an unknown tool, and every turn was used up."""
+
     @tool
     def measure(what: str) -> str:
         """Measure something."""
