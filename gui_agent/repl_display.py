@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from gui_agent.agents.model_call import FILTERED
 from gui_agent.agents.planner import PLAN_LEFT
 from gui_agent.agents.tool_step import NOT_RUN
 from gui_agent.turn_end import UNANSWERED
@@ -37,6 +38,10 @@ from schema import (
 
 APPROVAL_PROMPT = "  allow? [y]es once / [s]ession / [N]o: "
 CUT_OFF_NOTE = "cut off at the model's output limit: raise max_tokens or say 'continue'"
+FILTERED_NOTE = (
+    "stopped by the provider's content filter (or the model declined): rephrase, or pick "
+    "another model"
+)
 UNANSWERED_NOTE = "the turn it waited for was stopped before the agent read it; send it again"
 """Said of a message the person sent during a turn that was then stopped."""
 
@@ -58,6 +63,8 @@ def format_event(event: Event) -> str | None:
             return f"  [{message.status.value}]"
         if message.role is Role.ASSISTANT and message.metadata.get("cut_off"):
             return f"\n  [{CUT_OFF_NOTE}]"
+        if message.role is Role.ASSISTANT and message.metadata.get(FILTERED):
+            return f"\n  [{FILTERED_NOTE}]"
         if message.role is Role.ASSISTANT and _said_whole(message):
             who = role_title(message.agent) if message.agent else message.role.value
             return f"\n[{who}] {message.content}"

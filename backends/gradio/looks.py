@@ -23,6 +23,7 @@ from schema import AgentName, ImagePart, Message, MessageStatus, MessageType
 __all__ = [
     "CUT_OFF_MARK",
     "ERROR_MARK",
+    "FILTERED_MARK",
     "INTERRUPTED_MARK",
     "UNANSWERED_MARK",
     "agent_header",
@@ -42,6 +43,11 @@ UNANSWERED_MARK = (
 )
 """Under a message of the person's a Stop left unanswered (`turn_end.UNANSWERED`)."""
 ERROR_MARK = "_[error]_"
+FILTERED_MARK = (
+    '<span class="ga-cut-off">Stopped by the provider\'s content filter (or the model '
+    "declined): what it wrote before is kept. Rephrase the request, or pick another model.</span>"
+)
+"""Under a reply stopped by the content filter, or refused (`metadata["filtered"]`)."""
 CUT_OFF_MARK = (
     '<span class="ga-cut-off">Cut off at the model\'s output limit: raise Max tokens in '
     'Settings › Advanced, or say "continue" for the rest.</span>'

@@ -9,6 +9,7 @@ from collections.abc import Collection, Mapping
 from backends.gradio.looks import (
     CUT_OFF_MARK,
     ERROR_MARK,
+    FILTERED_MARK,
     INTERRUPTED_MARK,
     UNANSWERED_MARK,
     agent_header,
@@ -16,6 +17,7 @@ from backends.gradio.looks import (
     confirmation_markdown,
 )
 from backends.gradio.markdown import MediaLink, escape_html, images_markdown
+from gui_agent.agents.model_call import FILTERED
 from gui_agent.turn_end import UNANSWERED
 from gui_agent.wording import role_title
 from schema import AgentName, Message, MessageStatus, MessageType, Role
@@ -53,6 +55,8 @@ def message_text(
         text = text.rstrip("\n") + "\n\n" + error_mark(message, errors_shown)
     if message.role is Role.ASSISTANT and message.metadata.get("cut_off") is True:
         text = text.rstrip("\n") + "\n\n" + CUT_OFF_MARK
+    if message.role is Role.ASSISTANT and message.metadata.get(FILTERED) is True:
+        text = text.rstrip("\n") + "\n\n" + FILTERED_MARK
     return text.rstrip("\n")
 
 

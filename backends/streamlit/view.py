@@ -36,6 +36,7 @@ from schema import (
 )
 
 __all__ = [
+    "FILTERED_NOTE",
     "UNANSWERED_NOTE",
     "CallView",
     "Entry",
@@ -48,6 +49,12 @@ __all__ = [
     "safe_markdown",
     "usage_line",
 ]
+
+FILTERED_NOTE = (
+    "Stopped by the provider's content filter (or the model declined): what it wrote before "
+    "is kept. Rephrase the request, or pick another model."
+)
+"""Under a reply stopped by the content filter, or refused (metadata `filtered`)."""
 
 UNANSWERED_NOTE = (
     "Not answered: the turn it waited for was stopped before the agent read it. "
@@ -193,6 +200,8 @@ def _notes(message: Message) -> list[str]:
         notes.append("This reply ended with an error.")
     if message.metadata.get("cut_off"):
         notes.append('Cut off at the output limit (Max tokens): say "continue" for the rest.')
+    if message.metadata.get("filtered") and message.role is Role.ASSISTANT:
+        notes.append(FILTERED_NOTE)
     if message.metadata.get("truncated") and message.role is Role.ASSISTANT:
         notes.append("Stopped at the most steps one turn may take.")
     if message.metadata.get(UNANSWERED) is True:

@@ -58,11 +58,19 @@ __all__ = [
 ]
 
 
+FILTERED = "filtered"
+"""Metadata key (True) of a reply the provider's content filter stopped, or the model
+refused (finish reason `content_filter`): front ends say so beside it, as the reply may be
+cut short or empty with no other word why."""
+
+
 def reply_metadata(final: ModelResponse, deps: AgentDeps) -> dict[str, object]:
     """What a reply message records about its model call."""
     metadata: dict[str, object] = {"model": final.model or deps.provider.name}
     if final.finish_reason == "length":  # the model hit its output limit mid-reply
         metadata["cut_off"] = True
+    elif final.finish_reason == "content_filter":  # (an Anthropic refusal maps to it too)
+        metadata[FILTERED] = True
     if final.provider_data:
         metadata["provider_data"] = final.provider_data
     return metadata

@@ -32,6 +32,12 @@ export const UNANSWERED_NOTE =
   "Not answered: the turn it waited for was stopped before the agent read it. " +
   "Send it again to have it answered.";
 
+/** Under a reply the provider's content filter stopped, or the model refused (metadata
+ * `filtered`): it may be cut short or empty, with no other word why. */
+export const FILTERED_NOTE =
+  "Stopped by the provider's content filter (or the model declined): what it wrote before " +
+  "is kept. Rephrase the request, or pick another model.";
+
 function notesOf(message) {
   const notes = [];
   if (message.status === "interrupted") notes.push("Interrupted: the turn was stopped here.");
@@ -39,6 +45,7 @@ function notesOf(message) {
   if (message.metadata?.cut_off) {
     notes.push('Cut off at the output limit (Max tokens): say "continue" for the rest.');
   }
+  if (message.metadata?.filtered === true) notes.push(FILTERED_NOTE);
   if (message.metadata?.unanswered === true) notes.push(UNANSWERED_NOTE);
   return notes;
 }

@@ -198,3 +198,32 @@ def test_a_workers_steps_are_shown_whole_and_agents_messages_labelled() -> None:
     assert [(c["name"], c["result"]) for c in entries[1]["calls"]] == [("delegate", "5")]
     assert [(c["name"], c["result"]) for c in entries[3]["calls"]] == [("add", "5")]
     assert all(not e["notes"] for e in entries)
+
+
+def test_a_filtered_reply_and_an_unanswered_message_say_so() -> None:
+    asked = message("u1", "user", "tell me")
+    filtered = message("a1", "assistant", "I was say", metadata={"filtered": True})
+    left = message("u2", "user", "and this", metadata={"unanswered": True})
+    plain = message("a2", "assistant", "fine")
+    detail = {
+        "session": {"id": "s", "title": "t"},
+        "messages": [asked, filtered, left, plain],
+        "streaming": [],
+        "pending_approvals": [],
+        "state": "STOP",
+        "busy": False,
+        "events": [],
+    }
+    notes = [e["notes"] for e in run(detail)["entries"]]
+    assert notes == [
+        [],
+        [
+            "Stopped by the provider's content filter (or the model declined): what it "
+            "wrote before is kept. Rephrase the request, or pick another model."
+        ],
+        [
+            "Not answered: the turn it waited for was stopped before the agent read it. "
+            "Send it again to have it answered."
+        ],
+        [],
+    ]
