@@ -232,6 +232,7 @@ class Interpreter(HistoryEdits):
             self._end_autochat(AutoChatStopReason.STOPPED, reason)
         task = self._task
         if task is None or task.done():
+            await self._unanswered_saved()  # (a stopped task's filing may still be saving)
             return False
         # A Stop while another one ends the run only waits for it: a second cancel would cut
         # short what the run does as it ends (a tool ending the code it started, the
