@@ -6,7 +6,8 @@ reading one back as far as its envelope.
 
 `parse_export` checks what holds for the document as a whole: its size, that it is JSON, its
 format and version, its top-level fields and how deeply it nests; text that cannot be
-encoded as UTF-8 is repaired to U+FFFD there. What it holds is checked by
+encoded as UTF-8 is repaired to U+FFFD there, and the title made plain as every title is
+(`schema.requests.plain_title`). What it holds is checked by
 `gui_agent.import_checks`. The whole story is told in `gui_agent.export`.
 """
 
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from gui_agent.exceptions import InvalidRequest
 from schema import PROTOCOL_VERSION, Event, Message, SessionRecord, valid_text
+from schema.requests import plain_title
 
 __all__ = [
     "FORMAT",
@@ -31,6 +33,7 @@ __all__ = [
     "MAX_IMPORT_MESSAGES",
     "VERSION",
     "ExportDocument",
+    "NotJson",
     "check_depth",
     "export_session",
     "parse_export",
@@ -57,6 +60,11 @@ _TOP_LEVEL_KEYS = frozenset(
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 """A JSON escape of a UTF-16 surrogate: only where one is can parsed text hold a lone one."""
 _SURROGATE_ESCAPE_BYTES = re.compile(_SURROGATE_ESCAPE.pattern.encode("ascii"))
+
+
+class NotJson(InvalidRequest):
+    """An import that is no JSON object at all: empty, broken, or another kind of value.
+    (The API answers it as it answers any body that is not JSON: `invalid_json`.)"""
 
 
 class ExportDocument(BaseModel):
@@ -123,12 +131,14 @@ def parse_export(data: bytes | str, *, max_bytes: int = MAX_IMPORT_BYTES) -> dic
         raise InvalidRequest(too_large_to_import(size, max_bytes))
     if isinstance(data, str):
         data = valid_text(data)  # escapes of lone surrogates are repaired once parsed
+    if not data.strip():
+        raise NotJson("the import is not valid JSON: it is empty")
     try:
         doc = json.loads(data)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError
-        raise InvalidRequest(f"the import is not valid JSON: {exc}") from None
+        raise NotJson(f"the import is not valid JSON: {exc}") from None
     if not isinstance(doc, dict):
-        raise InvalidRequest("the import is not a JSON object")
+        raise NotJson("the import is not a JSON object")
     if doc.get("format") != FORMAT:
         raise InvalidRequest(f"not a GuiAgent session export (format must be {FORMAT!r})")
     version = doc.get("version")
@@ -142,10 +152,11 @@ def parse_export(data: bytes | str, *, max_bytes: int = MAX_IMPORT_BYTES) -> dic
         escaped = _SURROGATE_ESCAPE.search(data) is not None
     else:
         escaped = _SURROGATE_ESCAPE_BYTES.search(data) is not None
-    if escaped:
-        repaired: dict[str, Any] = _valid_texts(doc)
-        return repaired
-    return doc
+    read: dict[str, Any] = _valid_texts(doc) if escaped else doc
+    session = read.get("session")
+    if isinstance(session, dict) and isinstance(session.get("title"), str):
+        session["title"] = plain_title(session["title"])  # as every title is kept
+    return read
 
 
 def check_depth(doc: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from gui_agent.exceptions import Conflict, InvalidRequest
+from gui_agent.session import written_by_person
 from gui_agent.turn import TurnRunner
 from schema import ImagePart, InterpreterState, Message, SessionUpdated
 
@@ -102,6 +103,18 @@ class HistoryEdits(TurnRunner):
         if index is None:
             raise InvalidRequest(f"there is no message of yours to {action}")
         if message_id is not None and self.session.history[index].id != message_id:
+            meant = next((m for m in self.session.history if m.id == message_id), None)
+            if meant is None:  # never in this chat, or cut from it by an edit or a clear
+                raise InvalidRequest(
+                    f"no such message in this chat to {action}: message_id names none of its "
+                    "messages (if it was edited or cleared elsewhere, load the chat again). "
+                    "Nothing was changed"
+                )
+            if not written_by_person(meant):
+                raise InvalidRequest(
+                    f"message_id names a message that is not yours; only your last message "
+                    f"can be {'retried' if action == 'retry' else 'edited'}. Nothing was changed"
+                )
             raise Conflict(
                 f"your last message is no longer the one you meant to {action}: another was "
                 "sent since (in another tab or window). Nothing was changed"

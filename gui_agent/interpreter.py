@@ -72,7 +72,7 @@ from schema import (
     valid_text,
 )
 from schema.builders import builder
-from schema.requests import MAX_TITLE_CHARS
+from schema.requests import MAX_TITLE_CHARS, plain_title
 
 __all__ = ["MAX_QUEUED", "PARTIAL_SAVE_INTERVAL_S", "Interpreter"]
 
@@ -294,7 +294,7 @@ class Interpreter(HistoryEdits):
             self.session.settings = settings
             fields["settings"] = settings.model_dump(mode="json")
         if title is not None:
-            self.session.title = title.strip()[:MAX_TITLE_CHARS]
+            self.session.title = plain_title(title)[:MAX_TITLE_CHARS]  # (one line, shown)
             fields["title"] = self.session.title
         start_auto = False
         delay_before = self.session.autochat.delay_s

@@ -42,7 +42,7 @@ from schema import (
     SessionRecord,
     SessionSettings,
 )
-from schema.requests import MAX_TITLE_CHARS
+from schema.requests import MAX_TITLE_CHARS, plain_title
 
 __all__ = [
     "INTERRUPTED_NOTE",
@@ -134,7 +134,7 @@ class SessionManager:
         if agent is not None:
             session.agent = agent
         if title is not None:
-            session.title = title.strip()[:MAX_TITLE_CHARS]  # as Interpreter.update keeps it
+            session.title = plain_title(title)[:MAX_TITLE_CHARS]  # as Interpreter.update does
         await self.store.create_session(session.to_record(InterpreterState.INIT))
         interpreter = self._attach(session, InterpreterState.INIT)
         if owner in self._removed:  # revoked while the record was being written

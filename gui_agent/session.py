@@ -25,6 +25,7 @@ from schema import (
     new_id,
 )
 from schema.messages import utcnow
+from schema.requests import plain_title
 
 TITLE_CHARS = 60
 
@@ -104,7 +105,7 @@ class Session:
         return cls(
             id=record.id,
             owner=record.owner,
-            title=record.title,
+            title=plain_title(record.title),  # (one saved before titles were kept plain)
             agent=record.agent,
             settings=record.settings,
             autochat=record.autochat,
@@ -134,8 +135,8 @@ def written_by_person(message: Message) -> bool:
 
 
 def title_from(text: str) -> str:
-    """A one-line title from the start of a message."""
-    line = " ".join(text.split())
+    """A one-line title from the start of a message (`plain_title`, then shortened)."""
+    line = plain_title(text)
     return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1].rstrip() + "…"
 
 

@@ -71,9 +71,14 @@ class ToolCall(BaseModel):
 
 
 class ImagePart(BaseModel):
-    """An image attached to a message: base64 data with its media type, or a URL."""
+    """An image attached to a message: base64 data with its media type, or a URL.
 
-    model_config = ConfigDict(frozen=True)
+    A field it does not define is refused, not dropped: a client's `detail` or `alt` would
+    otherwise vanish without a word. Nothing stored can hold one: every image saved was
+    written by this model, which has had these three fields only (imports refuse unknown
+    fields too, see `gui_agent.import_checks`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     media_type: str = "image/png"
     data: str | None = None

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from schema.enums import AgentName, ApprovalDecision, PermissionMode
 from schema.messages import ImagePart
@@ -13,6 +14,16 @@ MAX_MESSAGE_CHARS = 200_000
 """The longest user message accepted, in characters (about 50k tokens)."""
 MAX_TITLE_CHARS = 200
 """The longest session title accepted."""
+_UNSHOWN_IN_TITLES = re.compile(
+    "[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f"  # control characters but the spacing ones
+    "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"  # bidirectional marks and controls
+)
+"""What a title drops: control characters that are not spacing (those become spaces), and
+the marks, embeddings, overrides and isolates that change the direction text reads in."""
+MAX_TOKEN_COUNT = 2**31 - 1
+"""The most tokens a setting may name (`max_tokens`, the memory's and AutoChat's budgets):
+past any model's window and any run's spending, and a number every vendor's API and
+JavaScript read exactly (a larger one was sent to the model as typed)."""
 MAX_IMAGES = 8
 """Images one message can carry."""
 MAX_IMAGE_BYTES = 5 * 2**20
@@ -32,6 +43,15 @@ DEFAULT_CONTINUATION_PROMPT = (
     "Continue working toward the goal. When the goal is fully achieved, call the "
     "task_complete tool with a short summary."
 )
+
+
+def plain_title(text: str) -> str:
+    """`text` as a chat's title holds it: one line, each run of line breaks, tabs and
+    spaces made one space, the ends trimmed, and control characters and bidirectional
+    controls dropped. A title is shown in lists next to other chats' titles: a newline
+    would break the row, and a right-to-left override would make it (and what follows it)
+    read backwards. Normalised rather than refused: what a person pasted is kept readable."""
+    return " ".join(_UNSHOWN_IN_TITLES.sub("", text).split())
 
 
 def sniff_image_type(data: bytes) -> str | None:
@@ -57,6 +77,15 @@ def image_bytes_problem(media_type: str, data: bytes) -> str | None:
     return None
 
 
+def _saved_count(value: object, info: ValidationInfo) -> object:
+    """A token count past `MAX_TOKEN_COUNT` read back from JSON text (a chat's settings as
+    the store keeps them, saved before that bound existed) is read as the bound, so the
+    chat still opens and lists; given as a value (a request's body, a form) it is refused."""
+    if info.mode == "json" and isinstance(value, int) and value > MAX_TOKEN_COUNT:
+        return MAX_TOKEN_COUNT
+    return value
+
+
 class AutoChatSettings(BaseModel):
     """When on, the interpreter starts the next turn by itself after each turn ends."""
 
@@ -64,12 +93,14 @@ class AutoChatSettings(BaseModel):
 
     enabled: bool = False
     max_turns: int = Field(default=5, ge=1, le=1000)
-    delay_s: float = Field(default=0.0, ge=0.0, le=3600.0)
-    token_budget: int | None = Field(default=None, ge=1)
-    time_budget_s: float | None = Field(default=None, gt=0.0)
+    delay_s: float = Field(default=0.0, ge=0.0, le=3600.0, allow_inf_nan=False)
+    token_budget: int | None = Field(default=None, ge=1, le=MAX_TOKEN_COUNT)
+    time_budget_s: float | None = Field(default=None, gt=0.0, allow_inf_nan=False)
     continuation_prompt: str = Field(
         default=DEFAULT_CONTINUATION_PROMPT, max_length=MAX_MESSAGE_CHARS
     )
+
+    _saved_budget = field_validator("token_budget", mode="before")(_saved_count)
 
 
 class SessionSettings(BaseModel):
@@ -79,13 +110,17 @@ class SessionSettings(BaseModel):
 
     model: str | None = None
     system_prompt: str = "You are a helpful assistant. Use tools when they help."
-    temperature: float | None = Field(default=None, ge=0.0, le=2.0)
-    max_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0.0, le=2.0, allow_inf_nan=False)
+    max_tokens: int | None = Field(default=None, ge=1, le=MAX_TOKEN_COUNT)
     max_iterations: int = Field(default=10, ge=1, le=200)
     memory_exchanges: int = Field(default=10, ge=1, le=100)
-    memory_token_budget: int | None = Field(default=None, ge=1)
-    approval_timeout_s: float | None = Field(default=300.0, gt=0.0)
+    memory_token_budget: int | None = Field(default=None, ge=1, le=MAX_TOKEN_COUNT)
+    approval_timeout_s: float | None = Field(default=300.0, gt=0.0, allow_inf_nan=False)
     permissions: dict[str, PermissionMode] = Field(default_factory=dict)
+
+    _saved_counts = field_validator("max_tokens", "memory_token_budget", mode="before")(
+        _saved_count
+    )
 
 
 class ChatRequest(BaseModel):

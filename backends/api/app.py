@@ -10,10 +10,11 @@ for a browser's EventSource), and every session lookup is scoped to the token's 
 someone else's session is 404, like an unknown one. Bodies with fields an endpoint does
 not define are refused (400), never silently trimmed. Each success body is a model from
 `responses`, named in the OpenAPI document. Errors read `{"error": {"code": ...,
-"message": ...}}` (see `errors`); a method an endpoint does not take is 405 with `Allow`,
-an unknown path under /api 404; a well-formed request that clashes with what the session
-is doing (a retry, edit or clear while a turn runs, a second answer to an approval) is 409
-(see `conflicts`).
+"message": ...}}` (see `errors`); a method an endpoint does not take is 405 with `Allow`
+(a fixed path is never taken for an id: `GET /api/sessions/import` names POST, it looks up
+no session "import"), an unknown path under /api 404; a well-formed request that clashes
+with what the session is doing (a retry, edit or clear while a turn runs, a second answer
+to an approval) is 409 (see `conflicts`).
 
     POST   /api/login                                  -> {token, expires_at, user}
                                                           (and the login cookie, see `auth`)
@@ -72,16 +73,17 @@ OpenAPI document lists them, and answers everything else under /api.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 
 from fastapi import FastAPI, Request, Response
 from fastapi.routing import APIRoute
-from starlette.routing import Match
+from starlette.routing import BaseRoute, Match, Route
+from starlette.types import Scope
 
 from backends.api.auth import Authenticator, LoginThrottles
 from backends.api.bodies import MAX_MESSAGE_BODY_BYTES
 from backends.api.context import MAX_SESSION_ID_CHARS, ApiContext
-from backends.api.errors import ApiError, install_error_handlers, not_found
+from backends.api.errors import ApiError, install_error_handlers, not_found, shortened
 from backends.api.openapi import RequestBodies
 from backends.api.routes_access import PUBLIC_PATHS, add_access_routes
 from backends.api.routes_events import EVENTS_PATH, add_event_routes
@@ -205,26 +207,67 @@ def create_api(
 
 
 def _answer_the_rest(app: FastAPI) -> None:
+    """Answer what no endpoint takes: a fixed path's other methods (routed here before a
+    pattern's route could take its fixed segment for an id: `GET /api/sessions/import` is
+    405, never a lookup of session "import"), then anything else under /api."""
+
     async def unknown(request: Request) -> Response:
         """Anything else under /api, whatever the method: 405 naming the methods the path
         takes, or 404; in the API's error shape either way (never the page's)."""
-        allowed = sorted(
-            {
-                method
-                for route in app.routes
-                if isinstance(route, APIRoute) and route.matches(request.scope)[0] is Match.PARTIAL
-                for method in route.methods or ()
-            }
-        )
+        path = shortened(request.url.path)
+        allowed = _methods_of(app.routes, request.scope)
         if allowed:
             raise ApiError(
                 405,
                 "method_not_allowed",
-                f"{request.method} is not allowed on {request.url.path}; it takes "
-                f"{', '.join(allowed)}",
+                f"{request.method} is not allowed on {path}; it takes {', '.join(allowed)}",
                 headers={"Allow": ", ".join(allowed)},
             )
-        raise not_found(f"no endpoint {request.url.path}")
+        raise not_found(f"no endpoint {path}")
 
+    for path, methods in _shadowed_paths(app.routes).items():
+        others = [method for method in HTTP_METHODS if method not in methods]
+        app.router.routes.insert(0, Route(path, unknown, methods=others, include_in_schema=False))
     for path in ("/api", "/api/{rest:path}"):
         app.add_route(path, unknown, methods=list(HTTP_METHODS), include_in_schema=False)
+
+
+def _methods_of(routes: Sequence[BaseRoute], scope: Scope) -> list[str]:
+    """The methods the endpoints at the request's path take. Where a fixed path and a
+    pattern both match it (/api/sessions/changes and /api/sessions/{session_id}), the one
+    with the fixed segment first wins: it is the endpoint that path names."""
+    matching = [
+        route
+        for route in routes
+        if isinstance(route, APIRoute) and route.matches(scope)[0] is not Match.NONE
+    ]
+    if not matching:
+        return []
+    best = min(_specificity(route.path) for route in matching)
+    return sorted(
+        {
+            method
+            for route in matching
+            if _specificity(route.path) == best
+            for method in route.methods or ()
+        }
+    )
+
+
+def _specificity(path: str) -> tuple[bool, ...]:
+    """A route path's segments, each True for a pattern and False for a fixed one: the
+    smaller, the more specific."""
+    return tuple(segment.startswith("{") for segment in path.split("/"))
+
+
+def _shadowed_paths(routes: Sequence[BaseRoute]) -> dict[str, set[str]]:
+    """The fixed endpoint paths a pattern's route would match too, with the methods their
+    own endpoints take."""
+    endpoints = [route for route in routes if isinstance(route, APIRoute)]
+    shadowed: dict[str, set[str]] = {}
+    for route in endpoints:
+        if "{" in route.path:
+            continue
+        if any("{" in other.path and other.path_regex.match(route.path) for other in endpoints):
+            shadowed.setdefault(route.path, set()).update(route.methods or ())
+    return shadowed

@@ -64,6 +64,11 @@ LOCAL_USER = "local"
 """The identity everyone shares when no login is configured (as on the Gradio page)."""
 
 MAX_LOGIN_BYTES = 16_384
+NEEDS_PASSWORD = (
+    'this server signs in with a user name and password: send {"username": ..., "password": ...}'
+)
+"""A login sent without them (no body, or `{}`) to a server with a users file: 400 (a
+request that cannot succeed as sent; 401 stays "wrong user name or password")."""
 
 # The login's token is also set as a cookie, TOKEN_COOKIE (HttpOnly, SameSite=Strict,
 # Path=/api), for a browser's EventSource, which cannot send an Authorization header. Only
@@ -170,7 +175,10 @@ class Authenticator:
         user = self._proxy_user(request)
         fingerprint: str | None = None
         if user is None and self.users is not None:
-            body = validate(LoginBody, await read_object(request, MAX_LOGIN_BYTES))
+            sent = await read_object(request, MAX_LOGIN_BYTES, optional=True)
+            if not sent:  # no body, or `{}`: a client that did not know this server's mode
+                raise ApiError(400, "invalid_request", NEEDS_PASSWORD)
+            body = validate(LoginBody, sent)
             address = request.client.host if request.client else "unknown"
             by_user, by_address = self.throttles.by_user, self.throttles.by_address
             wait = max(by_user.retry_after(body.username), by_address.retry_after(address))

@@ -6,6 +6,11 @@ contract is 400, one that clashes with what the session is doing now (a turn run
 approval already answered; see `conflicts`) is 409, a refused token is 401 with
 `WWW-Authenticate: Bearer`. Anything else raised while serving /api (a bug) is 500
 `internal_error`, in the same shape, with the details in the server log only.
+
+An error repeats at most `MAX_ECHO_CHARS` of anything taken from the request's path (a tool
+name, an approval id, the path itself): longer, it is shortened with an ellipsis, in the
+handlers here, whichever route or core error the message came from. A caller who sends a
+20,000-character path segment gets an error of ordinary size, not their input back.
 """
 
 from __future__ import annotations
@@ -43,6 +48,8 @@ _STATUS_CODES = {
     415: "unsupported_media_type",
     429: "too_many_attempts",
 }
+MAX_ECHO_CHARS = 200
+"""The most of one value from the request an error message repeats (see `shortened`)."""
 
 
 class ApiError(Exception):
@@ -61,6 +68,21 @@ class ApiError(Exception):
         self.code = code
         self.message = message
         self.headers = dict(headers or {})
+
+
+def shortened(text: str, limit: int = MAX_ECHO_CHARS) -> str:
+    """`text` as an error repeats it: cut to `limit` characters, the last an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _capped(message: str, request: Request) -> str:
+    """`message` with each long path parameter it repeats shortened (`shortened`), however
+    it was quoted: as is or as its repr (the `{name!r}` of most messages)."""
+    for value in request.path_params.values():
+        if isinstance(value, str) and len(value) > MAX_ECHO_CHARS:
+            short = shortened(value)
+            message = message.replace(repr(value), repr(short)).replace(value, short)
+    return message
 
 
 def unauthorized(message: str, *, invalid_token: bool = False) -> ApiError:
@@ -119,27 +141,28 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def api_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, ApiError)
-        return error_response(exc.status, exc.code, exc.message, exc.headers)
+        return error_response(exc.status, exc.code, _capped(exc.message, request), exc.headers)
 
     async def http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
         code = _STATUS_CODES.get(exc.status_code, "error")
         message = exc.detail if isinstance(exc.detail, str) else code.replace("_", " ")
-        return error_response(exc.status_code, code, message, exc.headers)
+        return error_response(exc.status_code, code, _capped(message, request), exc.headers)
 
     async def validation_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
-        return error_response(400, "invalid_request", describe_validation(exc))
+        return error_response(400, "invalid_request", _capped(describe_validation(exc), request))
 
     async def core_error(request: Request, exc: Exception) -> JSONResponse:
+        message = _capped(str(exc), request)
         if isinstance(exc, SessionNotFound):
             return error_response(404, "not_found", "no such session")
         if isinstance(exc, AuthError):
-            return error_response(401, "unauthorized", str(exc), {"WWW-Authenticate": "Bearer"})
+            return error_response(401, "unauthorized", message, {"WWW-Authenticate": "Bearer"})
         if isinstance(exc, IllegalTransition | Conflict):
-            return error_response(409, "conflict", str(exc))
+            return error_response(409, "conflict", message)
         if isinstance(exc, InvalidRequest | UserError):
-            return error_response(400, "invalid_request", str(exc))
+            return error_response(400, "invalid_request", message)
         logger.error("store error while serving %s: %s", loggable(request.url.path), loggable(exc))
         return error_response(
             503, "store_unavailable", "the session store failed; the server log says why"

@@ -13,7 +13,7 @@ from fastapi import FastAPI, Request, Response
 from backends.api.context import ApiContext
 from backends.api.openapi import JSON, errors
 from backends.api.responses import ReplayAnswer, success
-from backends.api.routes_sessions import read_import_body
+from backends.api.routes_sessions import export_json_problems, read_import_body
 from gui_agent.export import ExportDocument, read_replay
 
 __all__ = ["REPLAY_PATH", "add_replay_route"]
@@ -35,7 +35,9 @@ def add_replay_route(app: FastAPI, api: ApiContext) -> None:
         limit = api.max_import_bytes
         raw = await read_import_body(request, limit)
         # Read and encoded off the event loop: an export can be tens of megabytes.
-        return Response(await asyncio.to_thread(replayed, raw, limit), media_type=JSON)
+        with export_json_problems():
+            answer = await asyncio.to_thread(replayed, raw, limit)
+        return Response(answer, media_type=JSON)
 
 
 def replayed(raw: bytes, limit: int) -> str:

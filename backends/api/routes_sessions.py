@@ -12,14 +12,17 @@ imported, read (with what the memory window holds of them), changed, deleted and
     GET    /api/sessions/{id}/export ?allow_unimportable=  -> the export, as an attachment
 
 PATCH and create merge `settings` (and PATCH `autochat`) field by field into what the
-session has (see `merged`); an import is untrusted (see `backends.api.app`).
+session has (see `merged`); `settings.permissions` may name only tools the chat has (see
+`check_permissions`); an import is untrusted (see `backends.api.app`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import difflib
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 from fastapi import FastAPI, Query, Request, Response
@@ -28,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from backends.api.bodies import read_body, read_object, validate
 from backends.api.changes import change_stream
 from backends.api.context import ApiContext
-from backends.api.errors import ApiError, describe_validation
+from backends.api.errors import ApiError, describe_validation, shortened
 from backends.api.openapi import errors
 from backends.api.responses import (
     ImportAnswer,
@@ -41,6 +44,7 @@ from backends.api.responses import (
 )
 from backends.api.sse import EventStreamResponse
 from gui_agent.export import ExportDocument, encode_export, read_import, too_large_to_import
+from gui_agent.export_format import NotJson
 from gui_agent.import_words import import_summary
 from gui_agent.log_text import loggable
 from schema import (
@@ -146,6 +150,8 @@ def add_session_routes(app: FastAPI, api: ApiContext) -> None:
         settings = None
         if body.settings is not None:
             settings = merged(SessionSettings(), body.settings, "settings")
+            # The tools the session will have: those the manager gives every new one.
+            check_permissions(settings, SessionSettings(), manager.tools_factory().names)
         sent_model = settings.model if settings and "model" in (body.settings or {}) else None
         check_model(body.model, sent_model, manager.models.names())
         if body.agent is not None and body.agent not in manager.architectures_factory():
@@ -169,7 +175,8 @@ def add_session_routes(app: FastAPI, api: ApiContext) -> None:
         owner = await auth.owner(request)
         limit = api.max_import_bytes
         raw = await read_import_body(request, limit)
-        imported = await asyncio.to_thread(read_import, raw, owner=owner, max_bytes=limit)
+        with export_json_problems():
+            imported = await asyncio.to_thread(read_import, raw, owner=owner, max_bytes=limit)
         record, messages = imported.record, imported.messages
         interpreter = await manager.import_session(record, messages)
         logger.info(
@@ -246,6 +253,7 @@ def add_session_routes(app: FastAPI, api: ApiContext) -> None:
         autochat: AutoChatSettings | None = None
         if body.settings is not None:
             settings = merged(session.settings, body.settings, "settings")
+            check_permissions(settings, session.settings, interpreter.deps.tools.names)
         if body.autochat is not None:
             autochat = merged(session.autochat, body.autochat, "autochat")
         sent_model = settings.model if settings and "model" in (body.settings or {}) else None
@@ -335,17 +343,56 @@ def merged(current: _S, changes: Mapping[str, Any], where: str) -> _S:
         raise ApiError(400, "invalid_request", f"{where}.{describe_validation(exc)}") from None
 
 
+def check_permissions(
+    settings: SessionSettings, current: SessionSettings, tools: Sequence[str]
+) -> None:
+    """ApiError 400 when `settings.permissions` names a tool the chat does not have (a typo
+    in a deny would leave the tool running), naming it, the closest tools and them all, as
+    `PUT .../tools/{tool}` and `gui_agent.quick` refuse it. A name the chat already had a
+    mode for (`current`) is kept: sending back the map as it was read never fails."""
+    unknown = [
+        name
+        for name in settings.permissions
+        if name not in tools and name not in current.permissions
+    ]
+    if not unknown:
+        return
+    name = unknown[0]
+    close = difflib.get_close_matches(name, tools, n=3)
+    hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else ""
+    raise ApiError(
+        400,
+        "invalid_request",
+        f"settings.permissions: this chat has no tool {shortened(name)!r}{hint}; its tools: "
+        f"{', '.join(tools) or 'none'}",
+    )
+
+
 async def read_import_body(request: Request, limit: int) -> bytes:
-    """An import's body, refused with 413 over `limit` in the words the page uses too."""
+    """An import's (or a replay's) body, refused with 413 over `limit` in the words the page
+    uses too, and as every endpoint refuses an empty body (`invalid_json`)."""
     declared = request.headers.get("content-length", "").strip()
     if declared.isdigit() and int(declared) > limit:
         raise ApiError(413, "too_large", too_large_to_import(int(declared), limit))
     try:
-        return await read_body(request, limit)
+        raw = await read_body(request, limit)
     except ApiError as exc:
         if exc.status != 413:
             raise
         raise ApiError(413, "too_large", too_large_to_import(None, limit)) from None
+    if not raw.strip():
+        raise ApiError(400, "invalid_json", "the request body is empty; send an export document")
+    return raw
+
+
+@contextlib.contextmanager
+def export_json_problems() -> Iterator[None]:
+    """An export that is no JSON object answered as every endpoint answers a body that is
+    not: 400 `invalid_json` (its message is the one the pages show for the file too)."""
+    try:
+        yield
+    except NotJson as exc:
+        raise ApiError(400, "invalid_json", str(exc)) from None
 
 
 def _attachment(session_id: str) -> str:

@@ -140,7 +140,9 @@ def _limit_error(exc: ValidationError, labels: Mapping[str, str] = LIMIT_LABELS)
     context = error.get("ctx") or {}
     for key, words in _RULES.items():
         bound = context.get(key)
-        if isinstance(bound, int | float):
+        if isinstance(bound, int):  # (a token count's bound reads 2,147,483,647, not 2.1e+09)
+            return f"{label} must be {words} {bound:,}"
+        if isinstance(bound, float):
             return f"{label} must be {words} {bound:g}"
     return f"{label}: {error['msg']}"
 

@@ -15,7 +15,7 @@ from backends.gradio.handlers import Handlers, owner_of, tab_of
 from backends.gradio.stream import Updates, no_change
 from backends.gradio.tabs import ticket_of
 from gui_agent.manager import SessionNotFound
-from schema.requests import MAX_TITLE_CHARS
+from schema.requests import MAX_TITLE_CHARS, plain_title
 
 __all__ = ["Sidebar"]
 
@@ -75,7 +75,7 @@ class Sidebar:
         except SessionNotFound:
             gr.Warning("This chat no longer exists.")
             return no_change()
-        saved = title.strip()[:MAX_TITLE_CHARS]  # as the session keeps it
+        saved = plain_title(title)[:MAX_TITLE_CHARS]  # as the session keeps it
         # The user's other tabs hear of it from the manager's feed (follow.py); this one
         # knows it saves this title, so neither the event nor the feed is news to it.
         self.handlers.news.saving(tab, session_id, {"title": saved})

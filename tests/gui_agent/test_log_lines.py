@@ -140,15 +140,15 @@ async def test_a_title_listener_that_fails_is_logged_on_one_line(
 ) -> None:
     base = create_interpreter(ScriptedModel(default="hi"), workdir=tmp_path)
 
-    def listener(interpreter: Interpreter) -> None:
-        raise LookupError(f"no list shows\n{interpreter.session.title}")
+    def listener(interpreter: Interpreter) -> None:  # (a title is one plain line: ESC is not)
+        raise LookupError(f"no list shows\n{interpreter.session.title} \x1b[2J")
 
     interpreter = Interpreter(
         base.session, base.deps, architectures=base.architectures, on_titled=listener
     )
-    _ = [e async for e in interpreter.chat("clear it \x1b[2J please")]  # the title keeps ESC
+    _ = [e async for e in interpreter.chat("clear it please")]
     line = one_line(caplog, "gui_agent.turn", "on_titled failed")
-    assert "LookupError: no list shows\\nclear it \\x1b[2J please" in line
+    assert "LookupError: no list shows\\nclear it please \\x1b[2J" in line
 
 
 async def test_a_worker_that_fails_is_logged_on_one_line_without_a_traceback(

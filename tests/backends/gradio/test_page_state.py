@@ -139,7 +139,7 @@ async def test_a_limit_out_of_range_is_named_as_the_page_labels_it() -> None:
         )
         assert kept == expected.model_copy(update={name: getattr(previous, name)})
     assert Form.read(page, {page.max_turns: 1001}).autochat_or(AutoChatSettings())[1] == (
-        "Max automatic turns must be at most 1000"
+        "Max automatic turns must be at most 1,000"
     )
 
 

@@ -45,6 +45,8 @@ async def test_typed_values_become_the_settings_and_empty_optional_ones_none() -
         ("max_tokens", "inf", "Max tokens must be a number"),
         ("max_tokens", "nan", "Max tokens must be a number"),
         ("max_tokens", "99.5", "Max tokens must be a whole number"),
+        ("max_tokens", "99999999999", "Max tokens must be at most 2,147,483,647"),
+        ("memory_token_budget", "3e9", "Memory token budget must be at most 2,147,483,647"),
         ("max_iterations", "", "Max steps per turn is empty: type a number"),
         ("max_iterations", "500", "Max steps per turn must be at most 200"),
         ("max_iterations", "201", "Max steps per turn must be at most 200"),
