@@ -31,7 +31,12 @@ import httpx2
 
 from connectors.log_text import loggable
 from connectors.resilience import CircuitBreaker, RetryPolicy, resilient_stream, wait_text
-from gui_agent.exceptions import ModelConnectionError, ModelResponseError, ModelTimeout
+from gui_agent.exceptions import (
+    ModelConnectionError,
+    ModelError,
+    ModelResponseError,
+    ModelTimeout,
+)
 from gui_agent.llm import generate_from_stream
 from schema import Message, ModelResponse, ModelSettings, ModelStreamPart, ToolSchema, Usage
 
@@ -87,9 +92,28 @@ def timeout_error(provider: str, timeout_s: float | None, setting: str = "") -> 
     )
 
 
-def connection_failed(provider: str, error: BaseException) -> ModelConnectionError:
-    """The error for a vendor SDK's failed connection, naming what failed below it."""
+UNUSABLE_URL_ERRORS: Final = (httpx2.UnsupportedProtocol, httpx2.InvalidURL)
+"""What the transport raises for a request URL no attempt can reach (no ``http://``, another
+scheme, no host, a bad port): a setting to fix, not a failing server."""
+
+
+def unusable_url(provider: str, error: BaseException) -> ModelError:
+    """The error for a request URL that can never work (`UNUSABLE_URL_ERRORS`): a plain
+    `ModelError`, so it is neither retried nor counted by the circuit breaker."""
+    return ModelError(
+        f"{provider}: the request cannot be sent, its URL cannot work "
+        f"({type(error).__name__}: {error}); check the base URL: it must start with http:// "
+        "or https:// and name a host",
+        provider=provider,
+    )
+
+
+def connection_failed(provider: str, error: BaseException) -> ModelError:
+    """The error for a vendor SDK's failed connection, naming what failed below it (a URL
+    that can never work is no failed connection: `unusable_url`)."""
     cause = error.__cause__
+    if isinstance(cause, UNUSABLE_URL_ERRORS):
+        return unusable_url(provider, cause)
     return ModelConnectionError(
         f"{provider}: the connection to the server failed"
         + (f" ({type(cause).__name__}: {cause})" if cause else ""),
@@ -118,6 +142,8 @@ def map_transport_errors(
         raise timeout_error(provider, timeout_s, timeout_setting) from error
     except httpx2.DecodingError as error:
         raise ModelResponseError(f"{provider}: undecodable response: {error}") from error
+    except UNUSABLE_URL_ERRORS as error:
+        raise unusable_url(provider, error) from error
     except httpx2.RequestError as error:
         raise ModelConnectionError(
             f"{provider}: the connection to the server failed ({type(error).__name__}: {error})",

@@ -4,9 +4,10 @@ A `ModelSpec` says what kind of model, which one, where its server is and where 
 came from. `parse_model` reads one from a ``KIND:MODEL`` string (a `--model` flag, the config
 file, ``GUI_AGENT_MODEL``), refusing, with the accepted forms, what cannot work; the
 environment (the process environment overlaid on a `.env` file, `read_environment`) names
-the vendor models its keys configure (`specs_from_environment`) and how long a model's
-server may stay silent (`timeout_from_environment`). Which of them a server offers, and
-which is the default, is `connectors.registry`'s business.
+the vendor models its keys configure (`specs_from_environment`), where their requests go
+(`base_url_from_environment`: refused, as for ``openai-compatible:``, when it cannot be a
+base URL) and how long a model's server may stay silent (`timeout_from_environment`). Which
+of them a server offers, and which is the default, is `connectors.registry`'s business.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Final, Literal, cast, get_args
@@ -30,6 +31,7 @@ __all__ = [
     "MODEL_FORMS",
     "ModelKind",
     "ModelSpec",
+    "base_url_from_environment",
     "parse_model",
     "read_environment",
     "specs_from_environment",
@@ -106,43 +108,59 @@ def parse_model(text: str, *, source: str) -> ModelSpec:
 
 
 _URL_SCHEMES: Final = ("http://", "https://")
-_ENDPOINT_SUFFIXES: Final = ("/chat/completions", "/completions")
-"""Paths the client adds to a base URL: a URL ending in one is an endpoint, not a base."""
+_ENDPOINT_SUFFIXES: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
+    {
+        "openai": ("/chat/completions", "/completions"),
+        "openai-compatible": ("/chat/completions", "/completions"),
+        "anthropic": ("/v1/messages",),
+    }
+)
+"""Paths each kind's client adds to a base URL: a URL ending in one is an endpoint, not a
+base (the Anthropic client adds ``/v1/messages``, so its base ends before ``/v1``)."""
 
 
 def _check_base_url(url: str, *, text: str, source: str) -> None:
     """ConfigError when `url` cannot be an OpenAI-compatible server's base URL."""
-    problem = _base_url_problem(url)
+    problem, _ = _base_url_problem(url, "openai-compatible")
     if problem:
         raise ConfigError(
-            f"model {text!r} (from {source}): the URL {url!r} cannot be a server's base URL: "
-            f"{problem} (e.g. openai-compatible:http://127.0.0.1:8080/v1#MODEL)"
+            f"model {text!r} (from {source}): the URL {_shown(url)!r} cannot be a server's "
+            f"base URL: {problem} (e.g. openai-compatible:http://127.0.0.1:8080/v1#MODEL)"
         )
 
 
-def _base_url_problem(url: str) -> str:
-    """Why `url` cannot be a base URL ("" when it can)."""
+def _shown(url: str) -> str:
+    """`url` as `shown_url` shows it, also without ``http://`` (``user:secret@host/v1``)."""
+    return shown_url(url) if "://" in url else shown_url(f"//{url}").removeprefix("//")
+
+
+def _base_url_problem(url: str, kind: str) -> tuple[str, str]:
+    """Why `url` cannot be the base URL of a `kind` model ("" when it can), and the URL to
+    give instead when there is one to say (also said in the why). A password in `url` is
+    shown as ``***`` in both."""
     if "://" in url and not url.lower().startswith(_URL_SCHEMES):
-        return "only http:// and https:// URLs are served"
+        return "only http:// and https:// URLs are served", ""
     if not url.lower().startswith(_URL_SCHEMES):  # localhost:11434/v1
-        return f"it does not start with http:// or https:// (e.g. http://{url})"
+        fixed = shown_url(f"http://{url}")
+        return f"it does not start with http:// or https:// (e.g. {fixed})", fixed
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError for a port out of range
     except ValueError as error:
-        return f"it is not a valid URL ({error})"
+        return f"it is not a valid URL ({error})", ""
     if not parts.hostname:
-        return "it names no host"
+        return "it names no host", ""
     if any(c.isspace() for c in url):
-        return "it contains a space"
-    if parts.path.lower().endswith(_ENDPOINT_SUFFIXES):
-        suffix = next(s for s in _ENDPOINT_SUFFIXES if parts.path.lower().endswith(s))
-        base = url[: len(url) - len(suffix)]
+        return "it contains a space", ""
+    path = parts.path.lower()
+    suffix = next((s for s in _ENDPOINT_SUFFIXES.get(kind, ()) if path.endswith(s)), "")
+    if suffix:
+        fixed = shown_url(url[: len(url) - len(suffix)])
         return (
             f"it ends in the endpoint {suffix}, which the client adds itself; "
-            f"give the base URL {base}"
-        )
-    return ""
+            f"give the base URL {fixed}"
+        ), fixed
+    return "", ""
 
 
 def read_environment(
@@ -167,24 +185,65 @@ vendor SDKs do not read): for an `openai:` or `anthropic:` model named explicitl
 for the one its key alone configures."""
 
 
-def specs_from_environment(variables: Mapping[str, str], from_file: set[str]) -> list[ModelSpec]:
+_BASE_URL_EXAMPLES: Final[Mapping[str, str]] = MappingProxyType(
+    {"openai": "http://127.0.0.1:8080/v1", "anthropic": "https://gateway.example.com"}
+)
+"""What a base URL looks like, for an error that has no better one to suggest."""
+
+
+def base_url_from_environment(
+    kind: str, variables: Mapping[str, str], from_file: set[str]
+) -> str | None:
+    """Where the environment sends a `kind` model's requests: its `BASE_URL_VARIABLES`
+    value, trimmed of spaces (a quoted value in a `.env` file keeps them) and of a final
+    ``/``; None when unset, empty, or `kind` has no such variable. ConfigError naming the
+    variable, where it was set and what to write when it cannot be a base URL: refused, as
+    `parse_model` refuses ``openai-compatible:`` URLs, since every request would fail."""
+    variable = BASE_URL_VARIABLES.get(kind)
+    if variable is None:
+        return None
+    url = variables.get(variable, "").strip().rstrip("/")
+    if not url:
+        return None
+    problem, fixed = _base_url_problem(url, kind)  # the why says `fixed` when there is one
+    if problem:
+        where = "the .env file" if variable in from_file else "the environment"
+        instead = "" if fixed else f" (write it as {variable}={_BASE_URL_EXAMPLES[kind]})"
+        raise ConfigError(
+            f"{variable} (in {where}) is {_shown(url)!r}, which cannot be a server's base "
+            f"URL: {problem}{instead}"
+        )
+    return url
+
+
+def specs_from_environment(
+    variables: Mapping[str, str], from_file: set[str]
+) -> tuple[list[ModelSpec], list[str]]:
     """The vendor models the keys in `variables` configure: OpenAI's, then Anthropic's,
     each with its model and base URL variables, and its source naming where its key was
-    (`from_file`: the names that came from the `.env` file)."""
+    (`from_file`: the names that came from the `.env` file); and why each model left out
+    was left out: one whose base URL variable cannot be a base URL
+    (`base_url_from_environment`) is not offered, while the rest still are."""
 
     def where(var: str) -> str:
         return f"{var} in .env file" if var in from_file else f"{var} in environment"
 
-    specs = []
-    if variables.get("OPENAI_API_KEY"):
-        model = variables.get("OPENAI_MODEL") or DEFAULT_OPENAI_MODEL
-        base_url = variables.get("OPENAI_BASE_URL") or None
-        specs.append(ModelSpec("openai", model, base_url, where("OPENAI_API_KEY")))
-    if variables.get("ANTHROPIC_API_KEY"):
-        model = variables.get("ANTHROPIC_MODEL") or DEFAULT_ANTHROPIC_MODEL
-        base_url = variables.get("ANTHROPIC_BASE_URL") or None
-        specs.append(ModelSpec("anthropic", model, base_url, where("ANTHROPIC_API_KEY")))
-    return specs
+    specs, left_out = [], []
+    for kind, key, model_variable, default in (
+        ("openai", "OPENAI_API_KEY", "OPENAI_MODEL", DEFAULT_OPENAI_MODEL),
+        ("anthropic", "ANTHROPIC_API_KEY", "ANTHROPIC_MODEL", DEFAULT_ANTHROPIC_MODEL),
+    ):
+        if not variables.get(key):
+            continue
+        model = variables.get(model_variable) or default
+        spec = ModelSpec(cast(ModelKind, kind), model, None, where(key))
+        try:
+            base_url = base_url_from_environment(kind, variables, from_file)
+        except ConfigError as error:
+            left_out.append(f"{spec.name} (from {spec.source}) is not offered: {error}")
+            continue
+        specs.append(replace(spec, base_url=base_url))
+    return specs, left_out
 
 
 def timeout_from_environment(variables: Mapping[str, str], from_file: set[str]) -> float | None:

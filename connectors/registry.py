@@ -4,7 +4,9 @@ Precedence (every source found is registered; the first is the default):
 
 1. models named explicitly (`--model` flags or the config file), in the order given;
 2. `OPENAI_API_KEY` (with `OPENAI_BASE_URL`, model from `OPENAI_MODEL` or gpt-4o-mini);
-3. `ANTHROPIC_API_KEY` (model from `ANTHROPIC_MODEL` or `DEFAULT_ANTHROPIC_MODEL`);
+3. `ANTHROPIC_API_KEY` (with `ANTHROPIC_BASE_URL`, model from `ANTHROPIC_MODEL` or
+   `DEFAULT_ANTHROPIC_MODEL`); a base URL variable that cannot be a base URL leaves its
+   model out, saying why (`ModelRegistry.left_out`), and refuses an explicit one;
 4. a local OpenAI-compatible server answering on its usual loopback port (Ollama,
    LM Studio, llama.cpp server, vLLM), probed concurrently with a short timeout (one
    still loading its model, which cannot list it yet, is offered as `LOADING_MODEL_NAME`);
@@ -55,6 +57,7 @@ from connectors.model_config import (
     MODEL_FORMS,
     ModelKind,
     ModelSpec,
+    base_url_from_environment,
     parse_model,
     read_environment,
     specs_from_environment,
@@ -135,6 +138,8 @@ class ModelRegistry:
         self._default: str | None = None
         self._timeout_s = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
         self._timeout_setting = timeout_setting
+        self.left_out: tuple[str, ...] = ()
+        """Why models the environment configures are not offered (`resolve_models`)."""
 
     def __repr__(self) -> str:
         return f"ModelRegistry(default={self._default!r}, names={self.names()!r})"
@@ -287,12 +292,16 @@ async def resolve_models(
 ) -> ModelRegistry:
     """Find every usable model (see the module docstring for the order) and register them.
 
-    An explicit model that cannot work (bad form, missing key) raises ConfigError: the
-    person asked for it. `embedded=False` leaves the offline model out (tests, servers
-    that should not load it). `model_timeout_s`, when given, wins over
-    `MODEL_TIMEOUT_ENV`; a value of that variable that is no positive number of seconds
-    raises ConfigError naming it. `announce=False` logs no line per model (`gui-agent models`
-    prints them itself: its log said each a second time).
+    An explicit model that cannot work (bad form, missing key, a base URL variable that
+    cannot be a base URL) raises ConfigError: the person asked for it. A model a key
+    configures whose base URL variable cannot be one is left out instead, saying why in a
+    warning and in `ModelRegistry.left_out`: the rest (the offline model too) still
+    start, and its requests would all have failed. `embedded=False` leaves the offline
+    model out (tests, servers that should not load it). `model_timeout_s`, when given, wins
+    over `MODEL_TIMEOUT_ENV`; a value of that variable that is no positive number of
+    seconds raises ConfigError naming it. `announce=False` logs no line per model and no
+    warning per model left out (`gui-agent models` prints them itself: its log said each a
+    second time).
     """
     variables, from_file = read_environment(env, dotenv_path)
     setting = ""
@@ -306,11 +315,15 @@ async def resolve_models(
     )
     for text in explicit:
         spec = parse_model(text, source=explicit_source)
-        base_variable = BASE_URL_VARIABLES.get(spec.kind, "")
-        if variables.get(base_variable):  # as for a model the key alone configures
-            spec = replace(spec, base_url=variables[base_variable])
-        registry.add(spec)
-    candidates = specs_from_environment(variables, from_file)
+        try:  # as for a model the key alone configures
+            base_url = base_url_from_environment(spec.kind, variables, from_file)
+        except ConfigError as error:  # asked for by name: it has to work
+            raise ConfigError(f"{spec.name} (from {spec.source}): {error}") from None
+        registry.add(replace(spec, base_url=base_url or spec.base_url))
+    candidates, left_out = specs_from_environment(variables, from_file)
+    registry.left_out = tuple(left_out)
+    for why in left_out if announce else ():
+        logger.warning("%s", loggable(why))
     if probe_local:
         candidates += await probe_local_servers(local_servers, timeout_s=probe_timeout_s)
     if embedded and local_model_available():

@@ -324,6 +324,8 @@ async def _show_models(args: argparse.Namespace, config: AppConfig, sources: dic
         mark = "*" if info.is_default else " "
         # the note says where from; a probed server names its models itself: shown, not obeyed
         sys.stdout.write(printable(f"{mark} {info.name}\n    {info.note}\n"))
+    for why in registry.left_out:  # a key configures it, but its base URL cannot work
+        sys.stdout.write(printable(f"! {why}\n"))
     sys.stdout.write(printable(f"\ndefault: {registry.default}\n"))
     return 0
 
