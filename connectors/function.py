@@ -18,6 +18,7 @@ from schema import (
     Message,
     ModelReasoningDelta,
     ModelResponse,
+    ModelRetryNotice,
     ModelSettings,
     ModelStreamPart,
     ModelTextDelta,
@@ -111,7 +112,7 @@ class FunctionModel:
             elif isinstance(item, ModelResponse):
                 final = item
                 continue
-            else:
+            elif not isinstance(item, ModelRetryNotice):  # (passed on, as a vendor's are)
                 raise ModelResponseError(f"function model yielded {type(item).__name__}")
             yield item
         if final is None:

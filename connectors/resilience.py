@@ -6,7 +6,9 @@ Every vendor connector drives its requests through `resilient_stream`:
       ├── breaker.before_call()        raises CircuitOpen while the breaker is open
       ├── attempt()                    one HTTP request, streamed, errors already ModelErrors
       ├── on a retryable ModelError    back off (Retry-After honoured, capped) and try again,
-      │                                but only while nothing has been streamed to the caller
+      │                                but only while nothing has been streamed to the caller;
+      │                                a ModelRetryNotice says so before each wait, and the
+      │                                error after the last attempt says how long it tried
       ├── on "still loading the model" keep asking, backing off up to `LOADING_MAX_DELAY_S`,
       │                                for up to `loading_patience_s` (the model timeout)
       └── success / failure            reported to the breaker
@@ -34,6 +36,7 @@ from gui_agent.exceptions import (
     CircuitOpen,
     ConfigError,
     ModelAuthError,
+    ModelConnectionError,
     ModelError,
     ModelNotFound,
     ModelRateLimited,
@@ -41,7 +44,7 @@ from gui_agent.exceptions import (
     ModelServerError,
     ModelTimeout,
 )
-from schema import ModelResponse, ModelStreamPart
+from schema import ModelResponse, ModelRetryNotice, ModelStreamPart
 
 logger = logging.getLogger(__name__)
 
@@ -110,6 +113,14 @@ class RetryPolicy:
         if error.retry_after is not None:
             return error.retry_after <= self.max_delay_s
         return True
+
+    def attempts_for(self, error: BaseException) -> int:
+        """The most attempts a request failing with `error` gets (`max_timeout_attempts`
+        for a timeout, when it caps them), as the person is told (`ModelRetryNotice`)."""
+        cap = self.max_timeout_attempts
+        if cap is not None and isinstance(error, ModelTimeout):
+            return min(cap, self.max_attempts)
+        return self.max_attempts
 
     def loading_delay_s(self, error: BaseException, attempt: int) -> float:
         """Seconds to wait after the `attempt`-th (1-based) answer that the server is still
@@ -284,6 +295,10 @@ async def resilient_stream(
     Once a text or reasoning delta reached the caller, a failure is raised as is: retrying
     would show the reply twice. Closing this generator closes the running attempt.
 
+    Before each wait it yields a `ModelRetryNotice` (the attempt about to be made, the wait,
+    `retry_reason`), so the person sees why the reply has not begun; the error raised after
+    the last of several attempts says how many there were, over how long.
+
     A server that answers that it is still loading the model (`still_loading`) is asked
     again, backing off (`RetryPolicy.loading_delay_s`), until the waits add up to
     `loading_patience_s` (None, or a policy of one attempt: retried as any server error):
@@ -295,6 +310,8 @@ async def resilient_stream(
     number = 0
     loading_answers = 0
     loading_waited_s = 0.0
+    waited_s = 0.0
+    started = time.monotonic()
     while True:
         number += 1
         breaker.before_call(provider)
@@ -307,47 +324,85 @@ async def resilient_stream(
                     yield part
         except ModelError as error:
             if patience_s is not None and not emitted and still_loading(error):
-                if loading_waited_s < patience_s:
-                    breaker.record_abandoned()  # no verdict: the server is getting ready
-                    loading_answers += 1
-                    delay = min(
-                        retry.loading_delay_s(error, loading_answers),
-                        patience_s - loading_waited_s,
-                    )
-                    loading_waited_s += delay
-                    number -= 1
-                    logger.info("%s; asking again in %.2f s", loggable(error), delay)
-                    await retry.sleep(delay)
-                    continue
-                gave_up = _gave_up_loading(error, loading_waited_s, patience_setting)
-                breaker.record_failure(gave_up)
-                raise gave_up from error
-            # The breaker hears one verdict per request: a failure when it gives up (the
-            # retries are this request's own), or that the server answered sanely.
-            gives_up = emitted or breaker.trial_running or not retry.should_retry(error, number)
-            if not counts_as_failure(error):
-                breaker.record_success()
-            elif gives_up:
-                breaker.record_failure(error)
-            if gives_up:
-                raise
-            if breaker.state is BreakerState.OPEN:  # other requests opened it meanwhile
-                raise breaker.open_error(provider) from error
-            delay = retry.delay_s(error, number)
-            logger.warning(
-                "%s; retrying in %.2f s (attempt %d of %d)",
-                loggable(error),
-                delay,
-                number + 1,
-                retry.max_attempts,
+                if loading_waited_s >= patience_s:
+                    gave_up = _gave_up_loading(error, loading_waited_s, patience_setting)
+                    breaker.record_failure(gave_up)
+                    raise gave_up from error
+                breaker.record_abandoned()  # no verdict: the server is getting ready
+                loading_answers += 1
+                delay = min(
+                    retry.loading_delay_s(error, loading_answers),
+                    patience_s - loading_waited_s,
+                )
+                loading_waited_s += delay
+                number -= 1  # (not an attempt: the same one is made again)
+                logger.info("%s; asking again in %.2f s", loggable(error), delay)
+            else:
+                # The breaker hears one verdict per request: a failure when it gives up (the
+                # retries are this request's own), or that the server answered sanely.
+                gives_up = emitted or breaker.trial_running or not retry.should_retry(error, number)
+                if gives_up and not emitted and number > 1:
+                    spent_s = max(time.monotonic() - started, waited_s + loading_waited_s)
+                    _say_how_long(error, number, spent_s)
+                if not counts_as_failure(error):
+                    breaker.record_success()
+                elif gives_up:
+                    breaker.record_failure(error)
+                if gives_up:
+                    raise
+                if breaker.state is BreakerState.OPEN:  # other requests opened it meanwhile
+                    raise breaker.open_error(provider) from error
+                delay = retry.delay_s(error, number)
+                waited_s += delay
+                logger.warning(
+                    "%s; retrying in %.2f s (attempt %d of %d)",
+                    loggable(error),
+                    delay,
+                    number + 1,
+                    retry.max_attempts,
+                )
+            notice = ModelRetryNotice(
+                attempt=number + 1,
+                max_attempts=retry.attempts_for(error),
+                wait_s=delay,
+                reason=retry_reason(error, loading_patience_s),
             )
-            await retry.sleep(delay)
         except BaseException:
             breaker.record_abandoned()
             raise
         else:
             breaker.record_success()
             return
+        # Said before the wait, outside the handler (a Stop during it is not this error's).
+        yield notice
+        await retry.sleep(delay)
+
+
+def retry_reason(error: ModelError, timeout_s: float | None = None) -> str:
+    """Why a request is made again, in the words a person reads beside the reply being
+    written ("rate limited (HTTP 429)"). `timeout_s`: how long the server may stay silent,
+    said of a timeout."""
+    if still_loading(error):
+        return STILL_LOADING
+    status = f" (HTTP {error.status})" if error.status is not None else ""
+    if isinstance(error, ModelRateLimited):
+        return f"rate limited{status}"
+    if isinstance(error, ModelServerError):
+        return f"server error{status}"
+    if isinstance(error, ModelTimeout):
+        if error.status is not None:
+            return f"the server timed out{status}"
+        return f"no answer within {wait_text(timeout_s)}" if timeout_s else "no answer in time"
+    if isinstance(error, ModelConnectionError):
+        return "the connection to the server failed"
+    return f"the request failed{status}"
+
+
+def _say_how_long(error: ModelError, attempts: int, spent_s: float) -> None:
+    """Add to the error of a request given up after `attempts` how long it was tried: a
+    person who waited a minute for "retry after 20 s" was not told it was asked 4 times.
+    (In place, so the error keeps its type, fields and traceback.)"""
+    error.args = (f"{error} (asked {attempts} times over {wait_text(spent_s)})",)
 
 
 def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:

@@ -12,6 +12,10 @@ from schema import Message, ModelResponse, ModelSettings, ModelStreamPart, ToolS
 class LLMProvider(Protocol):
     """A chat model. `stream` yields text/reasoning deltas and ends with one ModelResponse.
 
+    Before its first delta it may yield `ModelRetryNotice`s (a failed request about to be
+    made again, and why); a provider of one's own need not, and a consumer that only wants
+    the reply skips them (`generate_from_stream` does).
+
     Cancelling the consumer of `stream` must end the underlying request (close the HTTP
     stream, stop the generation thread).
     """

@@ -12,6 +12,7 @@ from typing import Final
 from gui_agent.agents.model_call import FILTERED
 from gui_agent.agents.planner import PLAN_LEFT
 from gui_agent.agents.tool_step import NOT_RUN
+from gui_agent.retry_words import retry_words
 from gui_agent.turn_end import UNANSWERED
 from gui_agent.wording import autochat_stop_words, counted, role_title
 from schema import (
@@ -27,6 +28,7 @@ from schema import (
     MessageCompleted,
     MessageStarted,
     MessageType,
+    ModelRetrying,
     Role,
     RunFinished,
     RunOutcome,
@@ -93,6 +95,10 @@ def format_event(event: Event) -> str | None:
         return f"\n  ↻ AutoChat turn {event.turn}/{event.max_turns}"
     if isinstance(event, AutoChatStopped):
         return f"\n  ↻ AutoChat stopped: {autochat_stop_words(event.reason, event.detail)}\n"
+    if isinstance(event, ModelRetrying):
+        # On the reply's label row (nothing streamed yet), then the label again for its text.
+        who = role_title(event.agent) if event.agent else Role.ASSISTANT.value
+        return f"⟳ {retry_words(event)}\n[{who}] "
     return None
 
 

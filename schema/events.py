@@ -61,6 +61,24 @@ class TextDelta(BaseEvent):
     channel: Literal["content", "reasoning"] = "content"
 
 
+class ModelRetrying(BaseEvent):
+    """The model call writing `message_id` failed before its first word and is made again
+    after `wait_s` (a `ModelRetryNotice` of the provider's). Front ends show it with the
+    reply being written until its text streams or the turn ends: without it a rate limit
+    looks like a frozen reply for a minute. Nothing failed yet (no error, no change of
+    state); a newer notice of the same reply replaces it."""
+
+    type: Literal["model_retrying"] = "model_retrying"
+    message_id: str
+    agent: AgentName | None = None
+    attempt: int
+    """The attempt about to be made, 1-based."""
+    max_attempts: int
+    wait_s: float
+    reason: str
+    """Why, in plain words: "rate limited (HTTP 429)", "server error (HTTP 503)"."""
+
+
 class MessageCompleted(BaseEvent):
     type: Literal["message_completed"] = "message_completed"
     message: Message
@@ -160,6 +178,7 @@ Event = Annotated[
     StateChanged
     | MessageStarted
     | TextDelta
+    | ModelRetrying
     | MessageCompleted
     | ToolCallStarted
     | ToolCallFinished

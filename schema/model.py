@@ -1,4 +1,5 @@
-"""What an LLM provider streams back: text and reasoning deltas, then one final response."""
+"""What an LLM provider streams back: text and reasoning deltas, then one final response;
+before that, maybe notices that a failed request is about to be tried again."""
 
 from __future__ import annotations
 
@@ -55,6 +56,29 @@ class ModelResponse(BaseModel):
     signed thinking blocks). The agent keeps it in the reply's ``metadata["provider_data"]``."""
 
 
+class ModelRetryNotice(BaseModel):
+    """The request failed before the model said a word and will be made again after
+    `wait_s`: yielded before the wait, so the person hears why the reply is slow instead of
+    watching it stand still (a rate limit's `Retry-After` can be a minute of silence).
+
+    Only the connectors' retry loop yields it (`connectors.resilience.resilient_stream`); a
+    provider of one's own never has to. It is no part of the reply: consumers that only
+    want the reply skip it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["retry"] = "retry"
+    attempt: int
+    """The attempt about to be made, 1-based (the first request was attempt 1)."""
+    max_attempts: int
+    """The most attempts the provider makes for this request."""
+    wait_s: float
+    """Seconds it waits before that attempt."""
+    reason: str
+    """Why, in plain words: "rate limited (HTTP 429)", "no answer within 60 s"."""
+
+
 ModelStreamPart = Annotated[
-    ModelTextDelta | ModelReasoningDelta | ModelResponse, Field(discriminator="type")
+    ModelTextDelta | ModelReasoningDelta | ModelResponse | ModelRetryNotice,
+    Field(discriminator="type"),
 ]

@@ -67,6 +67,7 @@ STRUCTURAL: Final = frozenset(
         "run_finished",
         "autochat_turn",
         "autochat_stopped",
+        "model_retrying",
     }
 )
 """Event types that are shown at once; everything else waits for the next tick."""

@@ -20,7 +20,9 @@ What each thing looks like:
 - agent switch (picked or a hand-off): a visible "switched to …" line; a role the person
   picked is also kept with the message that next started a turn, so a view of the history
   alone shows it too (once);
-- a reply the model cut off at its output limit ends with a note that says so.
+- a reply the model cut off at its output limit ends with a note that says so;
+- a model call asked again (`model_retrying`): the reply being written says why and when,
+  in place of its text, until its text streams, the next notice or the reply is filed.
 
 The view's parts: its entries (chat_entries.py), tool and approval steps (tool_steps.py),
 and the text of a history message (message_text.py).
@@ -47,6 +49,7 @@ from backends.gradio.message_text import failure_of, header, message_text
 from backends.gradio.switches import kept_switch
 from backends.gradio.tool_steps import Call, ToolSteps
 from gui_agent.agents.tool_step import NOT_RUN
+from gui_agent.retry_words import retry_words
 from gui_agent.session import is_handover
 from gui_agent.wording import autochat_stop_words, role_title
 from schema import (
@@ -62,6 +65,7 @@ from schema import (
     MessageCompleted,
     MessageStarted,
     MessageType,
+    ModelRetrying,
     Role,
     RunFinished,
     RunOutcome,
@@ -93,6 +97,8 @@ class _Live:
     language: str | None
     content: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
+    retrying: str = ""
+    """Why the model is being asked again (`retry_words`), shown while nothing streamed."""
 
 
 class ChatView(ToolSteps):
@@ -233,6 +239,8 @@ class ChatView(ToolSteps):
             self.autochat.apply(event)
         elif isinstance(event, SessionUpdated) and "history_length" in event.fields:
             self.truncate(int(event.fields["history_length"]))
+        elif isinstance(event, ModelRetrying):
+            self._retrying(event)
         return self.version != before
 
     def note(self, markdown: str) -> None:
@@ -335,15 +343,31 @@ class ChatView(ToolSteps):
         if event.channel == "reasoning":
             live.reasoning.append(event.delta)
             self._reasoning(event.message_id, "".join(live.reasoning), pending=True)
+            if live.retrying:  # the model answers: the wait is over
+                live.retrying = ""
+                self._render_live(event.message_id, live)
         else:
             live.content.append(event.delta)
+            live.retrying = ""
             self._render_live(event.message_id, live)
+
+    def _retrying(self, event: ModelRetrying) -> None:
+        """Say, in the reply being written, why it has not begun (a newer notice replaces
+        the last one)."""
+        live = self._live.get(event.message_id)
+        if live is None or live.content:
+            return
+        live.retrying = retry_words(event)
+        self._render_live(event.message_id, live)
 
     def _render_live(self, message_id: str, live: _Live) -> None:
         entry = self._by_key.get(message_id)
         if entry is None:
             return
-        body = body_markdown(live.type, "".join(live.content), live.language, ())
+        if live.retrying:
+            body = f'<span class="ga-retry">{escape_html(live.retrying)}</span>'
+        else:
+            body = body_markdown(live.type, "".join(live.content), live.language, ())
         text = (header(live.agent, self._icons) if entry.role == "assistant" else "") + body
         entry.set(text.rstrip("\n"))
         self.version += 1

@@ -51,6 +51,7 @@ from schema import (
     Event,
     Message,
     MessageStarted,
+    ModelRetrying,
     TextDelta,
     UsageReported,
 )
@@ -235,10 +236,11 @@ def _queued_entry(message: Message, link: MediaLink | None) -> ChatbotMessage:
 
 
 def _catch_up(chat: ChatView, interpreter: Interpreter) -> None:
-    """Show the reply being streamed right now (from the session's event buffer)."""
+    """Show the reply being streamed right now (from the session's event buffer), and why
+    it has not begun if the model is being asked again."""
     run_id = interpreter.session.run_id
     for event in interpreter.events_since(0):
-        if event.run_id == run_id and isinstance(event, MessageStarted | TextDelta):
+        if event.run_id == run_id and isinstance(event, MessageStarted | TextDelta | ModelRetrying):
             chat.apply(event)
 
 

@@ -328,6 +328,8 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
                 with body.container():
                     if live.text:
                         st.markdown(safe_markdown(live.text))
+                    if live.retrying:  # the reply has not begun: why, and when it is asked again
+                        st.caption(plain_markdown(live.retrying))
                     for view in live.calls:
                         draw_call(view)
             if isinstance(item, ApprovalRequested | AutoChatTurn | AutoChatStopped):

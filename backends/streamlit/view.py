@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from backends.api.responses import MemoryAnswer
+from gui_agent.retry_words import retry_words
 from gui_agent.turn_end import UNANSWERED
 from gui_agent.wording import counted, role_title
 from schema import (
@@ -27,7 +28,9 @@ from schema import (
     MessageStarted,
     MessageStatus,
     MessageType,
+    ModelRetrying,
     Role,
+    RunFinished,
     TextDelta,
     ToolCall,
     ToolCallFinished,
@@ -263,6 +266,9 @@ class LiveReply:
     reasoning: str = ""
     calls: list[CallView] = field(default_factory=list)
     replies: int = 0
+    retrying: str = ""
+    """Why the reply being written has not begun: the model is asked again (`retry_words`).
+    Drawn under the text until the reply streams or is filed, or the turn ends."""
 
     def apply(self, event: object) -> bool:
         """Take in one event; True when what is shown changed."""
@@ -270,12 +276,18 @@ class LiveReply:
             self.replies += 1
             if self.text:  # a new reply of the same turn (after tool calls)
                 self.text += "\n\n"
-            return False
+            return self._drop_retry_line()
         if isinstance(event, TextDelta):
             if event.channel == "reasoning":
                 self.reasoning += event.delta
             else:
                 self.text += event.delta
+            self.retrying = ""
+            return True
+        if isinstance(event, ModelRetrying):
+            self.retrying = retry_words(event)
+            return True
+        if isinstance(event, MessageCompleted | RunFinished) and self._drop_retry_line():
             return True
         if isinstance(event, ToolCallStarted):
             self.calls.append(_call_view(event.call))
@@ -288,6 +300,11 @@ class LiveReply:
                     view.not_run = bool(event.result.metadata.get("not_run"))
             return True
         return isinstance(event, MessageCompleted) and event.message.role is Role.TOOL
+
+    def _drop_retry_line(self) -> bool:
+        """Forget the retry line; True when one was shown."""
+        shown, self.retrying = bool(self.retrying), ""
+        return shown
 
 
 def _call_view(call: ToolCall) -> CallView:

@@ -26,6 +26,8 @@ from schema import (
     MessageCompleted,
     MessageStarted,
     ModelResponse,
+    ModelRetrying,
+    ModelRetryNotice,
     ModelSettings,
     ModelTextDelta,
     Role,
@@ -133,7 +135,8 @@ async def model_step(
     instruction: str | None = None,
 ) -> AsyncIterator[Event]:
     """One model call on the memory window, streamed: memory_updated, message_started,
-    deltas, message_completed (the reply, appended to the history), usage. The response
+    model_retrying for each retry the provider announces before the reply begins, deltas,
+    message_completed (the reply, appended to the history), usage. The response
     (for its tool calls) is left in `turn.response`, and its usage added to `turn.usage`.
 
     `instruction` goes to the model as a SYSTEM message after the window, for this call
@@ -163,6 +166,15 @@ async def model_step(
                 )
             elif isinstance(part, ModelResponse):
                 final = part
+            elif isinstance(part, ModelRetryNotice):  # (rare: after the common parts)
+                yield ModelRetrying(
+                    message_id=message_id,
+                    agent=agent,
+                    attempt=part.attempt,
+                    max_attempts=part.max_attempts,
+                    wait_s=part.wait_s,
+                    reason=part.reason,
+                )
             else:
                 streamed += len(part.text)
                 yield TextDelta(

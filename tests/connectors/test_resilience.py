@@ -220,7 +220,7 @@ async def test_the_last_error_surfaces_when_attempts_run_out(sleeps: Sleeps) -> 
     attempts = Attempts(*[([], ModelTimeout(f"slow {n}")) for n in range(3)])
     outcome = await consume(driver(attempts, sleeps))
     assert isinstance(outcome.error, ModelTimeout)
-    assert str(outcome.error) == "slow 2"
+    assert str(outcome.error) == "slow 2 (asked 3 times over 3 s)"  # (the waits: 1 + 2 s)
     assert attempts.started == 3
 
 

@@ -192,4 +192,8 @@ def test_from_a_pipe_a_retry_warning_starts_a_line_and_the_reply_goes_on_below(
     assert len(warnings) == 1, out
     assert re.match(r"\d{4}-\d\d-\d\d [\d:,]+ WARNING connectors\.", warnings[0]), out
     below = lines[lines.index(warnings[0]) + 1 :]
-    assert below and below[0] == "[Executor] hello there", out
+    # (the chat's own notice of the retry, on the reply's row, then the reply under its label)
+    assert below[:2] == [
+        "[Executor] ⟳ Rate limited (HTTP 429): asking again now (attempt 2 of 4)…",
+        "[Executor] hello there",
+    ], out

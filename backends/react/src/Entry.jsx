@@ -44,7 +44,11 @@ export function LiveEntry({ reply }) {
     <li className="entry assistant writing">
       {reply.agent && <p className="speaker">{roleTitle(reply.agent)}</p>}
       <Reasoning text={reply.reasoning} />
-      <div className="text">{reply.text || "…"}</div>
+      {reply.retrying && !reply.text ? (
+        <p className="note retrying" role="status">{reply.retrying}</p>
+      ) : (
+        <div className="text">{reply.text || "…"}</div>
+      )}
     </li>
   );
 }

@@ -207,6 +207,17 @@ export function usageLine(usage) {
   return `Tokens so far: ${number(usage.input_tokens)} in · ${number(usage.output_tokens)} out · ${calls}${usage.estimated ? " (estimated)" : ""}`;
 }
 
+/** Why a reply has not begun: its model call is asked again (a `model_retrying` event).
+ * The same words as the other front ends (gui_agent/retry_words.py): keep the two alike. */
+export function retryWords(event) {
+  const reason = event.reason.charAt(0).toUpperCase() + event.reason.slice(1);
+  const seconds = event.wait_s;
+  const wait = seconds >= 120 ? `${Math.ceil(seconds / 60)} min` : `${Math.max(1, Math.ceil(seconds))} s`;
+  const when = seconds > 0 ? `in ${wait}` : "now";
+  const count = event.attempt > 1 ? ` (attempt ${event.attempt} of ${event.max_attempts})` : "";
+  return `${reason}: asking again ${when}${count}…`;
+}
+
 /** The chat after one event (a new object when anything changed, else the same one). */
 export function applyEvent(chat, event) {
   switch (event.type) {
@@ -224,8 +235,16 @@ export function applyEvent(chat, event) {
       const live = chat.streaming[event.message_id];
       if (!live) return chat;
       const field = event.channel === "reasoning" ? "reasoning" : "text";
-      const grown = { ...live, [field]: live[field] + event.delta };
+      const { retrying: _said, ...writing } = live; // (the model answers: the wait is over)
+      const grown = { ...writing, [field]: live[field] + event.delta };
       return { ...chat, streaming: { ...chat.streaming, [event.message_id]: grown } };
+    }
+    case "model_retrying": {
+      // Said with the reply being written until its text streams (or it is filed).
+      const live = chat.streaming[event.message_id];
+      if (!live || live.text) return chat;
+      const waiting = { ...live, retrying: retryWords(event) };
+      return { ...chat, streaming: { ...chat.streaming, [event.message_id]: waiting } };
     }
     case "message_completed": {
       const message = event.message;
