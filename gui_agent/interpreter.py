@@ -126,7 +126,7 @@ class Interpreter(HistoryEdits):
         self._closed = False
         self._unsaved = False
         self._unfiled = None
-        self._filing = set()
+        self._filing = None
         self._switch = None
         self._deadline = None
         self._stopping = None

@@ -54,7 +54,9 @@ class TurnEnding(AutoChatDriver):
     """Ends a session's turns and files what they leave behind. The attributes are set by
     `Interpreter.__init__`."""
 
-    _filing: set[asyncio.Future[None]]  # store writes of messages filed unanswered
+    # store writes of messages filed unanswered (None until there are some: an idle session
+    # holds no empty set)
+    _filing: set[asyncio.Future[None]] | None
 
     def _abandon_turn(self, detail: str) -> None:
         """The last resort when the run task failed in the interpreter's own code (closing
@@ -200,13 +202,15 @@ class TurnEnding(AutoChatDriver):
             saving = self._track(_unanswered(self.session, message))
             if saving is not None:
                 write = asyncio.ensure_future(self._store_call(saving))
-                self._filing.add(write)
-                write.add_done_callback(self._filing.discard)
+                filing = self._filing = self._filing or set()
+                filing.add(write)
+                write.add_done_callback(filing.discard)
 
     async def _unanswered_saved(self) -> None:
         """Until the messages `_file_left_unanswered` filed are saved."""
         while self._filing:
             await asyncio.wait(set(self._filing))
+        self._filing = None
 
 
 def _unanswered(session: Session, message: Message) -> MessageCompleted:
