@@ -9,7 +9,7 @@ import pytest
 
 from connectors.scripted import ScriptedModel, call, calls
 from gui_agent.exceptions import InvalidRequest, ModelRateLimited
-from gui_agent.tools import tool
+from gui_agent.tools import Tool, tool
 from schema import (
     MAX_MESSAGE_CHARS,
     ApprovalDecision,
@@ -155,7 +155,8 @@ async def test_a_message_sent_while_running_is_queued_and_handled_next(tmp_path:
     assert len(of_type(events, "run_finished")) == 1
 
 
-async def test_messages_queued_behind_a_stopped_turn_are_kept(tmp_path: Path) -> None:
+def hanging_tool() -> tuple[Tool, asyncio.Event]:
+    """A tool that never ends by itself, and the event set once it runs."""
     entered = asyncio.Event()
 
     @tool
@@ -165,6 +166,11 @@ async def test_messages_queued_behind_a_stopped_turn_are_kept(tmp_path: Path) ->
         await asyncio.Event().wait()
         return ""
 
+    return hang, entered
+
+
+async def test_messages_queued_behind_a_stopped_turn_are_kept(tmp_path: Path) -> None:
+    hang, entered = hanging_tool()
     interpreter, _ = make(tmp_path, [call("hang")], tools=[hang])
     await interpreter.send("first")
     await entered.wait()
@@ -182,15 +188,7 @@ async def test_messages_sent_as_a_stop_ends_its_turn_are_answered_not_filed_unan
     """A reader of the stopped turn sees its end and sends at once, before the Stop itself
     has returned: those messages start the next turn. The Stop used to file them as left
     unanswered (once more than said, the second queued one never answered)."""
-    entered = asyncio.Event()
-
-    @tool
-    async def hang() -> str:
-        """Hang."""
-        entered.set()
-        await asyncio.Event().wait()
-        return ""
-
+    hang, entered = hanging_tool()
     interpreter, model = make(tmp_path, [call("hang"), "Both read."], tools=[hang])
 
     async def stop_when_the_tool_runs() -> bool:

@@ -7,8 +7,18 @@ from pathlib import Path
 
 from connectors.scripted import call
 from gui_agent.repl_display import SHOWN_OUTPUT_CHARS, format_event
-from schema import MessageCompleted, MessageType, PermissionMode
+from schema import Event, Message, MessageCompleted, MessageType, PermissionMode
 from tests.gui_agent.helpers import make
+
+
+def console_of(events: list[Event]) -> Message:
+    """The one tool output the turn filed."""
+    [console] = [
+        e.message
+        for e in events
+        if isinstance(e, MessageCompleted) and e.message.type is MessageType.CONSOLE
+    ]
+    return console
 
 
 async def test_long_output_is_cut_in_the_terminal_saying_how_much_was_left_out(
@@ -21,11 +31,7 @@ async def test_long_output_is_cut_in_the_terminal_saying_how_much_was_left_out(
         permissions={"run_python": PermissionMode.ALLOW},
     )
     events = [e async for e in interpreter.chat("count to 5000")]
-    [console] = [
-        e.message
-        for e in events
-        if isinstance(e, MessageCompleted) and e.message.type is MessageType.CONSOLE
-    ]
+    console = console_of(events)
     assert "4999" in console.content  # all of it is kept
     shown = format_event(MessageCompleted(message=console))
     assert shown is not None
@@ -45,11 +51,7 @@ async def test_short_output_is_shown_whole(tmp_path: Path) -> None:
         permissions={"run_python": PermissionMode.ALLOW},
     )
     events = [e async for e in interpreter.chat("say hi")]
-    [console] = [
-        e.message
-        for e in events
-        if isinstance(e, MessageCompleted) and e.message.type is MessageType.CONSOLE
-    ]
+    console = console_of(events)
     shown = format_event(MessageCompleted(message=console))
     assert shown is not None and "not shown here" not in shown
     assert [line.removeprefix("  ┆ ") for line in shown.splitlines()[2:]] == (
