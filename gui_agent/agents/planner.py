@@ -25,7 +25,13 @@ import re
 from collections.abc import AsyncIterator
 
 from gui_agent.agents.base import AgentDeps, turn_request
-from gui_agent.agents.executor import ExecutorAgent, Turn, budget_spent, model_step
+from gui_agent.agents.executor import (
+    ExecutorAgent,
+    Turn,
+    budget_spent,
+    drain_inbox,
+    model_step,
+)
 from gui_agent.session import Session, written_by_person
 from schema import (
     AgentName,
@@ -185,6 +191,11 @@ class PlannerAgent:
 
     async def run(self, session: Session, deps: AgentDeps, prompt: Message) -> AsyncIterator[Event]:
         turn = Turn()
+        # Messages that waited with this one are planned with it, not taken for ones written
+        # meanwhile (each would stop the plan, and the next turn would plan only one of them).
+        together = drain_inbox(session)
+        for queued in together:
+            yield MessageCompleted(message=queued)
         async for event in model_step(
             session,
             deps,
@@ -194,7 +205,9 @@ class PlannerAgent:
             instruction=planning_instruction(self.max_steps),
         ):
             yield event
-        request = turn_request(session, prompt)
+        request = "\n\n".join(
+            [turn_request(session, prompt), *(m.content for m in together if m.content.strip())]
+        )
         steps = parse_plan(turn.last_response().text, self.max_steps) or [request]
         for index in range(len(steps)):
             if session.inbox:  # the person wrote meanwhile: their message is the next turn

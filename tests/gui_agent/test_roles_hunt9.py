@@ -134,6 +134,49 @@ async def test_a_message_sent_while_the_plan_is_written_names_the_steps_not_run(
     assert history.index(notes[0]) == asked - 1
 
 
+async def test_messages_that_waited_together_are_planned_together(tmp_path: Path) -> None:
+    """Two messages sent while a plan ran: the next turn took the first and planned it, then
+    saw the second still waiting, dropped that plan (saying the message "came in before step
+    1 began") and planned the second alone. The first was never acted on."""
+    reached, gate = asyncio.Event(), asyncio.Event()
+    plans: list[list[str]] = []
+
+    async def model(messages: list[Message], info: FunctionInfo) -> str | ModelResponse:
+        if info.call_number == 1:
+            plans.append([m.content for m in messages if m.role is Role.USER])
+            reached.set()
+            await gate.wait()
+            return "1. a\n2. b"
+        if messages[-1].role is Role.SYSTEM:  # a planning call (its instruction comes last)
+            plans.append([m.content for m in messages if m.role is Role.USER])
+            return "1. both at once"
+        return "done"
+
+    interpreter, _ = make(tmp_path, FunctionModel(model))
+    await interpreter.set_agent(AgentName.LLM_PLANNER)
+    async with asyncio.timeout(20), interpreter.subscribe() as sub:
+        await interpreter.send("plan this")
+        await reached.wait()
+        await interpreter.send("msg A please")
+        await interpreter.send("msg B please")
+        gate.set()
+        events = [e async for e in sub.until_idle()]
+    first, second = _finished(events)
+    assert first.detail == (
+        "your message came in before plan step 1 of 2 began; steps 1–2 were not run"
+    )
+    assert second.outcome is RunOutcome.COMPLETED and second.detail == ""  # no phantom plan
+    assert len(plans) == 2 and plans[1][-2:] == ["msg A please", "msg B please"]
+    history = interpreter.session.history
+    [step] = [m for m in history if m.metadata.get("plan_step")]
+    assert "msg A please" in step.content and "msg B please" in step.content
+    assert [m.content for m in history if m.metadata.get("note") == PLAN_LEFT] == [
+        "Plan steps 1–2 were not run: your message came in before step 1 of 2 began. It is "
+        "answered next, with a plan of its own."
+    ]
+    assert not any(m.metadata.get("unanswered") for m in history)
+
+
 # -- 2. a worker's call a Stop ended ----------------------------------------------------------
 
 
