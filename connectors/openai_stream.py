@@ -152,6 +152,9 @@ class StreamAccumulator:
         self.usage: Usage | None = None
         self.finish_reason: str | None = None
         self.model: str | None = None
+        self._refused = False
+        """The model sent a refusal (OpenAI's `refusal` field): the reply is one the content
+        filter stopped, whatever the finish reason says (`stop`), as Claude's `refusal` is."""
 
     @property
     def text(self) -> str:
@@ -194,6 +197,10 @@ class StreamAccumulator:
                 out.extend(self._content_parts(piece))
             elif isinstance(piece, str) and piece:
                 out.extend(self._text_piece(piece))
+            else:
+                continue
+            if name == "refusal":  # shown as the reply's text, and the reply marked refused
+                self._refused = True
         tool_calls = delta.get("tool_calls")
         if isinstance(tool_calls, list) and tool_calls:
             self._saw_tool_calls = True
@@ -315,7 +322,11 @@ class StreamAccumulator:
             reasoning=reasoning or None,
             tool_calls=calls,
             usage=usage,
-            finish_reason=self.finish_reason,
+            finish_reason=(
+                "content_filter"
+                if self._refused and self.finish_reason in (None, "stop")
+                else self.finish_reason
+            ),
             model=self.model or model,
             provider_data=(
                 {PROVIDER_DATA_KEY: {"model": signer, "extra_content": extras}} if extras else {}

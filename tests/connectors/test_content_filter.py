@@ -87,3 +87,17 @@ async def test_a_claude_refusal_is_marked_and_said(peer: ScriptedPeer, tmp_path:
         "claude-test", api_key="k", base_url=peer.url, retry=RetryPolicy(max_attempts=1)
     )
     assert await filtered_turn(model, tmp_path) == ["I can't help with th"]
+
+
+async def test_an_openai_refusal_is_marked_and_said(peer: ScriptedPeer, tmp_path: Path) -> None:
+    """OpenAI sends a refusal in the delta's `refusal` field, then finish reason `stop`: it
+    was shown as a complete, ordinary reply."""
+    peer.script(
+        Reply.sse(
+            openai_chunk({"role": "assistant", "refusal": "I'm sorry, I can't help with that."}),
+            openai_chunk({}, finish_reason="stop"),
+            OPENAI_DONE,
+        )
+    )
+    model = OpenAIProvider("m", base_url=peer.url + "/v1", retry=RetryPolicy(max_attempts=1))
+    assert await filtered_turn(model, tmp_path) == ["I'm sorry, I can't help with that."]
