@@ -114,6 +114,10 @@ def _credentials(request: Request, *, cookie: bool) -> tuple[str, str] | None:
     return None
 
 
+_FIELD_WORDS = {"username": "user name", "password": "password"}
+"""The login's fields as a person reads them."""
+
+
 class LoginBody(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -178,6 +182,11 @@ class Authenticator:
             sent = await read_object(request, MAX_LOGIN_BYTES, optional=True)
             if not sent:  # no body, or `{}`: a client that did not know this server's mode
                 raise ApiError(400, "invalid_request", NEEDS_PASSWORD)
+            if empty := [_FIELD_WORDS[k] for k in _FIELD_WORDS if sent.get(k) == ""]:
+                # (a sign-in form sent as it was left: say so, not the validator's words)
+                said = " and the ".join(empty)
+                said += " is empty: type it" if len(empty) == 1 else " are empty: type them"
+                raise ApiError(400, "invalid_request", f"the {said} to sign in")
             body = validate(LoginBody, sent)
             address = request.client.host if request.client else "unknown"
             by_user, by_address = self.throttles.by_user, self.throttles.by_address

@@ -90,6 +90,15 @@ def test_a_login_without_credentials_on_a_password_server_says_they_are_needed(
         assert error_of(response)["message"].startswith(
             "this server signs in with a user name and password"
         )
+    # A sign-in form sent as it was left (both empty, or one) says which is empty
+    for sent, said in [
+        ({"username": "", "password": ""}, "the user name and the password are empty: type them"),
+        ({"username": "alice", "password": ""}, "the password is empty: type it"),
+        ({"username": "", "password": "x"}, "the user name is empty: type it"),
+    ]:
+        response = http.post("/api/login", json=sent)
+        assert response.status_code == 400, response.text
+        assert error_of(response)["message"] == f"{said} to sign in"
     client = GuiAgentClient(two_users.base_url)
     try:
         with pytest.raises(ApiError, match="signs in with a user name and password") as refused:
