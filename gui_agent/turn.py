@@ -165,9 +165,13 @@ class TurnRunner(TurnEnding):
                 elif (saving := handler(self, event)) is not None:
                     await self._store_call(saving)
         except asyncio.CancelledError:
-            await self._end_turn(
-                RunOutcome.INTERRUPTED, self._stop_reason, MessageStatus.INTERRUPTED
-            )
+            try:
+                if not self._open and session.history and session.history[-1] is prompt:
+                    await self._left_unread(prompt)  # stopped before the agent read it
+            finally:  # (a second Stop meanwhile: the turn still ends)
+                await self._end_turn(
+                    RunOutcome.INTERRUPTED, self._stop_reason, MessageStatus.INTERRUPTED
+                )
             raise
         except GeneratorExit:  # the coroutine is being closed: nothing may be awaited now
             raise

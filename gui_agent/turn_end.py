@@ -20,7 +20,12 @@ from gui_agent.agents.tool_step import NOT_RUN
 from gui_agent.autochat_driver import AutoChatDriver
 from gui_agent.cancels import uninterrupted
 from gui_agent.hooks import call_hook
-from gui_agent.session import Session, unanswered_call_result, unanswered_calls
+from gui_agent.session import (
+    Session,
+    unanswered_call_result,
+    unanswered_calls,
+    written_by_person,
+)
 from gui_agent.state import Trigger
 from schema import (
     AgentName,
@@ -41,13 +46,15 @@ from schema import (
     ToolResult,
 )
 from schema.builders import builder
+from schema.messages import UNANSWERED as UNANSWERED_KEY
 from schema.messages import utcnow
 
 _run_finished = builder(RunFinished)  # every turn's last event (see `schema.builders`)
 
-UNANSWERED = "unanswered"
+UNANSWERED = UNANSWERED_KEY
 """Metadata key (True) of a message of the person's that a Stop left unanswered: the turn
-it waited for was stopped before the agent read it (front ends say so beside it)."""
+it waited for was stopped before the agent read it (front ends say so beside it; it is
+`display_only`, never sent to a model)."""
 
 
 class TurnEnding(AutoChatDriver):
@@ -187,6 +194,18 @@ class TurnEnding(AutoChatDriver):
             await self._emit(_unanswered(self.session, prompt))
         while self.session.inbox:
             await self._emit(_unanswered(self.session, self.session.inbox.popleft()))
+
+    async def _left_unread(self, prompt: Message) -> None:
+        """The turn's own message, when a Stop came before anything followed it (as the turn
+        began: the agent never read it): marked unanswered, in place, as one the Stop left
+        waiting is. Only the person's own words: an AutoChat prompt is not theirs to resend."""
+        if not written_by_person(prompt):
+            return
+        marked = prompt.model_copy(update={"metadata": {**prompt.metadata, UNANSWERED: True}})
+        self.session.history[-1] = marked
+        saving = self._track(MessageCompleted(message=marked))
+        if saving is not None:
+            await self._store_call(saving)
 
     def _file_left_unanswered(self) -> None:
         """`_file_unanswered` for a run task that ended cancelled without doing it (stopped

@@ -121,8 +121,18 @@ class Message(BaseModel):
 
     @property
     def display_only(self) -> bool:
-        """True for messages shown to people but never sent to a model."""
-        return self.type is _CONFIRMATION or bool(self.metadata.get("display_only"))
+        """True for messages shown to people but never sent to a model: confirmations, notes,
+        a worker's steps, and a message of the person's a Stop left unanswered (the page
+        says to send it again: the model is not to answer it unasked, nor twice)."""
+        if self.type is _CONFIRMATION:
+            return True
+        metadata = self.metadata
+        return bool(metadata.get("display_only")) or metadata.get(UNANSWERED) is True
+
+
+UNANSWERED = "unanswered"
+"""Metadata key (True) of a message of the person's that a Stop left unanswered: the turn
+it waited for was stopped before the agent read it (front ends say so beside it)."""
 
 
 class ToolSchema(BaseModel):

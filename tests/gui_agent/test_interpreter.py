@@ -9,6 +9,8 @@ import pytest
 
 from connectors.scripted import ScriptedModel, call, calls
 from gui_agent.exceptions import InvalidRequest, ModelRateLimited
+from gui_agent.quick import create_interpreter
+from gui_agent.store import MemoryStore
 from gui_agent.tools import Tool, tool
 from schema import (
     MAX_MESSAGE_CHARS,
@@ -16,6 +18,7 @@ from schema import (
     ApprovalRequested,
     ImagePart,
     InterpreterState,
+    Message,
     MessageCompleted,
     MessageStatus,
     MessageType,
@@ -226,6 +229,40 @@ async def test_a_turn_stopped_before_it_ran_files_its_message_before_the_idle_ma
     ]
     assert interpreter.session.history == filed
     assert interpreter.state is InterpreterState.INIT  # no turn began
+
+
+async def test_a_stop_as_the_turn_takes_up_its_message_marks_it_unanswered(
+    tmp_path: Path,
+) -> None:
+    """The turn had filed its message and was saving it when the Stop came: the message
+    stayed with no reply and no mark, and went to the model with the next one."""
+    reached, gate = asyncio.Event(), asyncio.Event()
+
+    class SlowStore(MemoryStore):
+        async def append_message(self, session_id: str, message: Message) -> None:
+            if message.content == "stopped as it began":
+                reached.set()
+                await gate.wait()
+            await super().append_message(session_id, message)
+
+    store = SlowStore()
+    model = ScriptedModel(["never said"], default="Answered.")
+    interpreter = create_interpreter(model, workdir=tmp_path, store=store)
+    await store.create_session(interpreter.session.to_record(interpreter.state))
+    asked = await interpreter.send("stopped as it began")
+    await reached.wait()  # the turn has begun and filed it
+    stopping = asyncio.ensure_future(interpreter.stop())
+    await asyncio.sleep(0)
+    gate.set()
+    assert await stopping
+    [kept] = interpreter.session.history
+    assert kept.id == asked.id and kept.metadata == {"unanswered": True}
+    saved = await store.load_messages(interpreter.session.id)
+    assert [(m.id, m.metadata) for m in saved] == [(asked.id, {"unanswered": True})]
+    _ = [e async for e in interpreter.chat("the next one")]
+    assert [m.content for m in model.requests[-1].messages if m.role is Role.USER] == [
+        "the next one"
+    ]  # (the one left unanswered is not sent: the person sends it again if they want it)
 
 
 async def test_approval_allow_once_runs_the_tool_after_waiting(tmp_path: Path) -> None:
