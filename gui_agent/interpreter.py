@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import shutil
+import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
@@ -64,11 +65,11 @@ from schema import (
     ImagePart,
     InterpreterState,
     Message,
-    MessageStatus,
     PermissionMode,
     Role,
     SessionSettings,
     SessionUpdated,
+    StreamingReply,
     valid_text,
 )
 from schema.builders import builder
@@ -156,15 +157,17 @@ class Interpreter(HistoryEdits):
         return self._hub.seq
 
     @property
-    def streaming(self) -> tuple[Message, ...]:
+    def streaming(self) -> tuple[StreamingReply, ...]:
         """The replies being streamed now (started, not yet completed), each with what it
         said up to `last_seq`, as it would be kept if the turn stopped now (status
-        INTERRUPTED). Not in `session.history` until their `message_completed`."""
+        INTERRUPTED), and the model's retry notice while it has not begun (`retrying`).
+        Not in `session.history` until their `message_completed`."""
         if not self._open:
             return ()
         kept = {m.id for m in self.session.history[-8:]}  # added, completion on its way
+        now = time.monotonic()
         return tuple(
-            partial.message(message_id, MessageStatus.INTERRUPTED)
+            partial.snapshot(message_id, now)
             for message_id, partial in self._open.items()
             if message_id not in kept
         )

@@ -35,8 +35,10 @@ from schema import (
     MessageCompleted,
     MessageStarted,
     MessageStatus,
+    ModelRetrying,
     Role,
     StateChanged,
+    StreamingReply,
     TextDelta,
     ToolCallFinished,
     ToolCallStarted,
@@ -52,15 +54,34 @@ PARTIAL_SAVE_INTERVAL_S = 0.5
 
 
 class Partial:
-    """A reply being streamed: what its `message_started` said, and the text so far."""
+    """A reply being streamed: what its `message_started` said, the text so far, and the
+    latest `model_retrying` of its model call (kept for readers that come later, see
+    `snapshot`)."""
 
-    __slots__ = ("content", "reasoning", "saved_at", "started")
+    __slots__ = ("content", "reasoning", "retried_at", "retrying", "saved_at", "started")
 
     def __init__(self, started: MessageStarted) -> None:
         self.started = started
         self.content: list[str] = []
         self.reasoning: list[str] = []
         self.saved_at = 0.0
+        self.retrying: ModelRetrying | None = None
+        self.retried_at = 0.0  # (monotonic)
+
+    def snapshot(self, message_id: str, now: float) -> StreamingReply:
+        """The reply as a reader that opens the chat `now` (monotonic) is shown it: as it
+        would be kept if the turn stopped now, and why it has not begun if its model is
+        being asked again, with the wait left. The notice is not cleared when text comes
+        (the text-delta handler runs for every delta and stays as it was): a reply with
+        text or reasoning has begun, so the notice is left out here."""
+        message = self.message(message_id, MessageStatus.INTERRUPTED)
+        retrying = self.retrying
+        if retrying is not None and not self.content and not self.reasoning:
+            left = max(0.0, retrying.wait_s - (now - self.retried_at))
+            retrying = retrying.model_copy(update={"wait_s": round(left, 1)})
+        else:
+            retrying = None
+        return StreamingReply(**dict(message), retrying=retrying)
 
     def message(
         self, message_id: str, status: MessageStatus, failure: ErrorEvent | None = None
@@ -168,6 +189,15 @@ class EventTracking:
         self._open[event.message_id] = partial
         self._hub.publish(event, self._run_id)
 
+    def _track_retrying(self, event: ModelRetrying) -> None:
+        """Keep the notice with its reply (a newer one replaces it), so the detail and a
+        stream's `hello` say it to a reader that comes after it (`Partial.snapshot`)."""
+        self._hub.publish(event, self._run_id)
+        partial = self._open.get(event.message_id)
+        if partial is not None:
+            partial.retrying = event
+            partial.retried_at = time.monotonic()
+
     def _track_call_started(self, event: ToolCallStarted) -> None:
         self._open_calls[event.call.id] = event
         self._hub.publish(event, self._run_id)
@@ -233,6 +263,7 @@ TRACKERS: Final[Mapping[type, _Tracker]] = MappingProxyType(
         TextDelta: EventTracking._track_delta,
         MessageCompleted: EventTracking._track_completed,
         MessageStarted: EventTracking._track_started,
+        ModelRetrying: EventTracking._track_retrying,
         ToolCallStarted: EventTracking._track_call_started,
         ToolCallFinished: EventTracking._track_call_finished,
         ApprovalRequested: EventTracking._track_approval_requested,

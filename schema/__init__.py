@@ -64,6 +64,7 @@ from schema.requests import (
     StopRequest,
 )
 from schema.sessions import SessionRecord
+from schema.streaming import StreamingReply
 
 __all__ = [
     "DEFAULT_CONTINUATION_PROMPT",
@@ -110,6 +111,7 @@ __all__ = [
     "SettingsUpdate",
     "StateChanged",
     "StopRequest",
+    "StreamingReply",
     "TextDelta",
     "ToolCall",
     "ToolCallFinished",

@@ -37,7 +37,7 @@ from schema import (
     ApprovalRequested,
     Event,
     InterpreterState,
-    Message,
+    StreamingReply,
 )
 
 logger = logging.getLogger(__name__)
@@ -260,7 +260,8 @@ class StreamHello(BaseModel):
     replayed: int
     resync: bool
     pending_approvals: list[ApprovalRequested]
-    streaming: list[Message]
+    streaming: list[StreamingReply]
+    """The replies being written, as in `SessionDetail.streaming` (`retrying` included)."""
 
 
 def _load(frame: Frame) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fastapi import FastAPI
+from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
@@ -121,6 +122,7 @@ class RequestBodies:
                 _drop_validation_errors(document)
                 components = document.setdefault("components", {})
                 schemas = components.setdefault("schemas", {})
+                schemas.update(_answer_schemas(app))
                 schemas.update(self.schemas())
                 schemas.update(_error_schemas())
                 components["securitySchemes"] = {
@@ -139,6 +141,28 @@ class RequestBodies:
             return app.openapi_schema
 
         app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented hook
+
+
+def _answer_schemas(app: FastAPI) -> dict[str, Any]:
+    """The JSON schemas of the routes' answer models (`responses.success`) and every model
+    they use, as pydantic writes them. FastAPI writes its document leaving out every null,
+    so a field of an answer's that defaults to null (`StreamingReply.retrying`) read as
+    having no default at all."""
+    models = {
+        answer["model"]
+        for route in app.routes
+        if isinstance(route, APIRoute)
+        for answer in route.responses.values()
+        if isinstance(answer.get("model"), type) and issubclass(answer["model"], BaseModel)
+    }
+    if not models:
+        return {}
+    ordered = sorted(models, key=lambda model: model.__name__)
+    _, top = models_json_schema(
+        [(model, "serialization") for model in ordered], ref_template=REF_TEMPLATE
+    )
+    schemas: dict[str, Any] = top.get("$defs", {})
+    return schemas
 
 
 def _error_schemas() -> dict[str, Any]:

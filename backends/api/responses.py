@@ -22,6 +22,7 @@ from schema import (
     Message,
     PermissionMode,
     SessionRecord,
+    StreamingReply,
 )
 
 if TYPE_CHECKING:
@@ -119,10 +120,12 @@ class SessionDetail(_Answer):
     state: InterpreterState
     busy: bool
     pending_approvals: list[ApprovalRequested]
-    streaming: list[Message]
+    streaming: list[StreamingReply]
     """Replies being written right now, not yet in `messages`: each with its text up to
-    `last_seq` (status `interrupted`, as it would be kept if the turn stopped now). Events
-    after `last_seq` continue them; their `message_completed` carries them whole."""
+    `last_seq` (status `interrupted`, as it would be kept if the turn stopped now), and in
+    `retrying` the model's latest `model_retrying` while the reply has not begun (its
+    `wait_s` the wait left; null otherwise). Events after `last_seq` continue them; their
+    `message_completed` carries them whole."""
     last_seq: int
     epoch: str
     """Names this run of `seq` numbers; pass it back with `since` to resume the events."""

@@ -15,7 +15,8 @@ A stream opens with `event: hello` (no id, so it does not move the client's Last
 replays buffered events after the client's last seen `seq`, then follows the session live,
 with a comment line every `keepalive_s` seconds so proxies keep the connection open.
 `hello` says where the session is at its `last_seq` (state, open approvals, and in
-`streaming` the replies being written, with their text so far), so a client that starts
+`streaming` the replies being written, with their text so far, or while one has not begun
+because its model is asked again, that notice in `retrying`), so a client that starts
 mid-reply, or is told to `resync`, shows the reply whole; the replayed events (seq up to
 `last_seq`) are already in it.
 `EventStreamResponse` watches for the client hanging up and then cancels the stream, which

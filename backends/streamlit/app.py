@@ -264,14 +264,14 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
         since = last
     if not live_turn and since >= last:
         return
-    live = LiveReply()
-    for message in detail.streaming:  # a reply already being written: its text so far
-        live.text += message.content
+    live = LiveReply.following(detail.streaming)  # a reply already being written
     started = checked = time.monotonic()
     if live_turn:
         with st.chat_message("assistant"):
             status = st.empty()
             body = st.empty()
+        if live.text or live.retrying:  # at once: the next event may be a retry's wait away
+            _draw_live(body, live)
     stream = client.events(session_id, since=since, epoch=epoch)
     inbox: queue.Queue[object] = queue.Queue()
     threading.Thread(target=_pump, args=(stream, inbox), daemon=True).start()
@@ -325,13 +325,7 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
             if isinstance(item, ErrorEvent):
                 st.error(plain_markdown(item.message))
             if live.apply(item):
-                with body.container():
-                    if live.text:
-                        st.markdown(safe_markdown(live.text))
-                    if live.retrying:  # the reply has not begun: why, and when it is asked again
-                        st.caption(plain_markdown(live.retrying))
-                    for view in live.calls:
-                        draw_call(view)
+                _draw_live(body, live)
             if isinstance(item, ApprovalRequested | AutoChatTurn | AutoChatStopped):
                 break
             if isinstance(item, RunFinished):
@@ -342,6 +336,17 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
             read_up_to(session_id, epoch, last)
     if redraw:
         st.rerun()
+
+
+def _draw_live(body: Any, live: LiveReply) -> None:
+    """The turn so far, in the placeholder `body` (each time whole, replacing the last)."""
+    with body.container():
+        if live.text:
+            st.markdown(safe_markdown(live.text))
+        if live.retrying:  # the reply has not begun: why, and when it is asked again
+            st.caption(plain_markdown(live.retrying))
+        for view in live.calls:
+            draw_call(view)
 
 
 def _chat(client: GuiAgentClient, session_id: str) -> None:

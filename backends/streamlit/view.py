@@ -31,6 +31,7 @@ from schema import (
     ModelRetrying,
     Role,
     RunFinished,
+    StreamingReply,
     TextDelta,
     ToolCall,
     ToolCallFinished,
@@ -269,6 +270,19 @@ class LiveReply:
     retrying: str = ""
     """Why the reply being written has not begun: the model is asked again (`retry_words`).
     Drawn under the text until the reply streams or is filed, or the turn ends."""
+
+    @classmethod
+    def following(cls, streaming: Sequence[StreamingReply]) -> LiveReply:
+        """The turn as a tab that comes mid-reply finds it (`SessionDetail.streaming`): the
+        text so far and, while a reply's model is asked again, why it has not begun. That
+        notice came before the detail's `last_seq`, where the events read next start: they
+        do not say it again, and the first (often the only) one was never shown."""
+        live = cls()
+        for reply in streaming:
+            live.text += reply.content
+            if reply.retrying is not None and not reply.content and not reply.reasoning:
+                live.retrying = retry_words(reply.retrying)
+        return live
 
     def apply(self, event: object) -> bool:
         """Take in one event; True when what is shown changed."""

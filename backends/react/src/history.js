@@ -135,12 +135,7 @@ export function chatFrom(detail) {
   return {
     session: detail.session,
     messages: detail.messages,
-    streaming: Object.fromEntries(
-      detail.streaming.map((m) => [
-        m.id,
-        { id: m.id, agent: m.agent, text: m.content, reasoning: m.reasoning ?? "" },
-      ]),
-    ),
+    streaming: Object.fromEntries(detail.streaming.map((m) => [m.id, liveFrom(m)])),
     approvals: detail.pending_approvals,
     state: detail.state,
     busy: detail.busy,
@@ -153,6 +148,17 @@ export function chatFrom(detail) {
     memory: null, // the memory window (GET .../memory, then each memory_updated event)
     allowed: detail.allowed_tools ?? [], // tools allowed for the session: run without asking
   };
+}
+
+/** A reply being written as the detail (or a stream's hello) gives it: its text so far, and
+ * why it has not begun when its model is asked again (`retrying`, the wait left). The notice
+ * came before the detail's `last_seq`, so no event from there on says it again. */
+function liveFrom(message) {
+  const text = message.content;
+  const reasoning = message.reasoning ?? "";
+  const live = { id: message.id, agent: message.agent, text, reasoning };
+  if (message.retrying && !text && !reasoning) live.retrying = retryWords(message.retrying);
+  return live;
 }
 
 /** What the memory panel says: the window's size, what slid out, the goal, and each

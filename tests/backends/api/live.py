@@ -26,7 +26,7 @@ from connectors.function import FunctionInfo, FunctionModel
 from connectors.scripted import ScriptedModel
 from gui_agent.auth import TokenService, UserDB
 from gui_agent.config import AppConfig
-from gui_agent.llm import StaticCatalog
+from gui_agent.llm import LLMProvider, StaticCatalog
 from gui_agent.manager import SessionManager
 from gui_agent.store import DB_FILE_NAME, SQLiteStore
 from gui_agent.tokens import EstimateCounter
@@ -338,10 +338,11 @@ def make_backend(
     *,
     users: Sequence[tuple[str, str]] = (),
     page: ASGIApp | None = None,
+    models: Sequence[LLMProvider] = (),
     **api_options: Any,
 ) -> Backend:
-    """The API over offline models; `page` is mounted at "/" after it, where the server
-    mounts the Gradio page."""
+    """The API over offline models (`models` too, after "scripted" and "slow"); `page` is
+    mounted at "/" after it, where the server mounts the Gradio page."""
     scripted = ScriptedModel(name="scripted", default="Hello from the scripted model.")
     slow = FunctionModel(_slow, name="slow")
     tokens = TokenService(SECRET)
@@ -355,7 +356,7 @@ def make_backend(
 
     async def factory() -> tuple[FastAPI, Callable[[], Awaitable[None]]]:
         manager = SessionManager(
-            models=StaticCatalog(scripted, slow),
+            models=StaticCatalog(scripted, slow, *models),
             store=SQLiteStore(data_dir / DB_FILE_NAME),
             workspace_root=data_dir / "workspaces",
             counter_factory=lambda _name: EstimateCounter(),
