@@ -30,6 +30,10 @@ from tests.connectors.peers import (
 )
 
 
+def openai_at(peer: ScriptedPeer) -> OpenAIProvider:
+    return OpenAIProvider("m", base_url=peer.url + "/v1", retry=RetryPolicy(max_attempts=1))
+
+
 async def filtered_turn(model: LLMProvider, tmp_path: Path) -> list[object]:
     interpreter = create_interpreter(model, builtin_tools=False, workdir=tmp_path)
     events = [e async for e in interpreter.chat("tell me")]
@@ -57,7 +61,7 @@ async def test_a_reply_the_content_filter_stopped_is_marked_and_said(
             OPENAI_DONE,
         )
     )
-    model = OpenAIProvider("m", base_url=peer.url + "/v1", retry=RetryPolicy(max_attempts=1))
+    model = openai_at(peer)
     assert await filtered_turn(model, tmp_path) == ["I was say"]  # what it wrote is kept
 
 
@@ -71,7 +75,7 @@ async def test_an_empty_reply_the_content_filter_stopped_is_not_a_blank_bubble(
             OPENAI_DONE,
         )
     )
-    model = OpenAIProvider("m", base_url=peer.url + "/v1", retry=RetryPolicy(max_attempts=1))
+    model = openai_at(peer)
     assert await filtered_turn(model, tmp_path) == [""]
 
 
@@ -99,5 +103,5 @@ async def test_an_openai_refusal_is_marked_and_said(peer: ScriptedPeer, tmp_path
             OPENAI_DONE,
         )
     )
-    model = OpenAIProvider("m", base_url=peer.url + "/v1", retry=RetryPolicy(max_attempts=1))
+    model = openai_at(peer)
     assert await filtered_turn(model, tmp_path) == ["I'm sorry, I can't help with that."]
