@@ -82,7 +82,7 @@ class TurnRunner(TurnEnding):
         if self._stopping is task:
             self._stopping = None
         if task.cancelled():
-            self._file_left_unanswered()  # (before the idle mark: readers see them)
+            self._file_unanswered()  # (before the idle mark: readers see them)
             self._hub.idle()
         elif (exc := task.exception()) is not None:
             # A bug in the interpreter: its traceback, escaped (its message may quote a
@@ -95,19 +95,15 @@ class TurnRunner(TurnEnding):
 
     async def _drive(self, prompt: Message) -> None:
         next_prompt: Message | None = prompt
-        try:
-            while next_prompt is not None:
-                if next_prompt.metadata.get("autochat"):
-                    self._arm_deadline(next_prompt.id)
-                try:
-                    outcome = await self._turn(next_prompt)
-                finally:
-                    self._disarm_deadline()
-                next_prompt = await self._next_prompt(outcome)
-        except asyncio.CancelledError:
-            # Filed before the task ends, so readers see them before the idle mark.
-            await self._file_unanswered()
-            raise
+        while next_prompt is not None:
+            if next_prompt.metadata.get("autochat"):
+                self._arm_deadline(next_prompt.id)
+            try:
+                outcome = await self._turn(next_prompt)
+            finally:
+                self._disarm_deadline()
+            next_prompt = await self._next_prompt(outcome)
+        # (Cancelled, what the turn left is filed by the done callback: `_file_unanswered`.)
         # The last thing the task does, with no await after it: nothing can run before the
         # task is done, so whoever sees the idle mark also sees `busy` false. Saying it here
         # rather than in the done callback lets a reader take the whole turn in one wake.

@@ -185,34 +185,25 @@ class TurnEnding(AutoChatDriver):
         if cancelled:
             raise asyncio.CancelledError
 
-    async def _file_unanswered(self) -> None:
-        """A Stop before the turn took up its message, and messages queued behind it: they
-        stay in the history, unanswered. Nothing said is lost. (The stopped run task, as
-        it ends.)"""
-        prompt, self._unfiled = self._unfiled, None
-        if prompt is not None:
-            await self._emit(_unanswered(self.session, prompt))
-        while self.session.inbox:
-            await self._emit(_unanswered(self.session, self.session.inbox.popleft()))
-
     async def _left_unread(self, prompt: Message) -> None:
         """The turn's own message, when a Stop came before anything followed it (as the turn
         began: the agent never read it): marked unanswered, in place, as one the Stop left
         waiting is. Only the person's own words: an AutoChat prompt is not theirs to resend."""
         if not written_by_person(prompt):
             return
-        marked = prompt.model_copy(update={"metadata": {**prompt.metadata, UNANSWERED: True}})
+        marked = _marked_unanswered(prompt)
         self.session.history[-1] = marked
         saving = self._track(MessageCompleted(message=marked))
         if saving is not None:
             await self._store_call(saving)
 
-    def _file_left_unanswered(self) -> None:
-        """`_file_unanswered` for a run task that ended cancelled without doing it (stopped
-        before it began to run, or during its own filing): called as the task is done,
-        before anything waiting for it runs, so a message sent right after the Stop (which
-        starts the next task) is never taken for one the stopped task left. The store
-        writes go on in tasks of their own, in order; `_unanswered_saved` waits for them."""
+    def _file_unanswered(self) -> None:
+        """What a stopped run task never took up (its prompt, if it was stopped before it
+        began, and the messages queued behind it) stays in the history, unanswered: nothing
+        said is lost. Called as the task is done, before anything waiting for it runs, so a
+        message sent right after the Stop (which starts the next task) is never taken for
+        one the stopped task left. The store writes go on in tasks of their own, in order;
+        `_unanswered_saved` waits for them."""
         left = [] if self._unfiled is None else [self._unfiled]
         self._unfiled = None
         left.extend(self.session.inbox)
@@ -226,7 +217,7 @@ class TurnEnding(AutoChatDriver):
                 write.add_done_callback(filing.discard)
 
     async def _unanswered_saved(self) -> None:
-        """Until the messages `_file_left_unanswered` filed are saved."""
+        """Until the messages `_file_unanswered` filed are saved."""
         while self._filing:
             await asyncio.wait(set(self._filing))
         self._filing = None
@@ -235,9 +226,13 @@ class TurnEnding(AutoChatDriver):
 def _unanswered(session: Session, message: Message) -> MessageCompleted:
     """`message` added to the history marked as left unanswered (`UNANSWERED`), and the
     event that says so."""
-    marked = message.model_copy(update={"metadata": {**message.metadata, UNANSWERED: True}})
+    marked = _marked_unanswered(message)
     session.add(marked)
     return MessageCompleted(message=marked)
+
+
+def _marked_unanswered(message: Message) -> Message:
+    return message.model_copy(update={"metadata": {**message.metadata, UNANSWERED: True}})
 
 
 def _answer_dangling_calls(

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from backends.api.responses import MemoryAnswer
+from gui_agent.agents.model_call import FILTERED
 from gui_agent.retry_words import retry_words
 from gui_agent.turn_end import UNANSWERED
 from gui_agent.wording import counted, role_title
@@ -204,7 +205,7 @@ def _notes(message: Message) -> list[str]:
         notes.append("This reply ended with an error.")
     if message.metadata.get("cut_off"):
         notes.append('Cut off at the output limit (Max tokens): say "continue" for the rest.')
-    if message.metadata.get("filtered") and message.role is Role.ASSISTANT:
+    if message.metadata.get(FILTERED) and message.role is Role.ASSISTANT:
         notes.append(FILTERED_NOTE)
     if message.metadata.get("truncated") and message.role is Role.ASSISTANT:
         notes.append("Stopped at the most steps one turn may take.")
