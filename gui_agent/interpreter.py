@@ -101,9 +101,12 @@ class Interpreter(HistoryEdits):
         store: Store | None = None,
         initial_state: InterpreterState = InterpreterState.INIT,
         on_titled: Callable[[Interpreter], None] | None = None,
+        new_in_store: bool = False,
     ) -> None:
         """`on_titled`: called when a turn gave the session its title (the person's first
-        message), once that is saved; e.g. to tell whoever lists the owner's chats."""
+        message), once that is saved; e.g. to tell whoever lists the owner's chats.
+        `new_in_store`: `store` does not hold this session yet; it is added there before
+        the first write (the session manager adds its sessions itself)."""
         if not architectures:
             raise InvalidRequest("an interpreter needs at least one architecture")
         self.session = session
@@ -126,6 +129,7 @@ class Interpreter(HistoryEdits):
         self._editing = False
         self._closed = False
         self._unsaved = False
+        self._unrecorded = new_in_store and store is not None
         self._unfiled = None
         self._filing = None
         self._switch = None
@@ -221,6 +225,10 @@ class Interpreter(HistoryEdits):
         if self.session.autochat.enabled:
             self._auto.begin(self.session, text)
         await self._stopped()
+        if (self.busy or self._editing) and self._store is not None:
+            # On disk before it waits: a server that dies meanwhile files it when it starts
+            # again (the history taking it up takes it off the store's queue).
+            await self._store_call(self._store.queue_message(self.id, message))
         if self.busy or self._editing:  # during an edit it goes after the edited message
             self.session.inbox.append(message)
             self._wake.set()

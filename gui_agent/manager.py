@@ -26,7 +26,12 @@ from gui_agent.interpreter import Interpreter
 from gui_agent.llm import ModelCatalog
 from gui_agent.log_text import loggable
 from gui_agent.memory import SlidingWindowMemory
-from gui_agent.session import Session, unanswered_call_result, unanswered_calls
+from gui_agent.session import (
+    Session,
+    marked_unanswered,
+    unanswered_call_result,
+    unanswered_calls,
+)
 from gui_agent.store.base import SessionStore as Store
 from gui_agent.store.base import apply_retention
 from gui_agent.tokens import TokenCounter, counter_for_model
@@ -85,9 +90,11 @@ class SessionManager:
     interrupted_at_start: tuple[str, ...] = field(default=(), init=False)
 
     async def start(self) -> None:
-        """Open the store and mark turns a crash left running as interrupted."""
+        """Open the store and mark turns a crash left running as interrupted; the messages
+        that waited for them are filed unanswered, as a Stop files them."""
         await self.store.open()
         self.interrupted_at_start = tuple(await self.store.mark_interrupted_runs())
+        queued = await self.store.load_queued()
         for session_id in self.interrupted_at_start:
             # Calls the stop left without a result are answered first: a conversation with
             # an unanswered call is refused by every vendor, at every later message.
@@ -99,6 +106,7 @@ class SessionManager:
                         call, UNANSWERED_AT_START, agent=asked.agent, was_running=True
                     )
                     await self.store.append_message(session_id, answer)
+            await self._file_unanswered(session_id, queued.pop(session_id, ()))
             note = Message(
                 role=Role.ASSISTANT,
                 type=MessageType.CONSOLE,
@@ -106,6 +114,19 @@ class SessionManager:
                 metadata={"display_only": True, "note": "interrupted"},
             )
             await self.store.append_message(session_id, note)
+        for session_id, messages in queued.items():  # (queued while a history was edited)
+            await self._file_unanswered(session_id, messages)
+
+    async def _file_unanswered(self, session_id: str, messages: Sequence[Message]) -> None:
+        for message in messages:
+            await self.store.append_message(session_id, marked_unanswered(message))
+        if messages:
+            logger.info(
+                "session %s: %d message(s) that waited for the agent when the server stopped "
+                "are kept, marked unanswered",
+                session_id,
+                len(messages),
+            )
 
     async def close(self) -> None:
         for interpreter in list(self._live.values()):

@@ -62,6 +62,8 @@ def create_interpreter(
     interpreter is closed (or garbage-collected, or the program ends). `builtin_tools=False`
     leaves out run_python and the file tools; `task_complete` (which changes nothing: the
     agent calls it to say the goal is reached) stays unless `tools` has one of that name.
+    `store` keeps the session and its messages; the session is added to it before its
+    first write.
     `permissions` names
     tools of this interpreter: a name that is none of them is a ConfigError, since a rule
     for a misspelt tool would silently do nothing.
@@ -90,7 +92,9 @@ def create_interpreter(
         memory=SlidingWindowMemory(),
         hooks=hooks or AgentHooks(),
     )
-    interpreter = Interpreter(session, deps, architectures=roles, store=store)
+    interpreter = Interpreter(
+        session, deps, architectures=roles, store=store, new_in_store=store is not None
+    )
     if temporary is not None:
         interpreter.remove_when_closed(temporary)
     return interpreter

@@ -24,7 +24,7 @@ from schema import (
     UsageReported,
     new_id,
 )
-from schema.messages import utcnow
+from schema.messages import UNANSWERED, utcnow
 from schema.requests import plain_title
 
 TITLE_CHARS = 60
@@ -192,3 +192,10 @@ def unanswered_call_result(
         status=MessageStatus.INTERRUPTED,
         metadata=metadata,
     )
+
+
+def marked_unanswered(message: Message) -> Message:
+    """The person's `message` marked as left unanswered (`UNANSWERED`): the turn it waited
+    for ended (a Stop, a server that stopped) before the agent read it. It stays in the
+    history, display-only, and front ends say it can be sent again."""
+    return message.model_copy(update={"metadata": {**message.metadata, UNANSWERED: True}})

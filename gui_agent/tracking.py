@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -127,6 +127,7 @@ class EventTracking:
     _open_calls: dict[str, ToolCallStarted]  # started, not finished: for front ends
     _open_approvals: dict[str, ApprovalRequested]
     _unsaved: bool  # a store write failed: write the history again at the turn's end
+    _unrecorded: bool  # the store does not hold the session yet: add it before writing
 
     @property
     def id(self) -> str:
@@ -224,6 +225,9 @@ class EventTracking:
         the writes that follow it. A failure is reported (and logged), never raised: what
         was said stays in the session, the turn goes on, and the history is written again
         whole when the turn ends (`_finish_saving`)."""
+        if self._unrecorded:
+            self._unrecorded = False
+            operation = self._recorded_first(operation)
         write = asyncio.ensure_future(operation)
         interrupted = await uninterrupted(write)
         try:
@@ -240,6 +244,20 @@ class EventTracking:
             self._unsaved = True
         if interrupted:
             raise asyncio.CancelledError
+
+    async def _recorded_first(self, operation: Awaitable[None]) -> None:
+        """`operation`, after the session is added to the store unless it is there already
+        (see `new_in_store`). The writes that follow wait behind it in the store."""
+        store, session = self._store, self.session
+        assert store is not None
+        try:
+            if await store.get_session(session.id, owner=session.owner) is None:
+                await store.create_session(session.to_record(self.state))
+        except BaseException:
+            if isinstance(operation, Coroutine):
+                operation.close()  # never to run: the session could not be added
+            raise
+        await operation
 
     async def _save_history(self) -> None:
         """Write the whole history again after a write failed (a database locked too long),

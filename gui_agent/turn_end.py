@@ -22,6 +22,7 @@ from gui_agent.cancels import uninterrupted
 from gui_agent.hooks import call_hook
 from gui_agent.session import (
     Session,
+    marked_unanswered,
     unanswered_call_result,
     unanswered_calls,
     written_by_person,
@@ -191,7 +192,7 @@ class TurnEnding(AutoChatDriver):
         waiting is. Only the person's own words: an AutoChat prompt is not theirs to resend."""
         if not written_by_person(prompt):
             return
-        marked = _marked_unanswered(prompt)
+        marked = marked_unanswered(prompt)
         self.session.history[-1] = marked
         saving = self._track(MessageCompleted(message=marked))
         if saving is not None:
@@ -226,13 +227,9 @@ class TurnEnding(AutoChatDriver):
 def _unanswered(session: Session, message: Message) -> MessageCompleted:
     """`message` added to the history marked as left unanswered (`UNANSWERED`), and the
     event that says so."""
-    marked = _marked_unanswered(message)
+    marked = marked_unanswered(message)
     session.add(marked)
     return MessageCompleted(message=marked)
-
-
-def _marked_unanswered(message: Message) -> Message:
-    return message.model_copy(update={"metadata": {**message.metadata, UNANSWERED: True}})
 
 
 def _answer_dangling_calls(

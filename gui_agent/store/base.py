@@ -10,12 +10,17 @@ reply with the same id) and never rewrites the others. A reply that is still str
 kept with `upsert_partial`, stored as INTERRUPTED until the completed message replaces it, so
 a crash leaves the partial text marked interrupted. Only "clear" and "edit last" rewrite the
 history, through `replace_messages`.
+
+A message the person sends while a turn runs waits for the agent in memory; `queue_message`
+keeps it on disk meanwhile, and storing it in the history (`append_message`,
+`replace_messages`) takes it off that queue. What is still queued at start-up was left by a
+server that died without stopping its turns (`load_queued`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from types import TracebackType
 from typing import Protocol, Self, runtime_checkable
@@ -75,7 +80,19 @@ class SessionStore(Protocol):
 
     async def append_message(self, session_id: str, message: Message) -> None:
         """Add a message at the end, durably, or replace the partial with the same id in
-        place. StoreError if the session does not exist."""
+        place, and take it off the session's queue. StoreError if the session does not
+        exist."""
+        ...
+
+    async def queue_message(self, session_id: str, message: Message) -> None:
+        """Keep a message that waits for the agent, until the history holds it. Nothing
+        happens when the history already does (it was taken up first). StoreError if the
+        session does not exist."""
+        ...
+
+    async def load_queued(self) -> dict[str, list[Message]]:
+        """The messages still queued, by session, oldest first: at start-up, those a server
+        that died mid-turn never filed."""
         ...
 
     async def upsert_partial(self, session_id: str, message: Message) -> None:
@@ -91,7 +108,8 @@ class SessionStore(Protocol):
     async def count_messages(self, session_id: str) -> int: ...
 
     async def replace_messages(self, session_id: str, messages: Sequence[Message]) -> None:
-        """Replace the whole history (only "clear" and "edit last" do this)."""
+        """Replace the whole history (only "clear" and "edit last" do this); the queued
+        messages it holds are taken off the queue."""
         ...
 
     async def mark_interrupted_runs(self) -> list[str]:
@@ -130,6 +148,7 @@ class MemoryStore:
         self._clock = clock
         self._sessions: dict[str, SessionRecord] = {}
         self._messages: dict[str, list[Message]] = {}
+        self._queued: dict[str, dict[str, Message]] = {}
 
     async def __aenter__(self) -> Self:
         await self.open()
@@ -197,6 +216,7 @@ class MemoryStore:
             return False
         del self._sessions[session_id]
         del self._messages[session_id]
+        self._queued.pop(session_id, None)
         return True
 
     async def rename_session(self, session_id: str, title: str, *, owner: str) -> bool:
@@ -217,13 +237,28 @@ class MemoryStore:
                 break
         else:
             history.append(message)
+        self._unqueue(session_id, (message.id,))
         self._touch(session_id)
+
+    def _unqueue(self, session_id: str, ids: Iterable[str]) -> None:
+        queued = self._queued.get(session_id)
+        if queued:
+            for message_id in ids:
+                queued.pop(message_id, None)
 
     async def append_message(self, session_id: str, message: Message) -> None:
         self._put(session_id, message, partial=False)
 
     async def upsert_partial(self, session_id: str, message: Message) -> None:
         self._put(session_id, as_partial(message), partial=True)
+
+    async def queue_message(self, session_id: str, message: Message) -> None:
+        history = self._history(session_id)
+        if all(stored.id != message.id for stored in history):
+            self._queued.setdefault(session_id, {})[message.id] = message
+
+    async def load_queued(self) -> dict[str, list[Message]]:
+        return {sid: list(queued.values()) for sid, queued in self._queued.items() if queued}
 
     async def load_messages(self, session_id: str, *, limit: int | None = None) -> list[Message]:
         check_page(limit)
@@ -241,6 +276,7 @@ class MemoryStore:
         if len(set(ids)) != len(ids):
             raise StoreError("replace_messages got two messages with the same id")
         self._messages[session_id] = list(messages)
+        self._unqueue(session_id, ids)
         self._touch(session_id)
 
     async def mark_interrupted_runs(self) -> list[str]:
@@ -255,6 +291,7 @@ class MemoryStore:
         for sid, _owner in old:
             del self._sessions[sid]
             del self._messages[sid]
+            self._queued.pop(sid, None)
         return old
 
 

@@ -56,7 +56,20 @@ V2: tuple[str, ...] = (
 """Version 2: a `status` column on messages (backfilled from the JSON) and the index the
 session list is served from."""
 
-MIGRATIONS: tuple[tuple[str, ...], ...] = (V1, V2)
+V3: tuple[str, ...] = (
+    """
+    CREATE TABLE queued (
+        session_id TEXT NOT NULL REFERENCES sessions (id) ON DELETE CASCADE,
+        id TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (session_id, id)
+    )
+    """,
+)
+"""Version 3: the messages a person sent while a turn ran, waiting for the agent to take
+them up (in `rowid` order); each leaves the table as it enters the history."""
+
+MIGRATIONS: tuple[tuple[str, ...], ...] = (V1, V2, V3)
 SCHEMA_VERSION = len(MIGRATIONS)
 """The schema version this program writes."""
 

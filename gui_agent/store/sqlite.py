@@ -403,7 +403,39 @@ class SQLiteStore:
             await db.execute(
                 _UPSERT_MESSAGE, (session_id, session_id, *self._message_values(message))
             )
+            await db.execute(
+                "DELETE FROM queued WHERE session_id = ? AND id = ?",
+                (session_id, valid_text(message.id)),
+            )
             await self._touch(db, session_id)
+
+    async def queue_message(self, session_id: str, message: Message) -> None:
+        async with self._write("queue message") as db:
+            await self._require_session(db, session_id)
+            message_id = valid_text(message.id)
+            await db.execute(
+                "INSERT OR REPLACE INTO queued (session_id, id, data) SELECT ?, ?, ? "
+                "WHERE NOT EXISTS (SELECT 1 FROM messages WHERE session_id = ? AND id = ?)",
+                (
+                    session_id,
+                    message_id,
+                    _model_json(message, f"message {message.id!r}"),
+                    session_id,
+                    message_id,
+                ),
+            )
+
+    async def load_queued(self) -> dict[str, list[Message]]:
+        rows = await self._rows(
+            "SELECT session_id, data FROM queued ORDER BY rowid", (), action="load queued"
+        )
+        queued: dict[str, list[Message]] = {}
+        with self._errors("read queued messages"):
+            for row in rows:
+                queued.setdefault(str(row["session_id"]), []).append(
+                    _message_from_json(row["data"])
+                )
+        return queued
 
     async def upsert_partial(self, session_id: str, message: Message) -> None:
         partial = as_partial(message)
@@ -452,6 +484,11 @@ class SQLiteStore:
                     (session_id, seq, *self._message_values(message))
                     for seq, message in enumerate(messages, start=1)
                 ],
+            )
+            await db.execute(
+                "DELETE FROM queued WHERE session_id = ? AND id IN "
+                "(SELECT id FROM messages WHERE session_id = ?)",
+                (session_id, session_id),
             )
             await self._touch(db, session_id)
 

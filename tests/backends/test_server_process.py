@@ -376,6 +376,10 @@ def test_a_kill_mid_stream_keeps_what_was_said_and_marks_the_turn_interrupted(
         while deltas < 150:  # 1.5 s of streaming: the partial reply has been saved
             if isinstance(stream.next(), TextDelta):
                 deltas += 1
+        # Sent while the reply streams: it waits for the agent (on disk too) when the kill
+        # comes, and is kept, unanswered, as a Stop keeps it.
+        waiting = api.post(f"/api/sessions/{session_id}/messages", json={"text": "one more"})
+        assert waiting.status_code == 202 and waiting.json()["queued"] is True
         assert first.stop(signal.SIGKILL) == -signal.SIGKILL
 
     second = servers.start(data_dir)
@@ -383,7 +387,9 @@ def test_a_kill_mid_stream_keeps_what_was_said_and_marks_the_turn_interrupted(
     detail = api.session(session_id)
     assert detail["state"] == "STOP"
     messages = api.messages(session_id)
-    user, partial, note = messages
+    user, partial, kept, note = messages
+    assert (kept.id, kept.content) == (waiting.json()["message_id"], "one more")
+    assert kept.role is Role.USER and kept.metadata == {"unanswered": True}
     assert user.content == long_text and user.status is MessageStatus.COMPLETE
     assert partial.role is Role.ASSISTANT and partial.status is MessageStatus.INTERRUPTED
     assert partial.content.startswith(ECHO_PREFIX) and "word0 word1" in partial.content

@@ -128,6 +128,7 @@ async def test_a_version_1_database_is_migrated_and_keeps_its_data(db_path: Path
     ]
     indexes = {row[1] for row in read_db(db_path, "PRAGMA index_list('sessions')")}
     assert "sessions_owner_updated" in indexes
+    assert read_db(db_path, "SELECT count(*) FROM queued") == [(0,)]
 
 
 async def test_a_database_from_a_newer_program_is_refused(db_path: Path) -> None:

@@ -277,6 +277,39 @@ async def test_retention_deletes_only_sessions_untouched_for_longer(
         await apply_retention(store, days=0)
 
 
+async def test_a_queued_message_stays_queued_until_the_history_holds_it(
+    store: SessionStore,
+) -> None:
+    first, second = await new_session(store), await new_session(store, owner="bob")
+    waiting = [Message(role=Role.USER, content=f"meanwhile {i}") for i in range(3)]
+    for message in waiting:
+        await store.queue_message(first.id, message)
+    other = Message(role=Role.USER, content="bob's")
+    await store.queue_message(second.id, other)
+    assert await store.load_queued() == {first.id: waiting, second.id: [other]}
+
+    await store.append_message(first.id, waiting[1])  # the agent took up the second
+    assert await store.load_queued() == {first.id: [waiting[0], waiting[2]], second.id: [other]}
+    await store.queue_message(first.id, waiting[1])  # (a late write: already in the history)
+    assert (await store.load_queued())[first.id] == [waiting[0], waiting[2]]
+
+    await store.replace_messages(first.id, [waiting[1], waiting[0]])  # an edit took one up
+    assert (await store.load_queued())[first.id] == [waiting[2]]
+    assert await store.count_messages(first.id) == 2
+
+    assert await store.delete_session(second.id, owner="bob")
+    assert await store.load_queued() == {first.id: [waiting[2]]}
+    with pytest.raises(StoreError, match="no session"):
+        await store.queue_message(second.id, other)
+
+
+async def test_retention_deletes_what_a_session_had_queued(store: SessionStore, clock: Any) -> None:
+    old = await new_session(store, updated_at=clock.now - timedelta(days=40))
+    await store.queue_message(old.id, Message(role=Role.USER, content="never read"))
+    assert await apply_retention(store, days=30, now=clock.now) == [(old.id, "alice")]
+    assert await store.load_queued() == {}
+
+
 def test_public_surface_is_exact() -> None:
     import gui_agent.store
 
