@@ -515,7 +515,12 @@ def _mount_page(
 
     media = shelves.MediaShelf()  # the chats' images, by address (not inline in every update)
     blocks = page.create_app(
-        manager, models=registry.describe(), notice=notice, closing=closing, media=media
+        manager,
+        models=registry.describe(),
+        notice=notice,
+        closing=closing,
+        media=media,
+        left_out=registry.left_out,  # (the log says it too: the page's people see this)
     )
     shelves.add_media_route(app, media)
     login: dict[str, Any] = {}

@@ -44,6 +44,7 @@ from gui_agent.exceptions import (
     ModelServerError,
     ModelTimeout,
 )
+from gui_agent.retry_words import SAID_BY_NOTICE
 from schema import ModelResponse, ModelRetryNotice, ModelStreamPart
 
 logger = logging.getLogger(__name__)
@@ -296,8 +297,9 @@ async def resilient_stream(
     would show the reply twice. Closing this generator closes the running attempt.
 
     Before each wait it yields a `ModelRetryNotice` (the attempt about to be made, the wait,
-    `retry_reason`), so the person sees why the reply has not begun; the error raised after
-    the last of several attempts says how many there were, over how long.
+    `retry_reason`), so the person sees why the reply has not begun (the retry's log record
+    is marked `SAID_BY_NOTICE`, for a front end that shows both); the error raised after the
+    last of several attempts says how many there were, over how long.
 
     A server that answers that it is still loading the model (`still_loading`) is asked
     again, backing off (`RetryPolicy.loading_delay_s`), until the waits add up to
@@ -336,7 +338,12 @@ async def resilient_stream(
                 )
                 loading_waited_s += delay
                 number -= 1  # (not an attempt: the same one is made again)
-                logger.info("%s; asking again in %.2f s", loggable(error), delay)
+                logger.info(
+                    "%s; asking again in %.2f s",
+                    loggable(error),
+                    delay,
+                    extra={SAID_BY_NOTICE: True},  # (the notice below says it too)
+                )
             else:
                 # The breaker hears one verdict per request: a failure when it gives up (the
                 # retries are this request's own), or that the server answered sanely.
@@ -360,6 +367,7 @@ async def resilient_stream(
                     delay,
                     number + 1,
                     retry.max_attempts,
+                    extra={SAID_BY_NOTICE: True},
                 )
             notice = ModelRetryNotice(
                 attempt=number + 1,

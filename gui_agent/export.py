@@ -315,8 +315,10 @@ class Replay:
 def read_replay(data: bytes | str, *, max_bytes: int = MAX_IMPORT_BYTES) -> Replay:
     """An export's bytes read for a replay as an import reads them (`parse_export`, then
     every part validated once): the chat page and the API refuse the files an import
-    refuses, in the same words. Slow for a large file: call it off the event loop."""
-    record, messages, events = read_contents(parse_export(data, max_bytes=max_bytes))
+    refuses, in the same words, but for naming the file as a replay's ("the replay file is
+    not valid JSON: ..."). Slow for a large file: call it off the event loop."""
+    doc = parse_export(data, max_bytes=max_bytes, reading="replay")
+    record, messages, events = read_contents(doc)
     return Replay(record.title, len(messages), _replayed(events, messages, None))
 
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, Literal
+from types import MappingProxyType
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,6 +35,7 @@ __all__ = [
     "VERSION",
     "ExportDocument",
     "NotJson",
+    "Reading",
     "check_depth",
     "export_session",
     "parse_export",
@@ -63,8 +65,18 @@ _SURROGATE_ESCAPE_BYTES = re.compile(_SURROGATE_ESCAPE.pattern.encode("ascii"))
 
 
 class NotJson(InvalidRequest):
-    """An import that is no JSON object at all: empty, broken, or another kind of value.
-    (The API answers it as it answers any body that is not JSON: `invalid_json`.)"""
+    """An import (or a replay) that is no JSON object at all: empty, broken, or another
+    kind of value. (The API answers it as it answers any body that is not JSON:
+    `invalid_json`.)"""
+
+
+Reading = Literal["import", "replay"]
+"""What an export is read for; its refusals name the file so (`READ_AS`)."""
+
+READ_AS: Final[Mapping[Reading, str]] = MappingProxyType(
+    {"import": "the import", "replay": "the replay file"}
+)
+"""How a refusal names the file read for each `Reading`."""
 
 
 class ExportDocument(BaseModel):
@@ -122,23 +134,27 @@ def sizes(size: int, limit: int) -> tuple[str, str]:
     return size_text(size), size_text(limit)
 
 
-def parse_export(data: bytes | str, *, max_bytes: int = MAX_IMPORT_BYTES) -> dict[str, Any]:
+def parse_export(
+    data: bytes | str, *, max_bytes: int = MAX_IMPORT_BYTES, reading: Reading = "import"
+) -> dict[str, Any]:
     """Check the size, the JSON and the format/version header of an export; returns the
     document (its contents are validated by `import_document`, `read_replay` and
-    `replay_events`)."""
+    `replay_events`). A refusal of the file as a whole names it as `reading` says
+    ("the replay file is not valid JSON: ...")."""
+    named = READ_AS[reading]
     size = len(data.encode("utf-8", "surrogatepass")) if isinstance(data, str) else len(data)
     if size > max_bytes:
         raise InvalidRequest(too_large_to_import(size, max_bytes))
     if isinstance(data, str):
         data = valid_text(data)  # escapes of lone surrogates are repaired once parsed
     if not data.strip():
-        raise NotJson("the import is not valid JSON: it is empty")
+        raise NotJson(f"{named} is not valid JSON: it is empty")
     try:
         doc = json.loads(data)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError
-        raise NotJson(f"the import is not valid JSON: {exc}") from None
+        raise NotJson(f"{named} is not valid JSON: {exc}") from None
     if not isinstance(doc, dict):
-        raise NotJson("the import is not a JSON object")
+        raise NotJson(f"{named} is not a JSON object")
     if doc.get("format") != FORMAT:
         raise InvalidRequest(f"not a GuiAgent session export (format must be {FORMAT!r})")
     version = doc.get("version")
@@ -147,7 +163,7 @@ def parse_export(data: bytes | str, *, max_bytes: int = MAX_IMPORT_BYTES) -> dic
     unknown = sorted(set(doc) - _TOP_LEVEL_KEYS)
     if unknown:
         raise InvalidRequest(f"unknown fields in the export: {', '.join(unknown)}")
-    check_depth(doc)
+    check_depth(doc, named=named)
     if isinstance(data, str):
         escaped = _SURROGATE_ESCAPE.search(data) is not None
     else:
@@ -159,8 +175,9 @@ def parse_export(data: bytes | str, *, max_bytes: int = MAX_IMPORT_BYTES) -> dic
     return read
 
 
-def check_depth(doc: dict[str, Any]) -> None:
-    """InvalidRequest when objects and lists nest beyond `MAX_IMPORT_DEPTH` levels."""
+def check_depth(doc: dict[str, Any], *, named: str = READ_AS["import"]) -> None:
+    """InvalidRequest when objects and lists nest beyond `MAX_IMPORT_DEPTH` levels; it
+    names the file as `named` does."""
     level: list[dict[str, Any] | list[Any]] = [doc]
     for _ in range(MAX_IMPORT_DEPTH):
         below: list[dict[str, Any] | list[Any]] = []
@@ -170,9 +187,7 @@ def check_depth(doc: dict[str, Any]) -> None:
         if not below:
             return
         level = below
-    raise InvalidRequest(
-        f"the import nests objects or lists more than {MAX_IMPORT_DEPTH} levels deep"
-    )
+    raise InvalidRequest(f"{named} nests objects or lists more than {MAX_IMPORT_DEPTH} levels deep")
 
 
 def _valid_texts(value: Any) -> Any:

@@ -16,6 +16,10 @@ reply goes on readably (`ChatInput.write_log`). Once the chat closed its input, 
 written that way too. Records that go elsewhere (standard error sent to a file of its own)
 are left to their handler: nothing is swapped.
 
+A model call asked again is said by the chat's own notice of it (the `model_retrying`
+event, `repl_display`): the record logged of that retry (marked `SAID_BY_NOTICE`) is left
+out where the chat shows, so the person reads it once. A log written elsewhere keeps it.
+
 The output is only written on the event loop (where the keys are edited and the chat writes
 too), so a record logged by another thread is handed to the loop. When the chat ends, the
 handlers are put back in their places, exactly as they were.
@@ -31,6 +35,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from gui_agent.repl_input import ChatInput
+from gui_agent.retry_words import SAID_BY_NOTICE
 
 
 class _AboveTheLine(logging.Handler):
@@ -48,6 +53,11 @@ class _AboveTheLine(logging.Handler):
         self._reader = reader
         self._loop = loop
         self._loop_thread = threading.get_ident()  # made on the loop, for its chat
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, SAID_BY_NOTICE, False):
+            return False  # the chat shows the retry's notice: the record would say it twice
+        return super().filter(record)
 
     def format(self, record: logging.LogRecord) -> str:
         return self._shown.format(record)

@@ -11,7 +11,13 @@ import math
 
 from schema import ModelRetrying
 
-__all__ = ["retry_words", "wait_words"]
+__all__ = ["SAID_BY_NOTICE", "retry_words", "wait_words"]
+
+SAID_BY_NOTICE = "said_by_retry_notice"
+"""The attribute, set true, of a log record of a model call being asked again that a
+`ModelRetryNotice` announces too (`connectors.resilience`). A front end that shows the
+notice leaves such records out where it shows them (`gui_agent.repl_logging`), so a person
+is told once; a log kept elsewhere (a server's) still has them."""
 
 
 def wait_words(seconds: float) -> str:

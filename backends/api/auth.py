@@ -9,6 +9,10 @@ Three modes, chosen by the server's configuration:
 - trusted proxy header: the token is issued to the user the proxy names;
 - neither (loopback development): the token is issued to "local" with no password.
 
+Where no password is checked (the proxy named the user, or there is no login) the body is
+still read: none, `{}` or a login's fields are fine, anything else (not JSON, not an object,
+a field of the wrong type or name) is the 400 any endpoint gives a bad body (`LoginFields`).
+
 Failed password logins are throttled per user name and per client address
 (`gui_agent.auth.LoginThrottle`): past a few free attempts, 429 with `Retry-After`, and the
 password is not even checked until then. A successful login forgets its name's failures, and
@@ -125,6 +129,15 @@ class LoginBody(BaseModel):
     password: str = Field(min_length=1, max_length=4096)
 
 
+class LoginFields(BaseModel):
+    """A login's body where no password is checked: `LoginBody`'s fields, neither needed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    username: str | None = None
+    password: str | None = None
+
+
 def login_unavailable(problem: AuthError) -> ApiError:
     """503 for a users file that cannot be read (its mode, half-written JSON): the server's
     fault, not a wrong password. The reason names the file, so it goes to the server log,
@@ -215,8 +228,9 @@ class Authenticator:
         elif user is None and self.mode == "proxy":
             header = self.proxy.header if self.proxy else "user"
             raise unauthorized(f"the request has no {header} header from the proxy")
-        elif user is None:
-            user = LOCAL_USER
+        else:  # not needed, but a client's broken request must not read as fine
+            validate(LoginFields, await read_object(request, MAX_LOGIN_BYTES, optional=True))
+            user = user if user is not None else LOCAL_USER
         token = self.tokens.issue(user, password_fingerprint=fingerprint)
         claims = self.tokens.verify(token)
         return LoginAnswer(token=token, expires_at=claims.expires_at.isoformat(), user=user)

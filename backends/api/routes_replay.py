@@ -1,7 +1,8 @@
 """POST /api/sessions/replay: an export's events in order, for a front end to show the chat
 step by step as it went (the chat page's "Replay a JSON export"). Nothing is saved: a replay
 is not a session. The document is read as an import reads it (its size, its JSON, its format,
-each message and recorded event checked), so the two refuse the same files in the same words.
+each message and recorded event checked), so the two refuse the same files in the same words,
+but that a replay names the file "the replay file" where an import says "the import".
 """
 
 from __future__ import annotations

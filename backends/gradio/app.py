@@ -194,6 +194,7 @@ def create_app(
     max_concurrent_events: int = MAX_CONCURRENT_EVENTS,
     closing: asyncio.Event | None = None,
     media: MediaShelf | None = None,
+    left_out: Sequence[str] = (),
 ) -> gr.Blocks:
     """The chat page for the sessions of `manager`.
 
@@ -206,6 +207,8 @@ def create_app(
     tab's keep-alive event then ends, and the tabs' connections close at once. With
     `media`, the chats' images are linked from it (serve it with `add_media_route` on the
     app the page is mounted on); without, they travel inline in the page's updates.
+    `left_out` says why models the environment configures are not offered
+    (`ModelRegistry.left_out`): shown under the model picker, only when there are any.
     """
     assets = load_assets()
     infos = list(models)
@@ -230,6 +233,7 @@ def create_app(
             agent_notes={name: role.description for name, role in roles.items()},
             tools_text=tools_markdown(chat_tools),
             tool_names=[tool.name for tool in chat_tools],
+            left_out=left_out,
         )
         handlers = Handlers(
             manager,

@@ -134,6 +134,9 @@ class Page:
     role_note: gr.Markdown
     model_picker: gr.Dropdown
     model_note: gr.Markdown
+    models_left_out: gr.Markdown
+    """Why models the server's environment configures are not in the picker (hidden when
+    none was left out: `connectors.registry.ModelRegistry.left_out`)."""
     system_prompt: gr.Textbox
     temperature: gr.Slider
     max_tokens: gr.Textbox
@@ -210,8 +213,10 @@ def build_page(
     agent_notes: Mapping[AgentName, str] | None = None,
     tools_text: str = "",
     tool_names: Sequence[str] = (),
+    left_out: Sequence[str] = (),
 ) -> Page:
-    """Create and place the components inside the current `gr.Blocks` context."""
+    """Create and place the components inside the current `gr.Blocks` context; `left_out`
+    says why models the environment configures are not in the model picker."""
     settings = SessionSettings()
     auto = AutoChatSettings()
     # The tab's session ("" = a new chat). A textbox, not a gr.State, so the browser knows
@@ -446,6 +451,12 @@ def build_page(
                     interactive=True,
                 )
                 model_note_box = gr.Markdown(escape_html(model_note), elem_id="model-note")
+                left_out_box = gr.Markdown(
+                    "\n\n".join(escape_html(why) for why in left_out),
+                    elem_id="models-left-out",
+                    elem_classes=["ga-notice"],
+                    visible=bool(left_out),
+                )
                 system_prompt = gr.Textbox(
                     label="System prompt",
                     value=settings.system_prompt,
@@ -523,6 +534,7 @@ def build_page(
         role_note=role_note,
         model_picker=model_picker,
         model_note=model_note_box,
+        models_left_out=left_out_box,
         system_prompt=system_prompt,
         temperature=temperature,
         **advanced,

@@ -318,6 +318,30 @@ def test_malformed_input_is_refused(data: str | bytes, reason: str) -> None:
         import_session(data, owner="bob")
 
 
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        ("{not json", "is not valid JSON: Expecting property name"),
+        ("", "is not valid JSON: it is empty"),
+        ("[1, 2, 3]", "is not a JSON object"),
+        ("[" * 101 + "]" * 101, "nests objects or lists more than 100 levels deep"),
+    ],
+    ids=["broken", "empty", "array", "too-deep"],
+)
+def test_a_replay_names_the_file_a_replay_file_and_an_import_an_import(
+    data: str, said: str
+) -> None:
+    """The refusals of a file as a whole named it "the import" in a replay too."""
+    if said.startswith("nests"):
+        data = json.dumps({**exported(), "session": json.loads(data)})
+    with pytest.raises(InvalidRequest) as replayed:
+        read_replay(data)
+    assert str(replayed.value).startswith(f"the replay file {said}"), replayed.value
+    with pytest.raises(InvalidRequest) as imported:
+        import_session(data, owner="bob")
+    assert str(imported.value).startswith(f"the import {said}"), imported.value
+
+
 def test_oversized_input_is_refused_before_parsing() -> None:
     text = json.dumps(exported())
     with pytest.raises(InvalidRequest, match=f"the limit is {len(text) - 1}"):

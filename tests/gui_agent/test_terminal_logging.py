@@ -6,6 +6,8 @@ sends exactly the typed text. Records logged by another thread are shown the sam
 When the chat ends the logging handlers are the ones the CLI installed, in their places.
 From a pipe, a record that shows where the output does (`2>&1`) starts a line of its own,
 and the reply it came in goes on below it; a handler writing elsewhere is left as it is.
+A model call asked again is said once, by the chat's notice: the connector's record of the
+retry is left out where the chat shows, and kept in a log written elsewhere.
 """
 
 from __future__ import annotations
@@ -18,12 +20,16 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import AsyncGenerator
 from pathlib import Path
 
 import pytest
 
+from connectors.resilience import CircuitBreaker, RetryPolicy, resilient_stream
+from gui_agent.exceptions import ModelRateLimited
 from gui_agent.repl_input import ChatInput
 from gui_agent.repl_logging import logs_above_the_line
+from schema import Message, ModelResponse, ModelRetryNotice, ModelStreamPart, Role
 from tests.connectors.peers import Reply, ScriptedPeer, openai_error, openai_text_stream
 from tests.gui_agent.screen import Screen
 from tests.gui_agent.test_repl_errors import env, workspace
@@ -153,12 +159,9 @@ def test_typed_from_a_pipe_only_a_handler_writing_where_the_output_goes_is_swapp
             os.close(master)
 
 
-def test_from_a_pipe_a_retry_warning_starts_a_line_and_the_reply_goes_on_below(
-    tmp_path: Path,
-) -> None:
-    """`gui-agent chat < script 2>&1`: the server answers 429 once, so a warning is logged
-    after the reply's `[Executor] ` was written, before its text. The warning is a line of
-    its own, and the reply goes on below it under its label, not glued to the warning."""
+def chat_through_a_retry(tmp_path: Path, *flags: str) -> str:
+    """`gui-agent [flags] chat < script 2>&1`, both in one place as on a terminal, with a
+    server that answers 429 once: what was shown."""
     peer = ScriptedPeer().start()
     try:
         peer.script(
@@ -172,7 +175,7 @@ def test_from_a_pipe_a_retry_warning_starts_a_line_and_the_reply_goes_on_below(
         model = f"openai-compatible:{peer.url}/v1#m"
         folder = str(workspace(tmp_path))
         result = subprocess.run(
-            [CLI, "chat", "--model", model, "--no-probe", "--workdir", folder],
+            [CLI, *flags, "chat", "--model", model, "--no-probe", "--workdir", folder],
             input="hi\n/quit\n",
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,  # as on a terminal: both in one place
@@ -187,13 +190,99 @@ def test_from_a_pipe_a_retry_warning_starts_a_line_and_the_reply_goes_on_below(
     out = result.stdout
     assert result.returncode == 0, out
     assert len(peer.requests) == 2, out  # it was retried
+    return out
+
+
+def test_a_retry_is_said_once_by_the_chats_notice_not_also_by_a_logged_warning(
+    tmp_path: Path,
+) -> None:
+    """The connector logs the retry (a server's log needs it), but the chat says it in its
+    own notice: the warning is left out where the chat shows, the notice is there once."""
+    out = chat_through_a_retry(tmp_path)
+    assert "retrying in" not in out, out
+    assert "WARNING" not in out, out
+    assert out.count("Rate limited (HTTP 429)") == 1, out
     lines = out.splitlines()
-    warnings = [line for line in lines if "retrying in" in line]
-    assert len(warnings) == 1, out
-    assert re.match(r"\d{4}-\d\d-\d\d [\d:,]+ WARNING connectors\.", warnings[0]), out
-    below = lines[lines.index(warnings[0]) + 1 :]
+    notice = "[Executor] ⟳ Rate limited (HTTP 429): asking again now (attempt 2 of 4)…"
+    assert lines[lines.index(notice) + 1] == "[Executor] hello there", out
+
+
+def test_from_a_pipe_a_log_record_starts_a_line_and_the_reply_goes_on_below(
+    tmp_path: Path,
+) -> None:
+    """With INFO records shown, the record of the retried request's 429 answer is logged
+    after the reply's `[Executor] ` was written, before its text. The record is a line of its
+    own, and the reply goes on below it under its label, not glued to the record. (The
+    retry's own warning is left out: the chat's notice says it.)"""
+    out = chat_through_a_retry(tmp_path, "--log-level", "INFO")
+    assert "retrying in" not in out, out  # (the notice says it, at every level)
+    lines = out.splitlines()
+    answered = [line for line in lines if "HTTP Request: POST" in line]
+    assert len(answered) == 2, out
+    assert re.match(r"\d{4}-\d\d-\d\d [\d:,]+ INFO ", answered[0]), out
+    assert "429" in answered[0], out
+    assert lines[lines.index(answered[0]) - 1] == "[Executor] ", out  # the row, ended
+    below = lines[lines.index(answered[0]) + 1 :]
     # (the chat's own notice of the retry, on the reply's row, then the reply under its label)
-    assert below[:2] == [
-        "[Executor] ⟳ Rate limited (HTTP 429): asking again now (attempt 2 of 4)…",
-        "[Executor] hello there",
-    ], out
+    assert below[0] == "[Executor] ⟳ Rate limited (HTTP 429): asking again now (attempt 2 of 4)…"
+    assert below[1:4] == ["[Executor] ", answered[1], "[Executor] hello there"], out
+
+
+def test_the_record_of_a_retry_is_left_out_where_the_chat_shows_and_kept_elsewhere(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A retry `resilient_stream` logs (and announces with a notice) is not written where the
+    chat's output goes; another record is; a log written to a file of its own keeps both."""
+    typed, typing = os.pipe()
+    os.close(typing)
+    root = logging.getLogger()
+    shown_path, log_path = tmp_path / "shown", tmp_path / "log"
+    with (
+        open(typed, encoding="utf-8") as pipe,
+        open(shown_path, "w", encoding="utf-8") as shown,
+        open(log_path, "w", encoding="utf-8") as elsewhere,
+    ):
+        monkeypatch.setattr(sys, "stdin", pipe)
+        monkeypatch.setattr(sys, "stdout", shown)
+        handlers = [logging.StreamHandler(shown), logging.StreamHandler(elsewhere)]
+        for handler in handlers:
+            root.addHandler(handler)
+
+        async def no_wait(delay: float) -> None:
+            return None
+
+        async def chat() -> list[object]:
+            answers = iter([ModelRateLimited("rate limited (HTTP 429)"), None])
+
+            async def attempt() -> AsyncGenerator[ModelStreamPart, None]:
+                error = next(answers)
+                if error is not None:
+                    raise error
+                yield ModelResponse(message=Message(role=Role.ASSISTANT, content="hi"))
+
+            reader = ChatInput(asyncio.get_running_loop(), {"TERM": "xterm"})
+            try:
+                with logs_above_the_line(reader):
+                    logging.getLogger("gui_agent.test").warning("disk almost full")
+                    stream = resilient_stream(
+                        attempt,
+                        provider="m",
+                        retry=RetryPolicy(jitter=False, sleep=no_wait),
+                        breaker=CircuitBreaker(),
+                    )
+                    return [part async for part in stream]
+            finally:
+                reader.close()
+
+        try:
+            parts = asyncio.run(chat())
+        finally:
+            for handler in handlers:
+                root.removeHandler(handler)
+    assert [type(part) for part in parts] == [ModelRetryNotice, ModelResponse]  # announced
+    on_screen = shown_path.read_text(encoding="utf-8")
+    assert "disk almost full" in on_screen
+    assert "retrying in" not in on_screen
+    logged = log_path.read_text(encoding="utf-8")
+    assert "disk almost full" in logged
+    assert "rate limited (HTTP 429); retrying in 0.50 s (attempt 2 of 4)" in logged

@@ -53,11 +53,14 @@ def test_an_export_is_replayed_message_by_message_and_nothing_is_saved(
 
 
 def test_a_replay_refuses_what_an_import_refuses_in_the_same_words(api: Api) -> None:
-    for bad in (b"not json", json.dumps({"format": "something else"}).encode()):
+    """The same words, but for the file's name: a replay's is "the replay file"."""
+    for bad in (b"not json", b"[1, 2]", json.dumps({"format": "something else"}).encode()):
         replayed = api.post("/api/sessions/replay", content=bad)
         imported = api.post("/api/sessions/import", content=bad)
         assert replayed.status_code == imported.status_code == 400, replayed.text
-        assert replayed.json() == imported.json()
+        assert replayed.json()["error"]["code"] == imported.json()["error"]["code"]
+        said = imported.json()["error"]["message"].replace("the import ", "the replay file ")
+        assert replayed.json()["error"]["message"] == said
     broken = {
         "format": "gui-agent-session",
         "version": 1,
@@ -70,6 +73,20 @@ def test_a_replay_refuses_what_an_import_refuses_in_the_same_words(api: Api) -> 
         replayed.json()["error"]["message"]
         == api.post("/api/sessions/import", json=broken).json()["error"]["message"]
     )
+
+
+def test_a_file_that_is_not_json_is_named_a_replay_file_by_the_replay_not_an_import(
+    api: Api,
+) -> None:
+    """A replay said "the import is not valid JSON", of a file nobody was importing."""
+    replayed = api.post("/api/sessions/replay", content=b"{")
+    assert replayed.status_code == 400, replayed.text
+    error = replayed.json()["error"]
+    assert error["code"] == "invalid_json"
+    assert error["message"].startswith("the replay file is not valid JSON: "), error
+    assert "import" not in error["message"], error
+    imported = api.post("/api/sessions/import", content=b"{").json()["error"]
+    assert imported["message"].startswith("the import is not valid JSON: "), imported
 
 
 def test_a_replay_over_the_import_limit_is_refused_with_413(tmp_path: Path) -> None:

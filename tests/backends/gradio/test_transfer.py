@@ -72,6 +72,24 @@ async def test_the_page_refuses_to_replay_a_file_an_import_refuses_though_it_has
     assert said[1].startswith("Could not import: message 0")
 
 
+async def test_a_replay_of_a_file_that_is_not_json_says_the_replay_file_is_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """It said "Could not replay: the import is not valid JSON", though nothing was imported;
+    an import of the same file still says "the import"."""
+    said: list[str] = []
+    monkeypatch.setattr(gr, "Warning", lambda message, *_a, **_k: said.append(message))
+    _page, manager, handlers = await page_handlers(tmp_path)
+    transfer = Transfer(handlers)
+    updates = [update async for update in transfer.replay(b"{", "1", None)]  # type: ignore[arg-type]
+    await transfer.import_file(b"{", "2", None)  # type: ignore[arg-type]
+    await manager.close()
+    assert updates == [no_change()]  # nothing shown
+    replayed, imported = said
+    assert replayed.startswith("Could not replay: the replay file is not valid JSON: "), said
+    assert imported.startswith("Could not import: the import is not valid JSON: "), said
+
+
 async def test_a_replay_shows_the_page_as_for_a_new_chat_not_the_chat_shown_before(
     tmp_path: Path,
 ) -> None:

@@ -407,7 +407,7 @@ def test_an_export_is_replayed_step_by_step_and_nothing_is_saved(
     # A file that is not an export is refused with the reason; the replay stays.
     box.set_input_files({"name": "notes.json", "mimeType": "application/json", "buffer": b"{"})
     expect(page.get_by_role("alert")).to_contain_text(
-        "Could not replay: the import is not valid JSON"
+        "Could not replay: the replay file is not valid JSON: "
     )
     # Another export picked: it replays from the start, alone.
     other = api.create_session(title="another chat")

@@ -505,7 +505,7 @@ def test_an_export_is_replayed_step_by_step_and_nothing_is_saved(
         {"name": "notes.json", "mimeType": "application/json", "buffer": b"{"}
     )
     expect(
-        page.get_by_text("Could not replay: the import is not valid JSON", exact=False)
+        page.get_by_text("Could not replay: the replay file is not valid JSON: ", exact=False)
     ).to_be_visible()
     settled(page)
     page.get_by_role("button", name="Close the replay").click()
