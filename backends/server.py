@@ -202,6 +202,7 @@ async def build_server(
             users=users,
             proxy=proxy,
             notice=notice,
+            left_out=registry.left_out,
             docs=with_api,
             throttles=throttles,
             closing=closing,

@@ -149,6 +149,7 @@ def create_api(
     keepalive_s: float = DEFAULT_KEEPALIVE_S,
     auth_recheck_s: float = DEFAULT_AUTH_RECHECK_S,
     notice: str | None = None,
+    left_out: Sequence[str] = (),
     docs: bool = False,
     throttles: LoginThrottles | None = None,
     closing: asyncio.Event | None = None,
@@ -157,14 +158,15 @@ def create_api(
 ) -> FastAPI:
     """The API app over `manager`. `users` enables password login, `proxy` the trusted
     header; with neither, login issues a token for "local" (loopback development).
-    `docs` serves the OpenAPI schema and pages under /api/docs. `throttles` counts failed
-    logins (pass the page's, so both count together). An open event stream checks its
-    caller's access again every `auth_recheck_s` seconds. `closing`, once set (the server
-    is shutting down), ends the chats-list streams; session streams end as their sessions
-    close. `users_changed` applies a change of the users file at once (the server's
-    `UsersWatcher.check`): a request refused for a user the file no longer has, or whose
-    password changed, calls it first (see `backends.api.auth`). `revoked` keeps the tokens
-    signed out (`POST /api/logout`); by default in memory only."""
+    `notice` and `left_out` (why models the environment configures are not offered) go out
+    with the models. `docs` serves the OpenAPI schema and pages under /api/docs.
+    `throttles` counts failed logins (pass the page's, so both count together). An open
+    event stream checks its caller's access again every `auth_recheck_s` seconds.
+    `closing`, once set (the server is shutting down), ends the chats-list streams; session
+    streams end as their sessions close. `users_changed` applies a change of the users file
+    at once (the server's `UsersWatcher.check`): a request refused for a user the file no
+    longer has, or whose password changed, calls it first (see `backends.api.auth`).
+    `revoked` keeps the tokens signed out (`POST /api/logout`); by default in memory only."""
     if auth_recheck_s <= 0:
         raise ConfigError(f"auth_recheck_s must be positive, not {auth_recheck_s}")
     auth = Authenticator(
@@ -192,6 +194,7 @@ def create_api(
         keepalive_s=keepalive_s,
         auth_recheck_s=auth_recheck_s,
         notice=notice,
+        left_out=tuple(left_out),
         closing=closing,
     )
     add_access_routes(app, api)

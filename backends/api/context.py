@@ -32,8 +32,8 @@ class ApiContext:
 
     `max_body_bytes` caps a JSON body, `max_import_bytes` an import; an event stream sends
     a keep-alive every `keepalive_s` and checks its caller's access every `auth_recheck_s`
-    seconds; `notice` goes out with the models; `closing`, once set, ends the chats-list
-    streams."""
+    seconds; `notice` goes out with the models, and `left_out` (why models the environment
+    configures are not offered); `closing`, once set, ends the chats-list streams."""
 
     manager: SessionManager
     auth: Authenticator
@@ -43,6 +43,7 @@ class ApiContext:
     keepalive_s: float
     auth_recheck_s: float
     notice: str | None = None
+    left_out: tuple[str, ...] = ()
     closing: asyncio.Event | None = None
     # Sequence numbers restart when a session's interpreter is rebuilt (a server restart,
     # or an idle session released from memory); an epoch names one run of numbers.

@@ -64,6 +64,9 @@ class ModelsAnswer(_Answer):
     models: list[ModelEntry]
     notice: str | None
     """What the page says up front (e.g. that the default is the tiny offline model)."""
+    left_out: list[str] = []
+    """Why models the server's environment configures are not offered (a base URL that can
+    never work, ...), one reason each; empty when none was left out."""
 
 
 class AgentEntry(_Answer):

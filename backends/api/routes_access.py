@@ -115,7 +115,10 @@ def add_access_routes(app: FastAPI, api: ApiContext) -> None:
         await auth.owner(request)
         default = manager.models.default
         entries = [ModelEntry(name=n, default=n == default) for n in manager.models.names()]
-        return send(ModelsAnswer(default=default, models=entries, notice=api.notice))
+        answer = ModelsAnswer(
+            default=default, models=entries, notice=api.notice, left_out=list(api.left_out)
+        )
+        return send(answer)
 
     @app.get(
         "/api/agents",

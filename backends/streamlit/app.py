@@ -192,6 +192,8 @@ def _settings(client: GuiAgentClient, detail: SessionDetail) -> None:
         )
     if models.notice:
         st.caption(plain_markdown(models.notice))
+    for why in models.left_out:  # (models the server's environment names but cannot offer)
+        st.caption(plain_markdown(why))
     if flash := state.pop("flash", None):
         st.error(plain_markdown(flash))
 

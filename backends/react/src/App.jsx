@@ -138,7 +138,9 @@ function SignIn({ client, api, note, onSignedIn }) {
 function Workspace({ client, api, onSignedOut, onSignOut }) {
   const [sessions, setSessions] = useState([]);
   const [openId, setOpenId] = useState(null);
-  const [offer, setOffer] = useState({ agents: [], models: [], defaultModel: null, notice: null });
+  const [offer, setOffer] = useState({
+    agents: [], models: [], defaultModel: null, notice: null, leftOut: [],
+  });
   const [problem, setProblem] = useState(null);
   const [notice, setNotice] = useState(null); // what an import did, shown with the chat
   const [replay, setReplay] = useState(null); // an export being replayed, in place of a chat
@@ -188,6 +190,7 @@ function Workspace({ client, api, onSignedOut, onSignOut }) {
           models: models.models.map((m) => m.name),
           defaultModel: models.default,
           notice: models.notice,
+          leftOut: models.left_out || [], // (a server from before it was said)
         }),
       failed,
     );
@@ -281,6 +284,11 @@ function Workspace({ client, api, onSignedOut, onSignOut }) {
       </nav>
       <main>
         {offer.notice && <p className="notice">{offer.notice}</p>}
+        {offer.leftOut.length > 0 && (
+          <ul className="notice" id="models-left-out" aria-label="Models left out">
+            {offer.leftOut.map((why) => <li key={why}>{why}</li>)}
+          </ul>
+        )}
         {problem && <p role="alert" className="problem">{problem}</p>}
         {replay ? (
           <Replay replay={replay} onClose={() => setReplay(null)} />

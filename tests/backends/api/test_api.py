@@ -55,6 +55,7 @@ def test_login_without_configured_users_issues_a_token_for_local(backend: Backen
     models = client.get("/api/models").json()
     assert models["default"] == "scripted"
     assert [m["name"] for m in models["models"]] == ["scripted", "slow"]
+    assert models["left_out"] == []  # (no model the environment named was left out)
     agents = client.get("/api/agents").json()
     assert "AGENT_EXECUTOR" in [a["name"] for a in agents["agents"]]
     assert all(a["description"] for a in agents["agents"])

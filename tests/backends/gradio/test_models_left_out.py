@@ -70,11 +70,14 @@ def test_the_server_shows_its_page_the_model_its_environment_leaves_out(
     server = ServerThread(lambda: build_server(config, probe_local=False)).start()
     api = Api(server.base_url).login()
     try:
-        assert "openai:gpt-4o-mini" not in api.get("/api/models").text  # not offered
+        models = api.get("/api/models").json()
         note = left_out_note(api.http.get("/config").json())
     finally:
         api.close()
         server.stop()
+    assert "openai:gpt-4o-mini" not in [m["name"] for m in models["models"]]  # not offered
+    [said] = models["left_out"]  # the API says why, for the React and Streamlit front ends
+    assert WHY in said and "(e.g. http://127.0.0.1:18607/v1)" in said
     assert note["visible"] is True
     assert WHY in note["value"]
     assert "(e.g. http://127.0.0.1:18607/v1)" in note["value"]  # what to write instead

@@ -125,6 +125,23 @@ def test_a_person_signs_in_and_the_reply_streams_in(page: Page, backend: Backend
     )
 
 
+def test_the_models_the_server_left_out_are_named_with_why(
+    tmp_path: Path, chromium: Browser
+) -> None:
+    why = "openai:gpt-4o-mini is left out: OPENAI_BASE_URL '127.0.0.1:1/v1' has no scheme"
+    front = Starlette()
+    assert mount_react(front)
+    with (
+        running_backend(tmp_path, users=[("ada", PASSWORD)], page=front, left_out=[why]) as ran,
+        react_tab(ran, chromium) as tab,
+    ):
+        signed_in(tab)
+        expect(tab.get_by_role("list", name="Models left out")).to_have_text(why)
+    with running_backend(tmp_path / "none", page=front) as ran, react_tab(ran, chromium) as tab:
+        expect(tab.get_by_role("button", name="New chat")).to_be_visible()  # (no login here)
+        expect(tab.get_by_role("list", name="Models left out")).to_have_count(0)
+
+
 def test_an_approval_is_put_to_the_person_and_the_result_shown(
     page: Page, backend: Backend
 ) -> None:
