@@ -117,12 +117,21 @@ class TurnEnding(AutoChatDriver):
         session = self.session
         saves: list[Awaitable[None]] = []
         recent = {m.id: m for m in session.history[-8:]} if self._open else {}
+        kept_failure = failure is None  # (a failure is kept with a reply, or in a note)
         for message_id, partial in list(self._open.items()):
             message = recent.get(message_id)
             if message is None:
                 message = partial.message(message_id, status, failure)
                 session.add(message)
+            elif failure is not None and "error" not in message.metadata:
+                message = _kept_failure(session, message, failure)  # (filed by the agent)
+            kept_failure = True
             if (saving := self._track(MessageCompleted(message=message))) is not None:
+                saves.append(saving)
+        if not kept_failure and failure is not None:  # nothing was being written: a note
+            note = _failure_note(failure, self.session.turn_agent)
+            session.add(note)
+            if (saving := self._track(MessageCompleted(message=note))) is not None:
                 saves.append(saving)
         reason = detail or outcome.value
         # A supervisor's worker's calls first: they stand before the delegate call's answer.
@@ -230,6 +239,40 @@ def _unanswered(session: Session, message: Message) -> MessageCompleted:
     marked = marked_unanswered(message)
     session.add(marked)
     return MessageCompleted(message=marked)
+
+
+def _kept_failure(session: Session, message: Message, failure: ErrorEvent) -> Message:
+    """`message`, a reply the failed turn was writing that its agent filed itself, with the
+    failure kept in it (`metadata["error"]`, as `Partial.message` keeps it), in place."""
+    kept = message.model_copy(
+        update={
+            "metadata": {
+                **message.metadata,
+                "error": {"code": failure.code, "message": failure.message},
+            }
+        }
+    )
+    history = session.history
+    for index in range(len(history) - 1, -1, -1):
+        if history[index].id == message.id:
+            history[index] = kept
+            break
+    return kept
+
+
+def _failure_note(failure: ErrorEvent, agent: AgentName | None) -> Message:
+    """What a turn that failed before any reply was begun leaves in the history: an empty
+    failed reply keeping the failure, as a reply cut short by one keeps it, so the reason
+    is still there after a reload, a restart or an import. Shown, never sent to a model."""
+    return Message(
+        role=Role.ASSISTANT,
+        agent=agent,
+        status=MessageStatus.ERROR,
+        metadata={
+            "display_only": True,
+            "error": {"code": failure.code, "message": failure.message},
+        },
+    )
 
 
 def _answer_dangling_calls(

@@ -232,7 +232,10 @@ def entries_of(history: list[Message]) -> list[Entry]:
         if message.type is MessageType.CONFIRMATION or (
             message.metadata.get("display_only") and not message.metadata.get("delegated_by")
         ):
-            note = message.content.strip() or message.type.value
+            # (a turn that failed before it wrote a reply keeps its error in an empty note)
+            error = message.metadata.get("error")
+            failed = f"Error: {error.get('message', '')}" if isinstance(error, dict) else ""
+            note = message.content.strip() or failed or message.type.value
             if entries and entries[-1].role == "assistant":
                 entries[-1].notes.append(note)
             else:

@@ -3,17 +3,20 @@ page's view rebuilt from them once the `error` event is gone."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from backends.gradio.renderer import ChatView
 from backends.gradio.switches import placed_notes
+from connectors import ExternalInterpreterAgent
 from connectors.function import FunctionInfo, FunctionModel
+from connectors.scripted import ScriptedModel
 from gui_agent import SessionManager, StaticCatalog
 from gui_agent.exceptions import ModelServerError
 from gui_agent.quick import create_interpreter
 from gui_agent.store import SQLiteStore
-from schema import ErrorEvent, Message, MessageStatus, Role
+from schema import AgentName, ErrorEvent, Message, MessageStatus, Role
 
 
 def exploding(messages: list[Message], info: FunctionInfo) -> Any:
@@ -95,3 +98,40 @@ async def test_a_view_shows_the_error_once_whether_live_or_rebuilt(tmp_path: Pat
         shown = "\n".join(str(m["content"]) for m in view.messages())
         assert shown.count("upstream exploded") == 1, shown
         assert "(model_error)" in shown
+
+
+async def _mid_stream(messages: object) -> AsyncIterator[str]:
+    yield "half a "
+    raise RuntimeError("the backend went away")
+
+
+def _at_start(messages: object) -> object:
+    raise ValueError("cannot start: no key")
+
+
+async def test_an_external_agent_that_fails_keeps_why_in_the_saved_chat(tmp_path: Path) -> None:
+    """A failure mid-reply is kept with the reply the agent filed itself; one before any
+    reply, in an empty failed note no model is sent. Both outlive the event (a reload)."""
+    store = SQLiteStore(tmp_path / "sessions.db")
+    await store.open()
+    kept: dict[str, list[Message]] = {}
+    for name, agent in (("mid", _mid_stream), ("start", _at_start)):
+        interpreter = create_interpreter(
+            ScriptedModel(),
+            architectures={AgentName.OTHER: ExternalInterpreterAgent(agent)},
+            workdir=tmp_path,
+            store=store,
+        )
+        said = [e async for e in interpreter.chat("hello") if isinstance(e, ErrorEvent)]
+        assert len(said) == 1
+        await interpreter.close()
+        kept[name] = await store.load_messages(interpreter.id)
+        [failed] = failed_replies(kept[name])
+        assert failed.metadata["error"] == {"code": said[0].code, "message": said[0].message}
+    await store.close()
+    assert [m.content for m in kept["mid"]] == ["hello", "half a "]
+    note = kept["start"][-1]
+    assert note.role is Role.ASSISTANT and note.content == "" and note.display_only
+    assert note.metadata["error"]["message"] == "ValueError: cannot start: no key"
+    shown = "\n".join(str(m["content"]) for m in ChatView.from_history(kept["start"]).messages())
+    assert "**Error** (agent_failed): ValueError: cannot start: no key" in shown

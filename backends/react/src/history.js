@@ -70,7 +70,9 @@ export function entriesOf(messages) {
     // A worker's steps are display-only too, but they are the conversation: shown whole.
     const meta = message.metadata ?? {};
     if (message.type === "confirmation" || (meta.display_only && !meta.delegated_by)) {
-      const note = message.content.trim() || message.type;
+      // (a turn that failed before it wrote a reply keeps its error in an empty note)
+      const failed = meta.error?.message ? `Error: ${meta.error.message}` : "";
+      const note = message.content.trim() || failed || message.type;
       const last = entries[entries.length - 1];
       if (last && last.role === "assistant") last.notes.push(note);
       else entries.push({ ...plain(message, "assistant", ""), notes: [note] });

@@ -227,3 +227,27 @@ def test_a_filtered_reply_and_an_unanswered_message_say_so() -> None:
         ],
         [],
     ]
+
+
+def test_a_turn_that_failed_before_its_reply_shows_the_error_kept_in_its_note() -> None:
+    asked = message("u1", "user", "hello")
+    failed = message(
+        "a1",
+        "assistant",
+        status="error",
+        metadata={
+            "display_only": True,
+            "error": {"code": "agent_failed", "message": "ValueError: no key"},
+        },
+    )
+    detail = {
+        "session": {"id": "s", "title": "t"},
+        "messages": [asked, failed],
+        "streaming": [],
+        "pending_approvals": [],
+        "state": "STOP",
+        "busy": False,
+        "events": [],
+    }
+    entries = run(detail)["entries"]
+    assert [e["notes"] for e in entries] == [[], ["Error: ValueError: no key"]]

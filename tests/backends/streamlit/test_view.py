@@ -252,3 +252,19 @@ def test_the_memory_panel_says_what_the_model_is_sent() -> None:
         dropped=0,
     )
     assert memory_lines(bare, []) == ["Context window: 0 messages, 9 tokens.", "Goal: none pinned."]
+
+
+def test_a_turn_that_failed_before_its_reply_shows_the_error_kept_in_its_note() -> None:
+    failed = Message(
+        role=Role.ASSISTANT,
+        status=MessageStatus.ERROR,
+        metadata={
+            "display_only": True,
+            "error": {"code": "agent_failed", "message": "ValueError: no key"},
+        },
+    )
+    entries = entries_of([Message(role=Role.USER, content="hello"), failed])
+    assert [(e.role, e.text) for e in entries] == [
+        ("user", "hello"),
+        ("assistant", "Error: ValueError: no key"),  # (not the bare word "message")
+    ]
