@@ -61,6 +61,7 @@ from backends.streamlit.autochat import (
 from backends.streamlit.drafts import box_key, keep_drafts
 from backends.streamlit.drawing import draw_call, draw_entry
 from backends.streamlit.launch import DEFAULT_URL, URL_ENV
+from backends.streamlit.reconnect import reached, try_again_later
 from backends.streamlit.replay import replay_box, replay_view
 from backends.streamlit.settings import settings_panel
 from backends.streamlit.signing import sign_in, sign_out
@@ -309,6 +310,8 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
             if isinstance(item, ResyncRequired):
                 redraw = True
                 break  # events were missed: the history, drawn again, has them
+            if isinstance(item, ConnectionFailed):  # longer than its own reconnects cover
+                try_again_later("The connection to GuiAgent broke", item)
             if isinstance(item, Exception):
                 st.error(plain_markdown(f"The event stream ended: {item}"))
                 return
@@ -453,6 +456,7 @@ def main() -> None:
             return
         session_id = st.session_state.get("session_id")
         _sidebar(client, session_id)
+        reached()  # (the chats list came: the server answers)
         if replay_view():
             return
         if session_id is None:
@@ -468,8 +472,8 @@ def main() -> None:
         client.token = None
         st.warning("Your sign-in ended: sign in again.")
         sign_in(client)
-    except ConnectionFailed as error:
-        st.error(plain_markdown(f"GuiAgent is not reachable: {error}"))
+    except ConnectionFailed as error:  # (it restarts, or the network dropped): by itself
+        try_again_later("GuiAgent is not reachable", error)
     except NotFound:  # the chat was deleted elsewhere meanwhile
         st.session_state.session_id = None
         st.warning("This chat was deleted.")

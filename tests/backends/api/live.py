@@ -65,7 +65,10 @@ class ServerThread:
     serves it on an already bound loopback socket until `stop()`."""
 
     def __init__(
-        self, factory: Callable[[], Awaitable[tuple[FastAPI, Callable[[], Awaitable[None]]]]]
+        self,
+        factory: Callable[[], Awaitable[tuple[FastAPI, Callable[[], Awaitable[None]]]]],
+        *,
+        port: int = 0,
     ) -> None:
         self._factory = factory
         self._ready = threading.Event()
@@ -73,7 +76,8 @@ class ServerThread:
         self._server: _Server | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.bind(("127.0.0.1", 0))
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # (a restart)
+        self._socket.bind(("127.0.0.1", port))
         self.base_url = f"http://127.0.0.1:{self._socket.getsockname()[1]}"
         self._thread = threading.Thread(target=self._run, name="api-server", daemon=True)
 
@@ -339,18 +343,22 @@ def make_backend(
     users: Sequence[tuple[str, str]] = (),
     page: ASGIApp | None = None,
     models: Sequence[LLMProvider] = (),
+    port: int = 0,
     **api_options: Any,
 ) -> Backend:
     """The API over offline models (`models` too, after "scripted" and "slow"); `page` is
-    mounted at "/" after it, where the server mounts the Gradio page."""
+    mounted at "/" after it, where the server mounts the Gradio page. On `port` (a free one
+    by default): the same port and folder again is the same server restarted."""
     scripted = ScriptedModel(name="scripted", default="Hello from the scripted model.")
     slow = FunctionModel(_slow, name="slow")
     tokens = TokenService(SECRET)
     user_db: UserDB | None = None
     if users:
         user_db = UserDB(tmp_path / "users.json")
+        known = user_db.names()  # (the same folder again: the server restarted)
         for name, password in users:
-            user_db.add(name, password)
+            if name not in known:
+                user_db.add(name, password)
     data_dir = tmp_path / "data"
     managers: list[SessionManager] = []
 
@@ -368,7 +376,7 @@ def make_backend(
             app.mount("/", page)
         return app, manager.close
 
-    server = ServerThread(factory).start()
+    server = ServerThread(factory, port=port).start()
     return Backend(server, scripted, tokens, user_db, data_dir, managers[0])
 
 
