@@ -60,6 +60,7 @@ from backends.api.sse import DEFAULT_RECHECK_S
 from backends.react_front import REACT_PATH, mount_react
 from connectors.llama_local import LOCAL_MODEL_NOTICE
 from connectors.registry import ModelRegistry, resolve_models
+from gui_agent.agents import Architecture
 from gui_agent.auth import (
     REVOKED_FILE_NAME,
     USERS_WATCH_S,
@@ -77,7 +78,7 @@ from gui_agent.config import AppConfig, load_config_with_sources
 from gui_agent.exceptions import AuthError, ConfigError, GuiAgentError
 from gui_agent.export import MAX_IMPORT_BYTES
 from gui_agent.log_text import loggable
-from gui_agent.manager import SessionManager
+from gui_agent.manager import SessionManager, with_agent
 from gui_agent.store import DB_FILE_NAME, SQLiteStore, default_data_dir
 from gui_agent.telemetry import tracing_from_env
 
@@ -132,6 +133,7 @@ async def build_server(
     retention_sweep_s: float = RETENTION_SWEEP_S,
     users_watch_s: float = USERS_WATCH_S,
     auth_recheck_s: float = DEFAULT_RECHECK_S,
+    agent: Architecture | None = None,
 ) -> tuple[FastAPI, Cleanup]:
     """The app for `config` and the coroutine function that closes what it opened.
 
@@ -144,7 +146,8 @@ async def build_server(
     from the environment (`_models_source`). With `config.retention_days`, retention is
     applied at start and then every `retention_sweep_s` seconds while the server runs.
     With a users file, it is looked at every `users_watch_s` seconds; an open event stream
-    checks its caller every `auth_recheck_s` seconds.
+    checks its caller every `auth_recheck_s` seconds. `agent` (your own, `--agent`) is
+    offered beside the built-in roles, and new chats start in it.
     """
     if config.share:
         raise ConfigError(SHARE_REFUSED)
@@ -169,6 +172,7 @@ async def build_server(
         workspace_root=workspace_root,
         counter_factory=registry.token_counter,
         hooks=tracing_from_env(os.environ),
+        **with_agent(agent),
     )
     await manager.start()
     closing = asyncio.Event()  # set first on shutdown: the page's open tabs let go at once
@@ -335,14 +339,21 @@ def serve(
     probe_local: bool = True,
     with_api: bool = True,
     models_source: str | None = None,
+    agent: Architecture | None = None,
 ) -> int:
     """Run the server until SIGINT or SIGTERM; the process exit code (0 clean, 2 refused).
-    `models_source` as for `build_server`."""
+    `models_source` and `agent` as for `build_server`."""
     for name, value in _OFFLINE_ENV.items():
         os.environ.setdefault(name, value)
     try:
         asyncio.run(
-            _serve(config, probe_local=probe_local, with_api=with_api, models_source=models_source)
+            _serve(
+                config,
+                probe_local=probe_local,
+                with_api=with_api,
+                models_source=models_source,
+                agent=agent,
+            )
         )
     except GuiAgentError as exc:
         logger.error("%s", exc)
@@ -354,10 +365,19 @@ def serve(
 
 
 async def _serve(
-    config: AppConfig, *, probe_local: bool, with_api: bool, models_source: str | None
+    config: AppConfig,
+    *,
+    probe_local: bool,
+    with_api: bool,
+    models_source: str | None,
+    agent: Architecture | None,
 ) -> None:
     app, cleanup = await build_server(
-        config, probe_local=probe_local, with_api=with_api, models_source=models_source
+        config,
+        probe_local=probe_local,
+        with_api=with_api,
+        models_source=models_source,
+        agent=agent,
     )
     # Everything built so far lives as long as the server: keep the collector off it, which
     # removes most garbage-collection pauses from streaming (p99 gap 165 -> 62 ms, 50 tabs).

@@ -27,6 +27,7 @@ from gui_agent.exceptions import ConfigError, GuiAgentError, InvalidRequest
 from gui_agent.log_text import loggable_traceback
 
 if TYPE_CHECKING:
+    from gui_agent.agents import Architecture
     from gui_agent.auth.users import UserDB
 
 logger = logging.getLogger("gui_agent")
@@ -74,6 +75,13 @@ def build_parser() -> argparse.ArgumentParser:
         )
         p.add_argument(
             "--no-probe", action="store_true", help="do not look for a local model server"
+        )
+        p.add_argument(
+            "--agent",
+            metavar="SPEC",
+            help="your own agent, offered as the role Other and picked for new chats: "
+            "MODULE:NAME or FILE.py:NAME (an agent role, an object with chat_core(), or a "
+            "callable that streams chunks); its code runs with this process's rights",
         )
 
     serve = sub.add_parser("serve", help="serve the chat page (the default)", parents=[common])
@@ -217,6 +225,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def _plugged_agent(spec: str | None) -> Architecture | None:
+    """The agent `--agent` names (ConfigError when it cannot be loaded), or None."""
+    if spec is None:
+        return None
+    from connectors.agent_loading import load_agent
+
+    agent = load_agent(spec)
+    logger.info("your agent %s is offered as the role %s", spec, agent.name.value)
+    return agent
+
+
 _NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 """Errors of an output with no room left (a traceback said only that)."""
 
@@ -257,12 +276,14 @@ def _main(argv: Sequence[str] | None) -> int:
             from backends.server import serve
             from gui_agent.tools._sandbox import protect_process
 
+            agent = _plugged_agent(args.agent)
             protect_process()  # code that run_python runs cannot read this process's /proc
             return serve(
                 config,
                 probe_local=not args.no_probe,
                 with_api=args.api,
                 models_source=_explicit_models(args, config, sources)[1],
+                agent=agent,
             )
         if command == "streamlit":
             from backends.streamlit.launch import LaunchRefused, run_streamlit
@@ -278,6 +299,7 @@ def _main(argv: Sequence[str] | None) -> int:
             from gui_agent.repl import run_repl
             from gui_agent.tools._sandbox import protect_process
 
+            agent = _plugged_agent(args.agent)
             protect_process()
 
             models, source = _explicit_models(args, config, sources)
@@ -288,6 +310,7 @@ def _main(argv: Sequence[str] | None) -> int:
                     probe=not args.no_probe,
                     workdir=args.workdir,
                     auto=args.auto,
+                    agent=agent,
                 )
             )
         if command == "models":

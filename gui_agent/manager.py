@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from gui_agent.agents import AgentDeps, Architecture, default_architectures
 from gui_agent.changes import ChangeFeed, ChatChange, ChatChangeKind, Listening
@@ -57,6 +58,7 @@ __all__ = [
     "Listening",
     "SessionManager",
     "SessionNotFound",  # re-exported
+    "with_agent",
 ]
 
 logger = logging.getLogger(__name__)
@@ -66,6 +68,20 @@ UNANSWERED_AT_START = (
     "No result: the server stopped while this call waited for approval or ran. It may have "
     "run, in part or in full; check before running it again."
 )
+
+
+def with_agent(agent: Architecture | None) -> dict[str, Any]:
+    """`SessionManager` fields for your own agent role (`--agent`): offered first, before
+    the built-in roles (in place of one of the same name), and the role new chats start in
+    (the page's role picker shows it first)."""
+    if agent is None:
+        return {}
+
+    def roles() -> Mapping[AgentName, Architecture]:
+        built_in = default_architectures().items()
+        return {agent.name: agent, **{n: role for n, role in built_in if n is not agent.name}}
+
+    return {"architectures_factory": roles, "default_agent": agent.name}
 
 
 @dataclass(eq=False)
@@ -78,6 +94,9 @@ class SessionManager:
     architectures_factory: Callable[[], Mapping[AgentName, Architecture]] = default_architectures
     hooks: AgentHooks = field(default_factory=AgentHooks)
     counter_factory: Callable[[str], TokenCounter] | None = None
+    default_agent: AgentName | None = None
+    """The role new sessions start in when none is asked for (by default the session's own
+    default, the executor): e.g. the agent plugged in with `--agent`."""
     max_live: int = 200
     """Interpreters kept in memory; beyond it, idle ones are unloaded (see `_unload_idle`)."""
     _live: dict[str, Interpreter] = field(default_factory=dict, init=False)
@@ -152,6 +171,7 @@ class SessionManager:
             raise InvalidRequest(f"unknown model {chosen!r}; configured: {self.models.names()}")
         settings = settings.model_copy(update={"model": chosen})
         session = Session(owner=owner, settings=settings)
+        agent = agent if agent is not None else self.default_agent
         if agent is not None:
             session.agent = agent
         if title is not None:

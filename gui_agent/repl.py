@@ -36,11 +36,12 @@ from collections import deque
 from collections.abc import Awaitable
 from pathlib import Path
 
+from gui_agent.agents import Architecture
 from gui_agent.agents.roles import ROLE_NAMES, parse_role, role_label
 from gui_agent.cli import ReadEnd, detach_output, install_ending, install_interrupt, write_out
 from gui_agent.exceptions import UserError
 from gui_agent.interpreter import Interpreter
-from gui_agent.manager import SessionManager
+from gui_agent.manager import SessionManager, with_agent
 from gui_agent.repl_commands import (
     AUTO_LIMITS,
     AUTO_USAGE,
@@ -112,15 +113,17 @@ async def run_repl(
     workdir: Path | None,
     auto: bool,
     source: str = "--model flag",
+    agent: Architecture | None = None,
 ) -> int:
     """Chat in the terminal until /quit; the exit code (128 + the signal's number when
     SIGTERM or SIGHUP ended it). The tools work in `workdir` itself when given, else in a
-    new folder under the data folder. `source` says where `models` were named."""
+    new folder under the data folder. `source` says where `models` were named; `agent`
+    (your own, `--agent`) is the role the chat starts in."""
     reader = ChatInput(asyncio.get_running_loop())  # before anything is written: see above
     try:
         with logs_above_the_line(reader):
             ended_by = await _open(
-                reader, models, probe=probe, workdir=workdir, auto=auto, source=source
+                reader, models, probe=probe, workdir=workdir, auto=auto, source=source, agent=agent
             )
     finally:
         reader.close()  # also when the models cannot be had: the terminal is given back
@@ -138,6 +141,7 @@ async def _open(
     workdir: Path | None,
     auto: bool,
     source: str,
+    agent: Architecture | None,
 ) -> signal.Signals | None:
     """Resolve the models, open a session and converse in it; the signal that ended it."""
     from connectors.registry import resolve_models
@@ -149,6 +153,7 @@ async def _open(
         store=MemoryStore(),
         workspace_root=default_data_dir() / "workspaces",
         hooks=tracing_from_env(os.environ),
+        **with_agent(agent),
     )
     await manager.start()
     try:

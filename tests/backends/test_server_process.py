@@ -358,6 +358,51 @@ def test_sessions_survive_a_restart(servers: Servers, tmp_path: Path) -> None:
     assert second.stop() == 0
 
 
+PLUGGED = """
+async def agent(messages):
+    yield "bot heard: "
+    yield messages[-1]["content"]
+"""
+
+
+def test_your_own_agent_named_with_agent_answers_in_the_app_and_the_terminal(
+    servers: Servers, tmp_path: Path
+) -> None:
+    (tmp_path / "mybot.py").write_text(PLUGGED)  # (the servers run in tmp_path)
+    refused = servers.run(tmp_path / "refused", "--agent", "mybot:nothing")
+    assert refused.returncode == 2 and "mybot has no 'nothing'" in refused.stderr
+
+    server = servers.start(tmp_path / "data", "--agent", "mybot.py:agent")
+    api = server.client()
+    agents = api.get("/api/agents").json()
+    offered = [a["name"] for a in agents["agents"]]
+    assert offered[0] == agents["default"] == "OTHER"  # first (the page picks it for you)
+    assert "AGENT_EXECUTOR" in offered  # beside the built-in roles
+    page = api.http.get("/config").json()["components"]
+    [picker] = [c["props"] for c in page if c.get("props", {}).get("elem_id") == "role-picker"]
+    assert picker["value"] == "OTHER" and ["Other", "OTHER"] in picker["choices"]
+    session_id = api.create_session()
+    assert api.session(session_id)["session"]["agent"] == "OTHER"  # new chats start in it
+    chat(api, session_id, "hello there")
+    reply = api.messages(session_id)[-1]
+    assert (reply.role, reply.content) == (Role.ASSISTANT, "bot heard: hello there")
+    assert "offered as the role OTHER" in server.log()
+    assert server.stop() == 0
+
+    terminal = subprocess.run(
+        [str(GUI_AGENT), "chat", "--model=scripted:echo", "--no-probe", "--agent=mybot.py:agent"],
+        input="and in the terminal\n",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**_env(), "GUI_AGENT_DATA_DIR": str(tmp_path / "terminal")},
+        check=False,
+    )
+    assert terminal.returncode == 0, terminal.stderr
+    assert "bot heard: and in the terminal" in terminal.stdout
+
+
 # -- (c) a crash mid-stream ---------------------------------------------------------------
 
 
