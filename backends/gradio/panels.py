@@ -37,6 +37,7 @@ from schema import (
 
 __all__ = [
     "MAX_TURNS_SHOWN",
+    "STILL_ON",
     "AutoChatStatus",
     "MemoryInfo",
     "PanelState",
@@ -51,6 +52,9 @@ __all__ = [
 
 MAX_TURNS_SHOWN = 10
 """The usage panel lists this many recent turns."""
+
+STILL_ON = "It is still switched on: your next message starts it again."
+"""Said after why AutoChat stopped while its switch stays on (a limit, Stop, a failure)."""
 
 _STATE_HELP = {
     InterpreterState.INIT: "no turn yet",
@@ -167,7 +171,9 @@ class AutoChatStatus:
             stop = self.stopped
             # (the agent's words when it declared the task done, an error's message)
             words = escape_html(autochat_stop_words(stop.reason, stop.detail))
-            return f"AutoChat stopped after {turns_phrase(stop.turns)}: {words}."
+            end = "" if words.endswith((".", "!", "?")) else "."  # (a summary's own stop)
+            said = f"AutoChat stopped after {turns_phrase(stop.turns)}: {words}{end}"
+            return f"{said} {STILL_ON}" if self.enabled else said
         if self.enabled:
             return "AutoChat is on: after your next message the agent keeps going on its own."
         return "AutoChat is off."

@@ -14,7 +14,13 @@ import pytest
 
 from backends.gradio.form import Form
 from backends.gradio.handlers import Handlers, tab_of
-from backends.gradio.panels import MemoryInfo, PanelState, badge_html, memory_markdown
+from backends.gradio.panels import (
+    STILL_ON,
+    MemoryInfo,
+    PanelState,
+    badge_html,
+    memory_markdown,
+)
 from backends.gradio.presence import Presence
 from backends.gradio.stream import QUEUED_MARK, PageView, no_change, stream_session
 from backends.gradio.tabs import TabStreams
@@ -64,8 +70,9 @@ def test_the_autochat_line_follows_a_run_from_switch_to_stop() -> None:
     panels.apply(state(STOP))
     reached = "reached 1 automatic turn"
     panels.apply(AutoChatStopped(reason=AutoChatStopReason.MAX_TURNS, turns=1, detail=reached))
-    assert panels.autochat == (
-        "AutoChat stopped after 1 automatic turn: it reached its limit of automatic turns."
+    assert panels.autochat == (  # (still ticked: what a next message does is said)
+        "AutoChat stopped after 1 automatic turn: it reached its limit of automatic turns. "
+        "It is still switched on: your next message starts it again."
     )
     assert not panels.stoppable
     panels.apply(autochat(False))  # unticked after it stopped
@@ -78,7 +85,9 @@ def test_autochat_stopped_before_its_announced_turn_ran_counts_only_turns_that_r
     panels.apply(AutoChatTurn(turn=1, max_turns=5, remaining=4))
     # the session counts only turns that ran: this one was stopped during its delay
     panels.apply(AutoChatStopped(reason=AutoChatStopReason.STOPPED, turns=0))
-    assert panels.autochat == "AutoChat stopped after 0 automatic turns: it was stopped."
+    assert (
+        panels.autochat == f"AutoChat stopped after 0 automatic turns: it was stopped. {STILL_ON}"
+    )
 
 
 def test_unticking_mid_run_keeps_saying_it_runs_until_it_stops() -> None:
@@ -363,3 +372,14 @@ async def test_the_keep_alive_event_wakes_a_tab_whose_chat_moves_on_elsewhere(
     handlers.closing.set()
     await keep.aclose()
     await interpreter.wait_idle()
+
+
+def test_a_summary_that_ends_its_own_sentence_gets_no_second_full_stop() -> None:
+    panels = PanelState(state=STOP)
+    panels.apply(autochat(True))
+    panels.apply(AutoChatStopped(reason=AutoChatStopReason.TASK_COMPLETE, turns=1, detail="Done."))
+    assert panels.autochat == (
+        f"AutoChat stopped after 1 automatic turn: the task is done: Done. {STILL_ON}"
+    )
+    panels.apply(autochat(False))
+    assert panels.autochat == "AutoChat is off."

@@ -73,7 +73,10 @@ def test_stop_and_esc_end_autochat_while_it_waits_between_turns(
     expect(badge(tab)).to_have_text("STOP")
     expect(tab.locator("#stop-btn")).to_be_enabled()  # AutoChat is there to be stopped
     tab.keyboard.press("Escape")
-    expect(status).to_have_text("AutoChat stopped after 0 automatic turns: stopped by the user.")
+    expect(status).to_have_text(
+        "AutoChat stopped after 0 automatic turns: stopped by the user. "
+        "It is still switched on: your next message starts it again."
+    )
     expect(tab.locator("#stop-btn")).to_be_disabled()
     interpreter = session_of(server, tab)
     assert not interpreter.busy and not interpreter.autochat_active
@@ -98,7 +101,10 @@ def test_writing_ends_autochat_and_the_message_is_answered_at_once(
     # AutoChat is still switched on, so it takes the new message as its goal
     expect(status).to_have_text("AutoChat: automatic turn 1 of 3 starts shortly.")
     tab.locator("#stop-btn").click()
-    expect(status).to_have_text("AutoChat stopped after 0 automatic turns: stopped by the user.")
+    expect(status).to_have_text(
+        "AutoChat stopped after 0 automatic turns: stopped by the user. "
+        "It is still switched on: your next message starts it again."
+    )
     assert not session_of(server, tab).busy
 
 

@@ -24,6 +24,7 @@ from backends.gradio.markdown import escape_html, fence, image_markdown, json_or
 from backends.gradio.message_text import user_text
 from backends.gradio.panels import (
     MAX_TURNS_SHOWN,
+    STILL_ON,
     MemoryInfo,
     PanelState,
     badge_html,
@@ -462,7 +463,7 @@ def test_the_autochat_note_counts_the_turns_that_ran_as_the_status_line_does(
         panels.apply(event)
     [note] = (text_of(m) for m in view.messages())
     assert note == f"_AutoChat stopped after {said}: it was stopped_"
-    assert panels.autochat == f"AutoChat stopped after {said}: it was stopped."
+    assert panels.autochat == f"AutoChat stopped after {said}: it was stopped. {STILL_ON}"
     view.apply(AutoChatTurn(turn=1, max_turns=3, remaining=2))  # a new run starts afresh
     view.apply(_moved(stop, running))
     view.apply(AutoChatStopped(reason=AutoChatStopReason.MAX_TURNS, turns=2))

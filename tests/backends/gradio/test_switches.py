@@ -9,7 +9,7 @@ from typing import Any
 import gradio as gr
 
 from backends.gradio.layout import Page, build_page
-from backends.gradio.panels import AutoChatStatus
+from backends.gradio.panels import STILL_ON, AutoChatStatus
 from backends.gradio.renderer import ChatView
 from backends.gradio.stream import PageView
 from backends.gradio.switches import placed_notes
@@ -102,10 +102,10 @@ async def test_a_view_built_after_autochat_stopped_says_why_until_it_is_switched
 
     assert not interpreter.autochat_active
     limit = "AutoChat stopped after 1 automatic turn: it reached its limit of automatic turns."
-    assert rebuilt() == limit
+    assert rebuilt() == f"{limit} {STILL_ON}"
     assert rebuilt() == watched()
     await interpreter.update(autochat=on.model_copy(update={"max_turns": 3}))  # a limit only
-    assert rebuilt() == limit
+    assert rebuilt() == f"{limit} {STILL_ON}"
     assert rebuilt() == watched()
     await interpreter.update(autochat=on.model_copy(update={"enabled": False}))
     assert rebuilt() == watched() == "AutoChat is off."
