@@ -150,9 +150,15 @@ def chat_sync(
                         by="policy",
                     )
                 else:
-                    answer = approve(event)
-                    if inspect.isawaitable(answer):
-                        answer = await answer
+                    try:
+                        answer = approve(event)
+                        if inspect.isawaitable(answer):
+                            answer = await answer
+                    except BaseException as exc:  # said as the turn's end, not "by the user"
+                        await interpreter.stop(
+                            f"the approve function failed: {type(exc).__name__}: {exc}"
+                        )
+                        raise
                     try:
                         decision = decision_of(answer)
                     except InvalidRequest:

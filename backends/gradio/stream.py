@@ -208,7 +208,8 @@ class PageView:
             language = code_language(approval.language, self._languages)
             # (the language name comes from the tool or an external interpreter: shown as
             # written, never read as markup)
-            label = f"What will run ({escape_title(approval.language or 'text')}):"
+            # (neutral: a file's contents or a call's arguments are not run)
+            label = f"In full ({escape_title(approval.language or 'text')}):"
             detail = f"{label}\n\n{fence(approval.detail, language)}"
         return {
             page.badge: badge_html(panels.state, stoppable=panels.stoppable),

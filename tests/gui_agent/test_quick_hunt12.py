@@ -19,6 +19,7 @@ from gui_agent.quick import chat_sync, create_interpreter
 from gui_agent.tools import tool
 from schema import (
     AgentName,
+    ApprovalDecision,
     ApprovalRequested,
     ErrorEvent,
     InterpreterState,
@@ -208,3 +209,22 @@ async def test_an_edit_of_a_message_no_longer_last_changes_nothing(tmp_path: Pat
     await interpreter.wait_idle()
     assert [m.content for m in interpreter.session.history][-2] == "B's message, edited"
     await interpreter.close()
+
+
+def test_an_approve_function_that_raises_ends_the_turn_saying_so(tmp_path: Path) -> None:
+    """The call's answer said "stopped by the user": nobody had stopped anything."""
+    interpreter = create_interpreter(
+        asking_model(), workdir=tmp_path, tools=[launch], builtin_tools=False
+    )
+
+    def approve(request: object) -> ApprovalDecision:
+        raise ZeroDivisionError("a bug in the approver")
+
+    with pytest.raises(ZeroDivisionError):
+        chat_sync(interpreter, "launch", approve=approve)
+    assert interpreter.state is InterpreterState.STOP
+    [answer] = [m for m in interpreter.session.history if m.role is Role.TOOL]
+    assert "the approve function failed: ZeroDivisionError: a bug in the approver" in (
+        answer.content
+    )
+    assert "by the user" not in answer.content

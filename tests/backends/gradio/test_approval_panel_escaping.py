@@ -26,6 +26,6 @@ async def test_the_language_of_what_will_run_shows_as_text() -> None:
     view = PageView(page, ChatView.from_history([]), panels, languages=("python",))
     detail = view.updates(full=True)[page.approval_code]
     label = detail.splitlines()[0]
-    assert label == f"What will run ({escape_title(named)}):"
+    assert label == f"In full ({escape_title(named)}):"
     assert "<img" not in label and "&lt;img" in label, label  # no tag: its text
     assert "\\[x\\]" in label, label  # no link or image: its text
