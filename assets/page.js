@@ -326,7 +326,26 @@
     const shown = shownApproval();
     if (shown !== answered) answered = null; // another approval, or none: show what comes
     const panel = document.querySelector("#approval-panel");
-    if (panel) panel.style.display = shown !== null && shown !== answered ? "" : "none";
+    const open = shown !== null && shown !== answered;
+    if (panel) panel.style.display = open ? "" : "none";
+    // An approval that opens below the fold is brought into view, its buttons too; once it
+    // is answered (or gone), the message box and the chat above it are, rather than the
+    // page staying scrolled to where the panel was. Nothing moves what is in view already.
+    if (open && shown !== inView) {
+      inView = shown;
+      requestAnimationFrame(() => intoView("#deny-btn", "end"));
+    } else if (!open && inView !== null) {
+      inView = null;
+      requestAnimationFrame(() => intoView("#chat-input", "end"));
+    }
+  };
+  let inView = null; // the approval last brought into view
+  const intoView = (selector, block) => {
+    const node = document.querySelector(selector);
+    if (!node) return;
+    const box = node.getBoundingClientRect();
+    if (box.top >= -1 && box.bottom <= window.innerHeight + 1) return; // (a fraction off)
+    node.scrollIntoView({block});
   };
   // The approval the panel shows (the class with its id), or null when none is open.
   const shownApproval = () => {

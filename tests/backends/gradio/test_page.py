@@ -164,6 +164,29 @@ def test_approval_allow_runs_the_code_and_shows_the_output(tab: Page, artifacts:
     tab.screenshot(path=str(artifacts / "tool-step.png"), full_page=True)
 
 
+IN_VIEW = """(selector) => {
+  const box = document.querySelector(selector)?.getBoundingClientRect();
+  return Boolean(box) && box.height > 0 && box.top >= -1 && box.bottom <= innerHeight + 1;
+}"""
+
+
+def test_an_approval_below_the_fold_comes_into_view_and_the_chat_after_it(tab: Page) -> None:
+    """On a short window the buttons were below the fold; answered, the page stayed
+    scrolled to where the panel had been, the chat out of sight."""
+    tab.set_viewport_size({"width": 1280, "height": 560})
+    for n in range(3):  # a chat long enough to scroll
+        send(tab, f"line {n}\n" * 12)
+        wait_idle(tab)
+    send(tab, "python: print(6 * 7)")
+    expect(tab.locator("#approval-panel")).to_be_visible()
+    tab.wait_for_function(IN_VIEW, arg="#deny-btn")
+    tab.get_by_role("button", name="Allow once").click()
+    wait_idle(tab)
+    expect(tab.locator("#approval-panel")).to_be_hidden()
+    tab.wait_for_function(IN_VIEW, arg="#chat-input")
+    expect(bot_messages(tab).last).to_contain_text("Result: 42")
+
+
 def test_approval_deny_runs_nothing_and_tells_the_agent(tab: Page, server: LiveServer) -> None:
     send(tab, "python: open('denied.txt', 'w').write('x')")
     expect(badge(tab)).to_have_text("WAITING")
