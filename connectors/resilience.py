@@ -461,6 +461,16 @@ def wait_text(seconds: float) -> str:
     return f"{seconds / 86400:.0f} days"
 
 
+_UNKNOWN_MODEL_WORDS = ("not found", "does not exist", "not exist", "unknown", "no such")
+
+
+def _names_an_unknown_model(detail: str) -> bool:
+    """The server's words say the model is what it lacks ("model "x" not found", "The
+    model `x` does not exist"): then the base URL is not to blame."""
+    words = detail.lower()
+    return "model" in words and any(said in words for said in _UNKNOWN_MODEL_WORDS)
+
+
 def error_for_status(
     status: int,
     detail: str,
@@ -494,6 +504,8 @@ def error_for_status(
             provider=provider,
         )
     if status == 404:
+        if _names_an_unknown_model(detail):  # the server said so: the URL is right
+            hint = "; pick a model the server has"
         return ModelNotFound(
             f"{provider}: the server does not know the model {model!r} (HTTP 404){hint}{said}",
             status=status,

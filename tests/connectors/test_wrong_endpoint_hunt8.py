@@ -135,8 +135,11 @@ async def test_an_unknown_model_is_still_named_as_such(
     peer.script(Reply.json(404, body))
     outcome = await consume(openai_model.stream([user("hi")]))
     assert isinstance(outcome.error, ModelNotFound)
-    assert "does not know the model 'qwen3' (HTTP 404)" in str(outcome.error)
+    assert "does not know the model 'qwen3' (HTTP 404); pick a model the server has" in str(
+        outcome.error
+    )
     assert "is not an endpoint" not in str(outcome.error)
+    assert OPENAI_HINT not in str(outcome.error)  # the server named the model: the URL is right
 
 
 async def test_other_bare_error_words_are_still_retried_as_a_server_error(
