@@ -45,6 +45,19 @@ def run(detail: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
+def idle_detail(messages: list[dict[str, Any]], title: str = "t") -> dict[str, Any]:
+    """A session detail with `messages` and nothing running: what a loaded chat gives."""
+    return {
+        "session": {"id": "s", "title": title},
+        "messages": messages,
+        "streaming": [],
+        "pending_approvals": [],
+        "state": "STOP",
+        "busy": False,
+        "events": [],
+    }
+
+
 def message(id_: str, role: str, content: str = "", **fields: Any) -> dict[str, Any]:
     return {
         "id": id_,
@@ -175,15 +188,7 @@ def test_a_workers_steps_are_shown_whole_and_agents_messages_labelled() -> None:
         message("u4", "user", "check it", metadata={"crew_member": "reviewer"}),
         message("u5", "user", "step", metadata={"plan_step": 1, "plan_steps": 3}),
     ]
-    detail = {
-        "session": {"id": "s", "title": ""},
-        "messages": history,
-        "streaming": [],
-        "pending_approvals": [],
-        "state": "STOP",
-        "busy": False,
-        "events": [],
-    }
+    detail = idle_detail(history, title="")
     entries = run(detail)["entries"]
     assert [(e["role"], e["speaker"], e["text"]) for e in entries] == [
         ("user", "", "sum it"),
@@ -205,15 +210,7 @@ def test_a_filtered_reply_and_an_unanswered_message_say_so() -> None:
     filtered = message("a1", "assistant", "I was say", metadata={"filtered": True})
     left = message("u2", "user", "and this", metadata={"unanswered": True})
     plain = message("a2", "assistant", "fine")
-    detail = {
-        "session": {"id": "s", "title": "t"},
-        "messages": [asked, filtered, left, plain],
-        "streaming": [],
-        "pending_approvals": [],
-        "state": "STOP",
-        "busy": False,
-        "events": [],
-    }
+    detail = idle_detail([asked, filtered, left, plain])
     notes = [e["notes"] for e in run(detail)["entries"]]
     assert notes == [
         [],
@@ -240,14 +237,6 @@ def test_a_turn_that_failed_before_its_reply_shows_the_error_kept_in_its_note() 
             "error": {"code": "agent_failed", "message": "ValueError: no key"},
         },
     )
-    detail = {
-        "session": {"id": "s", "title": "t"},
-        "messages": [asked, failed],
-        "streaming": [],
-        "pending_approvals": [],
-        "state": "STOP",
-        "busy": False,
-        "events": [],
-    }
+    detail = idle_detail([asked, failed])
     entries = run(detail)["entries"]
     assert [e["notes"] for e in entries] == [[], ["Error: ValueError: no key"]]

@@ -209,15 +209,20 @@ def test_a_message_sent_while_a_turn_waits_shows_as_waiting_until_the_agent_take
     assert f"and then this {marker}" in contents and contents[-1] == f"Done {marker}."
 
 
-def test_stop_ends_a_streaming_reply_and_keeps_what_was_written(
-    page: Page, backend: Backend
-) -> None:
+def slow_reply_streaming(page: Page) -> None:
+    """Signed in, a new chat on the slow model, its reply to "tick slowly" streaming."""
     signed_in(page)
     new_chat(page)
     page.get_by_label("Model", exact=True).click()
     page.get_by_role("option", name="slow").click()
     send(page, "tick slowly")
     expect(page.get_by_text("tick20", exact=False).first).to_be_visible()
+
+
+def test_stop_ends_a_streaming_reply_and_keeps_what_was_written(
+    page: Page, backend: Backend
+) -> None:
+    slow_reply_streaming(page)
     box = page.get_by_test_id("stChatInputTextArea")  # typed as the reply streams
     box.fill("and after that")
     box.press("Enter")  # queued behind the turn

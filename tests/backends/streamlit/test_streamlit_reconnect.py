@@ -11,12 +11,7 @@ from playwright.sync_api import Browser, expect
 
 from tests.backends.api.live import free_port, make_backend
 from tests.backends.streamlit.kit import front_for, front_tab
-from tests.backends.streamlit.test_streamlit_page import (
-    PASSWORD,
-    new_chat,
-    send,
-    signed_in,
-)
+from tests.backends.streamlit.test_streamlit_page import PASSWORD, slow_reply_streaming
 
 pytestmark = pytest.mark.browser
 
@@ -32,12 +27,7 @@ def test_a_tab_whose_server_went_away_mid_reply_comes_back_by_itself(
     second = None
     try:
         with front_for(first.base_url, front) as address, front_tab(address, chromium) as tab:
-            signed_in(tab)
-            new_chat(tab)
-            tab.get_by_label("Model", exact=True).click()
-            tab.get_by_role("option", name="slow").click()
-            send(tab, "tick slowly")
-            expect(tab.get_by_text("tick20", exact=False).first).to_be_visible()
+            slow_reply_streaming(tab)
             first.server.stop()  # (the reply is kept, interrupted, as the server stops)
             trying = tab.get_by_text("Trying again in", exact=False)
             expect(trying.first).to_be_visible(timeout=20_000)
