@@ -19,6 +19,8 @@ Nothing here mutates its input: nested structures are copied or rebuilt.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import copy
 import json
 import logging
@@ -26,10 +28,12 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
+from urllib.parse import urlsplit
 
 from gui_agent.exceptions import ModelError
 from schema import AgentName, ChatRequest, ImagePart, Message, MessageStatus, MessageType, Role
 from schema.messages import new_id
+from schema.requests import IMAGE_MEDIA_TYPES, image_bytes_problem
 
 __all__ = [
     "AssemblyStep",
@@ -309,8 +313,13 @@ class ChunkAssembler:
         metadata = dict(draft.metadata)
         if draft.message_type is MessageType.IMAGE:
             image = _image_part(draft.lmc_format, content)
+            problem = None if image is None else image_problem(image)
             if image is None:
                 logger.warning("LMC image with format %r cannot be shown", draft.lmc_format)
+                metadata["lmc_format"] = draft.lmc_format
+            elif problem is not None:  # kept as a note: the chat still saves and imports
+                logger.warning("an image the agent sent cannot be shown: %s", problem)
+                content = f"(An image the agent sent cannot be shown: {problem}.)"
                 metadata["lmc_format"] = draft.lmc_format
             else:
                 images, content = (image,), ""
@@ -337,6 +346,24 @@ def _other_language(draft: _Draft, lmc_format: object) -> bool:
         and draft.language is not None
         and str(lmc_format) != draft.language
     )
+
+
+def image_problem(image: ImagePart) -> str | None:
+    """Why `image` cannot be kept (and shown, exported, imported again), or None: a media
+    type no page or vision API takes, data that is not base64 or not an image of its type,
+    a URL that is not http(s)."""
+    if image.media_type.lower() not in IMAGE_MEDIA_TYPES:
+        return f"{image.media_type!r} is not an image type the app shows"
+    if image.url is not None:
+        parts = urlsplit(image.url)
+        if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
+            return "only http(s) image addresses are shown"
+        return None
+    try:
+        decoded = base64.b64decode(image.data or "", validate=True)
+    except (binascii.Error, ValueError):
+        return "its data is not base64"
+    return image_bytes_problem(image.media_type.lower(), decoded)
 
 
 def _image_part(lmc_format: str | None, content: str) -> ImagePart | None:

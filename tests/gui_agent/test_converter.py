@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 from typing import Any
 
@@ -24,6 +25,7 @@ from schema import (
     MessageType,
     Role,
 )
+from tests.backends.pictures import red_png
 
 # The stream Open Interpreter documents for "What's 34/24?", with console progress noise.
 OI_STREAM: list[dict[str, Any]] = [
@@ -196,24 +198,49 @@ def test_a_documented_open_interpreter_stream_becomes_whole_messages(
 def test_images_become_image_messages_with_their_media_type(
     converter: RequestConverter,
 ) -> None:
+    png = base64.b64encode(red_png()).decode()
+    half = len(png) // 2
     chunks = [
-        {"role": "computer", "type": "image", "format": "base64.png", "content": "iVBORw0K"},
-        {"role": "computer", "type": "image", "format": "base64.jpg", "content": "/9j/4A"},
+        {"role": "computer", "type": "image", "format": "base64.png", "content": png},
+        {"role": "computer", "type": "image", "format": "base64.jpg", "content": "/9j/4AAQ"},
         {"role": "assistant", "type": "image", "format": "url", "content": "https://x/y.png"},
-        {"role": "computer", "type": "image", "content": "data:image/gif;base64,R0lGOD"},
+        {"role": "computer", "type": "image", "content": "data:image/gif;base64,R0lGODlh"},
         {"role": "computer", "type": "image", "format": "base64.png", "start": True},
-        {"role": "computer", "type": "image", "format": "base64.png", "content": "AAAA"},
-        {"role": "computer", "type": "image", "format": "base64.png", "content": "BBBB"},
+        {"role": "computer", "type": "image", "format": "base64.png", "content": png[:half]},
+        {"role": "computer", "type": "image", "format": "base64.png", "content": png[half:]},
         {"role": "computer", "type": "image", "format": "base64.png", "end": True},
     ]
     messages = converter.chunks_to_messages(chunks, agent=AgentName.OTHER)
     assert [m.type for m in messages] == [MessageType.IMAGE] * 5
     assert [m.images for m in messages] == [
-        (ImagePart(media_type="image/png", data="iVBORw0K"),),
-        (ImagePart(media_type="image/jpeg", data="/9j/4A"),),
+        (ImagePart(media_type="image/png", data=png),),
+        (ImagePart(media_type="image/jpeg", data="/9j/4AAQ"),),
         (ImagePart(url="https://x/y.png"),),
-        (ImagePart(media_type="image/gif", data="R0lGOD"),),
-        (ImagePart(media_type="image/png", data="AAAABBBB"),),  # streamed image, joined
+        (ImagePart(media_type="image/gif", data="R0lGODlh"),),
+        (ImagePart(media_type="image/png", data=png),),  # streamed image, joined
+    ]
+
+
+def test_an_image_that_cannot_be_kept_becomes_a_note_saying_why(
+    converter: RequestConverter,
+) -> None:
+    """Kept as sent, it made a chat whose export every import refused."""
+    png = base64.b64encode(red_png()).decode()
+    chunks = [
+        {"role": "assistant", "type": "image", "format": "base64.png", "content": "notbase64!!"},
+        {"role": "assistant", "type": "image", "format": "base64.svg", "content": "PHN2Zz4="},
+        {"role": "assistant", "type": "image", "format": "base64.jpg", "content": png},
+        {"role": "assistant", "type": "image", "format": "url", "content": "ftp://x/y.png"},
+    ]
+    messages = converter.chunks_to_messages(chunks, agent=AgentName.OTHER)
+    assert all(m.images == () for m in messages)
+    assert [m.content for m in messages] == [
+        "(An image the agent sent cannot be shown: its data is not base64.)",
+        "(An image the agent sent cannot be shown: 'image/svg' is not an image type the app "
+        "shows.)",
+        "(An image the agent sent cannot be shown: the data is image/png, not image/jpeg as "
+        "declared.)",
+        "(An image the agent sent cannot be shown: only http(s) image addresses are shown.)",
     ]
 
 
