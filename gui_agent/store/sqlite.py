@@ -32,6 +32,7 @@ import aiosqlite
 from pydantic import BaseModel, ValidationError
 
 from gui_agent.exceptions import StoreError, StoreLocked, StoreVersionError
+from gui_agent.log_text import loggable
 from gui_agent.store.base import LIVE_STATES, Clock, as_partial, check_page
 from gui_agent.store.migrations import migrate
 from schema import (
@@ -430,11 +431,19 @@ class SQLiteStore:
             "SELECT session_id, data FROM queued ORDER BY rowid", (), action="load queued"
         )
         queued: dict[str, list[Message]] = {}
-        with self._errors("read queued messages"):
-            for row in rows:
-                queued.setdefault(str(row["session_id"]), []).append(
-                    _message_from_json(row["data"])
+        for row in rows:
+            session_id = str(row["session_id"])
+            try:
+                message = _message_from_json(row["data"])
+            except ValueError as exc:  # one unreadable row must not stop the server starting
+                logger.warning(
+                    "store %s: a queued message of session %s cannot be read; left: %s",
+                    self.path,
+                    session_id,
+                    loggable(exc),
                 )
+                continue
+            queued.setdefault(session_id, []).append(message)
         return queued
 
     async def upsert_partial(self, session_id: str, message: Message) -> None:

@@ -8,6 +8,8 @@ import asyncio
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from connectors.scripted import ScriptedModel, call
 from gui_agent import SessionManager, StaticCatalog, create_interpreter, tool
 from gui_agent.manager import INTERRUPTED_NOTE
@@ -100,3 +102,29 @@ async def test_messages_a_dead_server_left_queued_are_filed_unanswered_at_start(
     reloaded = (await again.get(record.id, "alice")).session.history
     assert [msg.id for msg in reloaded] == [msg.id for msg in interpreter.session.history]
     await again.close()
+
+
+async def test_a_queued_message_that_cannot_be_read_does_not_stop_the_start(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = SQLiteStore(tmp_path / "sessions.db")
+    await store.open()
+    record = SessionRecord(owner="alice", state=InterpreterState.RUNNING)
+    await store.create_session(record)
+    await store.append_message(record.id, Message(role=Role.USER, content="go"))
+    kept = Message(role=Role.USER, content="still here")
+    await store.queue_message(record.id, Message(role=Role.USER, content="damaged"))
+    await store.queue_message(record.id, kept)
+    await store.close()
+    with sqlite3.connect(tmp_path / "sessions.db") as db:
+        db.execute("UPDATE queued SET data = '{not json' WHERE data LIKE '%damaged%'")
+    db.close()
+
+    m = manager(tmp_path, ScriptedModel())
+    await m.start()  # (it used to fail the whole start)
+    history = (await m.get(record.id, "alice")).session.history
+    assert [(msg.content, msg.metadata) for msg in history[1:2]] == [
+        ("still here", {"unanswered": True})
+    ]
+    assert "a queued message of session" in caplog.text and "cannot be read" in caplog.text
+    await m.close()
