@@ -68,7 +68,8 @@ def _module(dotted: str, base: Path) -> ModuleType:
     try:
         return importlib.import_module(dotted)
     except ModuleNotFoundError as exc:
-        if exc.name is not None and dotted.startswith(exc.name):
+        missing = exc.name or ""
+        if dotted == missing or dotted.startswith(missing + "."):  # (not one it imports)
             raise ConfigError(
                 f"--agent: no module {dotted!r} in {folder} or on the Python path; {_FORM}"
             ) from None
@@ -89,6 +90,9 @@ def _module_from_file(file: str, base: Path) -> ModuleType:
         raise ConfigError(f"--agent: {path} cannot be imported as Python")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # (dataclasses and pickling look a module up by its name)
+    folder = str(path.parent)
+    if folder not in sys.path:  # its neighbours import as a script's do
+        sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(module)
     except Exception as exc:

@@ -93,18 +93,29 @@ def test_a_spec_that_cannot_be_loaded_is_refused_saying_why(
     assert said in str(refused.value)
 
 
+def test_a_module_that_lacks_a_dependency_says_which(folder: Path) -> None:
+    (folder / "needs_more.py").write_text("import needs\n")  # (a prefix of its own name)
+    for spec in ("needs_more:agent", "needs_more.py:agent"):
+        with pytest.raises(ConfigError, match=r"No module named 'needs'"):
+            load_agent(spec, folder=folder)
+        sys.modules.pop("needs_more", None)
+
+
 def test_a_module_file_can_import_its_neighbours(folder: Path) -> None:
     (folder / "helper_words.py").write_text("WORD = 'neighbour'\n")
     (folder / "uses_helper.py").write_text(
         textwrap.dedent(
             """
+            from helper_words import WORD
+
             def agent(messages):
-                from helper_words import WORD
                 return WORD
             """
         )
     )
-    agent = load_agent("uses_helper:agent", folder=folder)
-    assert isinstance(agent, ExternalInterpreterAgent)
+    for spec in ("uses_helper.py:agent", "uses_helper:agent"):  # (the file first: its folder)
+        agent = load_agent(spec, folder=folder)
+        assert isinstance(agent, ExternalInterpreterAgent)
+        assert agent.name is AgentName.OTHER
     for name in ("helper_words", "uses_helper"):
         sys.modules.pop(name, None)
