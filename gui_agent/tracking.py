@@ -53,6 +53,12 @@ PARTIAL_SAVE_INTERVAL_S = 0.5
 """How often a streaming reply is saved, so a crash loses at most this much of it."""
 
 
+def kept_error(failure: ErrorEvent) -> dict[str, str]:
+    """The failure that ended a turn as a failed reply keeps it (`metadata["error"]`), so
+    the reason outlives the event that announced it."""
+    return {"code": failure.code, "message": failure.message}
+
+
 class Partial:
     """A reply being streamed: what its `message_started` said, the text so far, and the
     latest `model_retrying` of its model call (kept for readers that come later, see
@@ -99,7 +105,7 @@ class Partial:
                 {**metadata, "display_only": True, "streamed_as": "tool"},
             )
         if failure is not None:
-            metadata["error"] = {"code": failure.code, "message": failure.message}
+            metadata["error"] = kept_error(failure)
         return Message(
             id=message_id,
             role=role,

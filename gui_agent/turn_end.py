@@ -28,6 +28,7 @@ from gui_agent.session import (
     written_by_person,
 )
 from gui_agent.state import Trigger
+from gui_agent.tracking import kept_error
 from schema import (
     AgentName,
     ApprovalDecision,
@@ -116,8 +117,8 @@ class TurnEnding(AutoChatDriver):
         short: once it has run, the turn is over."""
         session = self.session
         saves: list[Awaitable[None]] = []
-        recent = {m.id: m for m in session.history[-8:]} if self._open else {}
-        kept_failure = failure is None  # (a failure is kept with a reply, or in a note)
+        was_writing = bool(self._open)  # (else a failure is kept in a note of its own)
+        recent = {m.id: m for m in session.history[-8:]} if was_writing else {}
         for message_id, partial in list(self._open.items()):
             message = recent.get(message_id)
             if message is None:
@@ -125,10 +126,9 @@ class TurnEnding(AutoChatDriver):
                 session.add(message)
             elif failure is not None and "error" not in message.metadata:
                 message = _kept_failure(session, message, failure)  # (filed by the agent)
-            kept_failure = True
             if (saving := self._track(MessageCompleted(message=message))) is not None:
                 saves.append(saving)
-        if not kept_failure and failure is not None:  # nothing was being written: a note
+        if failure is not None and not was_writing:
             note = _failure_note(failure, self.session.turn_agent)
             session.add(note)
             if (saving := self._track(MessageCompleted(message=note))) is not None:
@@ -245,12 +245,7 @@ def _kept_failure(session: Session, message: Message, failure: ErrorEvent) -> Me
     """`message`, a reply the failed turn was writing that its agent filed itself, with the
     failure kept in it (`metadata["error"]`, as `Partial.message` keeps it), in place."""
     kept = message.model_copy(
-        update={
-            "metadata": {
-                **message.metadata,
-                "error": {"code": failure.code, "message": failure.message},
-            }
-        }
+        update={"metadata": {**message.metadata, "error": kept_error(failure)}}
     )
     history = session.history
     for index in range(len(history) - 1, -1, -1):
@@ -268,10 +263,7 @@ def _failure_note(failure: ErrorEvent, agent: AgentName | None) -> Message:
         role=Role.ASSISTANT,
         agent=agent,
         status=MessageStatus.ERROR,
-        metadata={
-            "display_only": True,
-            "error": {"code": failure.code, "message": failure.message},
-        },
+        metadata={"display_only": True, "error": kept_error(failure)},
     )
 
 

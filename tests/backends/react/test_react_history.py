@@ -45,16 +45,23 @@ def run(detail: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def idle_detail(messages: list[dict[str, Any]], title: str = "t") -> dict[str, Any]:
-    """A session detail with `messages` and nothing running: what a loaded chat gives."""
+def session_detail(
+    messages: list[dict[str, Any]] | None = None,
+    *,
+    title: str = "t",
+    events: list[Any] | None = None,
+    streaming: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A session detail as the API gives it, then `events` to apply: with `streaming`
+    (replies being written) a turn runs, else nothing does."""
     return {
         "session": {"id": "s", "title": title},
-        "messages": messages,
-        "streaming": [],
+        "messages": messages or [],
+        "streaming": streaming or [],
         "pending_approvals": [],
-        "state": "STOP",
-        "busy": False,
-        "events": [],
+        "state": "RUNNING" if streaming else "STOP",
+        "busy": bool(streaming),
+        "events": events or [],
     }
 
 
@@ -104,15 +111,7 @@ def test_a_turn_is_followed_from_its_events() -> None:
         {"type": "error", "message": "a problem said"},
         {"type": "state_changed", "to_state": "STOP"},
     ]
-    detail = {
-        "session": {"id": "s", "title": ""},
-        "messages": [],
-        "streaming": [],
-        "pending_approvals": [],
-        "state": "STOP",
-        "busy": False,
-        "events": events,
-    }
+    detail = session_detail(title="", events=events)
     out = run(detail)
     seen = out["seen"]
     assert seen[0]["busy"] is True and seen[-1] == {**seen[-1], "busy": False, "state": "STOP"}
@@ -157,15 +156,10 @@ def test_pictures_by_address_are_named_and_notes_are_kept() -> None:
     ]
     stopped = message("a1", "assistant", "partial", status="interrupted")
     system = message("s1", "system", "You are a helpful assistant.")
-    detail = {
-        "session": {"id": "s", "title": "t"},
-        "messages": [system, message("u1", "user", "look", images=images), stopped],
-        "streaming": [{"id": "a2", "agent": None, "content": "so far"}],
-        "pending_approvals": [],
-        "state": "RUNNING",
-        "busy": True,
-        "events": [],
-    }
+    detail = session_detail(
+        [system, message("u1", "user", "look", images=images), stopped],
+        streaming=[{"id": "a2", "agent": None, "content": "so far"}],
+    )
     out = run(detail)
     assert out["images"] == ["data:image/png;base64,iVBORw0KGgo=", None]  # not fetched
     assert [e["text"] for e in out["entries"]] == ["look", "partial"]  # instructions left out
@@ -188,7 +182,7 @@ def test_a_workers_steps_are_shown_whole_and_agents_messages_labelled() -> None:
         message("u4", "user", "check it", metadata={"crew_member": "reviewer"}),
         message("u5", "user", "step", metadata={"plan_step": 1, "plan_steps": 3}),
     ]
-    detail = idle_detail(history, title="")
+    detail = session_detail(history, title="")
     entries = run(detail)["entries"]
     assert [(e["role"], e["speaker"], e["text"]) for e in entries] == [
         ("user", "", "sum it"),
@@ -210,7 +204,7 @@ def test_a_filtered_reply_and_an_unanswered_message_say_so() -> None:
     filtered = message("a1", "assistant", "I was say", metadata={"filtered": True})
     left = message("u2", "user", "and this", metadata={"unanswered": True})
     plain = message("a2", "assistant", "fine")
-    detail = idle_detail([asked, filtered, left, plain])
+    detail = session_detail([asked, filtered, left, plain])
     notes = [e["notes"] for e in run(detail)["entries"]]
     assert notes == [
         [],
@@ -237,6 +231,6 @@ def test_a_turn_that_failed_before_its_reply_shows_the_error_kept_in_its_note() 
             "error": {"code": "agent_failed", "message": "ValueError: no key"},
         },
     )
-    detail = idle_detail([asked, failed])
+    detail = session_detail([asked, failed])
     entries = run(detail)["entries"]
     assert [e["notes"] for e in entries] == [[], ["Error: ValueError: no key"]]

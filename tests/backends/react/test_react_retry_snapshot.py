@@ -9,7 +9,7 @@ from typing import Any
 
 from gui_agent.retry_words import retry_words
 from schema import ModelRetrying
-from tests.backends.react.test_react_history import message, run
+from tests.backends.react.test_react_history import message, run, session_detail
 
 NOTICE = ModelRetrying(
     message_id="a1", attempt=2, max_attempts=4, wait_s=12.3, reason="rate limited (HTTP 429)"
@@ -20,15 +20,12 @@ SAID = "Rate limited (HTTP 429): asking again in 13 s (attempt 2 of 4)…"
 def opened_during(streaming: list[dict[str, Any]], events: list[dict[str, Any]]) -> list[Any]:
     """What the page shows of the replies being written after `chatFrom(detail)` and each
     of `events` (the first a no-op, to see the chat as opened)."""
-    detail = {
-        "session": {"id": "s", "title": ""},
-        "messages": [message("u1", "user", "hi")],
-        "streaming": streaming,
-        "pending_approvals": [],
-        "state": "RUNNING",
-        "busy": True,
-        "events": [{"type": "keepalive"}, *events],
-    }
+    detail = session_detail(
+        [message("u1", "user", "hi")],
+        title="",
+        streaming=streaming,
+        events=[{"type": "keepalive"}, *events],
+    )
     return [seen["live"] for seen in run(detail)["seen"]]
 
 

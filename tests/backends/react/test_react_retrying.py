@@ -11,7 +11,7 @@ from typing import Any
 
 from gui_agent.retry_words import retry_words
 from schema import ModelRetrying
-from tests.backends.react.test_react_history import HISTORY, message, run
+from tests.backends.react.test_react_history import HISTORY, message, run, session_detail
 
 SCRIPT = """
 import { retryWords } from %s;
@@ -73,15 +73,7 @@ def test_the_reply_being_written_says_why_until_its_text_streams() -> None:
         {"type": "message_completed", "message": reply},
         {"type": "state_changed", "to_state": "STOP"},
     ]
-    detail = {
-        "session": {"id": "s", "title": ""},
-        "messages": [],
-        "streaming": [],
-        "pending_approvals": [],
-        "state": "STOP",
-        "busy": False,
-        "events": events,
-    }
+    detail = session_detail(title="", events=events)
     seen = run(detail)["seen"]
     live = [s["live"] for s in seen]
     said = "Rate limited (HTTP 429): asking again in 20 s (attempt {} of 4)…"
