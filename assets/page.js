@@ -83,9 +83,33 @@
   // Images wait on the server for the next message; the note under the input box says so.
   const imagesAttached = () =>
     !!document.querySelector("#attach-note")?.textContent?.trim();
+  // A tab whose page login ended (signed_out.js, or the keep-alive finding the server
+  // asks it to sign in) sends nothing more: a send would be refused and its message lost.
+  // It says so under the box and gives back the message a refused send carried (found by
+  // the send's ticket, the last of its inputs: app.py tells guiAgentTicketed each one).
+  const SIGNED_OUT_WORDS = "You are signed out (the server restarted, or your password " +
+    "changed). Reload the page and sign in again; what you typed stays in the box.";
+  const ticketed = new Map();  // ticket -> the text its send carried (the last few)
+  let signedOut = false;
+  window.guiAgentTicketed = (ticket, text) => {
+    ticketed.set(String(ticket), String(text ?? ""));
+    if (ticketed.size > 20) ticketed.delete(ticketed.keys().next().value);
+  };
+  window.addEventListener("gui-agent-signed-out", (event) => {
+    signedOut = true;
+    const data = event.detail && event.detail.data;
+    const text = Array.isArray(data) && data.length ? ticketed.get(String(data.at(-1))) : "";
+    const box = input();
+    if (text && box && !box.value) fill(box, text);
+    notice(SIGNED_OUT_WORDS);
+  });
   const refuse = () => {
     const box = input();
     if (!box) return false;
+    if (signedOut) {
+      notice(SIGNED_OUT_WORDS);
+      return true;
+    }
     const length = box.value.length;
     if (!box.value.trim() && !imagesAttached()) {
       notice("");
@@ -285,7 +309,10 @@
       keepAlive.tries += 1;
       await new Promise((resolve) => setTimeout(resolve, wait));
       const answer = await serverAnswers();
-      if (answer === "signed out") return again;
+      if (answer === "signed out") {
+        window.dispatchEvent(new CustomEvent("gui-agent-signed-out", {detail: {data: null}}));
+        return again;
+      }
       if (answer === "yes") break;
     }
     keepAlive.started = Date.now();

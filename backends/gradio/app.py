@@ -95,6 +95,7 @@ def _on_send_js(page: Page, form: set[Any]) -> str:
   window.guiAgentSent?.();
   const send = window.__guiAgentSends = (window.__guiAgentSends || 0) + 1;
   inputs[inputs.length - 1] = {_NEXT_TICKET} + ":" + send;
+  window.guiAgentTicketed?.(inputs[inputs.length - 1], inputs[{message}]);
   return inputs;
 }}"""
 

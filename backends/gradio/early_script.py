@@ -2,14 +2,17 @@
 `<head>` of every HTML page the app serves.
 
 Gradio offers no way to run a script before its own (a Blocks' `head` is added by Gradio's
-scripts, after they loaded), and three things need this script:
+scripts, after they loaded), and four things need this script:
 - Gradio's status trackers keep an idle page drawing 60 frames a second, which can only be
   changed before its scripts load (`assets/frame_timer.js` says why, and what it does);
 - Gradio's login form empties the user name after a wrong password, and the login page
   runs no other script of ours (`assets/login_name.js` gives the name back);
 - Gradio's client counts its stream of server events as open after it broke, so the tab
   never hears back again; it must be mended from the first stream the client opens
-  (`assets/event_stream.js`).
+  (`assets/event_stream.js`);
+- Gradio's client drops an event the server refuses because the tab's page login ended (a
+  restart, a new password) without a word, and a send's message with it; the page must
+  hear of it from the client's first request (`assets/signed_out.js`).
 
 The middleware is pure ASGI, so it sees only answers,
 never changes a request, and leaves every answer that is not a whole, uncompressed HTML
@@ -29,7 +32,7 @@ from backends.gradio.assets import ASSETS_DIR
 
 __all__ = ["SCRIPT_FILES", "EarlyScript", "add_early_script", "early_script"]
 
-SCRIPT_FILES = ("frame_timer.js", "login_name.js", "event_stream.js")
+SCRIPT_FILES = ("frame_timer.js", "login_name.js", "event_stream.js", "signed_out.js")
 """The early script's parts, in order (each one a whole statement)."""
 
 _HEAD = re.compile(rb"<head(\s[^>]*)?>", re.IGNORECASE)

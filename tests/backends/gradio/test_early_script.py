@@ -132,15 +132,17 @@ def test_a_script_that_would_end_its_own_element_is_refused(tmp_path: Path) -> N
 
 
 def test_the_script_is_its_parts_in_order_and_a_missing_part_is_left_out(tmp_path: Path) -> None:
-    first, second, third = SCRIPT_FILES
+    first, second, third, fourth = SCRIPT_FILES
     (tmp_path / second).write_text("second();\n", encoding="utf-8")
     assert early_script(tmp_path) == "second();"
     (tmp_path / third).write_text("third();\n", encoding="utf-8")
     (tmp_path / first).write_text("first();\n", encoding="utf-8")
-    assert early_script(tmp_path) == "first();\nsecond();\nthird();"
+    (tmp_path / fourth).write_text("fourth();\n", encoding="utf-8")
+    assert early_script(tmp_path) == "first();\nsecond();\nthird();\nfourth();"
     served = early_script(ASSETS_DIR)
     assert served.index("window.requestAnimationFrame") < served.index("window.fetch")
     assert served.index("gives the name back") < served.index("queue/data")
+    assert served.index("queue/data") < served.index("gui-agent-signed-out")
 
 
 def test_with_script_goes_after_the_first_head_tag_only() -> None:

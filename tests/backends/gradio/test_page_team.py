@@ -210,3 +210,40 @@ def test_a_removed_person_sees_the_reply_stop_and_is_signed_out(
     assert (user.role, user.content) == (Role.USER, LONG)
     assert reply.status is MessageStatus.INTERRUPTED and "word1 word2" in reply.content
     assert REMOVED_NOTE.startswith("Your account was removed from this server")
+
+
+def test_a_tab_signed_out_meanwhile_gives_back_the_message_it_could_not_send(
+    chromium: Browser, server: Team
+) -> None:
+    """A new password ends the person's page logins (a restart ends everyone's): the open
+    tab's next send was refused without a word, and its message, gone from the box, lost."""
+    erin = f"erin-{uuid.uuid4().hex[:8]}"
+    users = UserDB(server.users_file)
+    users.add(erin, "erin-password-1")
+    page = log_in(chromium, server, erin, "erin-password-1")
+    try:
+        send(page, "first message")
+        expect(bot_messages(page).last).to_contain_text("first message")
+        users.add(erin, "erin-password-2", replace=True)
+        page.wait_for_timeout(3000)  # (the server reads the users file about once a second)
+        box = page.locator("#chat-input textarea")
+        box.fill("said after the password changed")
+        box.press("Enter")
+        notice = page.locator("#ga-input-notice")
+        expect(notice).to_contain_text("You are signed out", timeout=WAIT_MS)
+        expect(box).to_have_value("said after the password changed")
+        box.press("Enter")  # refused at once now, the message kept
+        expect(box).to_have_value("said after the password changed")
+        page.reload(wait_until="load")
+        page.get_by_test_id("textbox").fill(erin)
+        page.get_by_test_id("password").fill("erin-password-2")
+        page.get_by_role("button", name="Login").click()
+        expect(page.locator("#account")).to_contain_text(f"Signed in as {erin}", timeout=WAIT_MS)
+        expect(page.locator("#chat-input textarea")).to_have_value(
+            "said after the password changed", timeout=WAIT_MS
+        )
+    finally:
+        page.context.close()
+    (record,) = server.live.call(server.manager.store.list_sessions(erin))
+    said = server.live.call(server.manager.store.load_messages(record.id))
+    assert "said after the password changed" not in [m.content for m in said]
