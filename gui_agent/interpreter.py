@@ -110,7 +110,9 @@ class Interpreter(HistoryEdits):
         if not architectures:
             raise InvalidRequest("an interpreter needs at least one architecture")
         self.session = session
-        self.deps = dataclasses.replace(deps, approvals=ApprovalBroker(), agents=architectures)
+        self.deps = dataclasses.replace(
+            deps, approvals=ApprovalBroker(), agents=architectures, tool_output=self._tool_output
+        )
         self.architectures = architectures
         self._store = store
         self._on_titled = on_titled
@@ -123,6 +125,7 @@ class Interpreter(HistoryEdits):
         self._open = {}
         self._open_approvals = {}
         self._open_calls = {}
+        self._live = None
         self._speaker = None
         self._run_id = ""
         self._stop_reason = "stopped by the user"

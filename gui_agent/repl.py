@@ -60,6 +60,7 @@ from gui_agent.repl_display import (
     ALLOW_SESSION_ANSWERS,
     APPROVAL_PROMPT,
     CUT_OFF_NOTE,
+    EventLines,
     approval_question,
     format_event,
     parse_decision,
@@ -345,11 +346,12 @@ async def _follow(
     async with interpreter.subscribe() as events:
         await action
         typed = _TurnInput(interpreter, manager, reader)
+        lines = EventLines()
         try:
             while interpreter.busy:
                 typed.open()
                 async for event in events.until_idle():
-                    text = format_event(event)
+                    text = lines.format(event)
                     if text:
                         reader.write(text)
                     if isinstance(event, ApprovalRequested):

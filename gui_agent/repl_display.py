@@ -34,6 +34,7 @@ from schema import (
     RunOutcome,
     TextDelta,
     ToolCallFinished,
+    ToolCallOutput,
     ToolCallStarted,
     UsageReported,
 )
@@ -46,6 +47,56 @@ FILTERED_NOTE = (
 )
 UNANSWERED_NOTE = "the turn it waited for was stopped before the agent read it; send it again"
 """Said of a message the person sent during a turn that was then stopped."""
+
+
+class EventLines:
+    """`format_event`, knowing which calls have shown their output as it came
+    (`tool_call_output`): that output is shown then, under the call, and such a call's
+    result then only says how it ended (run_python's exit status) instead of repeating it.
+    One per chat shown."""
+
+    def __init__(self) -> None:
+        self._live: dict[str, bool] = {}
+        """Calls whose output is being shown: whether what was shown ended a line."""
+        self._line_ended = False
+        """The last text shown was output that ended its line: the next need not begin one."""
+
+    def format(self, event: Event) -> str | None:
+        if isinstance(event, ToolCallOutput):
+            text: str | None = self._output(event)
+        elif (
+            isinstance(event, MessageCompleted)
+            and event.message.role is Role.TOOL
+            and self._live.pop(event.message.tool_call_id or "", None) is not None
+            and isinstance(status := event.message.metadata.get("status"), str)
+        ):
+            text = f"\n  ┆ {status}"
+        else:
+            text = format_event(event)
+        if not text:
+            return text
+        if self._line_ended and not isinstance(event, ToolCallOutput):
+            text = text.removeprefix("\n")
+        self._line_ended = isinstance(event, ToolCallOutput) and text.endswith("\n")
+        return text
+
+    def _output(self, event: ToolCallOutput) -> str:
+        at_start = self._live.get(event.call_id)
+        text = event.text
+        if event.omitted:
+            text = f"…[{counted(event.omitted, 'character')} not shown]…\n{text}"
+        shown = "\n  ┆ console:\n" if at_start is None else ""
+        if at_start is not False:
+            shown += LIVE_MARK
+        ends_line = text.endswith("\n")
+        body = text[:-1] if ends_line else text
+        shown += body.replace("\n", "\n" + LIVE_MARK) + ("\n" if ends_line else "")
+        self._live[event.call_id] = ends_line
+        return shown
+
+
+LIVE_MARK = "  ┆ "
+"""What each line of a tool's output starts with in the terminal."""
 
 
 def format_event(event: Event) -> str | None:

@@ -21,6 +21,7 @@ from gui_agent.agents.base import AgentDeps
 from gui_agent.cancels import uninterrupted
 from gui_agent.events import EventHub
 from gui_agent.exceptions import StoreError
+from gui_agent.live_output import LiveOutput
 from gui_agent.log_text import loggable, loggable_traceback
 from gui_agent.session import Session
 from gui_agent.state import StateMachine, Trigger
@@ -131,6 +132,7 @@ class EventTracking:
     _run_id: str
     _open: dict[str, Partial]
     _open_calls: dict[str, ToolCallStarted]  # started, not finished: for front ends
+    _live: LiveOutput | None  # running calls' unsent output; made at a call's first print
     _open_approvals: dict[str, ApprovalRequested]
     _unsaved: bool  # a store write failed: write the history again at the turn's end
     _unrecorded: bool  # the store does not hold the session yet: add it before writing
@@ -210,8 +212,17 @@ class EventTracking:
         self._hub.publish(event, self._run_id)
 
     def _track_call_finished(self, event: ToolCallFinished) -> None:
-        self._open_calls.pop(event.result.call_id, None)
+        call_id = event.result.call_id
+        if self._live is not None:
+            self._live.finish(call_id)  # the last of what it printed, before it finishes
+        self._open_calls.pop(call_id, None)
         self._hub.publish(event, self._run_id)
+
+    def _tool_output(self, call_id: str, text: str) -> None:
+        """What a running call printed (`ToolContext.show`): to `tool_call_output` events."""
+        if self._live is None:
+            self._live = LiveOutput(self._publish, self._open_calls.__contains__)
+        self._live.feed(call_id, text)
 
     def _track_approval_requested(self, event: ApprovalRequested) -> None:
         self._open_approvals[event.approval_id] = event

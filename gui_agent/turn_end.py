@@ -76,6 +76,8 @@ class TurnEnding(AutoChatDriver):
         self._disarm_deadline()
         self._open.clear()
         self._open_calls.clear()
+        if self._live is not None:
+            self._live.close()
         for approval_id in list(self._open_approvals):
             del self._open_approvals[approval_id]
             resolved = ApprovalDecision.DENY
@@ -117,6 +119,8 @@ class TurnEnding(AutoChatDriver):
         short: once it has run, the turn is over."""
         session = self.session
         saves: list[Awaitable[None]] = []
+        if self._live is not None:
+            self._live.close()  # a call cut short: its answer says what it had printed
         was_writing = bool(self._open)  # (else a failure is kept in a note of its own)
         recent = {m.id: m for m in session.history[-8:]} if was_writing else {}
         for message_id, partial in list(self._open.items()):

@@ -31,6 +31,7 @@ from schema.events import (
     StateChanged,
     TextDelta,
     ToolCallFinished,
+    ToolCallOutput,
     ToolCallStarted,
     UsageReported,
 )
@@ -115,6 +116,7 @@ __all__ = [
     "TextDelta",
     "ToolCall",
     "ToolCallFinished",
+    "ToolCallOutput",
     "ToolCallStarted",
     "ToolResult",
     "ToolSchema",

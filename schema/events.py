@@ -91,6 +91,20 @@ class ToolCallStarted(BaseEvent):
     agent: AgentName | None = None
 
 
+class ToolCallOutput(BaseEvent):
+    """What a running tool has printed since its last `tool_call_output` (run_python's
+    stdout and stderr as they come), for the people watching it run. Front ends show it
+    with the call until its `tool_call_finished`, whose result holds the output the model
+    reads; it is not kept in the history. A call's output comes a few times a second at
+    most, each event at most a few kB: `omitted` counts the characters printed meanwhile
+    that were left out (too much, too fast) before `text`."""
+
+    type: Literal["tool_call_output"] = "tool_call_output"
+    call_id: str
+    text: str
+    omitted: int = 0
+
+
 class ToolCallFinished(BaseEvent):
     type: Literal["tool_call_finished"] = "tool_call_finished"
     result: ToolResult
@@ -181,6 +195,7 @@ Event = Annotated[
     | ModelRetrying
     | MessageCompleted
     | ToolCallStarted
+    | ToolCallOutput
     | ToolCallFinished
     | ApprovalRequested
     | ApprovalResolved

@@ -73,6 +73,7 @@ from schema import (
     StateChanged,
     TextDelta,
     ToolCallFinished,
+    ToolCallOutput,
     ToolCallStarted,
 )
 
@@ -219,6 +220,8 @@ class ChatView(ToolSteps):
             call = event.call
             anchor = self._calls[call.id].anchor if call.id in self._calls else self._tail()
             self._tool_step(call.id, call.name, call.arguments, anchor=anchor)
+        elif isinstance(event, ToolCallOutput):
+            self._live_output(event)
         elif isinstance(event, ToolCallFinished):
             self._finished(event.result)
         elif isinstance(event, ApprovalRequested):

@@ -53,6 +53,7 @@ from schema import (
     MessageStarted,
     ModelRetrying,
     TextDelta,
+    ToolCallOutput,
     UsageReported,
 )
 
@@ -236,12 +237,16 @@ def _queued_entry(message: Message, link: MediaLink | None) -> ChatbotMessage:
     }
 
 
+_CAUGHT_UP = (MessageStarted, TextDelta, ModelRetrying, ToolCallOutput)
+
+
 def _catch_up(chat: ChatView, interpreter: Interpreter) -> None:
-    """Show the reply being streamed right now (from the session's event buffer), and why
-    it has not begun if the model is being asked again."""
+    """Show the reply being streamed right now (from the session's event buffer), why it
+    has not begun if the model is being asked again, and what the calls running now have
+    printed so far."""
     run_id = interpreter.session.run_id
     for event in interpreter.events_since(0):
-        if event.run_id == run_id and isinstance(event, MessageStarted | TextDelta | ModelRetrying):
+        if event.run_id == run_id and isinstance(event, _CAUGHT_UP):
             chat.apply(event)
 
 

@@ -11,14 +11,49 @@ from typing import Any
 
 from backends.gradio.chat_entries import ChatEntries, Entry
 from backends.gradio.looks import arguments_markdown, result_markdown, tool_step_id
-from backends.gradio.markdown import MediaLink, escape_title
+from backends.gradio.markdown import OUTPUT_LANGUAGE, MediaLink, escape_title, fence
 from gui_agent.agents.tool_step import NOT_RUN
-from schema import ApprovalRequested, ImagePart, MessageStatus, MessageType, ToolResult
+from gui_agent.wording import counted
+from schema import (
+    ApprovalRequested,
+    ImagePart,
+    MessageStatus,
+    MessageType,
+    ToolCallOutput,
+    ToolResult,
+)
 
-__all__ = ["APPROVAL_POINTER", "Call", "ToolSteps"]
+__all__ = ["APPROVAL_POINTER", "LIVE_SHOWN_CHARS", "LIVE_TITLE", "Call", "LiveText", "ToolSteps"]
 
 APPROVAL_POINTER = "Allow or deny it in the approval panel under the conversation."
 """The body of a pending approval's entry in the chat."""
+
+LIVE_TITLE = "Output so far"
+"""The title of a running call's output step, while it grows."""
+
+LIVE_SHOWN_CHARS = 8000
+"""How much of a running call's output its step shows: the latest."""
+
+
+@dataclass(slots=True)
+class LiveText:
+    """What a running call has printed so far: the latest LIVE_SHOWN_CHARS of it, and how
+    much came before (left out here, or already by the session)."""
+
+    text: str = ""
+    left_out: int = 0
+
+    def add(self, text: str, omitted: int) -> None:
+        self.left_out += omitted
+        self.text += text
+        if len(self.text) > LIVE_SHOWN_CHARS:
+            self.left_out += len(self.text) - LIVE_SHOWN_CHARS
+            self.text = self.text[-LIVE_SHOWN_CHARS:]
+
+    def shown(self) -> str:
+        if not self.left_out:
+            return self.text
+        return f"…[{counted(self.left_out, 'earlier character')} not shown]…\n{self.text}"
 
 
 @dataclass(slots=True)
@@ -36,6 +71,8 @@ class ToolSteps(ChatEntries):
     def __init__(self, media: MediaLink | None = None) -> None:
         super().__init__()
         self._calls: dict[str, Call] = {}
+        self._printed: dict[str, LiveText] = {}
+        """What running calls have printed so far (`tool_call_output`), until they finish."""
         self._media = media
         """Where the images shown are served (`image_markdown`); None: inline."""
 
@@ -57,6 +94,31 @@ class ToolSteps(ChatEntries):
                 )
             )
         return entry
+
+    def _live_output(self, event: ToolCallOutput) -> None:
+        """Show what a running call has printed so far, as its output step (pending); its
+        result replaces it. A call that has finished (its step is done) keeps its result."""
+        step = self._by_key.get(f"tool:{event.call_id}")
+        if step is None or (step.metadata or {}).get("status") == "done":
+            return
+        live = self._printed.setdefault(event.call_id, LiveText())
+        live.add(event.text, event.omitted)
+        out_key = f"tool:{event.call_id}:out"
+        body = fence(live.shown(), OUTPUT_LANGUAGE)
+        metadata = {
+            "title": LIVE_TITLE,
+            "id": f"{tool_step_id(event.call_id)}-out",
+            "parent_id": tool_step_id(event.call_id),
+            "status": "pending",
+        }
+        existing = self._by_key.get(out_key)
+        if existing is None:
+            entry = Entry(out_key, "assistant", step.anchor, body, metadata=metadata)
+            self._by_key[out_key] = entry
+            self._entries.insert(self._entries.index(step) + 1, entry)
+        else:
+            existing.set(body, **metadata)
+        self.version += 1
 
     def _finished(self, result: ToolResult) -> None:
         call = self._calls.get(result.call_id)
@@ -108,6 +170,7 @@ class ToolSteps(ChatEntries):
         if duration_ms:
             extra["duration"] = round(duration_ms / 1000, 3)
         step.set(**extra)
+        self._printed.pop(call_id, None)
         out_key = f"tool:{call_id}:out"
         body = result_markdown(content, message_type, images, self._media)
         title = "Not run" if not_run else "Error" if is_error else "Output"
@@ -125,6 +188,7 @@ class ToolSteps(ChatEntries):
             self._by_key[out_key] = entry
             self._entries.insert(position, entry)
         else:
+            existing.metadata = None  # (not merged: the output so far was pending)
             existing.set(body, **metadata)
         self.version += 1
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -26,6 +26,8 @@ class AgentDeps:
     approvals: ApprovalBroker = field(default_factory=ApprovalBroker)
     hooks: AgentHooks = field(default_factory=AgentHooks)
     agents: Mapping[AgentName, Architecture] = field(default_factory=dict)
+    tool_output: Callable[[str, str], None] | None = None
+    """Where the tools of a call show what they print as they run (`ToolContext.show`)."""
     hooked: bool = field(init=False, default=False)
     """Whether `hooks` does anything; when not, the hook calls are skipped."""
 

@@ -288,6 +288,7 @@ async def run_one(session: Session, deps: AgentDeps, tool_call: ToolCall) -> Too
         run_id=session.run_id,
         call_id=tool_call.id,
         workdir=session.workdir_path(),
+        output_sink=deps.tool_output,
     )
     try:
         result = await execute_tool(deps.tools, tool_call, ctx)
@@ -313,7 +314,11 @@ async def run_parallel(
         if deps.hooked:
             await call_hook(deps.hooks.on_tool_start(session, tool_call))
         ctx = ToolContext(
-            session_id=session.id, run_id=run_id, call_id=tool_call.id, workdir=workdir
+            session_id=session.id,
+            run_id=run_id,
+            call_id=tool_call.id,
+            workdir=workdir,
+            output_sink=deps.tool_output,
         )
         tasks[asyncio.create_task(execute_tool(deps.tools, tool_call, ctx))] = ctx
     pending = set(tasks)

@@ -267,13 +267,16 @@ def _cap_limit(kind: int, soft: int, hard: int) -> None:
 def child_main(argv: list[str]) -> None:
     """Run in the child: set limits, start the supervisor, run the script as __main__.
 
-    `argv` is: memory bytes, CPU seconds, file size bytes, process limit (0: none), script.
-    Limits are set before anything of the code runs, so it cannot raise them again.
+    `argv` is: memory bytes, CPU seconds, file size bytes, process limit (0: none), confine
+    (1: to the working folder, with Landlock; see `_landlock`), script. Limits are set
+    before anything of the code runs, so it cannot raise them again.
     """
     import resource
 
-    memory, cpu, fsize, nproc = (int(value) for value in argv[:4])
-    script = argv[4]
+    memory, cpu, fsize, nproc, confine = (int(value) for value in argv[:5])
+    script = argv[5]
+    if confine:
+        _confine_files()
     _cap_limit(resource.RLIMIT_AS, memory, memory)
     _cap_limit(resource.RLIMIT_CPU, cpu, cpu + 1)
     _cap_limit(resource.RLIMIT_FSIZE, fsize, fsize)
@@ -285,6 +288,23 @@ def child_main(argv: list[str]) -> None:
         _fork_supervisor()  # returns in the new process, which runs the code
     _default_signals()
     _run_script(script)
+
+
+def _confine_files() -> None:
+    """Confine the files the code may touch to the working folder (`_landlock`), or end
+    the run saying why: the server asked for it because this kernel offers it."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_landlock.py")
+    spec = importlib.util.spec_from_file_location("_gui_agent_landlock", path)
+    assert spec is not None and spec.loader is not None
+    landlock = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(landlock)
+    why = landlock.confine_files(os.getcwd())
+    if why is not None:
+        sys.stderr.write(f"run_python: the code was not run: it could not be confined ({why})\n")
+        sys.stderr.flush()
+        os._exit(1)
 
 
 def _default_signals() -> None:

@@ -54,6 +54,17 @@ class ToolContext:
     partial: list[str] = field(default_factory=list, compare=False, repr=False)
     """Where a tool that a Stop ends may leave what it had made by then, as text (what its
     code had printed): the call's answer says it, to the person and the model."""
+    output_sink: Callable[[str, str], None] | None = field(default=None, compare=False, repr=False)
+    """Where `show` sends text, with the call's id: set by the interpreter running the call."""
+
+    def show(self, text: str) -> None:
+        """Show `text` to the people watching this call, as what it has printed so far
+        (run_python's output as the code prints it). They see it until the call returns;
+        its result is what stays, and what the model reads. Call it as often as you like:
+        the session sends it on a few times a second. Nothing happens when nobody watches
+        (a call run outside an interpreter)."""
+        if self.output_sink is not None:
+            self.output_sink(self.call_id, text)
 
 
 @dataclass(slots=True)

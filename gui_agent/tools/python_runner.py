@@ -16,12 +16,18 @@ after a grace period. Before the first child starts, the server makes itself non
 through /proc; a child that runs as root first gives up the capabilities that would get
 around that (ptrace, sys_admin, perfmon, module loading, raw I/O, bpf).
 
+On Linux 5.13 or later the child also confines the files the code may touch before it runs
+(`_landlock`, with `PythonLimits.confine_files`): it may read the system's and Python's own
+files and read, write and delete only in the session folder, so the server's data folder
+(its signing key, its users, other sessions) and the home folder's secrets are out of reach.
+
 What this does *not* confine, and what the model and the operator should know:
 
-- The code runs as the server's user. It can read, write and delete whatever that user can,
-  outside the session folder too (the session folder is only its working directory), reach
-  the network, and signal the server's own processes. Files with secrets that user can read
-  (a `.env` file, ~/.ssh) are readable to it.
+- The code runs as the server's user. Without Landlock (an older kernel, macOS) it can read,
+  write and delete whatever that user can, outside the session folder too (the session
+  folder is only its working directory): files with secrets that user can read (a `.env`
+  file, ~/.ssh) are readable to it. With it or without, it can reach the network and signal
+  the server's own processes.
 - The supervisor and the limits are a safety net for ordinary code, not a wall: code that
   kills its supervisor first can leave processes behind, and processes started through other
   services (systemd, cron, ssh) are not its descendants and are not killed.
@@ -42,6 +48,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import codecs
+import functools
 import logging
 import math
 import os
@@ -49,6 +57,7 @@ import signal
 import subprocess
 import sys
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +65,7 @@ from typing import Any
 from gui_agent.cancels import uninterrupted
 from gui_agent.exceptions import ToolExecutionError
 from gui_agent.tools import _sandbox
+from gui_agent.tools._landlock import landlock_abi
 from gui_agent.tools._sandbox import (
     OutputCapture,
     child_environment,
@@ -104,6 +114,35 @@ class PythonLimits:
     output_bytes: int = 16_000
     image_bytes: int = 2 * _MIB
     max_images: int = 4
+    confine_files: bool = True
+    """Let the code read only the system's and Python's files, and read and write only in
+    the session folder, where the kernel can (`files_confined`)."""
+
+
+UNCONFINED_ENV = "GUI_AGENT_UNCONFINED_CODE"
+"""Set to 1, run_python's code may touch every file of the server's user (a machine of
+one's own where the code should read files elsewhere); see `files_confined`."""
+
+
+def files_confined() -> bool:
+    """Whether run_python's code is confined to its session folder: on Linux with Landlock
+    (kernel 5.13 or later; see `_landlock`), unless UNCONFINED_ENV is 1."""
+    if os.environ.get(UNCONFINED_ENV) == "1":
+        _said_unconfined("%s=1", UNCONFINED_ENV)
+        return False
+    if landlock_abi() < 1:
+        _said_unconfined("this system cannot confine it (no Landlock)")
+        return False
+    return True
+
+
+@functools.cache
+def _said_unconfined(why: str, *args: object) -> None:
+    """Log once why code is not confined."""
+    logger.warning(
+        "run_python: the code can read and change all the files of the server's user: " + why,
+        *args,
+    )
 
 
 def _code_view(arguments: dict[str, Any]) -> ApprovalView:
@@ -187,18 +226,24 @@ def _status(returncode: int | None, timed_out: bool, output: str, limits: Python
 
 
 class _ChildProtocol(asyncio.SubprocessProtocol):
-    """Feeds output straight into a bounded capture; signals exit and pipe close apart.
+    """Feeds output straight into a bounded capture, and to `show` as text (what the people
+    watching see as it comes); signals exit and pipe close apart.
 
     The two differ when the code leaves a background process holding the output pipe.
     """
 
-    def __init__(self, capture: OutputCapture) -> None:
+    def __init__(self, capture: OutputCapture, show: Callable[[str], None] | None) -> None:
         self.capture = capture
+        self.show = show
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self.exited = asyncio.Event()
         self.closed = asyncio.Event()
 
     def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        self.capture.feed(data.encode() if isinstance(data, str) else data)
+        chunk = data.encode() if isinstance(data, str) else data
+        self.capture.feed(chunk)
+        if self.show is not None:
+            self.show(self.decoder.decode(chunk))
 
     def process_exited(self) -> None:
         self.exited.set()
@@ -272,10 +317,16 @@ def _signal(pid: int, number: int) -> None:
 
 
 async def run_code(
-    code: str, workdir: Path, limits: PythonLimits, *, partial: list[str] | None = None
+    code: str,
+    workdir: Path,
+    limits: PythonLimits,
+    *,
+    partial: list[str] | None = None,
+    show: Callable[[str], None] | None = None,
 ) -> ToolOutput:
     """Run `code` as described in the module docstring; the tool's implementation. When a
-    Stop ends the run, what the code had printed goes in `partial` (`ToolContext.partial`)."""
+    Stop ends the run, what the code had printed goes in `partial` (`ToolContext.partial`).
+    `show` gets what the code prints as it prints it (`ToolContext.show`)."""
     if os.name != "posix":
         raise ToolExecutionError("run_python needs a POSIX system (Linux or macOS)")
     protect_process()  # before any child exists: the code must not read our /proc files
@@ -293,7 +344,7 @@ async def run_code(
         nproc = await asyncio.to_thread(process_limit, limits.extra_processes)
         spawning = asyncio.ensure_future(
             asyncio.get_running_loop().subprocess_exec(
-                lambda: _ChildProtocol(capture),
+                lambda: _ChildProtocol(capture, show),
                 sys.executable,
                 "-I",
                 "-B",
@@ -307,6 +358,7 @@ async def run_code(
                 str(math.ceil(limits.wall_timeout_s) + 1),
                 str(limits.file_size_bytes),
                 str(nproc),
+                "1" if limits.confine_files and files_confined() else "0",
                 f"{PRIVATE_DIR}/{script.name}",  # relative: tracebacks stay short
                 cwd=root,
                 env=child_environment(root, private),
@@ -383,7 +435,7 @@ def python_tool(limits: PythonLimits | None = None, *, name: str = "run_python")
         Args:
             code: The complete Python program to run.
         """
-        return await run_code(code, ctx.workdir, chosen, partial=ctx.partial)
+        return await run_code(code, ctx.workdir, chosen, partial=ctx.partial, show=ctx.show)
 
     description = (
         "Run Python 3 code in a fresh process, with the session folder as working directory, "
@@ -393,9 +445,14 @@ def python_tool(limits: PythonLimits | None = None, *, name: str = "run_python")
         "files (plt.savefig('plot.png')) to show them. There is no input(). Processes the code "
         "starts are killed when it ends. Limits: "
         f"{chosen.wall_timeout_s:g}s wall time, {chosen.memory_bytes // _MIB} MiB memory. "
-        "This is not an isolated sandbox: the code runs as the server's user and can read and "
-        "change that user's files outside the session folder, so work inside the session "
-        "folder only."
+        + (
+            "Files: the code may read the system's and Python's own files, and read and write "
+            "only inside the session folder; any other path is refused (permission denied)."
+            if chosen.confine_files and files_confined()
+            else "This is not an isolated sandbox: the code runs as the server's user and can "
+            "read and change that user's files outside the session folder, so work inside the "
+            "session folder only."
+        )
     )
     return tool(
         run,

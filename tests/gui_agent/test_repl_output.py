@@ -6,8 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from connectors.scripted import call
-from gui_agent.repl_display import SHOWN_OUTPUT_CHARS, format_event
-from schema import Event, Message, MessageCompleted, MessageType, PermissionMode
+from gui_agent.repl_display import SHOWN_OUTPUT_CHARS, EventLines, format_event
+from schema import (
+    Event,
+    Message,
+    MessageCompleted,
+    MessageType,
+    PermissionMode,
+    Role,
+    ToolCallOutput,
+)
 from tests.gui_agent.helpers import make
 
 
@@ -76,3 +84,42 @@ async def test_a_note_written_whole_is_shown_with_its_speaker(tmp_path: Path) ->
         "answer. Say 'continue' to let me go on."
     ) in shown
     assert "(max_iterations: stopped after 1 model call)" in shown
+
+
+async def test_output_shown_as_it_came_is_not_shown_again_when_the_call_ends(
+    tmp_path: Path,
+) -> None:
+    code = "import time\nprint('tick 0', flush=True)\ntime.sleep(0.5)\nprint('tick 1')"
+    interpreter, _ = make(
+        tmp_path,
+        [call("run_python", code=code), "Ticked."],
+        permissions={"run_python": PermissionMode.ALLOW},
+    )
+    lines = EventLines()
+    shown = "".join(
+        text for e in [e async for e in interpreter.chat("tick")] if (text := lines.format(e))
+    )
+    assert "\n  ┆ console:\n  ┆ tick 0\n  ┆ tick 1\n" in shown, shown
+    assert shown.count("┆ tick 0") == 1  # the result only says how the code ended
+    assert shown.split("┆ tick 1\n")[1].startswith("  ✓ run_python (")  # no blank line
+    assert shown.count("\n  ┆ exit code 0\n") == 1
+
+
+def test_live_output_in_parts_keeps_one_mark_per_line_and_says_what_was_left_out() -> None:
+    lines = EventLines()
+    parts = [
+        lines.format(ToolCallOutput(call_id="c", text="half a li")),
+        lines.format(ToolCallOutput(call_id="c", text="ne\nnext\n")),
+        lines.format(ToolCallOutput(call_id="c", text="last\n", omitted=1200)),
+    ]
+    assert "".join(p or "" for p in parts) == (
+        "\n  ┆ console:\n  ┆ half a line\n  ┆ next\n  ┆ …[1,200 characters not shown]…\n  ┆ last\n"
+    )
+
+
+def test_a_tool_without_an_exit_status_still_shows_its_result_after_its_progress() -> None:
+    lines = EventLines()
+    lines.format(ToolCallOutput(call_id="c", text="page 1 read\n"))
+    result = Message(role=Role.TOOL, tool_call_id="c", name="crawl", content="3 pages")
+    shown = lines.format(MessageCompleted(message=result))
+    assert shown is not None and "3 pages" in shown

@@ -14,6 +14,7 @@ import select
 import signal
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,12 +63,15 @@ def ends_soon(pid: int, timeout_s: float = 5.0) -> bool:
 def started_code(tmp_path: Path) -> Iterator[tuple[Path, list[int]]]:
     """A FIFO the tool's code reports its pid through; whatever it reported is killed after
     the test, so a failing test leaves nothing behind."""
-    fifo = tmp_path / "started"
+    # (in /dev/shm, which the code may write to: it may not reach the test's folder)
+    shared = Path("/dev/shm")
+    fifo = (shared if shared.is_dir() else tmp_path) / f"gui-agent-started-{uuid.uuid4().hex}"
     os.mkfifo(fifo)
     pids: list[int] = []
     try:
         yield fifo, pids
     finally:
+        fifo.unlink(missing_ok=True)
         for pid in pids:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)

@@ -123,6 +123,7 @@ def _one_of_each() -> list[schema.BaseEvent]:
         schema.MessageCompleted(message=message),
         schema.ToolCallStarted(call=call, parent_message_id="m"),
         schema.ToolCallFinished(result=result),
+        schema.ToolCallOutput(call_id="c1", text="step 1 of 3\n", omitted=12),
         schema.ApprovalRequested(approval_id="a", call=call, detail="print(1)", language="python"),
         schema.ApprovalResolved(approval_id="a", decision=ApprovalDecision.DENY, note="no"),
         schema.AgentSwitched(from_agent=None, to_agent=AgentName.CREW),

@@ -164,6 +164,19 @@ def test_approval_allow_runs_the_code_and_shows_the_output(tab: Page, artifacts:
     tab.screenshot(path=str(artifacts / "tool-step.png"), full_page=True)
 
 
+def test_a_running_script_shows_its_output_as_it_prints_it(tab: Page) -> None:
+    ticks = "import time; [(print('tick', i, flush=True), time.sleep(0.7)) for i in range(6)]"
+    send(tab, "python: " + ticks)
+    tab.get_by_role("button", name="Allow once").click()
+    expect(chat(tab)).to_contain_text("Output so far")
+    expect(chat(tab)).to_contain_text("tick 1")
+    expect(badge(tab)).to_have_text("RUNNING")  # shown while the code still runs
+    expect(chat(tab)).not_to_contain_text("exit code 0")
+    wait_idle(tab)
+    expect(bot_messages(tab).last).to_contain_text("Result: tick 0")
+    expect(chat(tab)).not_to_contain_text("Output so far")  # the result took its place
+
+
 IN_VIEW = """(selector) => {
   const box = document.querySelector(selector)?.getBoundingClientRect();
   return Boolean(box) && box.height > 0 && box.top >= -1 && box.bottom <= innerHeight + 1;

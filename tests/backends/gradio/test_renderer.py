@@ -40,7 +40,7 @@ from backends.gradio.renderer import (
     tool_step_id,
 )
 from backends.gradio.stream import PageView, stream_session
-from backends.gradio.tool_steps import APPROVAL_POINTER
+from backends.gradio.tool_steps import APPROVAL_POINTER, LIVE_SHOWN_CHARS, LIVE_TITLE
 from connectors.scripted import ScriptedModel, call
 from gui_agent.quick import create_interpreter
 from schema import (
@@ -69,6 +69,7 @@ from schema import (
     TextDelta,
     ToolCall,
     ToolCallFinished,
+    ToolCallOutput,
     ToolCallStarted,
     ToolResult,
     Usage,
@@ -311,6 +312,47 @@ def test_tool_result_finishes_the_step_and_nests_the_output_under_it() -> None:
     assert output["metadata"]["parent_id"] == step["metadata"]["id"]
     assert output["metadata"]["title"] == "Output"
     assert text_of(output) == "```output\n42\nexit code 0\n```"
+
+
+def test_a_running_call_shows_its_output_so_far_until_its_result_replaces_it() -> None:
+    tool_call, asking, result_message = _tool_call_messages()
+    view = ChatView(icons=ICONS)
+    view.apply(MessageCompleted(message=asking))
+    view.apply(ToolCallStarted(call=tool_call, parent_message_id="m1"))
+    assert view.apply(ToolCallOutput(call_id="c1", text="tick 0\n"))
+    assert view.apply(ToolCallOutput(call_id="c1", text="tick 1\n", omitted=5))
+    _, step, output = view.messages()
+    assert step["metadata"]["status"] == "pending"
+    assert output["metadata"]["title"] == LIVE_TITLE
+    assert output["metadata"]["status"] == "pending"
+    assert output["metadata"]["parent_id"] == step["metadata"]["id"]
+    assert text_of(output) == ("```output\n…[5 earlier characters not shown]…\ntick 0\ntick 1\n```")
+    result = ToolResult(
+        call_id="c1",
+        name="run_python",
+        content="tick 0\ntick 1\nexit code 0",
+        message_type=MessageType.CONSOLE,
+    )
+    view.apply(ToolCallFinished(result=result, parent_message_id="m1"))
+    view.apply(MessageCompleted(message=result_message))
+    _, step, output = view.messages()
+    assert output["metadata"]["title"] == "Output"
+    assert "status" not in output["metadata"]  # a finished step starts closed
+    assert text_of(output) == "```output\n42\nexit code 0\n```"
+    # output that comes late (a page catching up from the session's events) changes nothing
+    assert not view.apply(ToolCallOutput(call_id="c1", text="late"))
+    assert not view.apply(ToolCallOutput(call_id="other", text="no such call"))
+
+
+def test_a_running_call_shows_only_its_latest_output() -> None:
+    tool_call, asking, _ = _tool_call_messages()
+    view = ChatView.from_history([asking])
+    view.apply(ToolCallStarted(call=tool_call, parent_message_id="m1"))
+    for i in range(3):
+        view.apply(ToolCallOutput(call_id="c1", text=str(i) * LIVE_SHOWN_CHARS))
+    shown = text_of(view.messages()[-1])
+    assert shown.startswith(f"```output\n…[{2 * LIVE_SHOWN_CHARS:,} earlier characters not shown]…")
+    assert shown.endswith("\n" + "2" * LIVE_SHOWN_CHARS + "\n```") and "1" * 100 not in shown
 
 
 def test_failed_and_unrun_tool_calls_say_so() -> None:

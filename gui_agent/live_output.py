@@ -1,0 +1,74 @@
+"""Running tools' output on its way to the people watching (`tool_call_output` events).
+
+A tool shows what it prints as it prints it through `ToolContext.show`. Printing can be far
+faster than anyone reads, or than a page redraws: here the text of each call is gathered and
+published INTERVAL_S after its first unsent part, at most CHUNK_CHARS of it (the latest),
+with the count of characters left out. A call's last part is published just before its
+`tool_call_finished`; the text of a call that is no longer running is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Final
+
+from schema import Event, ToolCallOutput
+
+__all__ = ["CHUNK_CHARS", "INTERVAL_S", "LiveOutput"]
+
+INTERVAL_S: Final = 0.2
+"""The most often one call's output is published: five times a second."""
+
+CHUNK_CHARS: Final = 4000
+"""The most text one `tool_call_output` carries; older text printed meanwhile is left out
+(and counted). At five a second that is 20 kB/s, more than anyone reads."""
+
+
+class LiveOutput:
+    """The unsent output of a session's running tool calls, published in parts."""
+
+    __slots__ = ("_is_running", "_omitted", "_pending", "_publish", "_timer")
+
+    def __init__(self, publish: Callable[[Event], None], is_running: Callable[[str], bool]) -> None:
+        """`publish`: sends an event to the session's readers. `is_running`: whether a call
+        id is of a call that has started and not finished (text for any other is dropped)."""
+        self._publish = publish
+        self._is_running = is_running
+        self._pending: dict[str, str] = {}
+        self._omitted: dict[str, int] = {}
+        self._timer: asyncio.TimerHandle | None = None
+
+    def feed(self, call_id: str, text: str) -> None:
+        """Add what call `call_id` printed; it is published within INTERVAL_S."""
+        if not text or not self._is_running(call_id):
+            return
+        pending = self._pending.get(call_id, "") + text
+        if len(pending) > CHUNK_CHARS:
+            cut = len(pending) - CHUNK_CHARS
+            self._omitted[call_id] = self._omitted.get(call_id, 0) + cut
+            pending = pending[cut:]
+        self._pending[call_id] = pending
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(INTERVAL_S, self.flush)
+
+    def flush(self) -> None:
+        """Publish every running call's unsent output now."""
+        self._timer = None
+        for call_id in list(self._pending):
+            self.finish(call_id)
+
+    def finish(self, call_id: str) -> None:
+        """Publish what call `call_id` printed and is not sent yet (it is about to finish)."""
+        text = self._pending.pop(call_id, None)
+        omitted = self._omitted.pop(call_id, 0)
+        if text is not None and self._is_running(call_id):
+            self._publish(ToolCallOutput(call_id=call_id, text=text, omitted=omitted))
+
+    def close(self) -> None:
+        """Drop everything unsent (the turn has ended)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._pending.clear()
+        self._omitted.clear()
