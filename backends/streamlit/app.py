@@ -83,6 +83,7 @@ from schema import (
     BaseEvent,
     ErrorEvent,
     RunFinished,
+    ToolCallOutput,
 )
 from schema.requests import MAX_MESSAGE_CHARS
 
@@ -257,8 +258,8 @@ def _pump(stream: Any, inbox: queue.Queue[object]) -> None:
 def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
     """Show the running turn as it goes, until it ends or asks for approval, then draw the
     chat again from the history. The events this tab has not read yet that the history
-    already holds (up to `last_seq`) are read first, for what AutoChat said of them; with
-    no turn running, only those are read."""
+    already holds (up to `last_seq`) are read first, for what AutoChat said of them and
+    what a call still running printed; with no turn running, only those are read."""
     session_id, last, epoch = detail.session.id, detail.last_seq, detail.epoch
     live_turn = detail.busy and not detail.pending_approvals
     since = resume_point(detail)
@@ -267,7 +268,8 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
         since = last
     if not live_turn and since >= last:
         return
-    live = LiveReply.following(detail.streaming)  # a reply already being written
+    # a reply already being written; a call already running (its output comes next)
+    live = LiveReply.following(detail.streaming, detail.messages)
     started = checked = time.monotonic()
     if live_turn:
         with st.chat_message("assistant"):
@@ -320,7 +322,10 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
             read_up_to(session_id, epoch, item.seq)
             if note_autochat(session_id, item):
                 redraw = True
-            if item.seq <= last:  # in the history already: only AutoChat's word counted
+            if item.seq <= last:  # in the history already: only AutoChat's word counted,
+                # and what a call still running printed (no history keeps that)
+                if live_turn and isinstance(item, ToolCallOutput) and live.apply(item):
+                    _draw_live(body, live)
                 if not live_turn and item.seq >= last:
                     break
                 continue

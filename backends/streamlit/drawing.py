@@ -1,5 +1,6 @@
 """How the Streamlit front end draws a chat's entries (a message, with the tool calls it made
-and their results folded in), for the open chat and for a replay alike."""
+and their results folded in; a call running now with what it has printed so far), for the
+open chat and for a replay alike."""
 
 from __future__ import annotations
 
@@ -8,7 +9,14 @@ import logging
 import streamlit as st
 from PIL import Image
 
-from backends.streamlit.view import CallView, Entry, image_source, plain_markdown, safe_markdown
+from backends.streamlit.view import (
+    CallView,
+    Entry,
+    hidden_line,
+    image_source,
+    plain_markdown,
+    safe_markdown,
+)
 from schema import ImagePart, MessageType
 
 __all__ = ["UNSHOWABLE", "draw_call", "draw_entry"]
@@ -24,6 +32,10 @@ def draw_call(view: CallView) -> None:
         st.code(view.arguments, language="json")
         if view.result is not None:
             st.code(view.result, language=None)
+        elif view.output or view.hidden:  # running: what it printed so far, growing
+            if view.hidden:
+                st.caption(hidden_line(view.hidden))
+            st.code(view.output, language=None)
 
 
 def draw_entry(entry: Entry) -> None:

@@ -1,6 +1,7 @@
 """What the Streamlit front end shows of a chat, without Streamlit: the history as entries
 (who speaks, what kind of content, the tool calls a reply made with their results), and a
-reply being streamed as events arrive. The app (`backends.streamlit.app`) only draws these.
+reply being streamed as events arrive, with what its running tool calls print as they run.
+The app (`backends.streamlit.app`) only draws these.
 
 Every message type is shown: text as Markdown, code with its language, console output as
 plain text, images, tool calls with their arguments and results, and confirmations (what
@@ -36,17 +37,20 @@ from schema import (
     TextDelta,
     ToolCall,
     ToolCallFinished,
+    ToolCallOutput,
     ToolCallStarted,
     Usage,
 )
 
 __all__ = [
     "FILTERED_NOTE",
+    "LIVE_OUTPUT_CHARS",
     "UNANSWERED_NOTE",
     "CallView",
     "Entry",
     "LiveReply",
     "entries_of",
+    "hidden_line",
     "image_source",
     "memory_lines",
     "plain_markdown",
@@ -69,9 +73,20 @@ UNANSWERED_NOTE = (
 queued behind the stopped turn, or sent just before it began)."""
 
 
+LIVE_OUTPUT_CHARS = 8000
+"""The most of a running call's output the page keeps and shows: its latest characters."""
+
+
+def hidden_line(count: int) -> str:
+    """Said above a running call's output when `count` older characters are not shown (the
+    React front end says the same: keep the two alike)."""
+    return f"… {counted(count, 'character')} not shown …"
+
+
 @dataclass(slots=True)
 class CallView:
-    """One tool call, and its result once there is one."""
+    """One tool call, and its result once there is one; while it runs, what it has printed
+    so far (`output`, its latest LIVE_OUTPUT_CHARS, after `hidden` characters not shown)."""
 
     call_id: str
     name: str
@@ -79,6 +94,25 @@ class CallView:
     result: str | None = None
     is_error: bool = False
     not_run: bool = False
+    output: str = ""
+    hidden: int = 0
+
+    def printed(self, text: str, omitted: int) -> None:
+        """Take in a `tool_call_output`. The server's `omitted` characters were printed
+        between the output shown and `text`: what was shown goes too, so everything shown
+        follows on without a gap, and `hidden_line` above it is true."""
+        if omitted > 0:
+            self.hidden += len(self.output) + omitted
+            self.output = text
+        else:
+            self.output += text
+        if len(self.output) > LIVE_OUTPUT_CHARS:
+            self.hidden += len(self.output) - LIVE_OUTPUT_CHARS
+            self.output = self.output[-LIVE_OUTPUT_CHARS:]
+
+    def forget_output(self) -> None:
+        """The call is over: its result, not what it printed meanwhile, is what shows."""
+        self.output, self.hidden = "", 0
 
     @property
     def label(self) -> str:
@@ -274,18 +308,29 @@ class LiveReply:
     retrying: str = ""
     """Why the reply being written has not begun: the model is asked again (`retry_words`).
     Drawn under the text until the reply streams or is filed, or the turn ends."""
+    unanswered: dict[str, CallView] = field(default_factory=dict)
+    """The history's calls without a result: one may be running, begun before the events
+    read here (the script ran again mid-call); its output comes with no `tool_call_started`."""
 
     @classmethod
-    def following(cls, streaming: Sequence[StreamingReply]) -> LiveReply:
+    def following(
+        cls, streaming: Sequence[StreamingReply], history: Sequence[Message] = ()
+    ) -> LiveReply:
         """The turn as a tab that comes mid-reply finds it (`SessionDetail.streaming`): the
         text so far and, while a reply's model is asked again, why it has not begun. That
         notice came before the detail's `last_seq`, where the events read next start: they
-        do not say it again, and the first (often the only) one was never shown."""
+        do not say it again, and the first (often the only) one was never shown. The
+        `history`'s calls without a result are known, to show what one running prints."""
         live = cls()
         for reply in streaming:
             live.text += reply.content
             if reply.retrying is not None and not reply.content and not reply.reasoning:
                 live.retrying = retry_words(reply.retrying)
+        for message in history:
+            for call in message.tool_calls:
+                live.unanswered[call.id] = _call_view(call)
+            if message.role is Role.TOOL:
+                live.unanswered.pop(message.tool_call_id or "", None)
         return live
 
     def apply(self, event: object) -> bool:
@@ -305,10 +350,21 @@ class LiveReply:
         if isinstance(event, ModelRetrying):
             self.retrying = retry_words(event)
             return True
-        if isinstance(event, MessageCompleted | RunFinished) and self._drop_retry_line():
+        if isinstance(event, RunFinished):  # nothing runs now: no call's output shows
+            printed = [view for view in self.calls if view.output or view.hidden]
+            for view in printed:
+                view.forget_output()
+            return self._drop_retry_line() or bool(printed)
+        if isinstance(event, MessageCompleted) and self._drop_retry_line():
             return True
         if isinstance(event, ToolCallStarted):
             self.calls.append(_call_view(event.call))
+            return True
+        if isinstance(event, ToolCallOutput):
+            running = self._running(event.call_id)
+            if running is None:
+                return False
+            running.printed(event.text, event.omitted)
             return True
         if isinstance(event, ToolCallFinished):
             for view in self.calls:
@@ -316,8 +372,20 @@ class LiveReply:
                     view.result = event.result.content
                     view.is_error = event.result.is_error
                     view.not_run = bool(event.result.metadata.get("not_run"))
+                    view.forget_output()
             return True
         return isinstance(event, MessageCompleted) and event.message.role is Role.TOOL
+
+    def _running(self, call_id: str) -> CallView | None:
+        """The view of running call `call_id`: shown since its start, or (begun before the
+        events read here) taken from the history's calls without a result."""
+        for view in self.calls:
+            if view.call_id == call_id:
+                return view if view.result is None else None
+        begun = self.unanswered.pop(call_id, None)
+        if begun is not None:
+            self.calls.append(begun)
+        return begun
 
     def _drop_retry_line(self) -> bool:
         """Forget the retry line; True when one was shown."""

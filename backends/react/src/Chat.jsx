@@ -1,13 +1,13 @@
-// One open chat: its history, the reply being written with the tool calls it makes, the
-// approval waiting for the person, and the controls (role, model, AutoChat, settings, Stop,
-// Retry, Edit, Clear, Delete, Export). The history is read once; from there on the chat's
-// events keep it current, from the event after the one the history holds, so nothing is
-// missed or shown twice. When the history is cut (a retry, an edit or a clear, from any tab),
-// or events were missed, it is read again.
+// One open chat: its history, the reply being written with the tool calls it makes (one
+// running shows what it prints as it runs), the approval waiting for the person, and the
+// controls (role, model, AutoChat, settings, Stop, Retry, Edit, Clear, Delete, Export). The
+// history is read once; from there on the chat's events keep it current, from the event
+// after the one the history holds, so nothing is missed or shown twice. When the history is
+// cut (a retry, an edit or a clear, from any tab), or events were missed, it is read again.
 import { useEffect, useMemo, useState } from "react";
 import { Approval } from "./Approval.jsx";
 import { Composer } from "./Composer.jsx";
-import { Entry, LiveEntry } from "./Entry.jsx";
+import { Entry, LiveEntry, RunningCall } from "./Entry.jsx";
 import { AllowedPanel, AutoChatPanel, MemoryPanel, SettingsPanel, ToolsPanel } from "./Panels.jsx";
 import { Title } from "./Title.jsx";
 import { exportChat } from "./Transfer.jsx";
@@ -258,6 +258,9 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
         ))}
         {Object.values(chat.streaming).map((reply) => (
           <LiveEntry key={reply.id} reply={reply} />
+        ))}
+        {Object.values(chat.running).map((view) => (
+          <RunningCall key={view.id} view={view} />
         ))}
         {chat.queued.map((waiting) => (
           <li key={waiting.id} className="entry user queued">

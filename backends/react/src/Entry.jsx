@@ -1,8 +1,9 @@
 // One chat bubble: who speaks, the text (shown as written: React escapes it), code and
 // console output, pictures (only those the chat holds; one named by address is not loaded),
-// the tool calls with their results, and notes. A reply being written is drawn the same way.
-import { memo } from "react";
-import { imageSource, roleTitle } from "./history.js";
+// the tool calls with their results, and notes. A reply being written is drawn the same way,
+// and a tool call running now as a terminal pane that grows with what it prints.
+import { memo, useLayoutEffect, useRef } from "react";
+import { hiddenLine, imageSource, roleTitle } from "./history.js";
 
 export const Entry = memo(function Entry({ entry, running }) {
   return (
@@ -48,6 +49,47 @@ export function LiveEntry({ reply }) {
         <p className="note retrying" role="status">{reply.retrying}</p>
       ) : (
         <div className="text">{reply.text || "…"}</div>
+      )}
+    </li>
+  );
+}
+
+/** A tool call running now: its name, then what it has printed so far (the latest part, with
+ * how much older output is not shown), kept scrolled to the end unless the person scrolled
+ * up to read. Its result, once in, is shown with its call instead. */
+export function RunningCall({ view }) {
+  const pane = useRef(null);
+  const following = useRef(true); // at the end: stay there as the output grows
+  useLayoutEffect(() => {
+    const box = pane.current;
+    if (box && following.current) box.scrollTop = box.scrollHeight;
+  }, [view.text]);
+  return (
+    <li
+      className="entry assistant running-call"
+      data-call-id={view.id}
+      aria-label={`${view.name} (running)`}
+    >
+      <p className="speaker">
+        <span className="call-name">{view.name}</span> (running)
+      </p>
+      {view.hidden > 0 && <p className="note live-hidden">{hiddenLine(view.hidden)}</p>}
+      {view.text ? (
+        <pre
+          ref={pane}
+          className="live-output"
+          aria-label={`Output of ${view.name} so far`}
+          aria-live="polite"
+          tabIndex={0}
+          onScroll={(e) => {
+            const box = e.currentTarget;
+            following.current = box.scrollHeight - box.scrollTop - box.clientHeight < 16;
+          }}
+        >
+          {view.text}
+        </pre>
+      ) : (
+        <p className="note">No output yet.</p>
       )}
     </li>
   );

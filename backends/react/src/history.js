@@ -149,6 +149,9 @@ export function chatFrom(detail) {
     queued: (detail.queued ?? []).map((m) => ({ id: m.id, text: m.content })),
     memory: null, // the memory window (GET .../memory, then each memory_updated event)
     allowed: detail.allowed_tools ?? [], // tools allowed for the session: run without asking
+    // call id -> {id, name, text, hidden}: tool calls running now, with what they printed
+    // so far (`tool_call_output`), until their `tool_call_finished` (see `liveOutput`)
+    running: {},
   };
 }
 
@@ -226,6 +229,40 @@ export function retryWords(event) {
   return `${reason}: asking again ${when}${count}…`;
 }
 
+/** The most a running call's live output keeps on the page: its latest characters. */
+export const LIVE_OUTPUT_CHARS = 8000;
+
+/** The line above a running call's output when older output is not shown. */
+export function hiddenLine(count) {
+  return `… ${count.toLocaleString("en-US")} character${count === 1 ? "" : "s"} not shown …`;
+}
+
+/** A running call's view after one `tool_call_output`: its latest LIVE_OUTPUT_CHARS, and
+ * how many characters came before them that are not shown. The server's `omitted` ones were
+ * printed between the text shown and the new text: what was shown goes too, so everything
+ * shown follows on without a gap and the "not shown" line above it is true. */
+export function liveOutput(view, event) {
+  const omitted = event.omitted ?? 0;
+  let text = omitted > 0 ? event.text : view.text + event.text;
+  let hidden = view.hidden + (omitted > 0 ? view.text.length + omitted : 0);
+  if (text.length > LIVE_OUTPUT_CHARS) {
+    hidden += text.length - LIVE_OUTPUT_CHARS;
+    text = text.slice(-LIVE_OUTPUT_CHARS);
+  }
+  return { ...view, text, hidden };
+}
+
+/** The view of a running call this page did not see start (it opened the chat meanwhile: a
+ * reload, another tab): named by the reply that made it, unless that call has its result. */
+function runningFrom(messages, callId) {
+  if (messages.some((m) => m.role === "tool" && m.tool_call_id === callId)) return null;
+  for (let i = messages.length - 1; i >= 0; i -= 1) {
+    const call = (messages[i].tool_calls ?? []).find((c) => c.id === callId);
+    if (call) return { id: callId, name: call.name, text: "", hidden: 0 };
+  }
+  return { id: callId, name: "tool", text: "", hidden: 0 };
+}
+
 /** The chat after one event (a new object when anything changed, else the same one). */
 export function applyEvent(chat, event) {
   switch (event.type) {
@@ -265,6 +302,21 @@ export function applyEvent(chat, event) {
       const queued = chat.queued.filter((q) => q.id !== message.id);
       return { ...chat, messages, streaming, queued };
     }
+    case "tool_call_started": {
+      const view = { id: event.call.id, name: event.call.name, text: "", hidden: 0 };
+      return { ...chat, running: { ...chat.running, [view.id]: view } };
+    }
+    case "tool_call_output": {
+      const view = chat.running[event.call_id] ?? runningFrom(chat.messages, event.call_id);
+      if (!view) return chat;
+      return { ...chat, running: { ...chat.running, [view.id]: liveOutput(view, event) } };
+    }
+    case "tool_call_finished": {
+      // The result (in the history, with its call) takes the live view's place.
+      if (!(event.result.call_id in chat.running)) return chat;
+      const { [event.result.call_id]: _done, ...running } = chat.running;
+      return { ...chat, running };
+    }
     case "approval_requested":
       if (chat.approvals.some((a) => a.approval_id === event.approval_id)) return chat;
       return { ...chat, approvals: [...chat.approvals, event] };
@@ -286,7 +338,7 @@ export function applyEvent(chat, event) {
     case "error":
       return { ...chat, problem: event.message };
     case "run_finished":
-      return { ...chat, streaming: {} };
+      return { ...chat, streaming: {}, running: {} };
     case "autochat_turn":
       return { ...chat, autochat: `AutoChat: automatic turn ${event.turn} of ${event.max_turns}.` };
     case "autochat_stopped":

@@ -1,7 +1,7 @@
 """The React front end's view of a chat (`backends/react/src/history.js`), run in Node: tool
 results folded into their calls, a reply built from its deltas and replaced by the message
-as filed, approvals added once and removed when answered, and pictures named by address
-never loaded."""
+as filed, a running call's output kept as it comes until its result, approvals added once
+and removed when answered, and pictures named by address never loaded."""
 
 from __future__ import annotations
 
@@ -14,14 +14,16 @@ from typing import Any
 HISTORY = Path(__file__).resolve().parents[3] / "backends" / "react" / "src" / "history.js"
 
 SCRIPT = """
-import { applyEvent, chatFrom, entriesOf, imageSource, memoryView } from %s;
+import { applyEvent, chatFrom, entriesOf, hiddenLine, imageSource, memoryView } from %s;
 const detail = JSON.parse(process.argv[1]);
 let chat = chatFrom(detail);
 const seen = [];
 for (const event of detail.events) {
   chat = applyEvent(chat, event);
   seen.push({state: chat.state, busy: chat.busy, live: Object.values(chat.streaming),
-             approvals: chat.approvals.map((a) => a.approval_id), problem: chat.problem});
+             approvals: chat.approvals.map((a) => a.approval_id), problem: chat.problem,
+             running: Object.values(chat.running).map(
+               (v) => ({...v, line: hiddenLine(v.hidden)}))});
 }
 const entries = entriesOf(chat.messages);
 const images = entries.flatMap((e) => e.images.map(imageSource));
@@ -234,3 +236,49 @@ def test_a_turn_that_failed_before_its_reply_shows_the_error_kept_in_its_note() 
     detail = session_detail([asked, failed])
     entries = run(detail)["entries"]
     assert [e["notes"] for e in entries] == [[], ["Error: ValueError: no key"]]
+
+
+def output(call_id: str, text: str, omitted: int = 0) -> dict[str, Any]:
+    return {"type": "tool_call_output", "call_id": call_id, "text": text, "omitted": omitted}
+
+
+def test_a_running_calls_output_grows_keeps_its_latest_part_and_gives_way_to_its_result() -> None:
+    asked = message("u1", "user", "count")
+    python = {"id": "c1", "name": "run_python", "arguments": '{"code": "..."}'}
+    earlier = {"id": "c0", "name": "list_files", "arguments": "{}"}
+    missed = {"id": "c2", "name": "read_file", "arguments": "{}"}
+    history = [
+        asked,
+        message("a0", "assistant", tool_calls=[earlier]),
+        message("t0", "tool", "(empty)", tool_call_id="c0"),
+        message("a1", "assistant", tool_calls=[python, missed]),
+    ]
+    result = {"call_id": "c1", "content": "tick 0\ntick 1\n", "is_error": False}
+    events = [
+        {"type": "tool_call_started", "call": python},
+        output("c1", "tick 0\n"),
+        output("c1", "tick 1\n"),
+        output("c1", "x" * 8000),  # past what the page keeps: the oldest 14 go
+        output("c1", "late", omitted=100),  # a gap: what was shown goes too
+        output("c2", "begun before the opening"),  # named from the reply that made it
+        output("c0", "finished long ago"),  # its result is in: not running
+        {"type": "tool_call_finished", "result": result},
+        {"type": "run_finished"},
+    ]
+    seen = run(session_detail(history, events=events))["seen"]
+    views = [s["running"] for s in seen]
+    blank = {"id": "c1", "name": "run_python", "hidden": 0, "line": "… 0 characters not shown …"}
+    assert views[0] == [{**blank, "text": ""}]
+    assert views[2] == [{**blank, "text": "tick 0\ntick 1\n"}]
+    [kept] = views[3]
+    assert kept["text"] == "x" * 8000 and kept["hidden"] == 14
+    assert kept["line"] == "… 14 characters not shown …"
+    assert views[4] == [
+        {**blank, "text": "late", "hidden": 8114, "line": "… 8,114 characters not shown …"}
+    ]
+    assert [v["id"] for v in views[5]] == ["c1", "c2"]
+    missed_view = views[5][1]
+    assert (missed_view["name"], missed_view["text"]) == ("read_file", "begun before the opening")
+    assert views[6] == views[5]  # (no view for a call that has its result)
+    assert [v["id"] for v in views[7]] == ["c2"]  # finished: its result takes its place
+    assert views[8] == []  # the turn is over: nothing is running

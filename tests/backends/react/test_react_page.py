@@ -203,6 +203,37 @@ def test_a_tool_set_to_never_run_is_refused_without_asking(page: Page, backend: 
     expect(tools).to_contain_text("run_python: asks you first")
 
 
+TICKING = """
+import time
+for i in range(5):
+    print(f"tick {i}")
+    time.sleep(0.4)
+"""
+"""Prints a line every 0.4 s for 2 s (run_python's output is unbuffered)."""
+
+
+def test_a_running_call_shows_what_it_prints_then_its_result(page: Page, backend: Backend) -> None:
+    signed_in(page)
+    new_chat(page)
+    page.get_by_text("Tools", exact=True).click()
+    page.get_by_label("When the agent calls run_python").select_option("allow")
+    expect(page.get_by_role("list", name="Tools")).to_contain_text("run_python: runs without")
+    backend.scripted.push(call("run_python", code=TICKING), "Counted to four.")
+    send(page, "count slowly")
+    running = page.locator(".running-call").filter(has_text="run_python")
+    live = running.locator("pre.live-output")
+    # while it runs: its name, and what it printed so far (not in its arguments: f"tick {i}")
+    expect(live).to_contain_text("tick 0")
+    expect(running).to_contain_text("run_python (running)")
+    expect(live).to_contain_text("tick 1")  # it grows
+    # finished: the result, with its call, takes the live view's place
+    conversation = page.get_by_role("list", name="Conversation")
+    expect(conversation).to_contain_text("Counted to four.")
+    expect(page.locator(".running-call")).to_have_count(0)
+    result = conversation.locator("details.call").filter(has_text="run_python").locator(".result")
+    expect(result).to_contain_text("tick 4")
+
+
 def test_stop_ends_a_streaming_reply_and_keeps_what_was_written(
     page: Page, backend: Backend
 ) -> None:

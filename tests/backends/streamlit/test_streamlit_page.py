@@ -145,6 +145,40 @@ def test_an_approval_is_put_to_the_person_and_the_result_shown(
     expect(step).to_contain_text("exit code 0")  # the result, in the call's step
 
 
+TICKING = """
+import time
+for i in range(6):
+    print(f"tick {i}")
+    time.sleep(0.4 if i < 5 else 1.0)
+"""
+"""Prints a line every 0.4 s, the last one for a second before it ends (run_python's output
+is unbuffered)."""
+
+
+def test_a_running_call_shows_what_it_prints_then_its_result(page: Page, backend: Backend) -> None:
+    title = f"Counting {uuid.uuid4().hex[:8]}"  # (the backend outlives a rerun of this test)
+    api = backend.client().login("ada", PASSWORD)
+    api.create_session(title=title, settings={"permissions": {"run_python": "allow"}})
+    signed_in(page)  # (the chats list then has it)
+    page.get_by_role("button", name=title, exact=True).click()
+    expect(page.get_by_role("heading", name=title)).to_be_visible()
+    backend.scripted.push(call("run_python", code=TICKING), "Counted to five.")
+    send(page, "count slowly")
+    running = page.get_by_test_id("stExpander").filter(has_text="run_python (running)")
+    # while it runs: what it printed so far (not in its arguments: f"tick {i}"), growing
+    expect(running.get_by_test_id("stCode").filter(has_text="tick 0")).to_have_count(1)
+    expect(running.get_by_test_id("stCode").filter(has_text="tick 1")).to_have_count(1)
+    # a click runs the script again mid-call: the call's start is past, its output still shows
+    page.get_by_text("Memory: what the agent remembers").click()
+    expect(page.get_by_text("Context window:", exact=False)).to_be_visible()
+    expect(running.get_by_test_id("stCode").filter(has_text="tick 5")).to_have_count(1)
+    # finished: the chat drawn from the history, the result in the call's step
+    expect(page.get_by_text("Counted to five.")).to_be_visible()
+    expect(running).to_have_count(0)
+    step = page.get_by_test_id("stExpander").filter(has_text="run_python")
+    expect(step.get_by_test_id("stCode").filter(has_text="tick 5")).to_have_count(1)
+
+
 def test_a_tool_allowed_for_the_session_is_shown_and_made_to_ask_again(
     page: Page, backend: Backend
 ) -> None:

@@ -1,6 +1,7 @@
 """What the Streamlit front end shows of a chat (`backends.streamlit.view`), without
 Streamlit: every message type, tool results folded into their calls, notes, and a reply
-built from its events, the usage line, and which message Edit changes."""
+built from its events (with what a running call prints), the usage line, and which message
+Edit changes."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import json
 from backends.api.responses import MemoryAnswer
 from backends.streamlit.actions import last_written
 from backends.streamlit.view import (
+    LIVE_OUTPUT_CHARS,
     LiveReply,
     entries_of,
+    hidden_line,
     image_source,
     memory_lines,
     plain_markdown,
@@ -28,9 +31,12 @@ from schema import (
     MessageStatus,
     MessageType,
     Role,
+    RunFinished,
+    RunOutcome,
     TextDelta,
     ToolCall,
     ToolCallFinished,
+    ToolCallOutput,
     ToolCallStarted,
     ToolResult,
     Usage,
@@ -145,6 +151,54 @@ def test_a_live_reply_follows_its_events() -> None:
     assert live.text == "Let me check.\n\nIt is 42." and live.reasoning == "think"
     user = Message(role=Role.USER, content="hi")
     assert not live.apply(MessageCompleted(message=user))
+
+
+def test_a_running_calls_output_grows_keeps_its_latest_part_and_gives_way_to_its_result() -> None:
+    live = LiveReply()
+    assert live.apply(ToolCallStarted(call=CALL))
+    assert live.apply(ToolCallOutput(call_id="c1", text="tick 0\n"))
+    assert live.apply(ToolCallOutput(call_id="c1", text="tick 1\n"))
+    [view] = live.calls
+    assert (view.label, view.output, view.hidden) == ("run_python (running)", "tick 0\ntick 1\n", 0)
+    assert live.apply(ToolCallOutput(call_id="c1", text="x" * LIVE_OUTPUT_CHARS))
+    assert view.output == "x" * LIVE_OUTPUT_CHARS and view.hidden == 14  # the oldest go
+    assert hidden_line(view.hidden) == "… 14 characters not shown …"
+    # output the server left out (too much, too fast): what was shown goes too, no gap shown
+    assert live.apply(ToolCallOutput(call_id="c1", text="late", omitted=100))
+    assert (view.output, view.hidden) == ("late", 8114)
+    assert hidden_line(view.hidden) == "… 8,114 characters not shown …"
+    assert not live.apply(ToolCallOutput(call_id="zz", text="no such call"))
+    result = ToolResult(call_id="c1", name="run_python", content="tick 0\ntick 1\nexit code 0")
+    assert live.apply(ToolCallFinished(result=result))
+    assert (view.label, view.result, view.output, view.hidden) == (
+        "run_python",
+        result.content,
+        "",
+        0,
+    )  # the result takes the live view's place
+    assert not live.apply(ToolCallOutput(call_id="c1", text="after the end"))
+    assert view.output == ""
+
+
+def test_a_call_running_before_the_script_ran_again_shows_its_output() -> None:
+    """The script runs again mid-call (a click): the call's start is in the past, known
+    from the history's call without a result; a call with its result is not running."""
+    done = ToolCall(id="c0", name="list_files", arguments="{}")
+    history = [
+        Message(role=Role.USER, content="count"),
+        Message(role=Role.ASSISTANT, tool_calls=(done,)),
+        Message(role=Role.TOOL, content="(empty)", tool_call_id="c0"),
+        Message(role=Role.ASSISTANT, tool_calls=(CALL,)),
+    ]
+    live = LiveReply.following([], history)
+    assert not live.apply(ToolCallOutput(call_id="c0", text="finished long ago"))
+    assert live.apply(ToolCallOutput(call_id="c1", text="tick 3\n"))
+    [view] = live.calls
+    assert (view.label, view.output) == ("run_python (running)", "tick 3\n")
+    assert live.apply(ToolCallOutput(call_id="c1", text="tick 4\n"))
+    assert live.calls == [view] and view.output == "tick 3\ntick 4\n"
+    assert live.apply(RunFinished(outcome=RunOutcome.INTERRUPTED))  # nothing runs now
+    assert view.output == ""
 
 
 def test_arguments_and_images_never_fail_the_page() -> None:
