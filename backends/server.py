@@ -63,6 +63,7 @@ from connectors.registry import ModelRegistry, resolve_models
 from gui_agent.agents import Architecture
 from gui_agent.auth import (
     REVOKED_FILE_NAME,
+    USERS_FILE_NAME,
     USERS_WATCH_S,
     LoginThrottle,
     ProxyHeaderAuth,
@@ -82,7 +83,7 @@ from gui_agent.manager import SessionManager, with_agent
 from gui_agent.store import DB_FILE_NAME, SQLiteStore, default_data_dir
 from gui_agent.telemetry import tracing_from_env
 
-__all__ = ["build_server", "serve"]
+__all__ = ["build_server", "serve", "served_url"]
 
 logger = logging.getLogger(__name__)
 
@@ -157,6 +158,7 @@ async def build_server(
         login_configured=users is not None or proxy is not None,
         insecure_no_auth=config.insecure_no_auth,
         proxy_header=proxy.header if proxy is not None else None,
+        users_file=(config.data_dir or default_data_dir()) / USERS_FILE_NAME,
     )
     registry = await resolve_models(
         explicit=config.models,
@@ -432,7 +434,7 @@ class _Server(uvicorn.Server):
         await super().startup(sockets)
         if self.started:
             for listener in sockets or ():
-                logger.info("GuiAgent is running at %s", _url(listener, self._public_path))
+                logger.info("GuiAgent is running at %s", served_url(listener, self._public_path))
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         for listening in self.servers:  # no new connections while runs are being stopped
@@ -668,8 +670,12 @@ def _bind_advice(exc: OSError) -> str:
     return "stop whatever uses that port or choose another with --port"
 
 
-def _url(listener: socket.socket, path: str) -> str:
+def served_url(listener: socket.socket, path: str) -> str:
+    """Where the app answers, as a browser would be given it. On every address (0.0.0.0,
+    ::) that is this machine's name, which colleagues can type; 0.0.0.0 they cannot."""
     host, port = listener.getsockname()[:2]
+    if host in ("0.0.0.0", "::"):
+        return f"http://{socket.gethostname()}:{port}{path}/ (every address of this machine)"
     if listener.family == socket.AF_INET6:
         host = f"[{host}]"
     return f"http://{host}:{port}{path}/"

@@ -44,7 +44,11 @@ class LiveText:
     left_out: int = 0
 
     def add(self, text: str, omitted: int) -> None:
-        self.left_out += omitted
+        """`omitted` characters came before `text`: what was shown before them goes too, so
+        all that is left out comes before what is shown."""
+        if omitted:
+            self.left_out += len(self.text) + omitted
+            self.text = ""
         self.text += text
         if len(self.text) > LIVE_SHOWN_CHARS:
             self.left_out += len(self.text) - LIVE_SHOWN_CHARS

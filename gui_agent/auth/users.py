@@ -181,6 +181,12 @@ class UserDB:
         with self._editing() as users:
             if name in users and not replace:
                 raise InvalidRequest(f"user {name!r} already exists")
+            alike = [other for other in users if other.casefold() == name.casefold()]
+            if name not in users and alike:  # (people read Alice and alice as one name)
+                raise InvalidRequest(
+                    f"user {alike[0]!r} already exists, a name that differs only in case: "
+                    f"use {alike[0]!r} (with --replace for a new password) or another name"
+                )
             users[name] = {
                 "password_hash": hash_password(password),
                 "created_at": datetime.now(UTC).isoformat(),
@@ -289,11 +295,13 @@ def check_bind_safety(
     login_configured: bool,
     insecure_no_auth: bool,
     proxy_header: str | None = None,
+    users_file: Path | None = None,
 ) -> None:
     """Refuse (ConfigError) to serve a non-loopback address without login, or with the user
     taken from a proxy's header (`proxy_header`): anyone who reaches such an address
     directly can send that header and be whoever they name (a users file does not help,
-    the header is believed first).
+    the header is believed first). `users_file`: where `gui-agent users add` writes by
+    default, named in the refusal (and said to be there already, when it is).
 
     With `insecure_no_auth` it only logs a warning: the operator says something in front
     (a proxy, a firewall) already decides who gets in.
@@ -312,11 +320,17 @@ def check_bind_safety(
             host,
         )
         return
+    there = users_file is not None and users_file.is_file()
     raise ConfigError(
         f"refusing to listen on {host!r} without login: anyone who can reach that address "
-        "could use the agent and run its tools. Configure login first:\n"
-        "  gui-agent users add NAME          (asks for a password, writes the users file)\n"
-        f"  gui-agent serve --host {host} --auth-file FILE\n"
+        "could use the agent and run its tools. "
+        + (
+            f"A users file is already at {users_file}: serve with it:\n"
+            if there
+            else "Configure login first:\n"
+            "  gui-agent users add NAME          (asks for a password, writes the users file)\n"
+        )
+        + f"  gui-agent serve --host {host} --auth-file {users_file or 'FILE'}\n"
         "or listen on 127.0.0.1, or pass --insecure-no-auth if a proxy in front of GuiAgent "
         "already authenticates people."
     )

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from backends.server import build_server
+from backends.server import build_server, served_url
 from gui_agent.auth import UserDB
 from gui_agent.config import AppConfig
 from gui_agent.manager import INTERRUPTED_NOTE
@@ -190,9 +190,23 @@ def test_a_public_bind_without_login_is_refused_with_how_to(
     refused = servers.run(tmp_path / "data", host="0.0.0.0")
     assert refused.returncode == 2
     assert "gui-agent users add NAME" in refused.stderr
-    assert "--auth-file" in refused.stderr
+    assert f"--auth-file {tmp_path / 'data' / 'users.json'}" in refused.stderr  # (the default)
     assert "Traceback" not in refused.stderr
     assert not (tmp_path / "data").exists()  # refused before touching anything
+
+
+def test_a_server_on_every_address_is_said_to_run_at_this_machines_name() -> None:
+    with socket.socket() as listener:
+        listener.bind(("0.0.0.0", 0))
+        port = listener.getsockname()[1]
+        said = served_url(listener, "")
+    assert said.startswith(f"http://{socket.gethostname()}:{port}/")
+    assert "0.0.0.0" not in said
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        assert (
+            served_url(listener, "/chat") == f"http://127.0.0.1:{listener.getsockname()[1]}/chat/"
+        )
 
 
 def test_share_is_refused_with_why_and_what_to_do_instead(servers: Servers, tmp_path: Path) -> None:

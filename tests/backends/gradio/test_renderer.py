@@ -326,7 +326,7 @@ def test_a_running_call_shows_its_output_so_far_until_its_result_replaces_it() -
     assert output["metadata"]["title"] == LIVE_TITLE
     assert output["metadata"]["status"] == "pending"
     assert output["metadata"]["parent_id"] == step["metadata"]["id"]
-    assert text_of(output) == ("```output\n…[5 earlier characters not shown]…\ntick 0\ntick 1\n```")
+    assert text_of(output) == "```output\n…[12 earlier characters not shown]…\ntick 1\n```"
     result = ToolResult(
         call_id="c1",
         name="run_python",

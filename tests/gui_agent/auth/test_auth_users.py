@@ -134,6 +134,34 @@ def test_open_addresses_refuse_to_start_without_login(host: str) -> None:
     check_bind_safety(host, login_configured=True, insecure_no_auth=False)
 
 
+def test_a_name_that_differs_only_in_case_is_refused(tmp_path: Path) -> None:
+    users = UserDB(tmp_path / "users.json")
+    users.add("alice", "alice-password-1")
+    for name, replace in (("Alice", False), ("ALICE", True)):
+        with pytest.raises(InvalidRequest, match="'alice' already exists, a name that differs"):
+            users.add(name, "other-password-2", replace=replace)
+    assert users.names() == ["alice"]
+    users.add("alice", "alice-password-3", replace=True)  # (the same name: a new password)
+    assert users.names() == ["alice"]
+
+
+def test_the_refusal_names_the_users_file_and_says_when_it_is_there(tmp_path: Path) -> None:
+    users_file = tmp_path / "users.json"
+    with pytest.raises(ConfigError) as refused:
+        check_bind_safety(
+            "0.0.0.0", login_configured=False, insecure_no_auth=False, users_file=users_file
+        )
+    assert f"gui-agent serve --host 0.0.0.0 --auth-file {users_file}\n" in str(refused.value)
+    assert "gui-agent users add NAME" in str(refused.value)
+    UserDB(users_file).add("alice", "alice-password-1")
+    with pytest.raises(ConfigError) as refused:
+        check_bind_safety(
+            "0.0.0.0", login_configured=False, insecure_no_auth=False, users_file=users_file
+        )
+    assert f"A users file is already at {users_file}: serve with it" in str(refused.value)
+    assert "users add" not in str(refused.value)
+
+
 def test_insecure_no_auth_starts_but_warns(caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger="gui_agent.auth.users"):
         check_bind_safety("0.0.0.0", login_configured=False, insecure_no_auth=True)
