@@ -120,6 +120,21 @@ async def read_object(request: Request, limit: int, *, optional: bool = False) -
     return parse_object(raw)
 
 
+NO_BODY_BYTES = 1024
+"""The most an endpoint that takes no body reads of one before refusing it (413)."""
+
+
+async def no_body(request: Request) -> None:
+    """For an endpoint that takes no body: none, or an empty JSON object. Anything else is
+    refused as every endpoint refuses a body it cannot read (413, 415, 400 `invalid_json`),
+    and an object with fields is 400: a client that meant to send something learns that
+    nothing of it was read."""
+    data = await read_object(request, NO_BODY_BYTES, optional=True)
+    if data:
+        named = ", ".join(repr(name[:40]) for name in sorted(data)[:5])
+        raise ApiError(400, "invalid_request", f"this endpoint takes no body (it was sent {named})")
+
+
 def validate(model: type[_M], data: dict[str, Any], **overrides: Any) -> _M:
     """`model` from `data`, with `overrides` (e.g. the session id from the path) winning."""
     try:

@@ -19,6 +19,7 @@ from typing import Final
 from fastapi import FastAPI, Request, Response
 
 from backends.api.auth import LoginBody, clear_token_cookie, set_token_cookie
+from backends.api.bodies import no_body
 from backends.api.context import ApiContext
 from backends.api.errors import not_found
 from backends.api.openapi import errors
@@ -75,12 +76,14 @@ def add_access_routes(app: FastAPI, api: ApiContext) -> None:
                 "description": "The token the request carries (its Authorization header, "
                 "else the login cookie) is signed out: refused from now on. The login "
                 "cookie is removed. Needs no token: without a good one, only the cookie goes."
-            }
+            },
+            **errors(400, 413, 415),
         },
     )
     async def logout(request: Request) -> Response:
         """Sign out the token the request carries and remove the login cookie the event
         streams accept. The caller's other tokens (other tabs, devices) stay good."""
+        await no_body(request)
         await auth.sign_out(request)
         return clear_token_cookie(Response(status_code=204), secure=request.url.scheme == "https")
 

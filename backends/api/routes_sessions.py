@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 from fastapi import FastAPI, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from backends.api.bodies import read_body, read_object, validate
+from backends.api.bodies import no_body, read_body, read_object, validate
 from backends.api.changes import change_stream
 from backends.api.context import ApiContext
 from backends.api.errors import ApiError, describe_validation, shortened
@@ -272,9 +272,14 @@ def add_session_routes(app: FastAPI, api: ApiContext) -> None:
             await manager.set_model(interpreter, model)
         return send(SessionAnswer(session=await api.record_of(interpreter)))
 
-    @app.delete("/api/sessions/{session_id}", status_code=204, responses=errors(401, 404, 503))
+    @app.delete(
+        "/api/sessions/{session_id}",
+        status_code=204,
+        responses=errors(400, 401, 404, 413, 415, 503),
+    )
     async def delete_session(request: Request, session_id: str) -> Response:
         interpreter = await api.session_of(request, session_id)
+        await no_body(request)
         await manager.delete(interpreter.id, interpreter.session.owner)
         return Response(status_code=204)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 from fastapi import FastAPI, Query, Request, Response
 from pydantic import BaseModel, ConfigDict
 
-from backends.api.bodies import read_object, validate
+from backends.api.bodies import no_body, read_object, validate
 from backends.api.context import ApiContext
 from backends.api.openapi import errors
 from backends.api.responses import AllowedToolsAnswer, ToolInfo, ToolsAnswer, send, success
@@ -63,7 +63,7 @@ def add_tool_routes(app: FastAPI, api: ApiContext) -> None:
         "/api/sessions/{session_id}/allowed-tools",
         responses={
             **success(AllowedToolsAnswer, "The tools still allowed without asking"),
-            **errors(400, 401, 404, 503),
+            **errors(400, 401, 404, 413, 415, 503),
         },
     )
     async def forget_allowed_tools(
@@ -74,4 +74,5 @@ def add_tool_routes(app: FastAPI, api: ApiContext) -> None:
         """Ask the person again before `tool` runs (every tool allowed for this session when
         no `tool` is given). A tool not allowed is no error: the answer lists what is."""
         interpreter = await api.session_of(request, session_id)
+        await no_body(request)
         return send(AllowedToolsAnswer(allowed_tools=list(interpreter.forget_allowed_tools(tool))))

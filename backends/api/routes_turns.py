@@ -17,7 +17,7 @@ import contextlib
 
 from fastapi import FastAPI, Request, Response
 
-from backends.api.bodies import check_images, read_object, validate
+from backends.api.bodies import check_images, no_body, read_object, validate
 from backends.api.conflicts import approval_closed, edit_in_progress, turn_running
 from backends.api.context import ApiContext
 from backends.api.errors import ApiError
@@ -65,11 +65,12 @@ def add_turn_routes(app: FastAPI, api: ApiContext) -> None:
         "/api/sessions/{session_id}/stop",
         responses={
             **success(StopAnswer, "The running turn (if any) ended, its reply kept"),
-            **errors(401, 404, 503),
+            **errors(400, 401, 404, 413, 415, 503),
         },
     )
     async def stop(request: Request, session_id: str) -> Response:
         interpreter = await api.session_of(request, session_id)
+        await no_body(request)
         return send(StopAnswer(stopped=await interpreter.stop()))
 
     @app.post(

@@ -343,3 +343,38 @@ def test_a_chat_saved_with_a_count_past_the_bound_still_lists_and_opens(
     assert listed.status_code == 200, listed.text
     assert [s["id"] for s in listed.json()["sessions"]] == [session_id]
     assert api.session(session_id)["session"]["settings"]["max_tokens"] == MAX_TOKEN_COUNT
+
+
+# -- 9. endpoints that take no body refuse one they cannot have meant ------------------------
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/api/sessions/{id}/stop"),
+        ("DELETE", "/api/sessions/{id}/allowed-tools"),
+        ("DELETE", "/api/sessions/{id}"),
+        ("POST", "/api/logout"),
+    ],
+    ids=["stop", "forget-allowed", "delete", "logout"],
+)
+def test_an_endpoint_that_takes_no_body_refuses_one_and_does_nothing(
+    api: Api, method: str, path: str
+) -> None:
+    session_id = api.create_session(title="kept")
+    url = path.format(id=session_id)
+    json_type = {"Content-Type": "application/json"}
+    broken = api.request(method, url, content=b"garbage{", headers=json_type)
+    assert broken.status_code == 400 and error_of(broken)["code"] == "invalid_json"
+    plain = api.request(method, url, content=b"garbage{", headers={"Content-Type": "text/plain"})
+    assert plain.status_code == 415, plain.text
+    fields = api.request(method, url, content=b'{"session_id": "x"}', headers=json_type)
+    assert fields.status_code == 400, fields.text
+    assert error_of(fields) == {
+        "code": "invalid_request",
+        "message": "this endpoint takes no body (it was sent 'session_id')",
+    }
+    assert api.get(f"/api/sessions/{session_id}").status_code == 200  # nothing was done
+    assert api.get("/api/sessions").status_code == 200  # still signed in
+    done = api.request(method, url, content=b"{}", headers=json_type)
+    assert done.status_code in (200, 204), done.text
