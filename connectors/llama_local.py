@@ -85,8 +85,9 @@ SETUP_HINT: Final = (
 LOCAL_MODEL_NOTICE: Final = (
     "You are chatting with a tiny offline model (SmolLM2-135M). It runs on this computer "
     "with no key and no network, so you can try the app, but it often gets things wrong and "
-    "follows instructions poorly. For a capable model set OPENAI_API_KEY or "
-    "ANTHROPIC_API_KEY, or start with --model openai-compatible:URL#model."
+    "follows instructions poorly. For a capable model pick one this server has besides it, "
+    "or set OPENAI_API_KEY or ANTHROPIC_API_KEY, or start with --model "
+    "openai-compatible:URL#model."
 )
 
 

@@ -206,9 +206,18 @@ class SupervisorAgent:
         )
 
     def _worker(self, name: str) -> Architecture | None:
-        """The worker a model named, in any letter case (models often write it lowercase)."""
-        wanted = name.casefold()
-        return next((w for n, w in self._workers.items() if n.value.casefold() == wanted), None)
+        """The worker a model named, in any letter case (models often write it lowercase),
+        by its enum name or by the word people use for it (`executor` for AGENT_EXECUTOR,
+        as `roles.ROLE_NAMES`: the last word of the enum name)."""
+        wanted = name.strip().casefold()
+        return next(
+            (
+                worker
+                for role, worker in self._workers.items()
+                if wanted in (role.value.casefold(), role.value.casefold().rsplit("_", 1)[-1])
+            ),
+            None,
+        )
 
     async def _delegate(
         self,

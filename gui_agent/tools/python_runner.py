@@ -214,7 +214,10 @@ def _status(returncode: int | None, timed_out: bool, output: str, limits: Python
             return f"killed: CPU time limit reached ({math.ceil(limits.wall_timeout_s) + 1}s)"
         name = signal.Signals(number).name if number in signal.valid_signals() else number
         if number in (signal.SIGKILL, signal.SIGSEGV, signal.SIGABRT):
-            return f"killed by {name} (possibly the memory limit)"
+            return (
+                f"killed by {name}: a crash, or the memory limit of "
+                f"{limits.memory_bytes // _MIB} MiB reached"
+            )
         return f"killed by {name}"
     last_line = output.rstrip().rsplit("\n", 1)[-1]
     if returncode != 0 and last_line.startswith("MemoryError"):

@@ -107,6 +107,18 @@ async def test_an_unknown_worker_or_empty_task_is_an_error_the_supervisor_reads(
     assert "unknown worker 'NOBODY'" in result.content and "AGENT_EXECUTOR" in result.content
 
 
+@pytest.mark.parametrize("named", ["executor", " Executor ", "agent_executor", "THOUGHT"])
+async def test_a_worker_named_as_people_name_roles_is_found(tmp_path: Path, named: str) -> None:
+    interpreter, _ = make(
+        tmp_path,
+        [call(DELEGATE, worker=named, task="Say hi."), "hi", "The worker said hi."],
+    )
+    await interpreter.set_agent(AgentName.SUPERVISOR)
+    _ = [e async for e in interpreter.chat("delegate a greeting")]
+    answer = next(m for m in interpreter.session.history if m.name == DELEGATE)
+    assert answer.metadata["is_error"] is False and answer.content == "hi", answer.content
+
+
 async def test_a_worker_asks_for_approval_and_goes_on_when_allowed(tmp_path: Path) -> None:
     interpreter, _ = make(
         tmp_path,

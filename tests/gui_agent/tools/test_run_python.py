@@ -304,6 +304,10 @@ async def test_signals_to_the_whole_group_reach_the_code_not_the_supervisor(
     terminated = await run(workdir, "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)")
     assert terminated.metadata["exit_code"] == -signal.SIGTERM
     assert terminated.content == "(no output)\nkilled by SIGTERM"
+    crashed = await run(workdir, "import ctypes\nctypes.string_at(0)")
+    assert crashed.content.endswith(
+        "killed by SIGSEGV: a crash, or the memory limit of 1024 MiB reached"
+    ), crashed.content
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="Linux file names are bytes")
