@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -118,15 +119,31 @@ def error_response(
 
 
 def describe_validation(exc: ValidationError | RequestValidationError) -> str:
-    """The first problem of a pydantic validation error, as one line naming the field."""
+    """The first problem of a pydantic validation error, as one line naming the field.
+    Fields the request does not have come first, all named: a misspelt name is usually what
+    went wrong (`user` for `username`), and the field it left missing is only its echo."""
     errors = exc.errors(include_url=False) if isinstance(exc, ValidationError) else exc.errors()
     if not errors:
         return "the request is not valid"
+    unknown = [e for e in errors if e.get("type") == "extra_forbidden"]
+    if unknown:
+        names = [_where(e) for e in unknown]
+        said = f"unknown field(s) {', '.join(repr(n) for n in names[:5])}"
+        rest = [e for e in errors if e.get("type") != "extra_forbidden"]
+        if not rest:
+            return said
+        more = f" (and {len(rest) - 1} more problem(s))" if len(rest) > 1 else ""
+        return f"{said}; {_where(rest[0])}: {rest[0].get('msg', 'invalid value')}{more}"
     first = errors[0]
-    location = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
+    location = _where(first)
     message = str(first.get("msg", "invalid value"))
     more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
     return f"{location}: {message}{more}" if location else f"{message}{more}"
+
+
+def _where(error: Mapping[str, Any]) -> str:
+    """An error's field, dotted, without the `body` FastAPI puts first."""
+    return ".".join(str(part) for part in error.get("loc", ()) if part != "body")
 
 
 def _under_api(request: Request) -> bool:

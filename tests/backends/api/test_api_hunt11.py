@@ -109,6 +109,15 @@ def test_a_login_without_credentials_on_a_password_server_says_they_are_needed(
         client.close()
 
 
+def test_a_login_with_misspelt_field_names_names_them_first(two_users: Backend) -> None:
+    http = two_users.client().http
+    response = http.post("/api/login", json={"user": "alice", "pass": "x"})
+    assert response.status_code == 400, response.text
+    assert error_of(response)["message"] == (
+        "unknown field(s) 'user', 'pass'; username: Field required (and 1 more problem(s))"
+    )
+
+
 # -- 3. a fixed path is no session id -----------------------------------------------------
 
 
