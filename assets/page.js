@@ -202,6 +202,26 @@
       else sessionStorage.removeItem(DRAFT_KEY);
     } catch (error) {}
   }, true);
+  // Pictures pasted into the message box (a screenshot, an image copied in a browser) are
+  // attached as "Attach images" would (attach.py checks them the same way); the text of a
+  // paste goes in the box as usual. The browser hands the files to the upload button's own
+  // file input, so Gradio uploads them exactly as if they had been picked.
+  document.addEventListener("paste", (event) => {
+    const box = input();
+    if (!box || event.target !== box || !event.clipboardData) return;
+    const pictures = [...event.clipboardData.files].filter((f) => f.type.startsWith("image/"));
+    // (Gradio puts the upload button's file input just before the button)
+    const button = document.querySelector("#attach-btn");
+    const before = button?.previousElementSibling;
+    const picker = before?.matches("input[type=file]")
+      ? before : button?.parentElement?.querySelector("input[type=file]");
+    if (!pictures.length || !picker) return;
+    if (!event.clipboardData.getData("text/plain")) event.preventDefault();
+    const files = new DataTransfer();
+    for (const picture of pictures) files.items.add(picture);
+    picker.files = files.files;
+    picker.dispatchEvent(new Event("change", {bubbles: true}));
+  }, true);
   window.guiAgentDraftBack = () => {
     let text = "";
     try { text = sessionStorage.getItem(DRAFT_KEY) || ""; } catch (error) {}

@@ -570,3 +570,27 @@ def test_narrow_phone_screen(chromium: Browser, server: LiveServer, artifacts: P
     wait_idle(page)
     page.screenshot(path=str(artifacts / "mobile-page-dark.png"), full_page=True)
     context.close()
+
+
+PASTE = """([data, type, text]) => {
+  const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+  const clipboard = new DataTransfer();
+  if (data) clipboard.items.add(new File([bytes], "pasted", {type}));
+  if (text) clipboard.setData("text/plain", text);
+  const box = document.querySelector("#chat-input textarea");
+  box.focus();
+  box.dispatchEvent(new ClipboardEvent("paste", {clipboardData: clipboard, bubbles: true}));
+}"""
+
+
+def test_a_picture_pasted_in_the_box_is_attached(tab: Page, server: LiveServer) -> None:
+    picture = base64.b64encode(tiny_png()).decode()
+    tab.evaluate(PASTE, [picture, "image/png", ""])
+    expect(tab.locator("#attach-note")).to_contain_text("1 image will go with your next message")
+    tab.evaluate(PASTE, ["", "", "just words"])  # a paste of text only attaches nothing
+    expect(tab.locator("#attach-note")).to_contain_text("1 image will")
+    send(tab, "what is pasted here?")
+    wait_idle(tab)
+    expect(user_messages(tab).last.locator("img")).to_have_count(1)
+    (image,) = session_of(server, tab).session.history[-2].images
+    assert base64.b64decode(image.data) == tiny_png()
