@@ -114,6 +114,10 @@ class ChatView(ToolSteps):
         self._committed: set[str] = set()
         self._previews: dict[str, tuple[str, str]] = {}
         self._speaker: AgentName | None = None
+        self._handed_over = False
+        """The last message shown was an agents' hand-over: the next speaker is announced."""
+        self._picked: AgentName | None = None
+        """The role the last switch shown went to (an event, or one a message keeps)."""
         self._announced: AgentName | None = None
         """The role the last agent_switched event this view saw switched to: a message that
         keeps that switch (`kept_switch`) does not show it again."""
@@ -269,6 +273,8 @@ class ChatView(ToolSteps):
         self._calls = {k: c for k, c in self._calls.items() if c.anchor < length}
         self._live.clear()
         self._speaker = None
+        self._handed_over = False
+        self._picked = None
         self.version += 1
 
     def _autochat_stopped(self, event: AutoChatStopped) -> None:
@@ -278,10 +284,20 @@ class ChatView(ToolSteps):
         self._note(f"_AutoChat stopped after {ran}: {words}_")
 
     def _see_speaker(self, agent: AgentName | None, before: str | None = None) -> None:
-        """Mark a change of speaker that no agent_switched event announced."""
+        """Mark a change of speaker that no agent_switched event announced. Not after an
+        agents' hand-over ("Crew, over to the reviewer", a plan step), which says who goes
+        on, nor while the crew is the role (`_picked`), which speaks through its members:
+        "Switched to Thought from Executor" there made a crew's turn look like roles picked
+        and dropped."""
         if agent is None:
             return
-        if self._speaker is not None and agent is not self._speaker:
+        handed_over, self._handed_over = self._handed_over, False
+        if (
+            self._speaker is not None
+            and agent is not self._speaker
+            and self._picked is not AgentName.CREW
+            and not handed_over
+        ):
             self._switch_marker(agent, self._speaker, "", before=before)
         self._speaker = agent
 
@@ -293,8 +309,9 @@ class ChatView(ToolSteps):
         *,
         before: str | None = None,
     ) -> None:
-        if to_agent is self._speaker:
-            return
+        previous, self._picked = self._picked, to_agent
+        if to_agent is self._speaker and previous is not AgentName.CREW:  # (the crew's
+            return  # reviewer spoke last: a role picked after the crew is news all the same)
         self._switch_marker(to_agent, from_agent, reason, before=before)
         self._speaker = to_agent
 
@@ -400,6 +417,7 @@ class ChatView(ToolSteps):
             speaks = message.type is not MessageType.CONFIRMATION and not handover
             if role == "assistant" and speaks:
                 self._see_speaker(message.agent, before=message.id)
+            self._handed_over = self._handed_over or handover
         entry.anchor = index
         entry.role = role
         entry.set(

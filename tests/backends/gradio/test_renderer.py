@@ -466,6 +466,25 @@ def test_a_change_of_speaker_in_the_history_is_marked_before_the_new_speaker() -
     assert texts[4].endswith("from thought")
 
 
+async def test_a_crews_members_speak_without_role_switches_between_them(tmp_path: Path) -> None:
+    model = ScriptedModel(["Done.", "Checked.", "Done again.", "Checked again.", "Thought."])
+    interpreter = create_interpreter(model, workdir=tmp_path)
+    await interpreter.set_agent(AgentName.CREW)
+    live = ChatView(icons=ICONS)
+    for text in ("do it", "once more"):
+        async for event in interpreter.chat(text):
+            live.apply(event)
+    for view in (live, ChatView.from_history(interpreter.session.history, icons=ICONS)):
+        texts = [text_of(m) for m in view.messages()]
+        switches = [t for t in texts if "ga-switch" in t]
+        assert len(switches) == 1 and "Switched to Crew from Executor" in switches[0], switches
+        assert sum("Crew, over to the reviewer:" in t for t in texts) == 2
+    await interpreter.set_agent(AgentName.THOUGHT)  # a role picked after the crew shows
+    _ = [event async for event in interpreter.chat("think")]
+    rebuilt = ChatView.from_history(interpreter.session.history, icons=ICONS)
+    assert "Switched to Thought from Crew" in " ".join(text_of(m) for m in rebuilt.messages())
+
+
 def test_errors_and_autochat_stops_are_noted_in_the_chat() -> None:
     view = ChatView()
     view.apply(ErrorEvent(code="model_error", message="rate <limited>"))
