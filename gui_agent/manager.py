@@ -43,7 +43,6 @@ from schema import (
     AutoChatSettings,
     InterpreterState,
     Message,
-    MessageType,
     Role,
     SessionRecord,
     SessionSettings,
@@ -128,7 +127,6 @@ class SessionManager:
             await self._file_unanswered(session_id, queued.pop(session_id, ()))
             note = Message(
                 role=Role.ASSISTANT,
-                type=MessageType.CONSOLE,
                 content=INTERRUPTED_NOTE,
                 metadata={"display_only": True, "note": "interrupted"},
             )

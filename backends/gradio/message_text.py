@@ -44,6 +44,8 @@ def message_text(
         return confirmation_markdown(message)
     if message.role is Role.USER:
         return user_text(message, link)
+    if message.metadata.get("note") == "interrupted" and message.metadata.get("display_only"):
+        return f'<span class="ga-note">{escape_html(message.content)}</span>'  # the app's word
     prefix = ""
     if message.role is Role.SYSTEM:
         prefix = '<span class="ga-note">System:</span> '

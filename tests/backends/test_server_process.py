@@ -453,7 +453,7 @@ def test_a_kill_mid_stream_keeps_what_was_said_and_marks_the_turn_interrupted(
     assert partial.role is Role.ASSISTANT and partial.status is MessageStatus.INTERRUPTED
     assert partial.content.startswith(ECHO_PREFIX) and "word0 word1" in partial.content
     assert not partial.content.endswith("word2999")
-    assert note.type is MessageType.CONSOLE and note.content == INTERRUPTED_NOTE
+    assert note.type is MessageType.MESSAGE and note.content == INTERRUPTED_NOTE
     assert "interrupted" in second.log()
 
     chat(api, session_id, "are you still there?")

@@ -82,7 +82,7 @@ async def test_a_turn_cut_by_a_crash_comes_back_stopped_with_a_note(tmp_path: Pa
     assert interpreter.state is InterpreterState.STOP
     history = interpreter.session.history
     assert history[1].content == "half an" and history[1].status.value == "interrupted"
-    assert history[-1].content == INTERRUPTED_NOTE and history[-1].type is MessageType.CONSOLE
+    assert history[-1].content == INTERRUPTED_NOTE and history[-1].type is MessageType.MESSAGE
     _ = [e async for e in interpreter.chat("again")]
     assert interpreter.session.history[-1].content == "recovered"
     sent = interpreter.deps.provider.requests[-1].messages  # type: ignore[attr-defined]

@@ -42,6 +42,7 @@ from backends.gradio.renderer import (
 from backends.gradio.stream import PageView, stream_session
 from backends.gradio.tool_steps import APPROVAL_POINTER, LIVE_SHOWN_CHARS, LIVE_TITLE
 from connectors.scripted import ScriptedModel, call
+from gui_agent.manager import INTERRUPTED_NOTE
 from gui_agent.quick import create_interpreter
 from schema import (
     AgentName,
@@ -483,6 +484,18 @@ async def test_a_crews_members_speak_without_role_switches_between_them(tmp_path
     _ = [event async for event in interpreter.chat("think")]
     rebuilt = ChatView.from_history(interpreter.session.history, icons=ICONS)
     assert "Switched to Thought from Crew" in " ".join(text_of(m) for m in rebuilt.messages())
+
+
+def test_the_note_of_a_turn_a_restart_interrupted_is_the_apps_word_not_code() -> None:
+    for kind in (MessageType.MESSAGE, MessageType.CONSOLE):  # (a note kept by an older server)
+        note = Message(
+            role=Role.ASSISTANT,
+            type=kind,
+            content=INTERRUPTED_NOTE,
+            metadata={"display_only": True, "note": "interrupted"},
+        )
+        (shown,) = ChatView.from_history([note], icons=ICONS).messages()
+        assert text_of(shown) == f'<span class="ga-note">{INTERRUPTED_NOTE}</span>'
 
 
 def test_errors_and_autochat_stops_are_noted_in_the_chat() -> None:
