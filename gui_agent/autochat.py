@@ -83,9 +83,10 @@ class AutoRun:
         if outcome is RunOutcome.BUDGET or (
             settings.token_budget is not None and self.tokens_used(session) >= settings.token_budget
         ):
-            return (
+            used, budget = self.tokens_used(session), settings.token_budget
+            return (  # (figures as `/auto` and the pages show them: 11,025 of 8,000)
                 AutoChatStopReason.TOKEN_BUDGET,
-                f"used {self.tokens_used(session)} of {settings.token_budget} tokens",
+                f"used {used:,} of {budget:,} tokens" if budget else f"used {used:,} tokens",
             )
         elapsed = self.clock() - self.started_at
         budget_s = settings.time_budget_s

@@ -50,20 +50,31 @@ def existing_folder(text: str) -> Path:
     return path.resolve()
 
 
+LOG_LEVEL_HELP = (
+    "DEBUG, INFO, WARNING, ERROR or CRITICAL (default INFO; for chat WARNING, so that log "
+    "lines do not land among the replies; log_level in the config file or "
+    "GUI_AGENT_LOG_LEVEL counts first)"
+)
+"""The same words before and after the command: `chat --help` shows only the latter, and
+"as above" said there that chat logs at INFO, which it does not."""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gui-agent",
         description="A browser chat application for LLM agents. With no command: serve.",
     )
     parser.add_argument("--config", type=Path, help="a TOML configuration file")
-    parser.add_argument(
-        "--log-level", type=log_level, default=None, help="DEBUG, INFO, WARNING (default INFO)"
-    )
+    parser.add_argument("--log-level", type=log_level, default=None, help=LOG_LEVEL_HELP)
     # The same two after the command (`gui-agent serve --config FILE`), where people type
     # them; SUPPRESS leaves the value given before the command when not given again.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--config", type=Path, default=argparse.SUPPRESS, help="as above")
-    common.add_argument("--log-level", type=log_level, default=argparse.SUPPRESS, help="as above")
+    common.add_argument(
+        "--config", type=Path, default=argparse.SUPPRESS, help="a TOML configuration file"
+    )
+    common.add_argument(
+        "--log-level", type=log_level, default=argparse.SUPPRESS, help=LOG_LEVEL_HELP
+    )
     sub = parser.add_subparsers(dest="command")
 
     def model_args(p: argparse.ArgumentParser) -> None:

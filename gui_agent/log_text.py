@@ -11,7 +11,10 @@ model that failed, a request refused) says all there is to say in its type and m
 traceback repeats the exception's message (and those of its causes) as it is, so it is not
 handed to `logging` through `exc_info`: `loggable_traceback` formats it and writes it
 escaped: the record stays on one line, the traceback's own line breaks written ``\\n``.
-`loggable_failure` picks between the two.
+`loggable_failure` picks between the two. The traceback keeps the one line it ends with
+(`LoggedTraceback.error`): where a person reads the log among other things (the terminal
+chat, `repl_logging`), a record says that line, and the traceback is left to a log of its
+own or to DEBUG.
 
 Here rather than in `connectors/` because the core logs such text too, and the core imports
 only `schema`, never the connectors; `connectors.log_text.loggable` is this same function.
@@ -23,7 +26,13 @@ import traceback
 
 from gui_agent.exceptions import GuiAgentError
 
-__all__ = ["loggable", "loggable_error", "loggable_failure", "loggable_traceback"]
+__all__ = [
+    "LoggedTraceback",
+    "loggable",
+    "loggable_error",
+    "loggable_failure",
+    "loggable_traceback",
+]
 
 
 def loggable(text: object) -> str:
@@ -46,10 +55,26 @@ def loggable_error(error: BaseException) -> str:
     return loggable(f"{type(error).__name__}: {words}" if words else type(error).__name__)
 
 
+class LoggedTraceback(str):
+    """A traceback escaped into one line (the string itself), and `error`: the line it ends
+    with ("RuntimeError: bot exploded", `loggable_error`), for where the whole is too much."""
+
+    error: str
+
+    def __new__(cls, text: str, error: str) -> LoggedTraceback:
+        made = super().__new__(cls, text)
+        made.error = error
+        return made
+
+    def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]
+        return str(self), self.error  # (a record's arguments may be copied or pickled)
+
+
 def loggable_traceback(error: BaseException) -> str:
     """The traceback of `error` as Python prints it (causes and exception groups included),
-    escaped into one line."""
-    return loggable("".join(traceback.format_exception(error)).rstrip("\n"))
+    escaped into one line; a `LoggedTraceback`, which knows its last line too."""
+    text = loggable("".join(traceback.format_exception(error)).rstrip("\n"))
+    return LoggedTraceback(text, loggable_error(error))
 
 
 def loggable_failure(error: BaseException) -> str:

@@ -1,10 +1,13 @@
 """The terminal chat: read what the person types, show the event stream, ask approvals inline.
 
-Ctrl-C stops the running turn (not the program), also while an approval is asked. At the
+Ctrl-C stops the running turn (not the program), also while an approval is asked (the
+question is then denied as the turn ends, and said to be: "stopped by the user"). At the
 prompt, Ctrl-C only says how to leave; a second one in a row leaves, so pressing it twice to
 stop a reply never ends the chat. Ctrl-D (end of input) leaves at the prompt and denies at an
 approval question; on a terminal the chat then goes on, from a pipe it is the end. During a
-turn it ends AutoChat and leaves when the turn ends.
+turn it ends AutoChat and leaves when the turn ends. A command typed at an approval question
+is a command, not an answer: /stop stops the turn and /quit stops it and leaves (the
+question is denied with it); any other runs, and the question is asked again.
 A mistyped command prints one line saying what is accepted; the chat goes on.
 Commands (`repl_commands`): /stop, /auto [on|off], /auto turns|tokens|time|delay VALUE,
 /role NAME, /model NAME, /window, /help, /quit. A line starting with three double quotes
@@ -273,6 +276,12 @@ def _is_quit(line: str) -> bool:
     return bool(parts) and parts[0].lower() == "/quit"
 
 
+def _is_command(line: str) -> bool:
+    """Whether `line` is a slash command (/stop, /quit, a mistyped one too)."""
+    parts = line.split()
+    return bool(parts) and parts[0].startswith("/")
+
+
 def _opens_block(line: str) -> bool:
     return line.lstrip().startswith(BLOCK)
 
@@ -380,7 +389,9 @@ class _TurnInput:
     The end of input (Ctrl-D) ends AutoChat and leaves when the turn ends. A block being
     typed (`read_block`) takes the lines up to its end; a question shown meanwhile takes
     the next one. From a pipe, lines are read only to answer questions: a script's next
-    line waits for the turn.
+    line waits for the turn. At a question, a slash command is acted on as at any time
+    (/stop, /quit stop the turn, which denies the question), never taken as a No: the
+    question is then asked again, if it is still open.
     """
 
     def __init__(
@@ -458,16 +469,27 @@ class _TurnInput:
             finally:
                 self._reading = False
             if self._questions and self._answers(line):
-                self._answer(self._questions.popleft(), line)
+                if isinstance(line, str) and _is_command(line):
+                    await self._act(line)  # at the question, a command is no answer
+                    self._ask_again()
+                else:
+                    self._answer(self._questions.popleft(), line)
             elif isinstance(line, str):
                 asked = bool(self._questions)  # entered before the question: it waits
                 await self._act(line)
-                if asked and self._questions:
-                    self._show_question()  # asked again, below what the line made happen
+                if asked:
+                    self._ask_again()
             elif line is ReadEnd.EOF:
                 await self._end_of_input()
             if self._task is not asyncio.current_task():
                 return  # closed while acting on the line
+
+    def _ask_again(self) -> None:
+        """After a line acted on while a question was open: ask it again, below what the
+        line made happen, if it is open still (a /stop or /quit ended it with the turn)."""
+        open_now = {request.approval_id for request in self._interpreter.pending_approvals}
+        if self._questions and self._questions[0].approval_id in open_now:
+            self._show_question()
 
     def _answers(self, line: str | ReadEnd) -> bool:
         """Whether `line` answers the question asked: not a line entered before it was."""

@@ -1,8 +1,14 @@
 """How the terminal chat shows what happens: events as lines of text, approval questions.
 
 Pure text: nothing here writes. `format_event` says how one event reads in the terminal;
-`approval_question` shows what a person is asked to allow exactly as it will run, and
-`parse_decision` reads their answer (only a whole `y`/`yes` or `s`/`session` allows).
+`EventLines` wraps it for one chat shown, knowing what was shown already (a call's output as
+it ran, a reply's text as it streamed). `approval_question` shows what a person is asked to
+allow exactly as it will run, and `parse_decision` reads their answer (only a whole
+`y`/`yes` or `s`/`session` allows).
+
+A prompt an agent or the app wrote in the person's place says who handed the work on, in
+the words the pages use (`wording.prompt_label`): "Plan step 1/3: ...", "Crew, over to the
+reviewer", "Task for Executor". AutoChat's prompts are said by the AutoChat turn line.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from gui_agent.agents.planner import PLAN_LEFT
 from gui_agent.agents.tool_step import NOT_RUN
 from gui_agent.retry_words import retry_words
 from gui_agent.turn_end import UNANSWERED
-from gui_agent.wording import autochat_stop_words, counted, role_title
+from gui_agent.wording import autochat_stopped, counted, prompt_label, role_title
 from schema import (
     AgentSwitched,
     ApprovalDecision,
@@ -27,6 +33,7 @@ from schema import (
     Message,
     MessageCompleted,
     MessageStarted,
+    MessageStatus,
     MessageType,
     ModelRetrying,
     Role,
@@ -50,35 +57,58 @@ UNANSWERED_NOTE = "the turn it waited for was stopped before the agent read it; 
 
 
 class EventLines:
-    """`format_event`, knowing which calls have shown their output as it came
-    (`tool_call_output`): that output is shown then, under the call, and such a call's
-    result then only says how it ended (run_python's exit status) instead of repeating it.
-    One per chat shown."""
+    """`format_event`, knowing what was shown already. Calls that show their output as it
+    comes (`tool_call_output`): that output is shown then, under the call, and such a
+    call's result then only says how it ended (run_python's exit status) instead of
+    repeating it. Replies: one whose text did not stream (a role without tools that asked
+    for one gets a note instead, written whole) is shown when it is complete, after its
+    label; one that streamed is not shown again. One per chat shown."""
 
     def __init__(self) -> None:
         self._live: dict[str, bool] = {}
         """Calls whose output is being shown: whether what was shown ended a line."""
         self._line_ended = False
         """The last text shown was output that ended its line: the next need not begin one."""
+        self._streamed: dict[str, bool] = {}
+        """Replies started and not complete: whether any of their text streamed."""
+        self._labelled: str | None = None
+        """The reply whose label ("[Thought] ") is the last thing shown: its text goes on
+        after it."""
 
     def format(self, event: Event) -> str | None:
-        if isinstance(event, ToolCallOutput):
-            text: str | None = self._output(event)
-        elif (
-            isinstance(event, MessageCompleted)
-            and event.message.role is Role.TOOL
-            and self._live.pop(event.message.tool_call_id or "", None) is not None
-            and isinstance(status := event.message.metadata.get("status"), str)
-        ):
-            text = f"\n  ┆ {status}"
-        else:
-            text = format_event(event)
+        text = self._text(event)
         if not text:
             return text
         if self._line_ended and not isinstance(event, ToolCallOutput):
             text = text.removeprefix("\n")
         self._line_ended = isinstance(event, ToolCallOutput) and text.endswith("\n")
+        # (a retry's notice ends with the label again, for the text to come)
+        started = event if isinstance(event, MessageStarted | ModelRetrying) else None
+        self._labelled = started.message_id if started is not None else None
         return text
+
+    def _text(self, event: Event) -> str | None:
+        if isinstance(event, MessageStarted):
+            self._streamed[event.message_id] = False
+        elif isinstance(event, TextDelta) and event.channel == "content" and event.delta.strip():
+            self._streamed[event.message_id] = True
+        if isinstance(event, ToolCallOutput):
+            return self._output(event)
+        if not isinstance(event, MessageCompleted):
+            return format_event(event)
+        message = event.message
+        streamed = self._streamed.pop(message.id, None)
+        if (
+            message.role is Role.TOOL
+            and self._live.pop(message.tool_call_id or "", None) is not None
+            and isinstance(status := message.metadata.get("status"), str)
+        ):
+            return f"\n  ┆ {status}"
+        if not streamed and _written_whole(message):
+            if self._labelled == message.id:  # its label was shown, nothing after it
+                return message.content
+            return f"\n[{_speaker(message)}] {message.content}"
+        return format_event(event)
 
     def _output(self, event: ToolCallOutput) -> str:
         at_start = self._live.get(event.call_id)
@@ -119,10 +149,11 @@ def format_event(event: Event) -> str | None:
         if message.role is Role.ASSISTANT and message.metadata.get(FILTERED):
             return f"\n  [{FILTERED_NOTE}]"
         if message.role is Role.ASSISTANT and _said_whole(message):
-            who = role_title(message.agent) if message.agent else message.role.value
-            return f"\n[{who}] {message.content}"
+            return f"\n[{_speaker(message)}] {message.content}"
         if message.role is Role.USER and message.metadata.get(UNANSWERED) is True:
             return f"\n  (not answered: {_gist(message.content)}: {UNANSWERED_NOTE})"
+        if message.role is Role.USER:
+            return _handed_on(message)
         return None
     if isinstance(event, ToolCallStarted):
         return f"\n  → {event.call.name}({event.call.arguments})"
@@ -133,7 +164,7 @@ def format_event(event: Event) -> str | None:
         mark = "✗" if result.is_error else "✓"
         return f"\n  {mark} {result.name} ({result.duration_ms:.0f} ms)"
     if isinstance(event, ApprovalResolved):
-        return f"\n  approval: {event.decision.value} ({event.by})"
+        return f"\n  approval: {event.decision.value} ({_resolved_by(event)})"
     if isinstance(event, AgentSwitched):
         return f"\n  ⇄ agent: {role_title(event.to_agent)}"
     if isinstance(event, UsageReported):
@@ -145,12 +176,51 @@ def format_event(event: Event) -> str | None:
     if isinstance(event, AutoChatTurn):
         return f"\n  ↻ AutoChat turn {event.turn}/{event.max_turns}"
     if isinstance(event, AutoChatStopped):
-        return f"\n  ↻ AutoChat stopped: {autochat_stop_words(event.reason, event.detail)}\n"
+        return f"\n  ↻ {autochat_stopped(event.turns, event.reason, event.detail)}\n"
     if isinstance(event, ModelRetrying):
         # On the reply's label row (nothing streamed yet), then the label again for its text.
         who = role_title(event.agent) if event.agent else Role.ASSISTANT.value
         return f"⟳ {retry_words(event)}\n[{who}] "
     return None
+
+
+def _speaker(message: Message) -> str:
+    """The label a message's text shows under: its agent's role, else its role."""
+    return role_title(message.agent) if message.agent else message.role.value
+
+
+def _written_whole(message: Message) -> bool:
+    """A complete reply with text that `format_event` has no note of its own for: shown
+    whole when none of it streamed."""
+    return (
+        message.role is Role.ASSISTANT
+        and message.type is MessageType.MESSAGE
+        and message.status is MessageStatus.COMPLETE
+        and bool(message.content.strip())
+        and not message.metadata.get("cut_off")
+        and not message.metadata.get(FILTERED)
+    )
+
+
+def _handed_on(message: Message) -> str | None:
+    """The line that says an agent or the app handed the work on with `message` (written
+    in the person's place: a plan step, a crew's hand-over, a supervisor's task); None for
+    the person's own message, and for AutoChat's prompt (its turn line says it)."""
+    label = prompt_label(message.metadata)
+    if not label or message.metadata.get("autochat"):
+        return None
+    step = message.metadata.get("step")
+    if isinstance(step, str) and step.strip():
+        return f"\n  ⇢ {label}: {_shortened(step)}"
+    return f"\n  ⇢ {label}"
+
+
+def _resolved_by(event: ApprovalResolved) -> str:
+    """Who settled an approval: the person, a timeout, or what ended it otherwise (a policy's
+    note: the turn was stopped, by the person's Ctrl-C or /stop too, so it says so)."""
+    if event.by == "policy" and event.note and event.note.strip():
+        return _shortened(event.note)
+    return event.by
 
 
 def _said_whole(message: Message) -> bool:
@@ -177,8 +247,13 @@ def _shown_output(text: str) -> str:
 
 def _gist(text: str, limit: int = 60) -> str:
     """A message as the person will know it again: its first line, quoted, shortened."""
+    return repr(_shortened(text, limit))
+
+
+def _shortened(text: str, limit: int = 100) -> str:
+    """The first line of `text`, cut to `limit` characters."""
     line = text.strip().splitlines()[0] if text.strip() else ""
-    return repr(line if len(line) <= limit else line[: limit - 1] + "…")
+    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 def _run_finished(event: RunFinished) -> str:

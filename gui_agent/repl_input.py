@@ -39,6 +39,7 @@ import signal
 import struct
 import sys
 import termios
+import threading
 from collections.abc import Mapping
 from typing import Any, Final, TextIO
 
@@ -141,6 +142,8 @@ class ChatInput(LineReader):
         self._taken = 0  # of those, how many `readline` returned
         self._set_aside_at = 0  # how many had been entered at the latest `set_aside`
         self._open_row: list[str] = []  # not edited: the output after the last line break
+        self._arrived_keys: list[str] = []  # read, not yet taken by the loop (`_arrived`)
+        self._arriving = threading.Lock()
         self._tty = editable_terminal(environ)
         typed_ahead = b""
         if self._tty is not None and self._take_terminal(self._tty):
@@ -293,7 +296,7 @@ class ChatInput(LineReader):
     def _continued(self) -> None:
         """After Ctrl-Z and `fg`: the shell may have set the terminal for itself."""
         if self.editing and self._tty is not None and _set_terminal(self._tty, self._edit_settings):
-            _emit(self._display.edit(self._editor.text, self._editor.cursor))
+            _emit(self._display.redraw(self._editor.text, self._editor.cursor))
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -308,9 +311,27 @@ class ChatInput(LineReader):
                 if not chunk:
                     self._loop.call_soon_threadsafe(self._hung_up)
                     return
-                self._loop.call_soon_threadsafe(self._typed, decoder.decode(chunk))
+                self._arrived(decoder.decode(chunk))
             except RuntimeError:  # the loop is closed: the chat is over
                 return
+
+    def _arrived(self, text: str) -> None:
+        """On the reading thread: keys read, for the loop to take (`_take_arrived`). Pieces
+        that come while the loop is busy (a paste comes in pieces of a few kB) wait and are
+        taken together, so a paste is edited and drawn a few times, not once a piece, and a
+        Ctrl-C waits for no more than the keys the loop is on."""
+        with self._arriving:
+            self._arrived_keys.append(text)
+            if len(self._arrived_keys) > 1:
+                return  # the loop is called for them already
+        self._loop.call_soon_threadsafe(self._take_arrived)
+
+    def _take_arrived(self) -> None:
+        """On the loop: the keys read since it was last called, in order."""
+        with self._arriving:
+            text = "".join(self._arrived_keys)
+            self._arrived_keys.clear()
+        self._typed(text)
 
     def _hung_up(self) -> None:
         """The terminal is gone: the end of input, for good (as from a pipe)."""

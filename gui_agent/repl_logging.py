@@ -16,6 +16,12 @@ reply goes on readably (`ChatInput.write_log`). Once the chat closed its input, 
 written that way too. Records that go elsewhere (standard error sent to a file of its own)
 are left to their handler: nothing is swapped.
 
+A record that carries a traceback (`log_text.loggable_traceback`: a failing `--agent`, a
+hook's bug) is said in one readable line where the chat shows: the error its traceback ends
+with, and how to see the traceback (`--log-level DEBUG`, which shows it whole, or a log sent
+elsewhere: `2>file` keeps it). A record of a thousand characters of escaped frames, written
+among the replies, buried the chat's own `! agent_failed: ...` line that says the same.
+
 A model call asked again is said by the chat's own notice of it (the `model_retrying`
 event, `repl_display`): the record logged of that retry (marked `SAID_BY_NOTICE`) is left
 out where the chat shows, so the person reads it once. A log written elsewhere keeps it.
@@ -34,8 +40,12 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+from gui_agent.log_text import LoggedTraceback
 from gui_agent.repl_input import ChatInput
 from gui_agent.retry_words import SAID_BY_NOTICE
+
+TRACEBACK_HINT = " (--log-level DEBUG shows the traceback)"
+"""Said after the error a record's traceback ends with, where the chat shows it."""
 
 
 class _AboveTheLine(logging.Handler):
@@ -46,10 +56,12 @@ class _AboveTheLine(logging.Handler):
         shown: logging.StreamHandler[Any],
         reader: ChatInput,
         loop: asyncio.AbstractEventLoop,
+        logger: logging.Logger,
     ) -> None:
         super().__init__(shown.level)
         self.filters = shown.filters  # the same list: a filter added to it later counts too
         self._shown = shown
+        self._logger = logger
         self._reader = reader
         self._loop = loop
         self._loop_thread = threading.get_ident()  # made on the loop, for its chat
@@ -60,7 +72,21 @@ class _AboveTheLine(logging.Handler):
         return super().filter(record)
 
     def format(self, record: logging.LogRecord) -> str:
-        return self._shown.format(record)
+        return self._shown.format(self._briefly(record))
+
+    def _briefly(self, record: logging.LogRecord) -> logging.LogRecord:
+        """`record`, or, when it carries a traceback and DEBUG records are not shown here,
+        a copy saying only the error the traceback ends with, and how to see the rest."""
+        args = record.args
+        if not isinstance(args, tuple) or not any(isinstance(a, LoggedTraceback) for a in args):
+            return record
+        if self.level <= logging.DEBUG and self._logger.isEnabledFor(logging.DEBUG):
+            return record
+        brief = logging.makeLogRecord(record.__dict__)
+        brief.args = tuple(
+            a.error + TRACEBACK_HINT if isinstance(a, LoggedTraceback) else a for a in args
+        )
+        return brief
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
@@ -96,7 +122,7 @@ def logs_above_the_line(reader: ChatInput, logger: logging.Logger | None = None)
     swapped: list[tuple[logging.Handler, logging.Handler]] = []
     for index, handler in enumerate(list(target.handlers)):
         if isinstance(handler, logging.StreamHandler) and reader.draws_on(handler.stream):
-            ours = _AboveTheLine(handler, reader, loop)
+            ours = _AboveTheLine(handler, reader, loop, target)
             target.handlers[index] = ours  # in its place: the order of handlers is kept
             swapped.append((ours, handler))
     try:

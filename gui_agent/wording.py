@@ -1,9 +1,11 @@
 """Things said in words: counts ("1 message", "2 messages"), why AutoChat stopped, the
-agent roles' names as people read them, and the tools allowed for a session."""
+agent roles' names as people read them, the labels of the prompts the app or an agent wrote
+in the person's place, and the tools allowed for a session. Every front end says these the
+same way: the words live here, once."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from schema import AgentName, AutoChatStopReason, PermissionMode
 
@@ -14,7 +16,9 @@ __all__ = [
     "TURN_FAILED",
     "allowed_tools_words",
     "autochat_stop_words",
+    "autochat_stopped",
     "counted",
+    "prompt_label",
     "role_title",
     "tool_mode_words",
 ]
@@ -58,6 +62,23 @@ def role_title(agent: AgentName | str) -> str:
     return agent if role is None else _ROLE_TITLES[role]
 
 
+def prompt_label(metadata: Mapping[str, object]) -> str:
+    """Who a user message is from when the app or an agent wrote it in the person's place,
+    as every front end labels it: a supervisor's task for a worker ("Task for Executor"), a
+    crew's hand-over ("Crew, over to the reviewer"), AutoChat's prompt ("AutoChat turn 2"),
+    a planner's step ("Plan step 1/3"). "" for a message the person wrote."""
+    if metadata.get("delegated_by"):
+        return f"Task for {role_title(str(metadata.get('worker', 'a worker')))}"
+    if metadata.get("crew_member"):
+        return f"Crew, over to the {metadata['crew_member']}"
+    if metadata.get("autochat"):
+        turn = metadata.get("autochat_turn")
+        return f"AutoChat turn {turn}" if turn else "AutoChat"  # (an import may leave it out)
+    if metadata.get("plan_step"):
+        return f"Plan step {metadata['plan_step']}/{metadata.get('plan_steps', '?')}"
+    return ""
+
+
 _STOPPED_BECAUSE = {
     AutoChatStopReason.TASK_COMPLETE: "the task is done",
     AutoChatStopReason.MAX_TURNS: "it reached its limit of automatic turns",
@@ -94,6 +115,15 @@ def autochat_stop_words(reason: AutoChatStopReason, detail: str = "") -> str:
     if reason is AutoChatStopReason.STOPPED:
         return detail  # who or what stopped it: "stopped by the user", "the user was removed"
     return f"{words} ({detail})"
+
+
+def autochat_stopped(turns: int, reason: AutoChatStopReason, detail: str = "") -> str:
+    """The sentence that says AutoChat stopped, after how many automatic turns that ran and
+    why: "AutoChat stopped after 2 automatic turns: it reached its limit of automatic turns"
+    (`autochat_stop_words`; a front end adds its own full stop or marks)."""
+    return f"AutoChat stopped after {counted(turns, 'automatic turn')}: " + autochat_stop_words(
+        reason, detail
+    )
 
 
 _MODE_WORDS = {

@@ -77,6 +77,17 @@ async def test_stops_on_the_token_budget(tmp_path: Path) -> None:
     assert len(of_type(events, "run_finished")) == 3  # 100 + 100 + 100 >= 250
 
 
+async def test_a_token_budget_stop_gives_its_figures_as_the_settings_show_them(
+    tmp_path: Path,
+) -> None:
+    """`/auto` says "8,000 tokens"; the stop said "used 11025 of 8000 tokens"."""
+    usage = Usage(input_tokens=9_000, output_tokens=2_025, requests=1)
+    reply = ModelResponse(text="more", usage=usage)
+    interpreter, _ = make(tmp_path, [reply] * 3, autochat=auto(max_turns=3, token_budget=8_000))
+    events = [e async for e in interpreter.chat("spend")]
+    assert stopped(events).detail == "used 11,025 of 8,000 tokens"
+
+
 async def test_stops_on_the_time_budget(tmp_path: Path) -> None:
     ticks = iter(range(0, 1000, 6))  # every reading of the clock is 6 s later
     interpreter, _ = make(tmp_path, ["a", "b", "c", "d"], autochat=auto(time_budget_s=10.0))

@@ -166,6 +166,16 @@ def test_bad_log_level_is_a_clear_error_from_the_flag_or_the_environment(tmp_pat
     assert "GUI_AGENT_LOG_LEVEL" in from_env.stderr
 
 
+def test_chat_help_says_the_log_level_chat_uses(tmp_path: Path) -> None:
+    """It said "as above", and above (the top-level help, not shown) said INFO."""
+    result = run_cli(tmp_path, "chat", "--help")
+    assert result.returncode == 0, result.stderr
+    said = " ".join(result.stdout.split())
+    assert "as above" not in said
+    levels = "DEBUG, INFO, WARNING, ERROR or CRITICAL"
+    assert f"--log-level LOG_LEVEL {levels} (default INFO; for chat WARNING" in said
+
+
 def test_log_level_flag_takes_any_case(tmp_path: Path) -> None:
     result = run_cli(
         tmp_path, "--log-level", "debug", "models", "--model", "scripted:echo", "--no-probe"

@@ -6,9 +6,14 @@ checked: the rows a person would see and where the cursor is.
 
 from __future__ import annotations
 
-from gui_agent.line_display import LineDisplay, cell_width, last_row, place
+import pytest
+
+from gui_agent import line_display
+from gui_agent.line_display import CLEAR_BELOW, LineDisplay, cell_width, last_row, place
 from gui_agent.line_editor import Key, LineEditor
 from tests.gui_agent.screen import Screen
+
+Spots = list[tuple[int, int]]
 
 COLUMNS = 12
 
@@ -149,3 +154,81 @@ def test_what_the_terminal_echoed_before_the_line_was_edited_is_taken_back() -> 
     typing.screen.feed(typing.display.take_back("exactly12chr"))
     assert typing.screen.rows == []
     assert typing.display.take_back("") == ""
+
+
+# -- a long line pasted in pieces ------------------------------------------------------------
+
+
+class Measured:
+    """A display whose `place` calls are counted, by the characters they measure."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, columns: int = 80) -> None:
+        self.placed = 0
+        self.display = LineDisplay(lambda: columns)
+
+        def counting(text: str, width: int, start: tuple[int, int] = (0, 0)) -> Spots:
+            self.placed += len(text)
+            return place(text, width, start)
+
+        monkeypatch.setattr(line_display, "place", counting)
+
+
+def test_a_line_pasted_in_pieces_writes_and_measures_each_piece_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A paste arrives a few kB at a time. Each piece was written and measured with the whole
+    line again (the line redrawn), so a 200,000-character line took minutes to take, and
+    Ctrl-C waited for it."""
+    measured = Measured(monkeypatch)
+    display = measured.display
+    display.ask("\nyou> ")
+    piece, pieces = "x" * 4096, 50
+    written = []
+    for count in range(1, pieces + 1):
+        written.append(display.edit(piece * count, len(piece) * count))
+    assert written[1:] == [piece] * (pieces - 1)  # each piece alone, nothing drawn again
+    assert measured.placed < 2 * len(piece) * pieces
+    assert display.finish("\n") == "\n"  # shown whole already: Enter only ends it
+    assert measured.placed < 2 * len(piece) * pieces
+
+
+def test_typing_at_the_end_piece_by_piece_shows_what_drawing_the_line_at_once_shows() -> None:
+    """Only the added text is written and measured: where it wraps (a full row, a wide
+    character that does not fit, a tab, a combining mark) must agree with a whole drawing,
+    and so must where the cursor is for the next edit."""
+    text = "abc漢字\tde\u0301fghij漢klmnopq\trs漢tuvwxyz"  # (rows enough: nothing scrolls)
+    for columns in (7, 8, 9):
+        typing, whole = Typing(columns), Typing(columns)
+        typing.ask("\nyou> ")
+        typing.keys(*text)  # one key at a time, each added at the end
+        whole.ask("\nyou> ")
+        whole.screen.feed(whole.display.edit(text, len(text)))
+        assert typing.screen.rows == whole.screen.rows
+        assert typing.screen.cursor == whole.screen.cursor
+        typing.keys(*[Key.LEFT] * 5, "!")  # drawn whole from where the line starts
+        edited = text[:-5] + "!" + text[-5:]
+        whole.screen.feed(whole.display.edit(edited, len(edited) - 5))
+        assert typing.screen.rows == whole.screen.rows
+        assert typing.screen.cursor == whole.screen.cursor
+
+
+def test_after_the_window_is_resized_text_typed_at_the_end_redraws_the_line() -> None:
+    """What was measured at the old width is no guide to the new one."""
+    columns = [12]
+    display = LineDisplay(lambda: columns[0])
+    display.ask("you> ")
+    display.edit("abcdefghij", 10)
+    assert display.edit("abcdefghijk", 11) == "k"
+    columns[0] = 8
+    written = display.edit("abcdefghijkl", 12)
+    assert CLEAR_BELOW in written and written.endswith("you> abcdefghijkl")  # drawn whole
+
+
+def test_a_line_drawn_already_is_drawn_whole_again_when_asked() -> None:
+    """After Ctrl-Z and `fg` the shell may have written over it: nothing added is no reason
+    to write nothing."""
+    display = LineDisplay(lambda: COLUMNS)
+    display.ask("you> ")
+    display.edit("half typed", 10)
+    assert display.edit("half typed", 10) == ""
+    assert display.redraw("half typed", 10).endswith("\r" + CLEAR_BELOW + "you> half typed")

@@ -121,7 +121,7 @@ def test_ctrl_d_during_autochat_ends_it_and_leaves_when_the_turn_ends(tmp_path: 
     assert terminal.exit_code() == 0
     seen = terminal.seen.decode()
     assert "(end of input: AutoChat ends; leaving when this turn ends)" in seen
-    assert "AutoChat stopped: it was switched off" in seen
+    assert "AutoChat stopped after 1 automatic turn: it was switched off" in seen
     assert "AutoChat turn 2/" not in seen
     assert "another automatic turn" not in seen
 
@@ -135,7 +135,12 @@ def test_auto_on_after_autochat_stopped_runs_it_again_and_auto_says_whether_it_r
     assert result.returncode == 0, result.stderr.decode()
     out = result.stdout.decode()
     assert out.count("AutoChat turn 1/1") == 2
-    assert out.count("AutoChat stopped: it reached its limit of automatic turns") == 2
+    assert (
+        out.count(
+            "AutoChat stopped after 1 automatic turn: it reached its limit of automatic turns"
+        )
+        == 2
+    )
     assert "automatic two" in out  # the second /auto on ran, as it said
     assert "never" not in out
     assert "AutoChat on (not running: your next message starts it, /auto on starts it now)" in out

@@ -111,7 +111,8 @@ def test_auto_shows_its_limits_and_sets_them_one_by_one(tmp_path: Path) -> None:
     assert "! /auto tokens: expected a number, got 'lots'" in out
     assert (
         "AutoChat turn 2/2" in out
-        and "AutoChat stopped: it reached its limit of automatic turns" in out
+        and "AutoChat stopped after 2 automatic turns: it reached its limit of automatic turns"
+        in out
     )
     assert "never" not in out  # the third automatic turn was not taken
     # the switch stays on after the run stopped at its limit, and /auto says nothing runs

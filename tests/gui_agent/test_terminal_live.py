@@ -110,7 +110,7 @@ def test_a_message_typed_during_autochat_ends_it_and_is_read_next(tmp_path: Path
     terminal.type(b"change of plan\n")
     answered = terminal.read_until(b"you said: change of plan")
     assert b"(sent: the agent reads it next)" in answered
-    assert b"AutoChat stopped: you sent a message" in answered
+    assert b"AutoChat stopped after 1 automatic turn: you sent a message" in answered
     assert b"AutoChat turn 2/" not in answered
     terminal.read_until(b"you> ")
     terminal.type(b"/quit\n")

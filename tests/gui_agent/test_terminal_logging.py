@@ -286,3 +286,57 @@ def test_the_record_of_a_retry_is_left_out_where_the_chat_shows_and_kept_elsewhe
     logged = log_path.read_text(encoding="utf-8")
     assert "disk almost full" in logged
     assert "rate limited (HTTP 429); retrying in 0.50 s (attempt 2 of 4)" in logged
+
+
+FAILING_AGENT = """
+def bot(messages):
+    raise RuntimeError("bot exploded")
+"""
+
+
+def chat_with_a_failing_agent(tmp_path: Path, *flags: str, apart: bool = False) -> tuple[str, str]:
+    """`gui-agent [flags] chat --agent bot.py:bot` told `hello`, its agent raising: what was
+    shown, with the log in the same place (as on a terminal) or, `apart`, on its own."""
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "bot.py").write_text(FAILING_AGENT)
+    folder = str(workspace(tmp_path))
+    argv = [CLI, *flags, "chat", "--agent", "bot.py:bot", "--model", "scripted:echo"]
+    result = subprocess.run(
+        [*argv, "--no-probe", "--workdir", folder],
+        input="hello\n/quit\n",
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE if apart else subprocess.STDOUT,
+        text=True,
+        env=env(tmp_path),
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + (result.stderr or "")
+    return result.stdout, result.stderr or ""
+
+
+def test_a_failing_agents_record_is_one_readable_line_where_the_chat_shows(
+    tmp_path: Path,
+) -> None:
+    """The record carried the traceback, escaped onto its one line: 1.5 kB of frames with
+    literal \\n among the replies, above the chat's own `! agent_failed` line."""
+    out, _ = chat_with_a_failing_agent(tmp_path)
+    [record] = [line for line in out.splitlines() if " ERROR gui_agent.turn: " in line]
+    assert record.endswith(
+        "the OTHER agent failed: RuntimeError: bot exploded (--log-level DEBUG shows the traceback)"
+    )
+    assert "Traceback" not in out and "\\n" not in out
+    assert "! agent_failed: RuntimeError: bot exploded" in out
+
+
+def test_a_failing_agents_traceback_is_kept_at_debug_and_in_a_log_of_its_own(
+    tmp_path: Path,
+) -> None:
+    out, _ = chat_with_a_failing_agent(tmp_path / "debug", "--log-level", "DEBUG")
+    [record] = [line for line in out.splitlines() if " ERROR gui_agent.turn: " in line]
+    assert "Traceback (most recent call last):\\n" in record
+    assert record.endswith("\\nRuntimeError: bot exploded")
+    out, log = chat_with_a_failing_agent(tmp_path / "apart", apart=True)
+    assert "Traceback (most recent call last):\\n" in log  # stderr to a file: all of it
+    assert "ERROR" not in out

@@ -1,5 +1,6 @@
 """Why AutoChat stopped, said in words for people (the event keeps the reason's code): the
-reason, then what its detail adds, never the detail twice."""
+reason, then what its detail adds, never the detail twice; and the other words every front
+end says alike (role names, the labels of prompts written in the person's place)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,13 @@ import pytest
 
 from gui_agent.autochat import AutoRun
 from gui_agent.session import Session
-from gui_agent.wording import autochat_stop_words, counted, role_title
+from gui_agent.wording import (
+    autochat_stop_words,
+    autochat_stopped,
+    counted,
+    prompt_label,
+    role_title,
+)
 from schema import AgentName, AutoChatSettings, AutoChatStopReason, RunOutcome
 
 R = AutoChatStopReason
@@ -21,8 +28,8 @@ R = AutoChatStopReason
         (R.MAX_TURNS, "reached 5 automatic turns", "it reached its limit of automatic turns"),
         (
             R.TOKEN_BUDGET,
-            "used 5120 of 5000 tokens",
-            "its token budget ran out (used 5120 of 5000 tokens)",
+            "used 5,120 of 5,000 tokens",
+            "its token budget ran out (used 5,120 of 5,000 tokens)",
         ),
         (R.TIME_BUDGET, "ran 61.0s of 60.0s", "its time budget ran out (ran 61.0s of 60.0s)"),
         (R.ERROR, "the last turn failed", "a turn failed"),
@@ -76,3 +83,26 @@ def test_every_role_has_the_name_people_read_and_a_name_that_is_no_role_stays_as
     }
     assert [role_title(agent.value) for agent in AgentName] == list(titles.values())
     assert role_title("a worker") == "a worker"  # (a name a model wrote, not a role)
+
+
+def test_the_stop_sentence_says_how_many_automatic_turns_ran_and_why() -> None:
+    """The pages said it; the terminal said only "it reached its limit of automatic turns"."""
+    assert autochat_stopped(2, R.MAX_TURNS, "reached 2 automatic turns") == (
+        "AutoChat stopped after 2 automatic turns: it reached its limit of automatic turns"
+    )
+    assert autochat_stopped(1, R.TOKEN_BUDGET, "used 11,025 of 8,000 tokens") == (
+        "AutoChat stopped after 1 automatic turn: its token budget ran out "
+        "(used 11,025 of 8,000 tokens)"
+    )
+
+
+def test_a_prompt_written_in_the_persons_place_is_labelled_by_who_wrote_it() -> None:
+    task = {"delegated_by": "call-1", "worker": "AGENT_EXECUTOR"}
+    assert prompt_label(task) == "Task for Executor"
+    assert prompt_label({"crew_member": "reviewer", "crew_agent": "THOUGHT"}) == (
+        "Crew, over to the reviewer"
+    )
+    assert prompt_label({"autochat": True, "autochat_turn": 2}) == "AutoChat turn 2"
+    assert prompt_label({"autochat": True}) == "AutoChat"
+    assert prompt_label({"plan_step": 1, "plan_steps": 3, "step": "read"}) == "Plan step 1/3"
+    assert prompt_label({}) == ""  # the person's own
