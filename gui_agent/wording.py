@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from schema import AgentName, AutoChatStopReason, PermissionMode
 
 __all__ = [
+    "AUTOCHAT_STILL_ON",
     "DONE",
     "SENT_A_MESSAGE",
     "SWITCHED_OFF",
@@ -21,6 +22,7 @@ __all__ = [
     "prompt_label",
     "role_title",
     "tool_mode_words",
+    "with_full_stop",
 ]
 
 
@@ -115,6 +117,15 @@ def autochat_stop_words(reason: AutoChatStopReason, detail: str = "") -> str:
     if reason is AutoChatStopReason.STOPPED:
         return detail  # who or what stopped it: "stopped by the user", "the user was removed"
     return f"{words} ({detail})"
+
+
+AUTOCHAT_STILL_ON = "It is still switched on: your next message starts it again."
+"""Said after why AutoChat stopped while its switch stays on (the pages' AutoChat line)."""
+
+
+def with_full_stop(sentence: str) -> str:
+    """`sentence` ended with a full stop, unless it ends its own (a task summary does)."""
+    return sentence if sentence.endswith((".", "!", "?")) else sentence + "."
 
 
 def autochat_stopped(turns: int, reason: AutoChatStopReason, detail: str = "") -> str:

@@ -19,7 +19,7 @@ from backends.gradio.looks import (
 from backends.gradio.markdown import MediaLink, escape_html, images_markdown
 from gui_agent.agents.model_call import FILTERED
 from gui_agent.turn_end import UNANSWERED
-from gui_agent.wording import role_title
+from gui_agent.wording import prompt_label
 from schema import AgentName, Message, MessageStatus, MessageType, Role
 
 __all__ = ["error_mark", "failure_of", "header", "message_text", "user_text"]
@@ -67,21 +67,12 @@ def user_text(message: Message, link: MediaLink | None = None) -> str:
     (a supervisor's task, a crew's hand-over, AutoChat's prompt, a plan step), then its
     images."""
     text = escape_html(message.content)
-    if message.metadata.get("delegated_by"):  # the supervisor's task for a worker
-        worker = escape_html(role_title(str(message.metadata.get("worker", "a worker"))))
-        text = f'<span class="ga-autochat">Task for {worker}:</span> {text}'
-    elif message.metadata.get("crew_member"):
-        member = escape_html(str(message.metadata["crew_member"]))
-        text = f'<span class="ga-autochat">Crew, over to the {member}:</span> {text}'
-    elif message.metadata.get("autochat"):
-        turn = message.metadata.get("autochat_turn")
-        label = f"AutoChat turn {turn}" if turn else "AutoChat"  # (an import may set it)
-        text = f'<span class="ga-autochat">{escape_html(label)}:</span> {text}'
-    elif message.metadata.get("plan_step"):
+    label = prompt_label(message.metadata)  # (the words every front end uses)
+    if label:
         meta = message.metadata
-        label = f"Plan step {meta['plan_step']}/{meta.get('plan_steps', '?')}"
-        step = escape_html(str(meta.get("step", ""))) or text
-        text = f'<span class="ga-autochat">{escape_html(label)}:</span> {step}'
+        if not any(meta.get(k) for k in ("delegated_by", "crew_member", "autochat")):
+            text = escape_html(str(meta.get("step", ""))) or text  # a plan step: the step alone
+        text = f'<span class="ga-autochat">{escape_html(label)}:</span> {text}'
     images = images_markdown(message.images, "attached image", link)
     unanswered = UNANSWERED_MARK if message.metadata.get(UNANSWERED) is True else ""
     return "\n\n".join(part for part in (text, images, unanswered) if part)

@@ -13,10 +13,12 @@ from backends.gradio.autoturns import TurnTally, turns_phrase
 from backends.gradio.markdown import escape_html, escape_title
 from gui_agent.tools.permissions import ToolStanding
 from gui_agent.wording import (
+    AUTOCHAT_STILL_ON,
     allowed_tools_words,
     autochat_stop_words,
     counted,
     tool_mode_words,
+    with_full_stop,
 )
 from schema import (
     AgentName,
@@ -37,7 +39,6 @@ from schema import (
 
 __all__ = [
     "MAX_TURNS_SHOWN",
-    "STILL_ON",
     "AutoChatStatus",
     "MemoryInfo",
     "PanelState",
@@ -53,7 +54,6 @@ __all__ = [
 MAX_TURNS_SHOWN = 10
 """The usage panel lists this many recent turns."""
 
-STILL_ON = "It is still switched on: your next message starts it again."
 """Said after why AutoChat stopped while its switch stays on (a limit, Stop, a failure)."""
 
 _STATE_HELP = {
@@ -171,9 +171,8 @@ class AutoChatStatus:
             stop = self.stopped
             # (the agent's words when it declared the task done, an error's message)
             words = escape_html(autochat_stop_words(stop.reason, stop.detail))
-            end = "" if words.endswith((".", "!", "?")) else "."  # (a summary's own stop)
-            said = f"AutoChat stopped after {turns_phrase(stop.turns)}: {words}{end}"
-            return f"{said} {STILL_ON}" if self.enabled else said
+            said = with_full_stop(f"AutoChat stopped after {turns_phrase(stop.turns)}: {words}")
+            return f"{said} {AUTOCHAT_STILL_ON}" if self.enabled else said
         if self.enabled:
             return "AutoChat is on: after your next message the agent keeps going on its own."
         return "AutoChat is off."

@@ -11,7 +11,7 @@ import streamlit as st
 from backends.api.client import ApiError, GuiAgentClient
 from backends.api.responses import SessionDetail
 from backends.streamlit.view import plain_markdown
-from gui_agent.wording import autochat_stop_words, counted
+from gui_agent.wording import AUTOCHAT_STILL_ON, autochat_stopped, counted, with_full_stop
 from schema import AutoChatStopped, AutoChatTurn
 
 __all__ = ["autochat_panel", "note_autochat", "read_up_to", "resume_point"]
@@ -42,8 +42,7 @@ def note_autochat(session_id: str, event: object) -> bool:
     if isinstance(event, AutoChatTurn):
         words = f"Automatic turn {event.turn} of {event.max_turns}."
     elif isinstance(event, AutoChatStopped):
-        ran = counted(event.turns, "automatic turn")
-        words = f"AutoChat stopped after {ran}: {autochat_stop_words(event.reason, event.detail)}."
+        words = with_full_stop(autochat_stopped(event.turns, event.reason, event.detail))
     else:
         return False
     shown = st.session_state.setdefault(_STATUS, {})
@@ -105,7 +104,8 @@ def autochat_panel(client: GuiAgentClient, detail: SessionDetail) -> None:
                 st.rerun()
         status = state.get(_STATUS, {}).get(session_id)
         if status:
-            st.caption(plain_markdown(status))
+            stopped = status.startswith("AutoChat stopped") and settings.enabled
+            st.caption(plain_markdown(f"{status} {AUTOCHAT_STILL_ON}" if stopped else status))
         elif settings.enabled:
             st.caption(f"AutoChat is on: up to {counted(settings.max_turns, 'automatic turn')}.")
         else:

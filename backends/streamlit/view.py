@@ -22,7 +22,7 @@ from backends.api.responses import MemoryAnswer
 from gui_agent.agents.model_call import FILTERED
 from gui_agent.retry_words import retry_words
 from gui_agent.turn_end import UNANSWERED
-from gui_agent.wording import counted, role_title
+from gui_agent.wording import counted, prompt_label, role_title
 from schema import (
     ImagePart,
     Message,
@@ -218,17 +218,7 @@ def _speaker(message: Message) -> str:
     wrote, which (as the Gradio page labels it)."""
     if message.role is not Role.USER:
         return role_title(message.agent) if message.agent else ""
-    meta = message.metadata
-    if meta.get("delegated_by"):  # the supervisor's task for a worker
-        return f"Task for {role_title(str(meta.get('worker', 'a worker')))}"
-    if meta.get("crew_member"):
-        return f"Crew, over to the {meta['crew_member']}"
-    if meta.get("autochat"):
-        turn = meta.get("autochat_turn")
-        return f"AutoChat turn {turn}" if turn else "AutoChat"
-    if meta.get("plan_step"):
-        return f"Plan step {meta['plan_step']}/{meta.get('plan_steps', '?')}"
-    return ""
+    return prompt_label(message.metadata)
 
 
 def _notes(message: Message) -> list[str]:

@@ -5,6 +5,7 @@
 // a box not touched here. An empty box means the default (the model's, or none), and a value
 // the server refuses is said in its words, naming the field.
 import { useState } from "react";
+import { AUTOCHAT_STILL_ON } from "./history.js";
 
 /** A box's text as the API takes it: empty is null, a number is a number, and anything else
  * is sent as typed, for the server to name the field it refuses. */
@@ -83,7 +84,11 @@ export function AutoChatPanel({ record, save, note }) {
           ? `AutoChat is on: up to ${settings.max_turns} automatic turns.`
           : "AutoChat is off."}
       </p>
-      {note && <p className="note">{note}</p>}
+      {note && (
+        <p className="note">
+          {settings.enabled && note.startsWith("AutoChat stopped") ? `${note} ${AUTOCHAT_STILL_ON}` : note}
+        </p>
+      )}
       <form
         onSubmit={async (e) => {
           e.preventDefault();

@@ -351,5 +351,10 @@ export function applyEvent(chat, event) {
 function autochatStopped(event) {
   const turns = `${event.turns} automatic turn${event.turns === 1 ? "" : "s"}`;
   const why = event.detail || String(event.reason).replaceAll("_", " ");
-  return `AutoChat stopped after ${turns}: ${why}.`;
+  const said = `AutoChat stopped after ${turns}: ${why}`;
+  return /[.!?]$/.test(said) ? said : `${said}.`; // (a task summary ends its own sentence)
 }
+
+/** Said after why AutoChat stopped while its switch stays on (gui_agent/wording.py's
+ * AUTOCHAT_STILL_ON: keep the two alike). */
+export const AUTOCHAT_STILL_ON = "It is still switched on: your next message starts it again.";

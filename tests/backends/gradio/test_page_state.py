@@ -15,7 +15,6 @@ import pytest
 from backends.gradio.form import Form
 from backends.gradio.handlers import Handlers, tab_of
 from backends.gradio.panels import (
-    STILL_ON,
     MemoryInfo,
     PanelState,
     badge_html,
@@ -30,6 +29,7 @@ from gui_agent.llm import StaticCatalog
 from gui_agent.manager import SessionManager
 from gui_agent.quick import create_interpreter
 from gui_agent.store import MemoryStore
+from gui_agent.wording import AUTOCHAT_STILL_ON
 from schema import (
     AutoChatSettings,
     AutoChatStopped,
@@ -86,7 +86,8 @@ def test_autochat_stopped_before_its_announced_turn_ran_counts_only_turns_that_r
     # the session counts only turns that ran: this one was stopped during its delay
     panels.apply(AutoChatStopped(reason=AutoChatStopReason.STOPPED, turns=0))
     assert (
-        panels.autochat == f"AutoChat stopped after 0 automatic turns: it was stopped. {STILL_ON}"
+        panels.autochat
+        == f"AutoChat stopped after 0 automatic turns: it was stopped. {AUTOCHAT_STILL_ON}"
     )
 
 
@@ -379,7 +380,7 @@ def test_a_summary_that_ends_its_own_sentence_gets_no_second_full_stop() -> None
     panels.apply(autochat(True))
     panels.apply(AutoChatStopped(reason=AutoChatStopReason.TASK_COMPLETE, turns=1, detail="Done."))
     assert panels.autochat == (
-        f"AutoChat stopped after 1 automatic turn: the task is done: Done. {STILL_ON}"
+        f"AutoChat stopped after 1 automatic turn: the task is done: Done. {AUTOCHAT_STILL_ON}"
     )
     panels.apply(autochat(False))
     assert panels.autochat == "AutoChat is off."

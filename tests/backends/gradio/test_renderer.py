@@ -24,7 +24,6 @@ from backends.gradio.markdown import escape_html, fence, image_markdown, json_or
 from backends.gradio.message_text import user_text
 from backends.gradio.panels import (
     MAX_TURNS_SHOWN,
-    STILL_ON,
     MemoryInfo,
     PanelState,
     badge_html,
@@ -44,6 +43,7 @@ from backends.gradio.tool_steps import APPROVAL_POINTER, LIVE_SHOWN_CHARS, LIVE_
 from connectors.scripted import ScriptedModel, call
 from gui_agent.manager import INTERRUPTED_NOTE
 from gui_agent.quick import create_interpreter
+from gui_agent.wording import AUTOCHAT_STILL_ON
 from schema import (
     AgentName,
     AgentSwitched,
@@ -537,7 +537,7 @@ def test_the_autochat_note_counts_the_turns_that_ran_as_the_status_line_does(
         panels.apply(event)
     [note] = (text_of(m) for m in view.messages())
     assert note == f"_AutoChat stopped after {said}: it was stopped_"
-    assert panels.autochat == f"AutoChat stopped after {said}: it was stopped. {STILL_ON}"
+    assert panels.autochat == f"AutoChat stopped after {said}: it was stopped. {AUTOCHAT_STILL_ON}"
     view.apply(AutoChatTurn(turn=1, max_turns=3, remaining=2))  # a new run starts afresh
     view.apply(_moved(stop, running))
     view.apply(AutoChatStopped(reason=AutoChatStopReason.MAX_TURNS, turns=2))

@@ -9,13 +9,14 @@ from typing import Any
 import gradio as gr
 
 from backends.gradio.layout import Page, build_page
-from backends.gradio.panels import STILL_ON, AutoChatStatus
+from backends.gradio.panels import AutoChatStatus
 from backends.gradio.renderer import ChatView
 from backends.gradio.stream import PageView
 from backends.gradio.switches import placed_notes
 from connectors.scripted import ScriptedModel
 from gui_agent.exceptions import ModelServerError
 from gui_agent.quick import create_interpreter
+from gui_agent.wording import AUTOCHAT_STILL_ON
 from schema import (
     AgentName,
     AgentSwitched,
@@ -102,10 +103,10 @@ async def test_a_view_built_after_autochat_stopped_says_why_until_it_is_switched
 
     assert not interpreter.autochat_active
     limit = "AutoChat stopped after 1 automatic turn: it reached its limit of automatic turns."
-    assert rebuilt() == f"{limit} {STILL_ON}"
+    assert rebuilt() == f"{limit} {AUTOCHAT_STILL_ON}"
     assert rebuilt() == watched()
     await interpreter.update(autochat=on.model_copy(update={"max_turns": 3}))  # a limit only
-    assert rebuilt() == f"{limit} {STILL_ON}"
+    assert rebuilt() == f"{limit} {AUTOCHAT_STILL_ON}"
     assert rebuilt() == watched()
     await interpreter.update(autochat=on.model_copy(update={"enabled": False}))
     assert rebuilt() == watched() == "AutoChat is off."

@@ -20,6 +20,7 @@ from starlette.applications import Starlette
 
 from backends.react_front import REACT_DIST, mount_react
 from connectors.scripted import call
+from gui_agent.wording import AUTOCHAT_STILL_ON
 from schema import Message, MessageStatus, Role
 from tests.backends.api.live import Backend, running_backend
 from tests.backends.pictures import red_png
@@ -500,7 +501,7 @@ def test_the_chats_settings_are_saved_and_a_refused_value_is_named(
     send(page, "ahoy")
     expect(
         page.get_by_text("AutoChat stopped after 2 automatic turns", exact=False)
-    ).to_be_visible()
+    ).to_contain_text(AUTOCHAT_STILL_ON)  # (its switch stays on)
     record = backend.client().login("ada", PASSWORD).session(chat_titled(backend, "ahoy"))
     settings = record["session"]["settings"]
     assert settings["system_prompt"] == "Answer like a pirate."

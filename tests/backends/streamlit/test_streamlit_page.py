@@ -20,6 +20,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from backends.api import routes_sessions
 from backends.api.responses import SessionDetail
 from connectors.scripted import call
+from gui_agent.wording import AUTOCHAT_STILL_ON
 from schema import MessageStatus, Role
 from tests.backends.api.live import Backend, running_backend
 from tests.backends.pictures import red_png
@@ -297,7 +298,8 @@ def test_autochat_runs_its_turns_within_the_limit_and_says_why_it_stopped(
     send(page, "keep going on your own")
     expect(
         page.get_by_text(
-            "AutoChat stopped after 2 automatic turns: it reached its limit of automatic turns."
+            "AutoChat stopped after 2 automatic turns: it reached its limit of automatic turns. "
+            + AUTOCHAT_STILL_ON  # (its switch stays on)
         )
     ).to_be_visible()
     api = backend.client().login("ada", PASSWORD)
