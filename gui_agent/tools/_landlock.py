@@ -16,7 +16,6 @@ every Linux architecture.
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 import stat
 import sys
@@ -57,19 +56,9 @@ class _PathBeneath(ctypes.Structure):
     _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
 
 
-@functools.cache
-def _libc() -> ctypes.CDLL | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        return ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-
-
-def landlock_abi() -> int:
-    """The Landlock version this kernel offers; 0 when it offers none (or is not Linux)."""
-    libc = _libc()
+def landlock_abi(libc: ctypes.CDLL | None) -> int:
+    """The Landlock version this kernel offers; 0 when it offers none (or `libc` is None:
+    not Linux). `libc`: the C library as `_sandbox.libc` opens it."""
     if libc is None:
         return 0
     version: int = libc.syscall(
@@ -104,11 +93,10 @@ def readable_roots(workdir: str) -> list[str]:
     return roots
 
 
-def confine_files(workdir: str) -> str | None:
+def confine_files(workdir: str, libc: ctypes.CDLL | None) -> str | None:
     """Allow this process and its children only the files described in the module
     docstring. None when done; else why not (the code then runs unconfined)."""
-    libc = _libc()
-    abi = landlock_abi()
+    abi = landlock_abi(libc)
     if libc is None or abi < 1:
         return "this kernel has no Landlock"
     handled = _handled(abi)

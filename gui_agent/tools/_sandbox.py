@@ -88,7 +88,8 @@ def child_environment(workdir: Path, private: Path) -> dict[str, str]:
 
 
 @functools.cache
-def _libc() -> ctypes.CDLL | None:
+def libc() -> ctypes.CDLL | None:
+    """The C library, for its system calls (Linux); None elsewhere."""
     if not sys.platform.startswith("linux"):
         return None
     try:
@@ -99,11 +100,11 @@ def _libc() -> ctypes.CDLL | None:
 
 def _prctl(option: int, arg2: int = 0, arg3: int = 0) -> int:
     """prctl(2); -1 with errno set on failure, or when there is no prctl (not Linux)."""
-    libc = _libc()
-    if libc is None:
+    c = libc()
+    if c is None:
         return -1
     zero = ctypes.c_ulong(0)
-    result: int = libc.prctl(
+    result: int = c.prctl(
         ctypes.c_int(option), ctypes.c_ulong(arg2), ctypes.c_ulong(arg3), zero, zero
     )
     return result
@@ -234,15 +235,15 @@ def drop_inspection_capabilities() -> None:
     back, and from the ambient, effective, permitted and inheritable sets. Every other
     power of root stays.
     """
-    libc = _libc()
-    if libc is None:
+    c = libc()
+    if c is None:
         return
     for number in _INSPECTION_CAPS:  # EINVAL for one this kernel does not know; fine
         _prctl(_PR_CAPBSET_DROP, number)
         _prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_LOWER, number)
     header = _CapHeader(_CAP_VERSION_3, 0)
     data = (_CapData * 2)()
-    if libc.capget(ctypes.byref(header), data) != 0:
+    if c.capget(ctypes.byref(header), data) != 0:
         return
     held = False
     for number in _INSPECTION_CAPS:
@@ -252,7 +253,7 @@ def drop_inspection_capabilities() -> None:
         word.permitted &= ~bit
         word.inheritable &= ~bit
     if held:
-        libc.capset(ctypes.byref(header), data)
+        c.capset(ctypes.byref(header), data)
 
 
 def _cap_limit(kind: int, soft: int, hard: int) -> None:
@@ -300,7 +301,7 @@ def _confine_files() -> None:
     assert spec is not None and spec.loader is not None
     landlock = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(landlock)
-    why = landlock.confine_files(os.getcwd())
+    why = landlock.confine_files(os.getcwd(), libc())
     if why is not None:
         sys.stderr.write(f"run_python: the code was not run: it could not be confined ({why})\n")
         sys.stderr.flush()

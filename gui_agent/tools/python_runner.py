@@ -130,7 +130,7 @@ def files_confined() -> bool:
     if os.environ.get(UNCONFINED_ENV) == "1":
         _said_unconfined("%s=1", UNCONFINED_ENV)
         return False
-    if landlock_abi() < 1:
+    if landlock_abi(_sandbox.libc()) < 1:
         _said_unconfined("this system cannot confine it (no Landlock)")
         return False
     return True

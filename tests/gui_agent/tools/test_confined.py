@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gui_agent.tools._landlock import landlock_abi, readable_roots
+from gui_agent.tools._sandbox import libc
 from gui_agent.tools.python_runner import (
     UNCONFINED_ENV,
     PythonLimits,
@@ -19,7 +20,7 @@ from gui_agent.tools.python_runner import (
 )
 
 pytestmark = pytest.mark.skipif(
-    landlock_abi() < 1, reason="this kernel has no Landlock (Linux 5.13 or later)"
+    landlock_abi(libc()) < 1, reason="this kernel has no Landlock (Linux 5.13 or later)"
 )
 
 PROBE = """
