@@ -20,7 +20,7 @@ import os
 import stat
 import sys
 
-__all__ = ["READABLE_ROOTS", "confine_files", "landlock_abi", "readable_roots"]
+__all__ = ["DEVICES", "READABLE_ROOTS", "confine_files", "landlock_abi", "readable_roots"]
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
 _CREATE_RULESET_VERSION = 1
@@ -49,6 +49,29 @@ READABLE_ROOTS = (
 """The system's folders the code may read (besides Python's own): programs, libraries,
 locales, certificates, time zones, fonts. Not /home, /root, /tmp, /var, /srv, /opt or /mnt,
 where data folders and other people's files live."""
+
+
+DEVICES = (
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/pts",
+)
+"""The devices the code may use (besides /dev/shm, shared by every run: multiprocessing's
+semaphores live there)."""
+
+_SCOPE_ABSTRACT_UNIX_SOCKET, _SCOPE_SIGNAL = 1 << 0, 1 << 1
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = (
+        ("handled_access_fs", ctypes.c_uint64),
+        ("handled_access_net", ctypes.c_uint64),
+        ("scoped", ctypes.c_uint64),
+    )
 
 
 class _PathBeneath(ctypes.Structure):
@@ -100,16 +123,20 @@ def confine_files(workdir: str, libc: ctypes.CDLL | None) -> str | None:
     if libc is None or abi < 1:
         return "this kernel has no Landlock"
     handled = _handled(abi)
-    attr = ctypes.c_uint64(handled)
+    # (version 6 on: the code may not signal processes outside its run, the server's among
+    # them, nor reach abstract Unix sockets made outside it)
+    attr = _RulesetAttr(handled, 0, _SCOPE_ABSTRACT_UNIX_SOCKET | _SCOPE_SIGNAL if abi >= 6 else 0)
+    size = ctypes.sizeof(_RulesetAttr) if abi >= 6 else 8
     ruleset: int = libc.syscall(
-        _CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(8), ctypes.c_uint32(0)
+        _CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0)
     )
     if ruleset < 0:
         return f"no Landlock ruleset: {os.strerror(ctypes.get_errno())}"
     try:
         for root in readable_roots(workdir):
             _allow(libc, ruleset, root, _READ)
-        _allow(libc, ruleset, "/dev", (_READ | _WRITE_FILE | _TRUNCATE | _IOCTL_DEV) & handled)
+        for device in DEVICES:  # (not all of /dev: as root, that held the disks)
+            _allow(libc, ruleset, device, (_READ | _WRITE_FILE | _TRUNCATE | _IOCTL_DEV) & handled)
         _allow(libc, ruleset, "/dev/shm", handled)  # (multiprocessing's semaphores)
         _allow(libc, ruleset, workdir, handled)
         if libc.prctl(_PR_SET_NO_NEW_PRIVS, ctypes.c_ulong(1), *(ctypes.c_ulong(0),) * 3):

@@ -49,6 +49,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import codecs
+import contextlib
+import errno
 import functools
 import logging
 import math
@@ -63,7 +65,7 @@ from pathlib import Path
 from typing import Any
 
 from gui_agent.cancels import uninterrupted
-from gui_agent.exceptions import ToolExecutionError
+from gui_agent.exceptions import PathEscape, ToolExecutionError
 from gui_agent.tools import _sandbox
 from gui_agent.tools._landlock import landlock_abi
 from gui_agent.tools._sandbox import (
@@ -149,14 +151,68 @@ def _code_view(arguments: dict[str, Any]) -> ApprovalView:
     return ApprovalView("Run Python code", str(arguments.get("code", "")), "python")
 
 
-def _prepare(workdir: Path, code: str) -> tuple[Path, Path]:
-    """Create the folders; write the script. Returns (script, private folder)."""
-    private = workdir / PRIVATE_DIR
-    for folder in (private / "tmp", private / "cache"):
-        folder.mkdir(parents=True, exist_ok=True)
-    script = private / f"run_{uuid.uuid4().hex[:12]}.py"
-    script.write_text(code, encoding="utf-8")
-    return script.resolve(), private.resolve()
+@dataclass(frozen=True, slots=True)
+class _Script:
+    """A run's script, written in the private folder of the chat's folder `root`."""
+
+    root: Path
+    """The chat's folder, resolved: where the code runs, and all it may write to."""
+    private: Path
+    name: str
+
+    def remove(self) -> None:
+        """Delete the script, inside the private folder only: if the code put a link in the
+        folder's place, the script went with the folder, and nothing is followed."""
+        try:
+            folder = _opened_folder(self.private, create=False)
+        except OSError:
+            return
+        try:
+            os.unlink(self.name, dir_fd=folder)
+        except FileNotFoundError:
+            return
+        finally:
+            os.close(folder)
+
+
+_FOLDER_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def _opened_folder(path: Path | str, *, dir_fd: int | None = None, create: bool = True) -> int:
+    """`path` (under `dir_fd`) opened as a folder of its own, never through a link: a link
+    or a file the code left in its place is removed and the folder made anew. (Code that
+    swapped `.gui_agent` for a link to another chat's made the next run write its script
+    there and run in that chat's folder.)"""
+    for _ in range(3):
+        try:
+            return os.open(path, _FOLDER_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError:
+            if not create:
+                raise
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(path, dir_fd=dir_fd)
+        except OSError as error:
+            if error.errno not in (errno.ELOOP, errno.ENOTDIR) or not create:
+                raise
+            os.unlink(path, dir_fd=dir_fd)
+    raise ToolExecutionError(f"run_python could not make its folder {str(path)!r}")
+
+
+def _prepare(workdir: Path, code: str) -> _Script:
+    """Create the private folders; write the script (nothing through a link)."""
+    workdir.mkdir(parents=True, exist_ok=True)  # (a new chat's folder is made at its first run)
+    root = workdir.resolve()
+    folder = _opened_folder(root / PRIVATE_DIR)
+    try:
+        for name in ("tmp", "cache"):
+            os.close(_opened_folder(name, dir_fd=folder))
+        name = f"run_{uuid.uuid4().hex[:12]}.py"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        with os.fdopen(os.open(name, flags, 0o600, dir_fd=folder), "w", encoding="utf-8") as out:
+            out.write(code)
+    finally:
+        os.close(folder)
+    return _Script(root, root / PRIVATE_DIR, name)
 
 
 def _snapshot(workdir: Path) -> dict[str, tuple[int, int, int]]:
@@ -198,7 +254,7 @@ def _load_images(workdir: Path, paths: list[str], limits: PythonLimits) -> list[
             with open_regular(workdir / relative) as handle:
                 if os.fstat(handle.fileno()).st_size < limits.image_bytes:
                     images.append(base64.b64encode(handle.read()).decode("ascii"))
-        except OSError:
+        except (OSError, PathEscape):  # (a second hard link: not shown, the run still is)
             continue
     return images
 
@@ -336,10 +392,10 @@ async def run_code(
     preparing = asyncio.ensure_future(asyncio.to_thread(_prepare, workdir, code))
     if await uninterrupted(preparing):  # (the thread wrote the script all the same)
         if not preparing.cancelled() and preparing.exception() is None:
-            await asyncio.to_thread(preparing.result()[0].unlink, missing_ok=True)
+            await asyncio.to_thread(preparing.result().remove)
         raise asyncio.CancelledError
-    script, private = preparing.result()
-    root = private.parent
+    script = preparing.result()
+    root, private = script.root, script.private
     capture = OutputCapture(limits.output_bytes)
     timed_out = False
     try:
@@ -391,7 +447,7 @@ async def run_code(
             partial.append(printed)
         raise
     finally:
-        await asyncio.to_thread(script.unlink, missing_ok=True)
+        await asyncio.to_thread(script.remove)
 
     after = await asyncio.to_thread(_snapshot, root)
     changed_paths = sorted(path for path, stamp in after.items() if before.get(path) != stamp)
@@ -450,7 +506,8 @@ def python_tool(limits: PythonLimits | None = None, *, name: str = "run_python")
         f"{chosen.wall_timeout_s:g}s wall time, {chosen.memory_bytes // _MIB} MiB memory. "
         + (
             "Files: the code may read the system's and Python's own files, and read and write "
-            "only inside the session folder; any other path is refused (permission denied)."
+            "only inside the session folder; reading or writing any other path is refused "
+            "(permission denied)."
             if chosen.confine_files and files_confined()
             else "This is not an isolated sandbox: the code runs as the server's user and can "
             "read and change that user's files outside the session folder, so work inside the "

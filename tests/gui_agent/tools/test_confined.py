@@ -4,6 +4,9 @@ file, sign a token for anyone and read their chats, or another session's folder.
 
 from __future__ import annotations
 
+import base64
+import os
+import socket
 import sys
 from pathlib import Path
 
@@ -117,3 +120,63 @@ def test_a_system_folder_that_holds_the_session_folder_is_not_readable(tmp_path:
     assert "/etc" not in roots and "/usr" in roots
     assert sys.prefix in roots or Path(sys.prefix).resolve().as_posix() in roots
     assert not any(str(tmp_path).startswith(root.rstrip("/") + "/") for root in roots)
+
+
+async def test_a_link_put_in_place_of_the_private_folder_leads_nowhere(tmp_path: Path) -> None:
+    """Alice's code swapped her chat's `.gui_agent` for a link to Bob's: her next run wrote
+    its script in Bob's folder and ran there, reading and writing Bob's files."""
+    bob = tmp_path / "workspaces" / "bob" / "s1"
+    alice = tmp_path / "workspaces" / "alice" / "s2"
+    alice.mkdir(parents=True)
+    (bob / ".gui_agent").mkdir(parents=True)
+    (bob / "secret.txt").write_text("bob's plans")
+    link = f"os.symlink({str(bob / '.gui_agent')!r}, '.gui_agent')\n"
+    swap = "import os, shutil\nshutil.rmtree('.gui_agent')\n" + link
+    await run_code("print('first run')", alice, PythonLimits())  # (makes her .gui_agent)
+    swapped = await run_code(swap, alice, PythonLimits())
+    assert not swapped.is_error, swapped.content
+    assert (alice / ".gui_agent").is_symlink()
+    after = await run_code(
+        "import os\nprint(os.getcwd(), sorted(os.listdir('.')))\nopen('mine.txt', 'w').write('x')",
+        alice,
+        PythonLimits(),
+    )
+    assert after.content.startswith(f"{alice} ['.gui_agent']"), after.content
+    assert not (alice / ".gui_agent").is_symlink()  # a folder of her own again
+    assert sorted(p.name for p in bob.iterdir()) == [".gui_agent", "secret.txt"]
+    assert list((bob / ".gui_agent").iterdir()) == []  # no script, tmp or cache of hers
+    assert (alice / "mine.txt").exists()
+
+
+async def test_a_picture_with_a_second_hard_link_is_left_out_and_the_run_still_answers(
+    tmp_path: Path,
+) -> None:
+    dot = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(50))).decode()
+    code = (
+        f"import base64, os\npng = base64.b64decode({dot!r})\n"
+        "open('dot.png', 'wb').write(png)\nos.link('dot.png', 'again.png')\nprint('written')\n"
+    )
+    result = await run_code(code, tmp_path, PythonLimits())
+    assert not result.is_error and result.content.startswith("written"), result.content
+    assert result.images == ()
+
+
+async def test_the_code_cannot_signal_the_server_nor_reach_its_abstract_sockets(
+    tmp_path: Path,
+) -> None:
+    if landlock_abi(libc()) < 6:
+        pytest.skip("signal and abstract socket scopes need Landlock 6 (Linux 6.12)")
+    name = f"\0gui-agent-test-{os.getpid()}"
+    with socket.socket(socket.AF_UNIX) as listening:
+        listening.bind(name)
+        listening.listen(1)
+        code = (
+            "import os, socket\n"
+            f"try:\n    os.kill({os.getpid()}, 0)\n    print('signalled')\n"
+            "except PermissionError:\n    print('no signal')\n"
+            f"try:\n    socket.socket(socket.AF_UNIX).connect({name!r})\n    print('connected')\n"
+            "except PermissionError:\n    print('no socket')\n"
+            "print(open('/dev/null', 'w').write('x'), len(open('/dev/urandom', 'rb').read(4)))\n"
+        )
+        result = await run_code(code, tmp_path, PythonLimits())
+    assert result.content.splitlines()[:3] == ["no signal", "no socket", "1 4"], result.content

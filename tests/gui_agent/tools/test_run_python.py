@@ -418,7 +418,7 @@ async def test_a_stop_while_the_script_is_being_written_leaves_no_script(
     prepare = python_runner._prepare
     writing, go_on, written = threading.Event(), threading.Event(), threading.Event()
 
-    def prepare_late(folder: Path, code: str) -> tuple[Path, Path]:
+    def prepare_late(folder: Path, code: str) -> python_runner._Script:
         writing.set()
         go_on.wait(30)
         try:
