@@ -87,8 +87,9 @@
   // asks it to sign in) sends nothing more: a send would be refused and its message lost.
   // It says so under the box and gives back the message a refused send carried (found by
   // the send's ticket, the last of its inputs: app.py tells guiAgentTicketed each one).
-  const SIGNED_OUT_WORDS = "You are signed out (the server restarted, or your password " +
-    "changed). Reload the page and sign in again; what you typed stays in the box.";
+  const SIGNED_OUT_WORDS = "You are signed out (the server restarted, your password " +
+    "changed, or your account was removed). Reload the page and sign in again; what you " +
+    "typed stays in the box.";
   const ticketed = new Map();  // ticket -> the text its send carried (the last few)
   let signedOut = false;
   window.guiAgentTicketed = (ticket, text) => {
@@ -192,14 +193,20 @@
   // What the person is typing is kept in the tab's session storage as they type, so a
   // reload (theirs, or the page's own after a lost connection) gives it back: app.py calls
   // guiAgentDraftBack once the reloaded page has its chat. A send empties the box, and so
-  // the kept draft. Nothing is kept if the browser refuses storage.
+  // the kept draft. Nothing is kept if the browser refuses storage. A draft is given back
+  // only to the person who typed it (the name the page says is signed in): signed out, or
+  // after a restart, the next person to sign in on this tab may be someone else.
   const DRAFT_KEY = "gui-agent-draft:" + location.pathname;
+  const signedInAs = () => document.querySelector("#account strong")?.textContent ?? "";
   document.addEventListener("input", (event) => {
     const box = input();
     if (!box || event.target !== box) return;
     try {
-      if (box.value) sessionStorage.setItem(DRAFT_KEY, box.value);
-      else sessionStorage.removeItem(DRAFT_KEY);
+      if (box.value) {
+        sessionStorage.setItem(DRAFT_KEY, JSON.stringify({who: signedInAs(), text: box.value}));
+      } else {
+        sessionStorage.removeItem(DRAFT_KEY);
+      }
     } catch (error) {}
   }, true);
   // Pictures pasted into the message box (a screenshot, an image copied in a browser) are
@@ -224,7 +231,10 @@
   }, true);
   window.guiAgentDraftBack = () => {
     let text = "";
-    try { text = sessionStorage.getItem(DRAFT_KEY) || ""; } catch (error) {}
+    try {
+      const kept = JSON.parse(sessionStorage.getItem(DRAFT_KEY) || "null");
+      if (kept && kept.who === signedInAs() && typeof kept.text === "string") text = kept.text;
+    } catch (error) {}
     const box = input();
     if (!text || !box || box.value) return;  // never over what was typed since
     fill(box, text);

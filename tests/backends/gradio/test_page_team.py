@@ -242,6 +242,15 @@ def test_a_tab_signed_out_meanwhile_gives_back_the_message_it_could_not_send(
         expect(page.locator("#chat-input textarea")).to_have_value(
             "said after the password changed", timeout=WAIT_MS
         )
+        # The next person to sign in on this tab is not given what Erin typed.
+        page.locator("#account").get_by_text("Log out").click()
+        page.get_by_test_id("textbox").fill("bob")
+        page.get_by_test_id("password").fill(USERS["bob"])
+        page.get_by_role("button", name="Login").click()
+        expect(page.locator("#account")).to_contain_text("Signed in as bob", timeout=WAIT_MS)
+        expect(badge(page)).to_have_text("INIT", timeout=WAIT_MS)
+        page.wait_for_timeout(1000)  # (a draft would be given back once the chat is shown)
+        expect(page.locator("#chat-input textarea")).to_have_value("")
     finally:
         page.context.close()
     (record,) = server.live.call(server.manager.store.list_sessions(erin))
