@@ -19,7 +19,7 @@ from gui_agent.agents.model_call import FILTERED
 from gui_agent.agents.planner import PLAN_LEFT
 from gui_agent.agents.tool_step import NOT_RUN
 from gui_agent.retry_words import retry_words
-from gui_agent.turn_end import UNANSWERED
+from gui_agent.turn_end import PRINTED_BY_THEN, UNANSWERED
 from gui_agent.wording import autochat_stopped, counted, prompt_label, role_title
 from schema import (
     AgentSwitched,
@@ -101,9 +101,12 @@ class EventLines:
         if (
             message.role is Role.TOOL
             and self._live.pop(message.tool_call_id or "", None) is not None
-            and isinstance(status := message.metadata.get("status"), str)
         ):
-            return f"\n  ┆ {status}"
+            # its output was shown as it came: say only how it ended
+            if isinstance(status := message.metadata.get("status"), str):
+                return f"\n  ┆ {status}"
+            if message.status is MessageStatus.INTERRUPTED and PRINTED_BY_THEN in message.content:
+                return f"\n  ┆ {message.content.split(PRINTED_BY_THEN, 1)[0]}"
         if not streamed and _written_whole(message):
             if self._labelled == message.id:  # its label was shown, nothing after it
                 return message.content

@@ -326,6 +326,10 @@ _WORKER_MARKS = ("delegated_by", "worker")
 """The metadata a supervisor's worker's messages carry (see `supervisor._shown`)."""
 
 
+PRINTED_BY_THEN = " What it had printed by then:\n"
+"""In the answer of a call a Stop cut short, before what its code had printed."""
+
+
 def _dangling_answer(
     call: ToolCall,
     reason: str,
@@ -342,7 +346,7 @@ def _dangling_answer(
             call,
             f"Interrupted while running: the turn ended ({reason}). It may have done "
             "part of its work; check before running it again."
-            + (f" What it had printed by then:\n{made[call.id]}" if call.id in made else ""),
+            + (f"{PRINTED_BY_THEN}{made[call.id]}" if call.id in made else ""),
             agent=agent,
             was_running=True,
             duration_ms=_ran_ms(started[call.id]),

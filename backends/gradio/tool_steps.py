@@ -23,7 +23,15 @@ from schema import (
     ToolResult,
 )
 
-__all__ = ["APPROVAL_POINTER", "LIVE_SHOWN_CHARS", "LIVE_TITLE", "Call", "LiveText", "ToolSteps"]
+__all__ = [
+    "APPROVAL_POINTER",
+    "LIVE_SHOWN_CHARS",
+    "LIVE_TITLE",
+    "Call",
+    "LiveText",
+    "ToolSteps",
+    "overwritten",
+]
 
 APPROVAL_POINTER = "Allow or deny it in the approval panel under the conversation."
 """The body of a pending approval's entry in the chat."""
@@ -55,9 +63,16 @@ class LiveText:
             self.text = self.text[-LIVE_SHOWN_CHARS:]
 
     def shown(self) -> str:
+        text = overwritten(self.text)
         if not self.left_out:
-            return self.text
-        return f"…[{counted(self.left_out, 'earlier character')} not shown]…\n{self.text}"
+            return text
+        return f"…[{counted(self.left_out, 'earlier character')} not shown]…\n{text}"
+
+
+def overwritten(text: str) -> str:
+    """`text` as a terminal shows it after carriage returns: a line drawn again after a
+    `\r` (a progress bar) shows its last drawing only, not one line per frame."""
+    return "\n".join(line.rstrip("\r").rsplit("\r", 1)[-1] for line in text.split("\n"))
 
 
 @dataclass(slots=True)

@@ -123,3 +123,26 @@ def test_a_tool_without_an_exit_status_still_shows_its_result_after_its_progress
     result = Message(role=Role.TOOL, tool_call_id="c", name="crawl", content="3 pages")
     shown = lines.format(MessageCompleted(message=result))
     assert shown is not None and "3 pages" in shown
+
+
+async def test_output_shown_as_it_came_is_not_repeated_when_a_stop_ends_the_call(
+    tmp_path: Path,
+) -> None:
+    code = "import time\nprint('tick 0', flush=True)\ntime.sleep(60)"
+    interpreter, _ = make(
+        tmp_path,
+        [call("run_python", code=code), "never"],
+        permissions={"run_python": PermissionMode.ALLOW},
+    )
+    lines = EventLines()
+    shown: list[str] = []
+    async with interpreter.subscribe() as events:
+        await interpreter.send("tick and wait")
+        async for event in events.until_idle():
+            if text := lines.format(event):
+                shown.append(text)
+            if isinstance(event, ToolCallOutput):
+                await interpreter.stop()
+    said = "".join(shown)
+    assert said.count("┆ tick 0") == 1, said  # shown as it came, not again in the answer
+    assert "┆ Interrupted while running: the turn ended (stopped by the user)." in said

@@ -345,6 +345,15 @@ def test_a_running_call_shows_its_output_so_far_until_its_result_replaces_it() -
     assert not view.apply(ToolCallOutput(call_id="other", text="no such call"))
 
 
+def test_a_progress_bar_drawn_with_carriage_returns_shows_its_last_drawing() -> None:
+    tool_call, asking, _ = _tool_call_messages()
+    view = ChatView.from_history([asking])
+    view.apply(ToolCallStarted(call=tool_call, parent_message_id="m1"))
+    for frame in ("start\nProgress 0%", "\rProgress 50%", "\rProgress 100%\r\n", "done\r\n"):
+        view.apply(ToolCallOutput(call_id="c1", text=frame))
+    assert text_of(view.messages()[-1]) == "```output\nstart\nProgress 100%\ndone\n```"
+
+
 def test_a_running_call_shows_only_its_latest_output() -> None:
     tool_call, asking, _ = _tool_call_messages()
     view = ChatView.from_history([asking])
