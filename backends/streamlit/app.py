@@ -72,6 +72,7 @@ from backends.streamlit.view import (
     memory_lines,
     plain_markdown,
     safe_markdown,
+    unanswered_calls,
     usage_line,
 )
 from gui_agent.wording import role_title
@@ -385,7 +386,9 @@ def _chat(client: GuiAgentClient, session_id: str) -> None:
     tools_panel(client, detail)
     chat_actions(client, detail)
     export_panel(client, detail)
-    for entry in entries_of(detail.messages):
+    followed = detail.busy and not detail.pending_approvals  # (as `_follow` draws it live)
+    running = [v.call_id for v in unanswered_calls(detail.messages)] if followed else []
+    for entry in entries_of(detail.messages, live=running):  # (those: `_follow` draws them)
         draw_entry(entry)
     approvals = len(detail.pending_approvals)
     for request in detail.pending_approvals[:1]:  # one at a time, the oldest first

@@ -15,7 +15,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from backends.api.responses import MemoryAnswer
@@ -56,6 +56,7 @@ __all__ = [
     "plain_markdown",
     "pretty_arguments",
     "safe_markdown",
+    "unanswered_calls",
     "usage_line",
 ]
 
@@ -238,8 +239,22 @@ def _notes(message: Message) -> list[str]:
     return notes
 
 
-def entries_of(history: list[Message]) -> list[Entry]:
-    """The history as chat entries, each tool result folded into the call that made it."""
+def unanswered_calls(history: Sequence[Message]) -> list[CallView]:
+    """The calls of `history` without a result yet, in order: while a turn runs, the ones
+    running (or waiting for approval)."""
+    calls: dict[str, CallView] = {}
+    for message in history:
+        for call in message.tool_calls:
+            calls[call.id] = _call_view(call)
+        if message.role is Role.TOOL:
+            calls.pop(message.tool_call_id or "", None)
+    return list(calls.values())
+
+
+def entries_of(history: list[Message], *, live: Collection[str] = ()) -> list[Entry]:
+    """The history as chat entries, each tool result folded into the call that made it.
+    `live`: calls a turn is running, shown with what they print by the live view instead
+    (`LiveReply.following`), so not here too."""
     entries: list[Entry] = []
     calls: dict[str, CallView] = {}
     for message in history:
@@ -280,7 +295,8 @@ def entries_of(history: list[Message]) -> list[Entry]:
         for call in message.tool_calls:
             view = _call_view(call)
             calls[call.id] = view
-            entry.calls.append(view)
+            if call.id not in live:
+                entry.calls.append(view)
         entries.append(entry)
     return entries
 
@@ -298,9 +314,6 @@ class LiveReply:
     retrying: str = ""
     """Why the reply being written has not begun: the model is asked again (`retry_words`).
     Drawn under the text until the reply streams or is filed, or the turn ends."""
-    unanswered: dict[str, CallView] = field(default_factory=dict)
-    """The history's calls without a result: one may be running, begun before the events
-    read here (the script ran again mid-call); its output comes with no `tool_call_started`."""
 
     @classmethod
     def following(
@@ -310,17 +323,14 @@ class LiveReply:
         text so far and, while a reply's model is asked again, why it has not begun. That
         notice came before the detail's `last_seq`, where the events read next start: they
         do not say it again, and the first (often the only) one was never shown. The
-        `history`'s calls without a result are known, to show what one running prints."""
+        `history`'s calls without a result are running (the script ran again mid-call): they
+        are shown here, with what they print, and not with the history (`entries_of`)."""
         live = cls()
         for reply in streaming:
             live.text += reply.content
             if reply.retrying is not None and not reply.content and not reply.reasoning:
                 live.retrying = retry_words(reply.retrying)
-        for message in history:
-            for call in message.tool_calls:
-                live.unanswered[call.id] = _call_view(call)
-            if message.role is Role.TOOL:
-                live.unanswered.pop(message.tool_call_id or "", None)
+        live.calls.extend(unanswered_calls(history))
         return live
 
     def apply(self, event: object) -> bool:
@@ -348,6 +358,8 @@ class LiveReply:
         if isinstance(event, MessageCompleted) and self._drop_retry_line():
             return True
         if isinstance(event, ToolCallStarted):
+            if any(view.call_id == event.call.id for view in self.calls):
+                return False  # (known from the history already)
             self.calls.append(_call_view(event.call))
             return True
         if isinstance(event, ToolCallOutput):
@@ -372,10 +384,7 @@ class LiveReply:
         for view in self.calls:
             if view.call_id == call_id:
                 return view if view.result is None else None
-        begun = self.unanswered.pop(call_id, None)
-        if begun is not None:
-            self.calls.append(begun)
-        return begun
+        return None
 
     def _drop_retry_line(self) -> bool:
         """Forget the retry line; True when one was shown."""

@@ -173,6 +173,7 @@ def test_a_running_call_shows_what_it_prints_then_its_result(page: Page, backend
     page.get_by_text("Memory: what the agent remembers").click()
     expect(page.get_by_text("Context window:", exact=False)).to_be_visible()
     expect(running.get_by_test_id("stCode").filter(has_text="tick 5")).to_have_count(1)
+    expect(running).to_have_count(1)  # once: the history leaves it to the live view
     # finished: the chat drawn from the history, the result in the call's step
     expect(page.get_by_text("Counted to five.")).to_be_visible()
     expect(running).to_have_count(0)

@@ -20,6 +20,7 @@ from backends.streamlit.view import (
     plain_markdown,
     pretty_arguments,
     safe_markdown,
+    unanswered_calls,
     usage_line,
 )
 from schema import (
@@ -191,6 +192,8 @@ def test_a_call_running_before_the_script_ran_again_shows_its_output() -> None:
         Message(role=Role.ASSISTANT, tool_calls=(CALL,)),
     ]
     live = LiveReply.following([], history)
+    assert [v.label for v in live.calls] == ["run_python (running)"]  # shown before it prints
+    assert not live.apply(ToolCallStarted(call=CALL))  # (its start read late: still once)
     assert not live.apply(ToolCallOutput(call_id="c0", text="finished long ago"))
     assert live.apply(ToolCallOutput(call_id="c1", text="tick 3\n"))
     [view] = live.calls
@@ -199,6 +202,11 @@ def test_a_call_running_before_the_script_ran_again_shows_its_output() -> None:
     assert live.calls == [view] and view.output == "tick 3\ntick 4\n"
     assert live.apply(RunFinished(outcome=RunOutcome.INTERRUPTED))  # nothing runs now
     assert view.output == ""
+    # the history, drawn above the live view, leaves the running call to it: shown once
+    shown = [call.call_id for entry in entries_of(history, live=["c1"]) for call in entry.calls]
+    assert shown == ["c0"]
+    assert [c.call_id for e in entries_of(history) for c in e.calls] == ["c0", "c1"]
+    assert [v.call_id for v in unanswered_calls(history)] == ["c1"]
 
 
 def test_arguments_and_images_never_fail_the_page() -> None:
