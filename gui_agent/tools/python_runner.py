@@ -122,14 +122,15 @@ class PythonLimits:
 
 
 UNCONFINED_ENV = "GUI_AGENT_UNCONFINED_CODE"
-"""Set to 1, run_python's code may touch every file of the server's user (a machine of
-one's own where the code should read files elsewhere); see `files_confined`."""
+"""Set to 1 (or true, yes, on), run_python's code may touch every file of the server's
+user (a machine of one's own where the code should read files elsewhere); see
+`files_confined`."""
 
 
 def files_confined() -> bool:
     """Whether run_python's code is confined to its session folder: on Linux with Landlock
     (kernel 5.13 or later; see `_landlock`), unless UNCONFINED_ENV is 1."""
-    if os.environ.get(UNCONFINED_ENV) == "1":
+    if os.environ.get(UNCONFINED_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
         _said_unconfined("%s=1", UNCONFINED_ENV)
         return False
     if landlock_abi(_sandbox.libc()) < 1:

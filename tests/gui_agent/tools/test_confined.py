@@ -101,9 +101,10 @@ async def test_an_operator_may_leave_the_code_unconfined(
     code = f"print(open({str(key)!r}).read())"
     result = await run_code(code, mine, PythonLimits(confine_files=False))
     assert result.content.startswith("signing key"), result.content
-    monkeypatch.setenv(UNCONFINED_ENV, "1")
-    result = await run_code(code, mine, PythonLimits())
-    assert result.content.startswith("signing key"), result.content
+    for said in ("1", "true", " Yes "):
+        monkeypatch.setenv(UNCONFINED_ENV, said)
+        result = await run_code(code, mine, PythonLimits())
+        assert result.content.startswith("signing key"), (said, result.content)
     assert "can read and change" in python_tool().schema.description
 
 
