@@ -2,7 +2,9 @@
 
 `confine_files` runs in the child, before any of the code: from then on the process and all
 it starts may read and run only the system's and Python's own files (READABLE_ROOTS and the
-interpreter's prefixes) and read, write and delete only in the session folder (and /dev). So
+interpreter's prefixes) and read, write and delete only in the session folder (and use the
+everyday devices, DEVICES, and /dev/shm). From Landlock 6 (Linux 6.12) it may not signal
+processes outside its run nor reach abstract Unix sockets made outside it either. So
 the code cannot read the server's data folder (its signing key, its users, other people's
 chats), other sessions' folders, or the home folder's secrets (~/.ssh, a `.env`), even
 though it runs as the server's user. Landlock needs no privilege; a kernel without it leaves

@@ -26,8 +26,10 @@ What this does *not* confine, and what the model and the operator should know:
 - The code runs as the server's user. Without Landlock (an older kernel, macOS) it can read,
   write and delete whatever that user can, outside the session folder too (the session
   folder is only its working directory): files with secrets that user can read (a `.env`
-  file, ~/.ssh) are readable to it. With it or without, it can reach the network and signal
-  the server's own processes.
+  file, ~/.ssh) are readable to it. With it or without, it can reach the network, and
+  before Linux 6.12 (Landlock's scopes) signal the server's own processes. What Landlock
+  leaves open is in the README: permissions, owner and times of files it cannot read, Unix
+  sockets by path, /dev/shm, and root's files under the system's folders.
 - The supervisor and the limits are a safety net for ordinary code, not a wall: code that
   kills its supervisor first can leave processes behind, and processes started through other
   services (systemd, cron, ssh) are not its descendants and are not killed.
@@ -131,7 +133,7 @@ def files_confined() -> bool:
     """Whether run_python's code is confined to its session folder: on Linux with Landlock
     (kernel 5.13 or later; see `_landlock`), unless UNCONFINED_ENV is 1."""
     if os.environ.get(UNCONFINED_ENV, "").strip().lower() in ("1", "true", "yes", "on"):
-        _said_unconfined("%s=1", UNCONFINED_ENV)
+        _said_unconfined("%s is set", UNCONFINED_ENV)
         return False
     if landlock_abi(_sandbox.libc()) < 1:
         _said_unconfined("this system cannot confine it (no Landlock)")
