@@ -15,7 +15,7 @@ from typing import Final
 
 from schema import Event, ToolCallOutput
 
-__all__ = ["CHUNK_CHARS", "INTERVAL_S", "LiveOutput"]
+__all__ = ["CHUNK_CHARS", "INTERVAL_S", "SHOWN_CHARS", "LiveOutput", "latest_output"]
 
 INTERVAL_S: Final = 0.2
 """The most often one call's output is published: five times a second."""
@@ -23,6 +23,27 @@ INTERVAL_S: Final = 0.2
 CHUNK_CHARS: Final = 4000
 """The most text one `tool_call_output` carries; older text printed meanwhile is left out
 (and counted). At five a second that is 20 kB/s, more than anyone reads."""
+
+
+SHOWN_CHARS: Final = 8000
+"""How much of a running call's output a front end keeps and shows: the latest characters."""
+
+
+def latest_output(
+    shown: str, left_out: int, text: str, omitted: int, keep: int = SHOWN_CHARS
+) -> tuple[str, int]:
+    """A front end's view of a running call's output after one `tool_call_output`: the
+    latest `keep` characters, and how many came before them. The event's `omitted`
+    characters were printed between what was shown and its `text`, so what was shown goes
+    too: everything shown follows on without a gap, and all that is left out comes first."""
+    if omitted:
+        left_out += len(shown) + omitted
+        shown = ""
+    shown += text
+    if len(shown) > keep:
+        left_out += len(shown) - keep
+        shown = shown[-keep:]
+    return shown, left_out
 
 
 class LiveOutput:

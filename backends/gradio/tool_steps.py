@@ -13,6 +13,7 @@ from backends.gradio.chat_entries import ChatEntries, Entry
 from backends.gradio.looks import arguments_markdown, result_markdown, tool_step_id
 from backends.gradio.markdown import OUTPUT_LANGUAGE, MediaLink, escape_title, fence
 from gui_agent.agents.tool_step import NOT_RUN
+from gui_agent.live_output import SHOWN_CHARS, latest_output
 from gui_agent.wording import counted
 from schema import (
     ApprovalRequested,
@@ -39,7 +40,7 @@ APPROVAL_POINTER = "Allow or deny it in the approval panel under the conversatio
 LIVE_TITLE = "Output so far"
 """The title of a running call's output step, while it grows."""
 
-LIVE_SHOWN_CHARS = 8000
+LIVE_SHOWN_CHARS = SHOWN_CHARS
 """How much of a running call's output its step shows: the latest."""
 
 
@@ -52,15 +53,7 @@ class LiveText:
     left_out: int = 0
 
     def add(self, text: str, omitted: int) -> None:
-        """`omitted` characters came before `text`: what was shown before them goes too, so
-        all that is left out comes before what is shown."""
-        if omitted:
-            self.left_out += len(self.text) + omitted
-            self.text = ""
-        self.text += text
-        if len(self.text) > LIVE_SHOWN_CHARS:
-            self.left_out += len(self.text) - LIVE_SHOWN_CHARS
-            self.text = self.text[-LIVE_SHOWN_CHARS:]
+        self.text, self.left_out = latest_output(self.text, self.left_out, text, omitted)
 
     def shown(self) -> str:
         text = overwritten(self.text)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from backends.api.responses import MemoryAnswer
 from gui_agent.agents.model_call import FILTERED
+from gui_agent.live_output import SHOWN_CHARS, latest_output
 from gui_agent.retry_words import retry_words
 from gui_agent.turn_end import UNANSWERED
 from gui_agent.wording import counted, prompt_label, role_title
@@ -74,7 +75,7 @@ UNANSWERED_NOTE = (
 queued behind the stopped turn, or sent just before it began)."""
 
 
-LIVE_OUTPUT_CHARS = 8000
+LIVE_OUTPUT_CHARS = SHOWN_CHARS
 """The most of a running call's output the page keeps and shows: its latest characters."""
 
 
@@ -99,17 +100,8 @@ class CallView:
     hidden: int = 0
 
     def printed(self, text: str, omitted: int) -> None:
-        """Take in a `tool_call_output`. The server's `omitted` characters were printed
-        between the output shown and `text`: what was shown goes too, so everything shown
-        follows on without a gap, and `hidden_line` above it is true."""
-        if omitted > 0:
-            self.hidden += len(self.output) + omitted
-            self.output = text
-        else:
-            self.output += text
-        if len(self.output) > LIVE_OUTPUT_CHARS:
-            self.hidden += len(self.output) - LIVE_OUTPUT_CHARS
-            self.output = self.output[-LIVE_OUTPUT_CHARS:]
+        """Take in a `tool_call_output` (see `latest_output`)."""
+        self.output, self.hidden = latest_output(self.output, self.hidden, text, omitted)
 
     def forget_output(self) -> None:
         """The call is over: its result, not what it printed meanwhile, is what shows."""

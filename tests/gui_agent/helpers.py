@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from connectors.scripted import ScriptedModel, ScriptedReply
+from connectors.scripted import ScriptedModel, ScriptedReply, call
 from gui_agent.events import Subscription
 from gui_agent.interpreter import Interpreter
 from gui_agent.llm import LLMProvider, StaticCatalog
@@ -30,6 +30,17 @@ def make(
         model, tools=tools, workdir=tmp_path, permissions=permissions, autochat=autochat
     )
     return interpreter, model
+
+
+def running_code(tmp_path: Path, code: str, then: str) -> Interpreter:
+    """An interpreter whose model calls run_python with `code` (allowed without asking), then
+    answers `then`."""
+    interpreter, _ = make(
+        tmp_path,
+        [call("run_python", code=code), then],
+        permissions={"run_python": PermissionMode.ALLOW},
+    )
+    return interpreter
 
 
 def scripted_manager(tmp_path: Path, reply: str = "hi") -> SessionManager:

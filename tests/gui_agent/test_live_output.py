@@ -11,8 +11,8 @@ from pathlib import Path
 from connectors.scripted import ScriptedReply, call, calls
 from gui_agent.live_output import CHUNK_CHARS, INTERVAL_S, LiveOutput
 from gui_agent.tools import ToolContext, tool
-from schema import Event, PermissionMode, ToolCallOutput
-from tests.gui_agent.helpers import make
+from schema import Event, ToolCallOutput
+from tests.gui_agent.helpers import make, running_code
 
 TICKS = (
     "import time\n"
@@ -24,11 +24,7 @@ TICKS = (
 
 
 async def test_run_python_output_is_shown_while_the_code_runs(tmp_path: Path) -> None:
-    interpreter, _ = make(
-        tmp_path,
-        [call("run_python", code=TICKS), "after"],
-        permissions={"run_python": PermissionMode.ALLOW},
-    )
+    interpreter = running_code(tmp_path, TICKS, "after")
     seen: list[tuple[float, Event]] = []
     async for event in interpreter.chat("count"):
         seen.append((time.monotonic(), event))
@@ -68,11 +64,7 @@ async def test_fast_output_is_sent_in_few_parts_and_says_what_was_left_out(
     tmp_path: Path,
 ) -> None:
     code = "for i in range(200_000):\n    print(i)\n"
-    interpreter, _ = make(
-        tmp_path,
-        [call("run_python", code=code), "after"],
-        permissions={"run_python": PermissionMode.ALLOW},
-    )
+    interpreter = running_code(tmp_path, code, "after")
     events = [e async for e in interpreter.chat("flood")]
     live = [e for e in events if isinstance(e, ToolCallOutput)]
     printed = sum(len(f"{i}\n") for i in range(200_000))

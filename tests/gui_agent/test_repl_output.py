@@ -16,7 +16,7 @@ from schema import (
     Role,
     ToolCallOutput,
 )
-from tests.gui_agent.helpers import make
+from tests.gui_agent.helpers import make, running_code
 
 
 def console_of(events: list[Event]) -> Message:
@@ -33,11 +33,7 @@ async def test_long_output_is_cut_in_the_terminal_saying_how_much_was_left_out(
     tmp_path: Path,
 ) -> None:
     code = "for i in range(5000):\n    print(i)"
-    interpreter, _ = make(
-        tmp_path,
-        [call("run_python", code=code), "Counted."],
-        permissions={"run_python": PermissionMode.ALLOW},
-    )
+    interpreter = running_code(tmp_path, code, "Counted.")
     events = [e async for e in interpreter.chat("count to 5000")]
     console = console_of(events)
     assert "4999" in console.content  # all of it is kept
@@ -90,11 +86,7 @@ async def test_output_shown_as_it_came_is_not_shown_again_when_the_call_ends(
     tmp_path: Path,
 ) -> None:
     code = "import time\nprint('tick 0', flush=True)\ntime.sleep(0.5)\nprint('tick 1')"
-    interpreter, _ = make(
-        tmp_path,
-        [call("run_python", code=code), "Ticked."],
-        permissions={"run_python": PermissionMode.ALLOW},
-    )
+    interpreter = running_code(tmp_path, code, "Ticked.")
     lines = EventLines()
     shown = "".join(
         text for e in [e async for e in interpreter.chat("tick")] if (text := lines.format(e))
@@ -129,11 +121,7 @@ async def test_output_shown_as_it_came_is_not_repeated_when_a_stop_ends_the_call
     tmp_path: Path,
 ) -> None:
     code = "import time\nprint('tick 0', flush=True)\ntime.sleep(60)"
-    interpreter, _ = make(
-        tmp_path,
-        [call("run_python", code=code), "never"],
-        permissions={"run_python": PermissionMode.ALLOW},
-    )
+    interpreter = running_code(tmp_path, code, "never")
     lines = EventLines()
     shown: list[str] = []
     async with interpreter.subscribe() as events:

@@ -8,10 +8,10 @@ import asyncio
 import time
 from pathlib import Path
 
-from connectors.scripted import ScriptedReply, call, calls
+from connectors.scripted import ScriptedReply, calls
 from gui_agent.tools import ToolContext, tool
-from schema import MessageStatus, PermissionMode, Role
-from tests.gui_agent.helpers import make
+from schema import MessageStatus, Role
+from tests.gui_agent.helpers import make, running_code
 
 PRINTED = "What it had printed by then:\n"
 
@@ -26,11 +26,7 @@ async def test_a_stopped_run_python_answers_with_what_its_code_had_printed(
         "time.sleep(60)\n"
         "print('never')\n"
     )
-    interpreter, _ = make(
-        tmp_path,
-        [call("run_python", code=code), "after"],
-        permissions={"run_python": PermissionMode.ALLOW},
-    )
+    interpreter = running_code(tmp_path, code, "after")
     await interpreter.send("run the long script")
     deadline = time.monotonic() + 30
     while not (tmp_path / "ready").exists():
