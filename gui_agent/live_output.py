@@ -5,6 +5,9 @@ faster than anyone reads, or than a page redraws: here the text of each call is 
 published INTERVAL_S after its first unsent part, at most CHUNK_CHARS of it (the latest),
 with the count of characters left out. A call's last part is published just before its
 `tool_call_finished`; the text of a call that is no longer running is dropped.
+
+What is published is text to read: terminal escape sequences (colours, titles) are taken
+out, and one cut between two parts is held back until its rest has come.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Final
 
+from gui_agent.terminal_text import split_escapes, without_escapes
 from schema import Event, ToolCallOutput
 
 __all__ = ["CHUNK_CHARS", "INTERVAL_S", "SHOWN_CHARS", "LiveOutput", "latest_output"]
@@ -77,13 +81,24 @@ class LiveOutput:
         """Publish every running call's unsent output now."""
         self._timer = None
         for call_id in list(self._pending):
-            self.finish(call_id)
+            self._send(call_id, last=False)
 
     def finish(self, call_id: str) -> None:
         """Publish what call `call_id` printed and is not sent yet (it is about to finish)."""
+        self._send(call_id, last=True)
+
+    def _send(self, call_id: str, *, last: bool) -> None:
         text = self._pending.pop(call_id, None)
         omitted = self._omitted.pop(call_id, 0)
-        if text is not None and self._is_running(call_id):
+        if text is None or not self._is_running(call_id):
+            return
+        if last:
+            text = without_escapes(text)
+        else:
+            text, held = split_escapes(text)
+            if held:  # the rest of a sequence is still to come: it goes with it
+                self._pending[call_id] = held
+        if text or omitted:
             self._publish(ToolCallOutput(call_id=call_id, text=text, omitted=omitted))
 
     def close(self) -> None:

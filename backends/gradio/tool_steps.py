@@ -14,6 +14,7 @@ from backends.gradio.looks import arguments_markdown, result_markdown, tool_step
 from backends.gradio.markdown import OUTPUT_LANGUAGE, MediaLink, escape_title, fence
 from gui_agent.agents.tool_step import NOT_RUN
 from gui_agent.live_output import SHOWN_CHARS, latest_output
+from gui_agent.terminal_text import overwritten
 from gui_agent.wording import counted
 from schema import (
     ApprovalRequested,
@@ -31,7 +32,6 @@ __all__ = [
     "Call",
     "LiveText",
     "ToolSteps",
-    "overwritten",
 ]
 
 APPROVAL_POINTER = "Allow or deny it in the approval panel under the conversation."
@@ -60,12 +60,6 @@ class LiveText:
         if not self.left_out:
             return text
         return f"…[{counted(self.left_out, 'earlier character')} not shown]…\n{text}"
-
-
-def overwritten(text: str) -> str:
-    """`text` as a terminal shows it after carriage returns: a line drawn again after a
-    `\r` (a progress bar) shows its last drawing only, not one line per frame."""
-    return "\n".join(line.rstrip("\r").rsplit("\r", 1)[-1] for line in text.split("\n"))
 
 
 @dataclass(slots=True)

@@ -17,6 +17,7 @@ from backends.streamlit.view import (
     plain_markdown,
     safe_markdown,
 )
+from gui_agent.terminal_text import overwritten
 from schema import ImagePart, MessageType
 
 __all__ = ["UNSHOWABLE", "draw_call", "draw_entry"]
@@ -35,7 +36,7 @@ def draw_call(view: CallView) -> None:
         elif view.output or view.hidden:  # running: what it printed so far, growing
             if view.hidden:
                 st.caption(hidden_line(view.hidden))
-            st.code(view.output, language=None)
+            st.code(overwritten(view.output), language=None)
 
 
 def draw_entry(entry: Entry) -> None:

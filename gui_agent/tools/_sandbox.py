@@ -80,6 +80,9 @@ def child_environment(workdir: Path, private: Path) -> dict[str, str]:
         PYTHONUNBUFFERED="1",
         PYTHONDONTWRITEBYTECODE="1",
         MPLBACKEND="Agg",
+        # Output goes to a pipe and on to a page: no colours, no cursor tricks, please.
+        TERM="dumb",
+        NO_COLOR="1",
         TMPDIR=str(private / "tmp"),
         XDG_CACHE_HOME=str(private / "cache"),
         MPLCONFIGDIR=str(private / "cache" / "matplotlib"),

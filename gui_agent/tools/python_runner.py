@@ -41,6 +41,9 @@ What this does *not* confine, and what the model and the operator should know:
 Output (stdout and stderr interleaved) is read as it comes and only its head and tail are
 kept. Every text the tool returns is valid UTF-8: output bytes that are not UTF-8 become
 U+FFFD and file names that are not UTF-8 show those bytes as `\\xNN` escapes.
+The output is returned as a terminal would have shown it at the end: without escape
+sequences (colours, titles; the child's environment also asks for none with `NO_COLOR` and
+`TERM=dumb`), and a line redrawn after `\\r` (a progress bar) as its last drawing only.
 
 A non-zero exit, a kill or a timeout is reported with `is_error=True`, so the model notices
 that its code failed; the output is still shown in full (up to the cap).
@@ -68,6 +71,7 @@ from typing import Any
 
 from gui_agent.cancels import uninterrupted
 from gui_agent.exceptions import PathEscape, ToolExecutionError
+from gui_agent.terminal_text import terminal_view
 from gui_agent.tools import _sandbox
 from gui_agent.tools._landlock import landlock_abi
 from gui_agent.tools._sandbox import (
@@ -445,7 +449,7 @@ async def run_code(
                 transport.close()
         returncode = transport.get_returncode()
     except asyncio.CancelledError:
-        printed = capture.text()
+        printed = terminal_view(capture.text())
         if partial is not None and printed.strip():
             partial.append(printed)
         raise
@@ -457,7 +461,8 @@ async def run_code(
     images = await asyncio.to_thread(_load_images, root, changed_paths, limits)
     changed = [display_path(path) for path in changed_paths]
 
-    output = capture.text()  # valid UTF-8: undecodable bytes are replaced
+    # valid UTF-8 (undecodable bytes are replaced), as a terminal showed it at the end
+    output = terminal_view(capture.text())
     status = _status(returncode, timed_out, output, limits)
     lines = [output.rstrip("\n") if output.strip() else "(no output)"]
     if changed:

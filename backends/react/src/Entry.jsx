@@ -3,7 +3,7 @@
 // the tool calls with their results, and notes. A reply being written is drawn the same way,
 // and a tool call running now as a terminal pane that grows with what it prints.
 import { memo, useLayoutEffect, useRef } from "react";
-import { hiddenLine, imageSource, roleTitle } from "./history.js";
+import { hiddenLine, imageSource, overwritten, roleTitle } from "./history.js";
 
 export const Entry = memo(function Entry({ entry, running }) {
   return (
@@ -86,7 +86,7 @@ export function RunningCall({ view }) {
             following.current = box.scrollHeight - box.scrollTop - box.clientHeight < 16;
           }}
         >
-          {view.text}
+          {overwritten(view.text)}
         </pre>
       ) : (
         <p className="note">No output yet.</p>

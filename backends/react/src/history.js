@@ -237,6 +237,19 @@ export function hiddenLine(count) {
   return `… ${count.toLocaleString("en-US")} character${count === 1 ? "" : "s"} not shown …`;
 }
 
+/** Output as a terminal shows it after carriage returns: a line drawn again after a "\r" (a
+ * progress bar) shows its last drawing only, not one line per frame; "\r\n" ends a line. */
+export function overwritten(text) {
+  if (!text.includes("\r")) return text;
+  return text
+    .split("\n")
+    .map((line) => {
+      const drawn = line.replace(/\r+$/, "");
+      return drawn.slice(drawn.lastIndexOf("\r") + 1);
+    })
+    .join("\n");
+}
+
 /** A running call's view after one `tool_call_output`: its latest LIVE_OUTPUT_CHARS, and
  * how many characters came before them that are not shown. The server's `omitted` ones were
  * printed between the text shown and the new text: what was shown goes too, so everything

@@ -14,7 +14,8 @@ from typing import Any
 HISTORY = Path(__file__).resolve().parents[3] / "backends" / "react" / "src" / "history.js"
 
 SCRIPT = """
-import { applyEvent, chatFrom, entriesOf, hiddenLine, imageSource, memoryView } from %s;
+import { applyEvent, chatFrom, entriesOf, hiddenLine, imageSource, memoryView, overwritten }
+  from %s;
 const detail = JSON.parse(process.argv[1]);
 let chat = chatFrom(detail);
 const seen = [];
@@ -28,7 +29,8 @@ for (const event of detail.events) {
 const entries = entriesOf(chat.messages);
 const images = entries.flatMap((e) => e.images.map(imageSource));
 const memory = memoryView(chat.memory, chat.messages);
-console.log(JSON.stringify({entries, seen, images, title: chat.session.title, memory}));
+const drawn = (detail.drawn ?? []).map(overwritten);
+console.log(JSON.stringify({entries, seen, images, title: chat.session.title, memory, drawn}));
 """
 
 
@@ -282,3 +284,14 @@ def test_a_running_calls_output_grows_keeps_its_latest_part_and_gives_way_to_its
     assert views[6] == views[5]  # (no view for a call that has its result)
     assert [v["id"] for v in views[7]] == ["c2"]  # finished: its result takes its place
     assert views[8] == []  # the turn is over: nothing is running
+
+
+def test_a_progress_bar_drawn_again_after_a_carriage_return_shows_its_last_drawing() -> None:
+    detail = session_detail()
+    detail["drawn"] = [
+        "10%\r50%\r100%\ndone\n",
+        "a\r\nb\r\n",  # CRLF line endings are line endings
+        "no returns",
+        "step 1 \r",  # a bar still to be drawn again: its last drawing for now
+    ]
+    assert run(detail)["drawn"] == ["100%\ndone\n", "a\nb\n", "no returns", "step 1 "]

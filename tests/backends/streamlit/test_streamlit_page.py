@@ -149,11 +149,11 @@ def test_an_approval_is_put_to_the_person_and_the_result_shown(
 TICKING = """
 import time
 for i in range(6):
-    print(f"tick {i}")
+    print(f"\\x1b[32mtick {i}\\x1b[0m")  # in colour: the page shows the words only
     time.sleep(0.4 if i < 5 else 1.0)
 """
-"""Prints a line every 0.4 s, the last one for a second before it ends (run_python's output
-is unbuffered)."""
+"""Prints a green line every 0.4 s, the last one for a second before it ends (run_python's
+output is unbuffered)."""
 
 
 def test_a_running_call_shows_what_it_prints_then_its_result(page: Page, backend: Backend) -> None:
@@ -172,7 +172,9 @@ def test_a_running_call_shows_what_it_prints_then_its_result(page: Page, backend
     # a click runs the script again mid-call: the call's start is past, its output still shows
     page.get_by_text("Memory: what the agent remembers").click()
     expect(page.get_by_text("Context window:", exact=False)).to_be_visible()
-    expect(running.get_by_test_id("stCode").filter(has_text="tick 5")).to_have_count(1)
+    printed = running.get_by_test_id("stCode").filter(has_text="tick 5")
+    expect(printed).to_have_count(1)
+    expect(printed).not_to_contain_text("[32m")  # (its arguments hold the codes)
     expect(running).to_have_count(1)  # once: the history leaves it to the live view
     # finished: the chat drawn from the history, the result in the call's step
     expect(page.get_by_text("Counted to five.")).to_be_visible()
