@@ -70,6 +70,7 @@ from schema import (
     SessionSettings,
     SessionUpdated,
     StreamingReply,
+    ToolCallOutput,
     valid_text,
 )
 from schema.builders import builder
@@ -177,6 +178,19 @@ class Interpreter(HistoryEdits):
             partial.snapshot(message_id, now)
             for message_id, partial in self._open.items()
             if message_id not in kept
+        )
+
+    @property
+    def running_calls(self) -> tuple[ToolCallOutput, ...]:
+        """The tool calls running now (started, not finished), oldest first, each as one
+        `tool_call_output` holding what it has printed up to `last_seq`: the latest
+        SHOWN_CHARS characters, `omitted` counting those before (empty text: nothing yet).
+        Events after `last_seq` continue them."""
+        live = self._live
+        return tuple(
+            (None if live is None else live.printed(call_id))
+            or ToolCallOutput(call_id=call_id, text="", session_id=self.id, run_id=self._run_id)
+            for call_id in self._open_calls
         )
 
     def subscribe(self) -> Subscription:

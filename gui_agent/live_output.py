@@ -8,6 +8,9 @@ with the count of characters left out. A call's last part is published just befo
 
 What is published is text to read: terminal escape sequences (colours, titles) are taken
 out, and one cut between two parts is held back until its rest has come.
+
+What each running call has published so far is kept too (its latest SHOWN_CHARS), so a
+reader that comes mid-call (a reload, another tab) is shown it at once (`printed`).
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ def latest_output(
 class LiveOutput:
     """The unsent output of a session's running tool calls, published in parts."""
 
-    __slots__ = ("_is_running", "_omitted", "_pending", "_publish", "_timer")
+    __slots__ = ("_is_running", "_omitted", "_pending", "_publish", "_shown", "_timer")
 
     def __init__(self, publish: Callable[[Event], None], is_running: Callable[[str], bool]) -> None:
         """`publish`: sends an event to the session's readers. `is_running`: whether a call
@@ -63,6 +66,9 @@ class LiveOutput:
         self._pending: dict[str, str] = {}
         self._omitted: dict[str, int] = {}
         self._timer: asyncio.TimerHandle | None = None
+        self._shown: dict[str, tuple[str, int, ToolCallOutput]] = {}
+        """Per running call: the latest of what was published, what came before it, and
+        the last event that published it."""
 
     def feed(self, call_id: str, text: str) -> None:
         """Add what call `call_id` printed; it is published within INTERVAL_S."""
@@ -86,6 +92,17 @@ class LiveOutput:
     def finish(self, call_id: str) -> None:
         """Publish what call `call_id` printed and is not sent yet (it is about to finish)."""
         self._send(call_id, last=True)
+        self._shown.pop(call_id, None)
+
+    def printed(self, call_id: str) -> ToolCallOutput | None:
+        """What running call `call_id` has published so far, as one event (the seq of the
+        last that published it): its latest SHOWN_CHARS, `omitted` counting all before
+        them. None before its first output."""
+        shown = self._shown.get(call_id)
+        if shown is None or not self._is_running(call_id):
+            return None
+        text, left_out, last = shown
+        return last.model_copy(update={"text": text, "omitted": left_out})
 
     def _send(self, call_id: str, *, last: bool) -> None:
         text = self._pending.pop(call_id, None)
@@ -99,7 +116,10 @@ class LiveOutput:
             if held:  # the rest of a sequence is still to come: it goes with it
                 self._pending[call_id] = held
         if text or omitted:
-            self._publish(ToolCallOutput(call_id=call_id, text=text, omitted=omitted))
+            event = ToolCallOutput(call_id=call_id, text=text, omitted=omitted)
+            self._publish(event)
+            shown, left_out, _ = self._shown.get(call_id) or ("", 0, event)
+            self._shown[call_id] = (*latest_output(shown, left_out, text, omitted), event)
 
     def close(self) -> None:
         """Drop everything unsent (the turn has ended)."""
@@ -108,3 +128,4 @@ class LiveOutput:
             self._timer = None
         self._pending.clear()
         self._omitted.clear()
+        self._shown.clear()

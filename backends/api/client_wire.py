@@ -38,6 +38,7 @@ from schema import (
     Event,
     InterpreterState,
     StreamingReply,
+    ToolCallOutput,
 )
 
 logger = logging.getLogger(__name__)
@@ -262,6 +263,8 @@ class StreamHello(BaseModel):
     pending_approvals: list[ApprovalRequested]
     streaming: list[StreamingReply]
     """The replies being written, as in `SessionDetail.streaming` (`retrying` included)."""
+    running_calls: list[ToolCallOutput] = []
+    """The tool calls running, as in `SessionDetail.running_calls` (what each printed)."""
 
 
 def _load(frame: Frame) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from schema import (
     PermissionMode,
     SessionRecord,
     StreamingReply,
+    ToolCallOutput,
 )
 
 if TYPE_CHECKING:
@@ -129,6 +130,12 @@ class SessionDetail(_Answer):
     `retrying` the model's latest `model_retrying` while the reply has not begun (its
     `wait_s` the wait left; null otherwise). Events after `last_seq` continue them; their
     `message_completed` carries them whole."""
+    running_calls: list[ToolCallOutput] = []
+    """Tool calls running now (started, not finished), oldest first, each as one
+    `tool_call_output` holding what it has printed up to `last_seq`: its latest 8,000
+    characters, `omitted` counting those before (empty text: nothing printed yet). Events
+    after `last_seq` continue them; a call's `tool_call_finished` ends it. Without it a
+    client opened mid-call showed only what the call printed after it came."""
     last_seq: int
     epoch: str
     """Names this run of `seq` numbers; pass it back with `since` to resume the events."""

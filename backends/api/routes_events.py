@@ -59,6 +59,7 @@ def add_event_routes(app: FastAPI, api: ApiContext) -> None:
                     a.model_dump(mode="json") for a in interpreter.pending_approvals
                 ],
                 "streaming": [m.model_dump(mode="json") for m in interpreter.streaming],
+                "running_calls": [c.model_dump(mode="json") for c in interpreter.running_calls],
             }
 
         return EventStreamResponse(

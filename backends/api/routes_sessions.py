@@ -213,6 +213,7 @@ def add_session_routes(app: FastAPI, api: ApiContext) -> None:
             busy=interpreter.busy,
             pending_approvals=list(interpreter.pending_approvals),
             streaming=list(interpreter.streaming),
+            running_calls=list(interpreter.running_calls),
             last_seq=interpreter.last_seq,
             epoch=api.epoch_of(interpreter),
             protocol_version=PROTOCOL_VERSION,

@@ -84,7 +84,6 @@ from schema import (
     BaseEvent,
     ErrorEvent,
     RunFinished,
-    ToolCallOutput,
 )
 from schema.requests import MAX_MESSAGE_CHARS
 
@@ -259,8 +258,9 @@ def _pump(stream: Any, inbox: queue.Queue[object]) -> None:
 def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
     """Show the running turn as it goes, until it ends or asks for approval, then draw the
     chat again from the history. The events this tab has not read yet that the history
-    already holds (up to `last_seq`) are read first, for what AutoChat said of them and
-    what a call still running printed; with no turn running, only those are read."""
+    already holds (up to `last_seq`) are read first, for what AutoChat said of them; with
+    no turn running, only those are read. A call still running begins with what it printed
+    up to `last_seq` (the detail's `running_calls`)."""
     session_id, last, epoch = detail.session.id, detail.last_seq, detail.epoch
     live_turn = detail.busy and not detail.pending_approvals
     since = resume_point(detail)
@@ -270,14 +270,14 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
     if not live_turn and since >= last:
         return
     # a reply already being written; a call already running (its output comes next)
-    live = LiveReply.following(detail.streaming, detail.messages)
+    live = LiveReply.following(detail.streaming, detail.messages, detail.running_calls)
     started = checked = time.monotonic()
     if live_turn:
         with st.chat_message("assistant"):
             status = st.empty()
             body = st.empty()
-        if live.text or live.retrying:  # at once: the next event may be a retry's wait away
-            _draw_live(body, live)
+        if live.text or live.retrying or any(view.output for view in live.calls):
+            _draw_live(body, live)  # at once: the next event may be a retry's wait away
     stream = client.events(session_id, since=since, epoch=epoch)
     inbox: queue.Queue[object] = queue.Queue()
     threading.Thread(target=_pump, args=(stream, inbox), daemon=True).start()
@@ -323,10 +323,8 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
             read_up_to(session_id, epoch, item.seq)
             if note_autochat(session_id, item):
                 redraw = True
-            if item.seq <= last:  # in the history already: only AutoChat's word counted,
-                # and what a call still running printed (no history keeps that)
-                if live_turn and isinstance(item, ToolCallOutput) and live.apply(item):
-                    _draw_live(body, live)
+            if item.seq <= last:  # in the history already: only AutoChat's word counts (what
+                # a call still running printed by then came with `detail.running_calls`)
                 if not live_turn and item.seq >= last:
                     break
                 continue

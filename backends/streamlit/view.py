@@ -309,20 +309,26 @@ class LiveReply:
 
     @classmethod
     def following(
-        cls, streaming: Sequence[StreamingReply], history: Sequence[Message] = ()
+        cls,
+        streaming: Sequence[StreamingReply],
+        history: Sequence[Message] = (),
+        running: Sequence[ToolCallOutput] = (),
     ) -> LiveReply:
         """The turn as a tab that comes mid-reply finds it (`SessionDetail.streaming`): the
         text so far and, while a reply's model is asked again, why it has not begun. That
         notice came before the detail's `last_seq`, where the events read next start: they
         do not say it again, and the first (often the only) one was never shown. The
         `history`'s calls without a result are running (the script ran again mid-call): they
-        are shown here, with what they print, and not with the history (`entries_of`)."""
+        are shown here, with what they print, and not with the history (`entries_of`),
+        beginning with what they printed up to `last_seq` (`SessionDetail.running_calls`)."""
         live = cls()
         for reply in streaming:
             live.text += reply.content
             if reply.retrying is not None and not reply.content and not reply.reasoning:
                 live.retrying = retry_words(reply.retrying)
         live.calls.extend(unanswered_calls(history))
+        for printed in running:
+            live.apply(printed)
         return live
 
     def apply(self, event: object) -> bool:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from connectors.scripted import ScriptedReply, call, calls
-from gui_agent.live_output import CHUNK_CHARS, INTERVAL_S, LiveOutput
+from gui_agent.live_output import CHUNK_CHARS, INTERVAL_S, SHOWN_CHARS, LiveOutput
 from gui_agent.tools import ToolContext, tool
 from schema import Event, ToolCallOutput
 from tests.gui_agent.helpers import make, running_code
@@ -132,3 +132,44 @@ async def test_output_of_a_call_that_is_not_running_is_dropped() -> None:
     live.feed("a", "kept")
     await asyncio.sleep(INTERVAL_S * 1.5)
     assert published == [ToolCallOutput(call_id="a", text="kept", at=published[0].at)]
+
+
+async def test_the_calls_running_say_what_they_printed_so_far(tmp_path: Path) -> None:
+    said, go_on = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def fetch(ctx: ToolContext, pages: int) -> str:
+        """Fetch pages."""
+        said.set()
+        await go_on.wait()
+        for page in range(pages):
+            ctx.show(f"page {page}\n")
+        for part in ("x", "y"):  # a part an event, the two as much as is kept
+            await asyncio.sleep(INTERVAL_S * 1.5)
+            ctx.show(part * (SHOWN_CHARS // 2))
+        await asyncio.sleep(INTERVAL_S * 1.5)
+        said.set()
+        await go_on.wait()
+        return "fetched"
+
+    interpreter, _ = make(tmp_path, [call("fetch", pages=3), "after"], tools=[fetch])
+    async with interpreter.subscribe() as sub:
+        await interpreter.send("fetch")
+        await said.wait()
+        (before,) = interpreter.running_calls  # running, nothing printed yet
+        assert (before.text, before.omitted, before.session_id) == ("", 0, interpreter.id)
+        said.clear()
+        go_on.set()
+        go_on.clear()
+        await said.wait()
+        (now,) = interpreter.running_calls
+        assert now.call_id == before.call_id
+        half = SHOWN_CHARS // 2
+        assert now.text == "x" * half + "y" * half
+        assert now.omitted == len("page 0\npage 1\npage 2\n")
+        published = [e for e in sub.pending() if isinstance(e, ToolCallOutput)]
+        assert now.seq == published[-1].seq and now.seq <= interpreter.last_seq
+        go_on.set()
+        async for _ in sub.until_idle():
+            pass
+    assert interpreter.running_calls == ()

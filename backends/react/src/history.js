@@ -150,9 +150,21 @@ export function chatFrom(detail) {
     memory: null, // the memory window (GET .../memory, then each memory_updated event)
     allowed: detail.allowed_tools ?? [], // tools allowed for the session: run without asking
     // call id -> {id, name, text, hidden}: tool calls running now, with what they printed
-    // so far (`tool_call_output`), until their `tool_call_finished` (see `liveOutput`)
-    running: {},
+    // so far (`tool_call_output`), until their `tool_call_finished` (see `liveOutput`);
+    // those running when the page opened the chat come with what they printed by then
+    running: runningCalls(detail),
   };
+}
+
+/** The calls running as the detail (or a stream's hello) gives them, each one
+ * `tool_call_output` holding what it printed up to `last_seq`. */
+function runningCalls(detail) {
+  const running = {};
+  for (const printed of detail.running_calls ?? []) {
+    const view = runningFrom(detail.messages, printed.call_id);
+    if (view) running[view.id] = liveOutput(view, printed);
+  }
+  return running;
 }
 
 /** A reply being written as the detail (or a stream's hello) gives it: its text so far, and

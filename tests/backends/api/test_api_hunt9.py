@@ -1,6 +1,7 @@
 """A front end that opens a chat while a reply is being written: the session detail and the
 stream's `hello` carry that reply with its text so far, so the events that follow continue
-it instead of starting mid-sentence for a message the client never saw begin."""
+it instead of starting mid-sentence for a message the client never saw begin; and the tool
+calls running, with what they have printed so far."""
 
 from __future__ import annotations
 
@@ -18,8 +19,19 @@ import pytest
 from fastapi import FastAPI
 
 from backends.server import build_server
+from connectors.scripted import call
 from gui_agent.config import AppConfig
-from schema import Event, Message, MessageCompleted, MessageStarted, MessageStatus, Role, TextDelta
+from schema import (
+    Event,
+    Message,
+    MessageCompleted,
+    MessageStarted,
+    MessageStatus,
+    Role,
+    TextDelta,
+    ToolCallOutput,
+    ToolCallStarted,
+)
 from tests.backends.api.live import (
     SSE,
     Api,
@@ -423,3 +435,34 @@ def test_a_message_sent_while_a_retry_is_being_made_says_it_is_queued(
 
 def other_client(backend: Backend, api: Api) -> Api:
     return backend.client(api.token)
+
+
+WAITING = """
+import time
+print("fetched page 1", flush=True)
+time.sleep(60)  # until the test stops it
+"""
+
+
+def test_a_client_that_arrives_mid_call_gets_what_the_call_printed_so_far(
+    api: Api, backend: Backend
+) -> None:
+    session_id = api.create_session(settings={"permissions": {"run_python": "allow"}})
+    backend.scripted.push(call("run_python", code=WAITING), "Stopped.")
+    with api.events(session_id) as first:
+        api.send(session_id, "fetch")
+        seen = first.until(lambda e: isinstance(e, ToolCallOutput))
+        started = next(e for e in seen if isinstance(e, ToolCallStarted))
+
+        detail = api.session(session_id)
+        (printed,) = [ToolCallOutput.model_validate(c) for c in detail["running_calls"]]
+        assert printed.call_id == started.call.id
+        assert (printed.text, printed.omitted) == ("fetched page 1\n", 0)
+        assert printed.session_id == session_id and 0 < printed.seq <= detail["last_seq"]
+        with api.events(session_id) as second:  # a stream opened now says it in its hello
+            (said,) = [ToolCallOutput.model_validate(c) for c in second.hello["running_calls"]]
+            assert said == printed
+
+        assert api.post(f"/api/sessions/{session_id}/stop").json() == {"stopped": True}
+        first.until(is_idle)
+    assert api.session(session_id)["running_calls"] == []

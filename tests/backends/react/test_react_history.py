@@ -295,3 +295,26 @@ def test_a_progress_bar_drawn_again_after_a_carriage_return_shows_its_last_drawi
         "step 1 \r",  # a bar still to be drawn again: its last drawing for now
     ]
     assert run(detail)["drawn"] == ["100%\ndone\n", "a\nb\n", "no returns", "step 1 "]
+
+
+def test_a_call_running_when_the_chat_opened_shows_what_it_printed_by_then() -> None:
+    python = {"id": "c1", "name": "run_python", "arguments": '{"code": "..."}'}
+    done = {"id": "c0", "name": "list_files", "arguments": "{}"}
+    history = [
+        message("u1", "user", "fetch"),
+        message("a1", "assistant", tool_calls=[done, python]),
+        message("t0", "tool", "(empty)", tool_call_id="c0"),
+    ]
+    detail = session_detail(history, events=[output("c1", "page 3\n")])
+    detail["running_calls"] = [
+        output("c1", "page 1\npage 2\n", omitted=40),  # all it printed by then
+        output("c0", ""),  # (finished meanwhile: its result is in the history)
+    ]
+    [running] = run(detail)["seen"][0]["running"]
+    assert running == {
+        "id": "c1",
+        "name": "run_python",
+        "text": "page 1\npage 2\npage 3\n",
+        "hidden": 40,
+        "line": "… 40 characters not shown …",
+    }

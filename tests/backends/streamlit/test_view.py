@@ -207,6 +207,10 @@ def test_a_call_running_before_the_script_ran_again_shows_its_output() -> None:
     assert shown == ["c0"]
     assert [c.call_id for e in entries_of(history) for c in e.calls] == ["c0", "c1"]
     assert [v.call_id for v in unanswered_calls(history)] == ["c1"]
+    # a tab opened mid-call begins with what the call printed up to the detail's last_seq
+    printed = ToolCallOutput(call_id="c1", text="tick 1\ntick 2\n", omitted=14)
+    [opened] = LiveReply.following([], history, [printed]).calls
+    assert (opened.output, opened.hidden) == ("tick 1\ntick 2\n", 14)
 
 
 def test_arguments_and_images_never_fail_the_page() -> None:
