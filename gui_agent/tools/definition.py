@@ -61,8 +61,9 @@ class ToolContext:
         """Show `text` to the people watching this call, as what it has printed so far
         (run_python's output as the code prints it). They see it until the call returns;
         its result is what stays, and what the model reads. Call it as often as you like:
-        the session sends it on a few times a second. Nothing happens when nobody watches
-        (a call run outside an interpreter)."""
+        the session sends it on a few times a second. A sync tool may call it from its
+        worker thread too. Nothing happens when nobody watches (a call run outside an
+        interpreter)."""
         if self.output_sink is not None:
             self.output_sink(self.call_id, text)
 

@@ -222,6 +222,21 @@ async def _in_daemon_thread(function: Callable[[], Any]) -> Any:
     return await future
 
 
+def _from_thread(sink: Callable[[str, str], None]) -> Callable[[str, str], None]:
+    """`sink` (which runs on the event loop) for a sync tool's `ctx.show`, called from its
+    worker thread: handed to the loop in order, before the tool's result. Showing never
+    fails the tool, even once the loop has closed."""
+    loop = asyncio.get_running_loop()
+
+    def hand_over(call_id: str, text: str) -> None:
+        try:
+            loop.call_soon_threadsafe(sink, call_id, text)
+        except RuntimeError:  # the loop closed while the tool ran on
+            logger.debug("tool output after its event loop closed was dropped")
+
+    return hand_over
+
+
 async def _invoke(tool: Tool, args: list[Any], kwargs: dict[str, Any]) -> Any:
     if tool.is_async:
         return await tool.function(*args, **kwargs)
@@ -249,6 +264,8 @@ async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext)
         available = ", ".join(registry.names) or "(none)"
         return _error(call, f"Unknown tool {call.name!r}. Available tools: {available}.", started)
 
+    if not tool.is_async and ctx.output_sink is not None:  # `show` from its worker thread
+        ctx = dataclasses.replace(ctx, output_sink=_from_thread(ctx.output_sink))
     try:
         args, kwargs = tool.bind_json(call.arguments or "{}", ctx)
     except (ValidationError, ValueError):

@@ -11,7 +11,7 @@ from pathlib import Path
 from connectors.scripted import ScriptedReply, call, calls
 from gui_agent.live_output import CHUNK_CHARS, INTERVAL_S, SHOWN_CHARS, LiveOutput
 from gui_agent.tools import ToolContext, tool
-from schema import Event, ToolCallOutput
+from schema import Event, ToolCallFinished, ToolCallOutput
 from tests.gui_agent.helpers import make, running_code
 
 TICKS = (
@@ -173,3 +173,26 @@ async def test_the_calls_running_say_what_they_printed_so_far(tmp_path: Path) ->
         async for _ in sub.until_idle():
             pass
     assert interpreter.running_calls == ()
+
+
+async def test_a_plain_function_tool_shows_progress_from_its_worker_thread(
+    tmp_path: Path,
+) -> None:
+    """A sync tool runs in a worker thread, where there is no event loop: its `show` is
+    handed to the loop (it used to raise "no running event loop" and fail the tool)."""
+
+    @tool
+    def convert(ctx: ToolContext, files: int) -> str:
+        """Convert some files."""
+        for number in range(files):
+            ctx.show(f"file {number} converted\n")
+            time.sleep(INTERVAL_S * 0.6)
+        return f"{files} files"
+
+    interpreter, _ = make(tmp_path, [call("convert", files=4), "after"], tools=[convert])
+    events = [e async for e in interpreter.chat("convert")]
+    live = [e for e in events if isinstance(e, ToolCallOutput)]
+    finished = next(e for e in events if isinstance(e, ToolCallFinished))
+    assert not finished.result.is_error and finished.result.content == "4 files"
+    assert "".join(e.text for e in live) == "".join(f"file {n} converted\n" for n in range(4))
+    assert len(live) >= 2 and events.index(live[-1]) < events.index(finished)
