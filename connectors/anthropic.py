@@ -35,6 +35,7 @@ from connectors.base import (
     StreamingProvider,
     answer_mismatch,
     connection_failed,
+    hide_url_passwords,
     map_transport_errors,
     next_item,
     shown_url,
@@ -189,6 +190,7 @@ class AnthropicProvider(StreamingProvider):
             temperature=temperature,
             thinking_budget=thinking_budget,
         )
+        hide_url_passwords()
         self._client = anthropic.AsyncAnthropic(
             api_key=key, base_url=base_url, timeout=timeout_s, max_retries=0
         )

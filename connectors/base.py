@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from abc import ABC, abstractmethod
 from collections.abc import (
     AsyncGenerator,
@@ -64,6 +65,33 @@ def shown_url(url: str) -> str:
         return url
     host = parts.netloc.rpartition("@")[2]
     return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+
+
+_PASSWORD_IN_URL: Final = re.compile(r"(?<=://)([^/\s:@]*):[^/\s@]+@")
+
+HTTP_LOGGERS: Final = ("httpx2", "httpx", "openai._base_client", "anthropic._base_client")
+"""The loggers of the HTTP clients and vendor SDKs, which write each request's URL."""
+
+
+class _HidePasswords(logging.Filter):
+    """Writes a password in a URL of a log record as ``***`` (see `shown_url`)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        hidden = _PASSWORD_IN_URL.sub(r"\1:***@", message)
+        if hidden != message:
+            record.msg, record.args = hidden, None
+        return True
+
+
+def hide_url_passwords() -> None:
+    """Make the HTTP clients' own log lines (``HTTP Request: POST http://user:secret@…``)
+    show a password in a server's URL as ``***``, as every line of ours does. Called by
+    each provider that builds a client; adds its filter once."""
+    for name in HTTP_LOGGERS:
+        log = logging.getLogger(name)
+        if not any(isinstance(each, _HidePasswords) for each in log.filters):
+            log.addFilter(_HidePasswords())
 
 
 DEFAULT_TIMEOUT_S: Final = 60.0

@@ -14,7 +14,7 @@ import os
 
 import openai
 
-from connectors.base import shown_url
+from connectors.base import hide_url_passwords, shown_url
 from connectors.openai_mapping import is_openai_service
 from gui_agent.exceptions import ConfigError
 
@@ -31,6 +31,7 @@ def openai_client(
     """The client for `base_url` (None: ``OPENAI_BASE_URL``, else the OpenAI service), and
     whether it leads to the OpenAI service; ConfigError when the service would get no key."""
     key = api_key or os.environ.get(key_env)
+    hide_url_passwords()
     client = openai.AsyncOpenAI(
         api_key=key or NO_KEY, base_url=base_url, timeout=timeout_s, max_retries=0
     )

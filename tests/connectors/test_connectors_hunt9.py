@@ -526,6 +526,9 @@ async def test_a_password_in_a_server_url_is_used_but_never_shown(
         await provider.aclose()
     ours = [r.getMessage() for r in caplog.records if r.name.startswith(("connectors", "gui_"))]
     assert any("ready" in line for line in ours)  # the registry did log the model
+    # and the HTTP client's own line for each request (it wrote the password in clear)
+    requests = [r.getMessage() for r in caplog.records if r.name == "httpx2"]
+    assert any(f"http://alice:***@127.0.0.1:{peer.port}/v1/chat" in line for line in requests)
     (seen,) = peer.requests
     assert seen.headers["authorization"] == "Basic " + base64.b64encode(b"alice:s3cr3t").decode()
     shown = [
@@ -533,7 +536,7 @@ async def test_a_password_in_a_server_url_is_used_but_never_shown(
         provider.name,
         str(outcome.error),
         repr(registry.describe()),
-        *ours,
+        *(r.getMessage() for r in caplog.records),
     ]
     assert all("s3cr3t" not in text for text in shown)
     assert registry.default == f"openai-compatible:http://alice:***@127.0.0.1:{peer.port}/v1#qwen3"
