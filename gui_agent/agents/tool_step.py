@@ -23,7 +23,7 @@ from gui_agent.tools import (
     approval_view,
     execute_tool,
 )
-from gui_agent.tools.execution import decode_arguments
+from gui_agent.tools.execution import argument_error, decode_arguments
 from gui_agent.wording import DONE
 from schema import (
     AgentName,
@@ -144,7 +144,8 @@ async def run_tool_calls(
 async def tool_permission(
     session: Session, deps: AgentDeps, tool_call: ToolCall
 ) -> ToolResult | AsyncIterator[Event] | None:
-    """None: run it. A ToolResult: refused by policy. An event stream: ask the person."""
+    """None: run it. A ToolResult: refused, by policy or for arguments it cannot run with
+    (nobody is asked about those). An event stream: ask the person."""
     tool = deps.tools.get(tool_call.name)
     if tool is None:
         return None  # execute_tool reports the unknown name to the model
@@ -155,6 +156,9 @@ async def tool_permission(
         return None
     if mode is PermissionMode.DENY:
         return not_run(tool_call, f"Tool {tool_call.name!r} is not allowed in this session.")
+    if (problem := argument_error(tool, tool_call)) is not None:
+        # nobody is asked to allow a call that cannot run: the model learns why at once
+        return ToolResult(call_id=tool_call.id, name=tool_call.name, content=problem, is_error=True)
     return ask_person(session, deps, tool_call)
 
 

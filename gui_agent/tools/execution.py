@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -402,3 +403,18 @@ def _bind_explained(
         return tool.bind(arguments, ctx)
     except ValidationError as error:
         raise _BadArguments(_describe_validation(tool, error)) from None
+
+
+def argument_error(tool: Tool, call: ToolCall) -> str | None:
+    """What is wrong with the arguments of `call` to `tool`, as `execute_tool` would tell
+    the model, or None when they would bind. Checked before anyone is asked to allow the
+    call: a call that cannot run is answered at once, and the model learns why."""
+    ctx = ToolContext(session_id="", run_id="", call_id=call.id, workdir=Path.cwd())
+    try:
+        tool.bind_json(call.arguments or "{}", ctx)
+    except (ValidationError, ValueError):
+        try:
+            _bind_explained(tool, call, ctx)
+        except _BadArguments as error:
+            return str(error)
+    return None
