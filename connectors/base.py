@@ -110,14 +110,20 @@ def timeout_error(provider: str, timeout_s: float | None, setting: str = "") -> 
     """The error for a server that stayed silent for `timeout_s` (before the first byte or
     between two), saying how long: a model still loading, or a long conversation read on
     a slow machine, can take longer; `setting` (e.g. `MODEL_TIMEOUT_ENV`) is what gives it
-    longer, named when given."""
+    longer, named when given. Its `mid_reply` says it of a server that began the reply."""
     within = f"within {wait_text(timeout_s)}" if timeout_s else "in time"
     longer = f"; set {setting} to the seconds to wait" if setting else ""
-    return ModelTimeout(
+    error = ModelTimeout(
         f"{provider}: no answer from the server {within} (a model that is still loading, or "
         f"a long conversation on a slow machine, can take longer{longer})",
         provider=provider,
     )
+    gap = f"for {wait_text(timeout_s)}" if timeout_s else "for too long"
+    error.mid_reply = (
+        f"{provider}: the server stopped sending in the middle of the reply (nothing more "
+        f"{gap}); what it had sent is kept{longer}"
+    )
+    return error
 
 
 UNUSABLE_URL_ERRORS: Final = (httpx2.UnsupportedProtocol, httpx2.InvalidURL)

@@ -355,6 +355,10 @@ async def resilient_stream(
                     breaker.record_success()
                 elif gives_up:
                     breaker.record_failure(error)
+                if gives_up and emitted and isinstance(error, ModelTimeout) and error.mid_reply:
+                    # It did answer: it stopped sending (not a model still loading).
+                    stalled = ModelTimeout(error.mid_reply, provider=error.provider)
+                    raise stalled from error
                 if gives_up:
                     raise
                 if breaker.state is BreakerState.OPEN:  # other requests opened it meanwhile

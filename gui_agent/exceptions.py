@@ -126,7 +126,11 @@ class ModelServerError(ModelError):
 
 
 class ModelTimeout(ModelError):
+    """The server stayed silent too long. `mid_reply`: what to say instead when it had
+    begun the reply (it did answer, then stopped sending); empty when nothing says it."""
+
     retryable = True
+    mid_reply: str = ""
 
 
 class ModelConnectionError(ModelError):

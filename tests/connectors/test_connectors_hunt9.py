@@ -61,6 +61,7 @@ from tests.connectors.peers import (
     Reply,
     ScriptedPeer,
     Sleeps,
+    Stall,
     anthropic_end,
     anthropic_event,
     anthropic_start,
@@ -612,3 +613,28 @@ async def test_a_timeout_says_how_long_the_server_was_silent(
     assert isinstance(ours.error, ModelTimeout) and isinstance(asked.error, ModelTimeout)
     assert "no answer from the server within 0.25 s" in str(ours.error)
     assert "no answer from the server within 0.5 s" in str(asked.error)
+
+
+@pytest.mark.parametrize("vendor", ["openai", "anthropic"])
+async def test_a_server_that_stops_sending_mid_reply_is_not_said_to_have_not_answered(
+    peer: ScriptedPeer, vendor: str
+) -> None:
+    """It said "no answer from the server … (a model that is still loading …)" of a server
+    that had begun the reply and then went quiet: it answered, and loading was not why."""
+    model: OpenAIProvider | AnthropicProvider
+    if vendor == "openai":
+        peer.script(Reply.sse(openai_chunk({"content": "starting "}), Stall()))
+        model = OpenAIProvider("m", base_url=peer.url + "/v1", timeout_s=0.3)
+    else:
+        peer.script(
+            Reply.sse(anthropic_start(), *anthropic_text_block(0, ["starting "])[:2], Stall())
+        )
+        model = AnthropicProvider("m", api_key="k", base_url=peer.url, timeout_s=0.3)
+    async with model:
+        outcome = await consume(model.stream([Message(role=Role.USER, content="go")]))
+    assert outcome.texts == ["starting "]
+    assert isinstance(outcome.error, ModelTimeout)
+    said = str(outcome.error)
+    assert "stopped sending in the middle of the reply (nothing more for 0.3 s)" in said
+    assert "no answer" not in said and "loading" not in said
+    assert peer.request_count == 1  # (not asked again: the reply had begun)
