@@ -13,11 +13,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping, Sequence
+import re
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from gui_agent.agents import AgentDeps, Architecture, default_architectures
 from gui_agent.changes import ChangeFeed, ChatChange, ChatChangeKind, Listening
@@ -57,6 +58,7 @@ __all__ = [
     "Listening",
     "SessionManager",
     "SessionNotFound",  # re-exported
+    "imported_title",
     "with_agent",
 ]
 
@@ -215,11 +217,17 @@ class SessionManager:
         self, record: SessionRecord, messages: Sequence[Message], *, origin: str = ""
     ) -> Interpreter:
         """Store an imported session (already owned by the importer) and open it. A model this
-        server does not offer is replaced by the default."""
+        server does not offer is replaced by the default. A title one of the owner's chats
+        has already gets a mark, "(imported)" (then "(imported 2)", …): the list showed two
+        chats it did not tell apart."""
         self._admitted(record.owner)
         if record.settings.model not in self.models.names():
             settings = record.settings.model_copy(update={"model": self.models.default})
             record = record.model_copy(update={"settings": settings})
+        if record.title:
+            taken = await self.store.list_sessions(record.owner, query=record.title, limit=10_000)
+            title = imported_title(record.title, {chat.title for chat in taken})
+            record = record.model_copy(update={"title": title})
         await self.store.create_session(record)
         if messages:
             try:
@@ -445,3 +453,21 @@ class SessionManager:
 
 def _unloadable(interpreter: Interpreter) -> bool:
     return not (interpreter.busy or interpreter.watched or interpreter.pending_approvals)
+
+
+_IMPORT_MARK: Final = re.compile(r" \(imported(?: \d+)?\)$")
+
+
+def imported_title(title: str, taken: Collection[str]) -> str:
+    """`title` for an imported chat, marked when a chat has it already (see `taken`), and
+    kept within MAX_TITLE_CHARS."""
+    if title not in taken:
+        return title
+    title = _IMPORT_MARK.sub("", title)  # a copy of a copy: numbered, not marked twice
+    number = 1
+    while True:
+        mark = " (imported)" if number == 1 else f" (imported {number})"
+        marked = title[: MAX_TITLE_CHARS - len(mark)] + mark
+        if marked not in taken:
+            return marked
+        number += 1

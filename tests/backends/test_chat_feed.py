@@ -67,7 +67,7 @@ async def test_each_owner_hears_of_every_change_to_their_chats_only(
         (CREATED, made.id, "A plan"),
         (RENAMED, made.id, "The plan"),
         (RENAMED, made.id, "The final plan"),
-        (IMPORTED, copy.id, "The final plan"),
+        (IMPORTED, copy.id, "The final plan (imported)"),
         (DELETED, made.id, ""),
     ]
     assert first == second and all(change.owner == "alice" for change in first)

@@ -152,7 +152,8 @@ def test_a_chat_with_full_size_photos_exports_and_imports_back_through_the_api(
     imported = api.post("/api/sessions/import", content=exported.content)
     assert imported.status_code == 201, imported.text
     answer = imported.json()
-    assert answer["message_count"] == 6 and answer["session"]["title"] == PHOTOS_TITLE
+    copy_title = f"{PHOTOS_TITLE} (imported)"  # the original is still there
+    assert answer["message_count"] == 6 and answer["session"]["title"] == copy_title
     assert images_of(api, answer["session"]["id"]) == served.sent[served.photos]
 
 
@@ -184,7 +185,7 @@ def test_the_page_exports_a_chat_with_full_size_photos_and_imports_it_back(
     expect(badge(page)).to_have_text("STOP", timeout=WAIT_MS)
     after = served.api.get("/api/sessions").json()["sessions"]
     (new,) = [s for s in after if s["id"] not in before]
-    assert new["title"] == PHOTOS_TITLE
+    assert new["title"] == f"{PHOTOS_TITLE} (imported)"  # the original is still there
     assert images_of(served.api, new["id"]) == served.sent[served.photos]
     page.context.close()
 

@@ -9,7 +9,7 @@ import pytest
 
 from connectors.scripted import ScriptedModel
 from gui_agent import InvalidRequest, SessionManager, SessionNotFound, StaticCatalog
-from gui_agent.manager import INTERRUPTED_NOTE
+from gui_agent.manager import INTERRUPTED_NOTE, imported_title
 from gui_agent.store import SQLiteStore
 from schema import (
     AgentName,
@@ -19,7 +19,9 @@ from schema import (
     Role,
     SessionRecord,
     SessionSettings,
+    new_id,
 )
+from schema.requests import MAX_TITLE_CHARS
 
 
 def manager(tmp_path: Path, *replies: str) -> SessionManager:
@@ -195,4 +197,28 @@ async def test_idle_sessions_beyond_the_limit_are_unloaded_and_come_back_whole(
     _ = [e async for e in back.chat("more")]  # usable as before
     assert back.session.history[-1].content == "answer 3"
     watched.close()
+    await m.close()
+
+
+async def test_an_imported_chat_can_be_told_from_the_chat_it_copies(tmp_path: Path) -> None:
+    """The copy had the original's title, so the list showed two chats alike."""
+    m = manager(tmp_path)
+    await m.start()
+    record = SessionRecord(owner="bob", title="Trip plans")
+    messages = [Message(role=Role.USER, content="q"), Message(role=Role.ASSISTANT, content="a")]
+    first = await m.import_session(record, messages)  # no chat of bob's has the title yet
+    again = await m.import_session(record.model_copy(update={"id": new_id()}), messages)
+    third = await m.import_session(record.model_copy(update={"id": new_id()}), messages)
+    other = await m.import_session(record.model_copy(update={"id": new_id(), "owner": "eve"}), [])
+    titles = [i.session.title for i in (first, again, third, other)]
+    assert titles == [
+        "Trip plans",
+        "Trip plans (imported)",
+        "Trip plans (imported 2)",
+        "Trip plans",
+    ]
+    assert sorted(r.title for r in await m.list("bob")) == sorted(titles[:3])
+    assert imported_title("Trip plans (imported)", set(titles)) == "Trip plans (imported 3)"
+    long = imported_title("x" * MAX_TITLE_CHARS, {"x" * MAX_TITLE_CHARS})
+    assert len(long) == MAX_TITLE_CHARS and long.endswith("x (imported)")
     await m.close()
