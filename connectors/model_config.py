@@ -51,6 +51,19 @@ MODEL_FORMS: Final = (
     "scripted:echo (echoes your messages; for demos and tests)"
 )
 
+_COMPATIBLE_FORM: Final = "openai-compatible:http://HOST:PORT/v1#MODEL"
+_COMPATIBLE_EXAMPLE: Final = "openai-compatible:http://127.0.0.1:8080/v1#MODEL"
+_KIND_FORMS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "openai": f"openai:MODEL (e.g. openai:{DEFAULT_OPENAI_MODEL})",
+        "anthropic": f"anthropic:MODEL (e.g. anthropic:{DEFAULT_ANTHROPIC_MODEL})",
+        "local": "local:smollm2",
+        "scripted": "scripted:echo",
+    }
+)
+"""What to write after each kind named with nothing after it (``openai:``): a known kind
+is not an unknown model, it lacks the model's name."""
+
 
 @dataclass(frozen=True)
 class ModelSpec:
@@ -88,15 +101,16 @@ def parse_model(text: str, *, source: str) -> ModelSpec:
     """
     kind, sep, rest = text.strip().partition(":")
     kind, rest = kind.strip().lower(), rest.strip()
-    if not sep or kind not in get_args(ModelKind) or not rest:
+    if not sep or kind not in get_args(ModelKind):
         raise ConfigError(f"unknown model {text!r} (from {source}); use one of: {MODEL_FORMS}")
+    if not rest and kind in _KIND_FORMS:  # (`openai-compatible:` says so below)
+        raise ConfigError(f"model {text!r} (from {source}) needs a model name: {_KIND_FORMS[kind]}")
     if kind == "openai-compatible":
         url, hash_sign, model = rest.rpartition("#")
         url = url.strip().rstrip("/")
         if not hash_sign or not model.strip() or not url:
             raise ConfigError(
-                f"model {text!r} (from {source}) needs a URL and a model name: "
-                "openai-compatible:http://HOST:PORT/v1#MODEL"
+                f"model {text!r} (from {source}) needs a URL and a model name: {_COMPATIBLE_FORM}"
             )
         _check_base_url(url, text=text, source=source)
         return ModelSpec("openai-compatible", model.strip(), url, source)
@@ -120,12 +134,15 @@ base (the Anthropic client adds ``/v1/messages``, so its base ends before ``/v1`
 
 
 def _check_base_url(url: str, *, text: str, source: str) -> None:
-    """ConfigError when `url` cannot be an OpenAI-compatible server's base URL."""
-    problem, _ = _base_url_problem(url, "openai-compatible")
+    """ConfigError when `url` cannot be an OpenAI-compatible server's base URL: why, and
+    what to write instead (the URL the why names when it names one, else the form: two
+    examples one after the other read as a stutter)."""
+    problem, fixed = _base_url_problem(url, "openai-compatible")
     if problem:
+        instead = "" if fixed else f" (e.g. {_COMPATIBLE_EXAMPLE})"
         raise ConfigError(
             f"model {text!r} (from {source}): the URL {_shown(url)!r} cannot be a server's "
-            f"base URL: {problem} (e.g. openai-compatible:http://127.0.0.1:8080/v1#MODEL)"
+            f"base URL: {problem}{instead}"
         )
 
 

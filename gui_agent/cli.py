@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from gui_agent.config import LOG_LEVELS, AppConfig, load_config_with_sources
 from gui_agent.exceptions import ConfigError, GuiAgentError, InvalidRequest
-from gui_agent.log_text import loggable_traceback
+from gui_agent.log_text import TracebackFormatter, loggable_traceback, shows_tracebacks_whole
 
 if TYPE_CHECKING:
     from gui_agent.agents import Architecture
@@ -247,6 +247,19 @@ def _plugged_agent(spec: str | None) -> Architecture | None:
     return agent
 
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def _log_handler(level: str) -> logging.Handler:
+    """Where the log goes: standard error, a traceback written whole at DEBUG or when
+    standard error is no terminal (`--log-level DEBUG`, `2>file`), else on its record's
+    line (`log_text.shows_tracebacks_whole`; the chat says only its last line there)."""
+    handler = logging.StreamHandler()
+    whole = shows_tracebacks_whole(sys.stderr, debug=level == "DEBUG")
+    handler.setFormatter(TracebackFormatter(LOG_FORMAT, whole=whole))
+    return handler
+
+
 _NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 """Errors of an output with no room left (a traceback said only that)."""
 
@@ -262,10 +275,7 @@ def _main(argv: Sequence[str] | None) -> int:
         level = args.log_level or config.log_level
         if args.command == "chat" and not args.log_level and "log_level" not in sources:
             level = "WARNING"  # INFO lines would land in the middle of the replies
-        logging.basicConfig(
-            level=level.upper(),
-            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        )
+        logging.basicConfig(level=level.upper(), handlers=[_log_handler(level.upper())])
         # the state machine library narrates every callback at INFO; our own
         # state_changed events already say what happened
         logging.getLogger("transitions").setLevel(logging.WARNING)
@@ -444,6 +454,7 @@ class LineReader:
             self._fd = None
         self._terminal = self._fd is not None and os.isatty(self._fd)
         self._encoding = getattr(sys.stdin, "encoding", None) or "utf-8"
+        self._kept: str | None = None  # a line given back (`keep`): the next one read
         threading.Thread(target=self._pump, daemon=True, name="stdin").start()
 
     def _pump(self) -> None:
@@ -490,10 +501,17 @@ class LineReader:
         """Whether a person types the lines (a terminal), rather than a pipe or a file."""
         return self._terminal
 
+    def keep(self, line: str) -> None:
+        """Give `line`, just read, back: the next `readline` returns it again."""
+        self._kept = line
+
     async def readline(self, prompt: str) -> str | ReadEnd:
         """The next line without its newline, or why there is none. Cancelling the wait
         loses no line: the next call gets it."""
         write_out(prompt)
+        if self._kept is not None:
+            kept, self._kept = self._kept, None
+            return kept
         if self._ended:
             return ReadEnd.EOF
         line = await self._queue.get()

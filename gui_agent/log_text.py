@@ -16,23 +16,39 @@ escaped: the record stays on one line, the traceback's own line breaks written `
 chat, `repl_logging`), a record says that line, and the traceback is left to a log of its
 own or to DEBUG.
 
+Where the traceback is what one reads the log for, it is written whole, on its own lines
+(`LoggedTraceback.whole`): at DEBUG, and in a log that is not a terminal (a file, a pipe),
+as `shows_tracebacks_whole` decides and `TracebackFormatter` writes. Each of its lines is
+escaped as above, and every one after the first starts with two spaces (but an empty one,
+between a cause and what it caused): no line a message put in it can start at the left
+edge, where each record of the log starts, so none can pass for a record of its own.
+
 Here rather than in `connectors/` because the core logs such text too, and the core imports
 only `schema`, never the connectors; `connectors.log_text.loggable` is this same function.
 """
 
 from __future__ import annotations
 
+import logging
 import traceback
+from typing import Final
 
 from gui_agent.exceptions import GuiAgentError
 
 __all__ = [
+    "WHOLE_TRACEBACK_INDENT",
     "LoggedTraceback",
+    "TracebackFormatter",
     "loggable",
     "loggable_error",
     "loggable_failure",
     "loggable_traceback",
+    "shows_tracebacks_whole",
+    "with_whole_tracebacks",
 ]
+
+WHOLE_TRACEBACK_INDENT: Final = "  "
+"""What starts each line of a traceback written whole after its first (`LoggedTraceback`)."""
 
 
 def loggable(text: object) -> str:
@@ -56,25 +72,71 @@ def loggable_error(error: BaseException) -> str:
 
 
 class LoggedTraceback(str):
-    """A traceback escaped into one line (the string itself), and `error`: the line it ends
-    with ("RuntimeError: bot exploded", `loggable_error`), for where the whole is too much."""
+    """A traceback escaped into one line (the string itself); `error`, the line it ends
+    with ("RuntimeError: bot exploded", `loggable_error`), for where the whole is too much;
+    and `whole`, the traceback on its lines, for a log read for it (`TracebackFormatter`):
+    each line escaped, each after the first indented by `WHOLE_TRACEBACK_INDENT` (an empty
+    one left empty)."""
 
     error: str
+    whole: str
 
-    def __new__(cls, text: str, error: str) -> LoggedTraceback:
+    def __new__(cls, text: str, error: str, whole: str | None = None) -> LoggedTraceback:
         made = super().__new__(cls, text)
         made.error = error
+        made.whole = text if whole is None else whole
         return made
 
-    def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]
-        return str(self), self.error  # (a record's arguments may be copied or pickled)
+    def __getnewargs__(self) -> tuple[str, str, str]:  # type: ignore[override]
+        return str(self), self.error, self.whole  # (a record's arguments may be copied)
 
 
-def loggable_traceback(error: BaseException) -> str:
+def loggable_traceback(error: BaseException) -> LoggedTraceback:
     """The traceback of `error` as Python prints it (causes and exception groups included),
-    escaped into one line; a `LoggedTraceback`, which knows its last line too."""
-    text = loggable("".join(traceback.format_exception(error)).rstrip("\n"))
-    return LoggedTraceback(text, loggable_error(error))
+    escaped into one line; a `LoggedTraceback`, which knows its last line and its whole
+    form too."""
+    text = "".join(traceback.format_exception(error)).rstrip("\n")
+    first, *rest = [loggable(line) for line in text.split("\n")]
+    whole = first + "".join(f"\n{WHOLE_TRACEBACK_INDENT}{line}" if line else "\n" for line in rest)
+    return LoggedTraceback(loggable(text), loggable_error(error), whole)
+
+
+def shows_tracebacks_whole(stream: object, *, debug: bool) -> bool:
+    """Whether a log written to `stream` shows tracebacks whole, on their lines: at DEBUG
+    (`debug`: DEBUG records are written), or when `stream` is no terminal (a file, a pipe:
+    a log kept to be read later, for what went wrong). On a terminal at another level a
+    traceback stays on its record's line, among what else the terminal shows."""
+    if debug:
+        return True
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return not (callable(isatty) and isatty())
+    except (ValueError, OSError):  # closed
+        return True
+
+
+class TracebackFormatter(logging.Formatter):
+    """A formatter that writes each traceback a record carries (`LoggedTraceback`) whole,
+    on its lines, when told to (`whole`; `shows_tracebacks_whole` says when), else on the
+    record's one line, as `logging.Formatter` does."""
+
+    def __init__(self, fmt: str | None = None, *, whole: bool) -> None:
+        super().__init__(fmt)
+        self.whole = whole
+
+    def format(self, record: logging.LogRecord) -> str:
+        return super().format(with_whole_tracebacks(record) if self.whole else record)
+
+
+def with_whole_tracebacks(record: logging.LogRecord) -> logging.LogRecord:
+    """`record`, or, when it carries tracebacks (`LoggedTraceback` arguments), a copy with
+    each written whole (the record itself is left as it is, for the other handlers)."""
+    args = record.args
+    if not isinstance(args, tuple) or not any(isinstance(a, LoggedTraceback) for a in args):
+        return record
+    copy = logging.makeLogRecord(record.__dict__)
+    copy.args = tuple(a.whole if isinstance(a, LoggedTraceback) else a for a in args)
+    return copy
 
 
 def loggable_failure(error: BaseException) -> str:

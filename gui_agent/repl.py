@@ -15,6 +15,10 @@ opens a message of several lines, closed by a line ending with them.
 
 On a terminal, what is typed while a turn runs is acted on at once (`_TurnInput`); from a
 pipe, each line waits for the turn before it, except the answer to an approval question.
+From a pipe nobody sees a line taken as the answer, so it is shown after the question
+with what it decided (`allow? ...: y → allowed once`); and a line that is no answer (not
+y/yes, s/session, n/no or empty) is a message the script meant to send next: the call is
+denied, saying so, and the line is kept for the prompt (`repl_display.piped_answer`).
 Only a whole `y`/`yes` or `s`/`session` allows, typed after the question was shown: what was
 half typed then is put back in the line once it is answered, never taken as the answer. On
 a terminal the line is edited as in any terminal chat, and Up brings back the messages and
@@ -67,12 +71,13 @@ from gui_agent.repl_display import (
     approval_question,
     format_event,
     parse_decision,
+    piped_answer,
 )
 from gui_agent.repl_input import ChatInput
 from gui_agent.repl_logging import logs_above_the_line
 from gui_agent.telemetry import tracing_from_env
 from gui_agent.tools.files import PRIVATE_DIR
-from schema import ApprovalRequested, ApprovalResolved
+from schema import ApprovalDecision, ApprovalRequested, ApprovalResolved
 
 __all__ = [
     "ALLOW_ONCE_ANSWERS",
@@ -389,9 +394,10 @@ class _TurnInput:
     The end of input (Ctrl-D) ends AutoChat and leaves when the turn ends. A block being
     typed (`read_block`) takes the lines up to its end; a question shown meanwhile takes
     the next one. From a pipe, lines are read only to answer questions: a script's next
-    line waits for the turn. At a question, a slash command is acted on as at any time
-    (/stop, /quit stop the turn, which denies the question), never taken as a No: the
-    question is then asked again, if it is still open.
+    line waits for the turn, and a line that is no answer denies the call and is kept for
+    the prompt (read again for a next question of the turn). At a question, a slash
+    command is acted on as at any time (/stop, /quit stop the turn, which denies the
+    question), never taken as a No: the question is then asked again, if it is still open.
     """
 
     def __init__(
@@ -498,7 +504,14 @@ class _TurnInput:
     def _answer(self, request: ApprovalRequested, answer: str | ReadEnd) -> None:
         if isinstance(answer, ReadEnd):
             self._reader.write(f"\n  ({answer.value}: denied)")
-        decision = parse_decision(answer if isinstance(answer, str) else None)
+            decision = ApprovalDecision.DENY
+        elif self._reader.terminal:
+            decision = parse_decision(answer)  # (the person sees what they typed)
+        else:  # from a pipe: say which line answered, and how; a message is kept
+            decision, said, kept = piped_answer(answer)
+            self._reader.write(said)
+            if kept:
+                self._reader.keep(answer)
         self._interpreter.approve(request.approval_id, decision)
         self._next_question()
 

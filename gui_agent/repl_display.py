@@ -4,7 +4,8 @@ Pure text: nothing here writes. `format_event` says how one event reads in the t
 `EventLines` wraps it for one chat shown, knowing what was shown already (a call's output as
 it ran, a reply's text as it streamed). `approval_question` shows what a person is asked to
 allow exactly as it will run, and `parse_decision` reads their answer (only a whole
-`y`/`yes` or `s`/`session` allows).
+`y`/`yes` or `s`/`session` allows); `piped_answer` reads one from a pipe, and says what
+it decided.
 
 A prompt an agent or the app wrote in the person's place says who handed the work on, in
 the words the pages use (`wording.prompt_label`): "Plan step 1/3: ...", "Crew, over to the
@@ -13,6 +14,8 @@ reviewer", "Task for Executor". AutoChat's prompts are said by the AutoChat turn
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Final
 
 from gui_agent.agents.model_call import FILTERED
@@ -269,6 +272,39 @@ def _run_finished(event: RunFinished) -> str:
 
 ALLOW_ONCE_ANSWERS: Final = frozenset({"y", "yes"})
 ALLOW_SESSION_ANSWERS: Final = frozenset({"s", "session"})
+DENY_ANSWERS: Final = frozenset({"n", "no"})
+DECISION_WORDS: Final[Mapping[ApprovalDecision, str]] = MappingProxyType(
+    {
+        ApprovalDecision.ALLOW_ONCE: "allowed once",
+        ApprovalDecision.ALLOW_SESSION: "allowed for this session",
+        ApprovalDecision.DENY: "denied",
+    }
+)
+"""What an answer read from a pipe decided, said after the question (`piped_answer`)."""
+EMPTY_ANSWER: Final = "(empty line)"
+NOT_AN_ANSWER: Final = "denied: not y, s or n, so this line is kept as your next message"
+"""Said after the question of a line read from a pipe that is no answer (`piped_answer`)."""
+ECHO_CHARS: Final = 60
+"""How much of a line read from a pipe is shown after the question it answered."""
+
+
+def is_answer(line: str) -> bool:
+    """Whether `line` is one of the answers the question offers (`y`/`yes`, `s`/`session`,
+    `n`/`no`, any case) or empty (Enter: the default, No)."""
+    choice = line.strip().lower()
+    return not choice or choice in ALLOW_ONCE_ANSWERS | ALLOW_SESSION_ANSWERS | DENY_ANSWERS
+
+
+def piped_answer(line: str) -> tuple[ApprovalDecision, str, bool]:
+    """A line read from a pipe at an approval question: the decision, what to show after
+    the question (nobody saw the line typed: the line, and what it decided), and whether
+    the line is kept as the next message. A script's line that is no answer
+    (`is_answer`) is a message it meant to send next: the call is denied, the line kept."""
+    shown = _shortened(line, ECHO_CHARS) or EMPTY_ANSWER
+    if not is_answer(line):
+        return ApprovalDecision.DENY, f"{shown} → {NOT_AN_ANSWER}", True
+    decision = parse_decision(line)
+    return decision, f"{shown} → {DECISION_WORDS[decision]}", False
 
 
 def parse_decision(answer: str | None) -> ApprovalDecision:

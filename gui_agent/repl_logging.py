@@ -17,10 +17,13 @@ written that way too. Records that go elsewhere (standard error sent to a file o
 are left to their handler: nothing is swapped.
 
 A record that carries a traceback (`log_text.loggable_traceback`: a failing `--agent`, a
-hook's bug) is said in one readable line where the chat shows: the error its traceback ends
-with, and how to see the traceback (`--log-level DEBUG`, which shows it whole, or a log sent
-elsewhere: `2>file` keeps it). A record of a thousand characters of escaped frames, written
-among the replies, buried the chat's own `! agent_failed: ...` line that says the same.
+hook's bug) is said in one readable line where the chat shows on a terminal: the error its
+traceback ends with, and how to see the traceback (`--log-level DEBUG`, or a log sent
+elsewhere: `2>file`). A record of a thousand characters of escaped frames, written among
+the replies, buried the chat's own `! agent_failed: ...` line that says the same. At DEBUG,
+and where the chat's output is no terminal (`2>&1 > transcript`: read later, to find out
+what went wrong), the traceback is written whole, on its lines
+(`log_text.shows_tracebacks_whole`).
 
 A model call asked again is said by the chat's own notice of it (the `model_retrying`
 event, `repl_display`): the record logged of that retry (marked `SAID_BY_NOTICE`) is left
@@ -40,7 +43,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from gui_agent.log_text import LoggedTraceback
+from gui_agent.log_text import LoggedTraceback, shows_tracebacks_whole, with_whole_tracebacks
 from gui_agent.repl_input import ChatInput
 from gui_agent.retry_words import SAID_BY_NOTICE
 
@@ -75,13 +78,15 @@ class _AboveTheLine(logging.Handler):
         return self._shown.format(self._briefly(record))
 
     def _briefly(self, record: logging.LogRecord) -> logging.LogRecord:
-        """`record`, or, when it carries a traceback and DEBUG records are not shown here,
-        a copy saying only the error the traceback ends with, and how to see the rest."""
+        """`record`; when it carries a traceback, a copy with it written whole where
+        tracebacks are shown whole (at DEBUG, or not on a terminal), else saying only the
+        error the traceback ends with, and how to see the rest."""
         args = record.args
         if not isinstance(args, tuple) or not any(isinstance(a, LoggedTraceback) for a in args):
             return record
-        if self.level <= logging.DEBUG and self._logger.isEnabledFor(logging.DEBUG):
-            return record
+        debug = self.level <= logging.DEBUG and self._logger.isEnabledFor(logging.DEBUG)
+        if shows_tracebacks_whole(self._shown.stream, debug=debug):
+            return with_whole_tracebacks(record)
         brief = logging.makeLogRecord(record.__dict__)
         brief.args = tuple(
             a.error + TRACEBACK_HINT if isinstance(a, LoggedTraceback) else a for a in args

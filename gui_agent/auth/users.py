@@ -180,7 +180,10 @@ class UserDB:
             raise InvalidRequest(f"a password may have at most {MAX_PASSWORD_CHARS} characters")
         with self._editing() as users:
             if name in users and not replace:
-                raise InvalidRequest(f"user {name!r} already exists")
+                raise InvalidRequest(
+                    f"user {name!r} already exists; to set a new password, add --replace "
+                    "(it ends their current logins)"
+                )
             alike = [other for other in users if other.casefold() == name.casefold()]
             if name not in users and alike:  # (people read Alice and alice as one name)
                 raise InvalidRequest(

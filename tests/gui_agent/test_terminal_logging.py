@@ -316,27 +316,59 @@ def chat_with_a_failing_agent(tmp_path: Path, *flags: str, apart: bool = False) 
     return result.stdout, result.stderr or ""
 
 
+def failing_agent_in_a_terminal(tmp_path: Path, *flags: str) -> str:
+    """`gui-agent [flags] chat --agent bot.py:bot` in a pseudo-terminal, told `hello`, its
+    agent raising: what the terminal was sent (the log shows there too)."""
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "bot.py").write_text(FAILING_AGENT)
+    folder = str(workspace(tmp_path))
+    argv = [CLI, *flags, "chat", "--agent", "bot.py:bot", "--model", "scripted:echo"]
+    terminal = Terminal([*argv, "--no-probe", "--workdir", folder], tmp_path)
+    terminal.read_until(b"you> ")
+    terminal.type(b"hello\n")
+    terminal.read_until(b"! agent_failed: ")
+    terminal.read_until(b"you> ")
+    terminal.type(b"/quit\n")
+    assert terminal.exit_code() == 0
+    return terminal.seen.decode()
+
+
 def test_a_failing_agents_record_is_one_readable_line_where_the_chat_shows(
     tmp_path: Path,
 ) -> None:
-    """The record carried the traceback, escaped onto its one line: 1.5 kB of frames with
-    literal \\n among the replies, above the chat's own `! agent_failed` line."""
-    out, _ = chat_with_a_failing_agent(tmp_path)
-    [record] = [line for line in out.splitlines() if " ERROR gui_agent.turn: " in line]
+    """On a terminal, at the chat's own level. The record carried the traceback, escaped
+    onto its one line: 1.5 kB of frames with literal \\n among the replies, above the
+    chat's own `! agent_failed` line."""
+    seen = failing_agent_in_a_terminal(tmp_path)
+    [record] = [line for line in seen.splitlines() if " ERROR gui_agent.turn: " in line]
     assert record.endswith(
         "the OTHER agent failed: RuntimeError: bot exploded (--log-level DEBUG shows the traceback)"
     )
-    assert "Traceback" not in out and "\\n" not in out
-    assert "! agent_failed: RuntimeError: bot exploded" in out
+    assert "Traceback" not in seen and "\\n" not in seen
+    assert "! agent_failed: RuntimeError: bot exploded" in seen
+
+
+def whole_traceback(log: str) -> None:
+    """`log` has the failing agent's record with its traceback whole: on its own lines,
+    each after the first indented, not escaped onto one."""
+    start = log.index("the OTHER agent failed: ")
+    record = log[start : log.index("\n  RuntimeError: bot exploded\n", start)]
+    assert record.startswith("the OTHER agent failed: Traceback (most recent call last):\n")
+    assert '\n    File "' in record and '\n      raise RuntimeError("bot exploded")' in record
+    assert "\\n" not in record
 
 
 def test_a_failing_agents_traceback_is_kept_at_debug_and_in_a_log_of_its_own(
     tmp_path: Path,
 ) -> None:
+    """It was kept, but escaped onto the record's one line (literal \\n), also at DEBUG and
+    in a file: unreadable just where a person looks for what went wrong."""
     out, _ = chat_with_a_failing_agent(tmp_path / "debug", "--log-level", "DEBUG")
-    [record] = [line for line in out.splitlines() if " ERROR gui_agent.turn: " in line]
-    assert "Traceback (most recent call last):\\n" in record
-    assert record.endswith("\\nRuntimeError: bot exploded")
+    whole_traceback(out)
     out, log = chat_with_a_failing_agent(tmp_path / "apart", apart=True)
-    assert "Traceback (most recent call last):\\n" in log  # stderr to a file: all of it
+    whole_traceback(log)  # stderr to a file of its own
     assert "ERROR" not in out
+    out, _ = chat_with_a_failing_agent(tmp_path / "together")  # `2>&1 > transcript`
+    whole_traceback(out)
+    assert "(--log-level DEBUG shows the traceback)" not in out
+    assert "! agent_failed: RuntimeError: bot exploded" in out

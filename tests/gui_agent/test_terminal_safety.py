@@ -11,19 +11,31 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.gui_agent.screen import Screen
 from tests.gui_agent.test_repl_errors import WRITE_A_FILE, chat_argv, workspace
 from tests.gui_agent.test_terminal_io import run
+from tests.gui_agent.test_terminal_keys import Terminal
 from tests.gui_agent.test_terminal_live import live_chat
 
 
 def test_an_answer_that_only_starts_like_yes_or_session_denies(tmp_path: Path) -> None:
+    """Typed on a terminal, after seeing the question. (From a pipe such a line is taken
+    for the script's next message: `test_repl_piped_answers`.)"""
     folder = workspace(tmp_path)
     second = {"tool": "write_file", "args": {"path": "b.txt", "content": "hi"}}
     replies = [WRITE_A_FILE, "first done", second, "second done", WRITE_A_FILE, "third done"]
-    typed = b"write a\nstop\nwrite b\nsure\nwrite a again\nyes\n/quit\n"
-    result = run(tmp_path, chat_argv(replies, folder), typed, {})
-    assert result.returncode == 0, result.stderr.decode()
-    out = result.stdout.decode()
+    terminal = Terminal(chat_argv(replies, folder), tmp_path)
+    for message, answer in (("write a", "stop"), ("write b", "sure"), ("write a again", "yes")):
+        terminal.read_until(b"you> ")
+        terminal.type(message.encode() + b"\n")
+        terminal.read_until(b"allow? [y]es once / [s]ession / [N]o: ")
+        terminal.type(answer.encode() + b"\n")
+    terminal.read_until(b"you> ")
+    terminal.type(b"/quit\n")
+    assert terminal.exit_code() == 0
+    screen = Screen(200, 500)  # (what was drawn again counts once: the rows shown)
+    screen.feed(terminal.seen.decode())
+    out = "\n".join(screen.rows)
     # "stop" did not allow writing for the whole session: the next write was asked again
     assert out.count("allow? [y]es once") == 3
     assert out.count("approval: deny (user)") == 2
