@@ -23,6 +23,8 @@
 
 const API = "/api";
 const RECONNECT_LIMIT = 10; // failed openings in a row, after the first hello, before giving up
+// The status a stream's `closed` event stands for: the one a new request would get.
+const CLOSED_STATUS = { unauthorized: 401, login_unavailable: 503, not_found: 404 };
 
 /** The server answered with an error ({"error": {"code", "message"}}), or not as the API. */
 export class ApiError extends Error {
@@ -210,9 +212,9 @@ class Stream {
             continue;
           }
           if (!greeted) throw new ConnectionFailed(`the stream began with ${frame.event}`);
-          if (frame.event === "closed") { // the caller's access ended
+          if (frame.event === "closed") { // the caller's access ended, or the chat was deleted
             const { code, message } = JSON.parse(frame.data).error;
-            this.end(new ApiError(401, code, message));
+            this.end(new ApiError(CLOSED_STATUS[code] ?? 401, code, message));
             return true;
           }
           if (frame.event === "fell_behind") { // too slow a reader: open it again

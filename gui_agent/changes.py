@@ -38,9 +38,10 @@ class ChatChangeKind(enum.StrEnum):
 @dataclass(frozen=True, slots=True)
 class ChatChange:
     """One change of an owner's chats list. `session_id` and `title` are empty for
-    OWNER_REMOVED; `title` is the chat's title after the change. `origin` is what the
-    caller that made the change named itself (a page tab: its key), so that its own
-    listener can tell the change is its own; empty when it did not say."""
+    OWNER_REMOVED; `title` is the chat's title after the change (for DELETED, the title it
+    had). `origin` is what the caller that made the change named itself (a page tab: its
+    key), so that its own listener can tell the change is its own; empty when it did not
+    say."""
 
     kind: ChatChangeKind
     owner: str

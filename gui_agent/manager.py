@@ -276,13 +276,15 @@ class SessionManager:
         for the same lock). Of two deletes of one session at once, the second finds it gone
         (SessionNotFound)."""
         interpreter = await self.get(session_id, owner)
+        title = interpreter.session.title
         async with self._lock:
             self._live.pop(session_id, None)
             await interpreter.close()
             if not await self.store.delete_session(session_id, owner=owner):
                 raise SessionNotFound("no such session: it was deleted")
         await self._remove_folders([(session_id, owner)])
-        self.changes.announce(ChatChange(ChatChangeKind.DELETED, owner, session_id, origin=origin))
+        change = ChatChange(ChatChangeKind.DELETED, owner, session_id, title, origin)
+        self.changes.announce(change)
 
     async def revoke(self, owner: str, *, reason: str = "the user was removed") -> int:
         """Refuse `owner` from now on and stop everything of theirs: each running turn is
@@ -329,7 +331,8 @@ class SessionManager:
         await self._remove_folders(deleted)
         for interpreter in gone:
             session = interpreter.session
-            self.changes.announce(ChatChange(ChatChangeKind.DELETED, session.owner, session.id))
+            change = ChatChange(ChatChangeKind.DELETED, session.owner, session.id, session.title)
+            self.changes.announce(change)
         return len(deleted)
 
     async def _remove_folders(self, sessions: Sequence[tuple[str, str]]) -> None:

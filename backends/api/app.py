@@ -2,21 +2,23 @@
 
 `create_api(manager, tokens, ...)` returns a FastAPI app whose routes all live under `/api`
 (the server mounts the Gradio page on the same app at `/`). Bodies are JSON, read with a
-size cap and validated by the `schema.requests` models; the session id in the path wins
-over one in the body. The OpenAPI document (with `docs`) describes each body from these
-models (see `openapi`); the routes read and validate them. Every endpoint but login,
-logout and health needs a bearer token (the two event streams also take the login cookie,
-for a browser's EventSource), and every session lookup is scoped to the token's user:
-someone else's session is 404, like an unknown one. Bodies with fields an endpoint does
-not define are refused (400), never silently trimmed. Each success body is a model from
-`responses`, named in the OpenAPI document. Errors read `{"error": {"code": ...,
-"message": ...}}` (see `errors`); a method an endpoint does not take is 405 with `Allow`
-(a fixed path is never taken for an id: `GET /api/sessions/import` names POST, it looks up
-no session "import"), an unknown path under /api 404; a well-formed request that clashes
-with what the session is doing (a retry, edit or clear while a turn runs, a second answer
-to an approval) is 409 (see `conflicts`).
+size cap and validated by the `schema.requests` models, strictly typed (`true` is no
+number, "0.5" no number, "yes" no boolean; see `strict`); an id in the body must
+be the one in the path (another is 400). An `agent` is a role's word ("planner", any
+case) or its enum name (see `roles`). The OpenAPI document (with `docs`) describes each
+body from these models (see `openapi`); the routes read and validate them. Every endpoint
+but login, logout and health needs a bearer token (the two event streams also take the
+login cookie, for a browser's EventSource), and every session lookup is scoped to the
+token's user: someone else's session is 404, like an unknown one. Bodies with fields an
+endpoint does not define are refused (400), never silently trimmed. Each success body is a
+model from `responses`, named in the OpenAPI document. Errors read `{"error": {"code":
+..., "message": ...}}` (see `errors`); a method an endpoint does not take is 405 with
+`Allow` (a fixed path is never taken for an id: `GET /api/sessions/import` names POST, it
+looks up no session "import"), an unknown path under /api 404; a well-formed request that
+clashes with what the session is doing (a retry, edit or clear while a turn runs, a second
+answer to an approval) is 409 (see `conflicts`).
 
-    POST   /api/login                                  -> {token, expires_at, user}
+    POST   /api/login                                  -> {token, expires_at, user, notice}
                                                           (and the login cookie, see `auth`)
     POST   /api/logout                                 -> 204, the login cookie removed
     GET    /api/health                                 -> {status, protocol_version, auth}
@@ -39,10 +41,12 @@ to an approval) is 409 (see `conflicts`).
     PUT    /api/sessions/{id}/tools/{tool}  {mode: ask|allow|deny|null}  -> the tool
     DELETE /api/sessions/{id}/allowed-tools  ?tool=    -> {allowed_tools}
     GET    /api/sessions/{id}/events    (SSE, ids <epoch>-<seq>; Last-Event-ID or ?since=&epoch=;
-                                        ends with `event: closed` when access ends, see `sse`)
+                                        ends with `event: closed` when access ends or
+                                        the chat is deleted, see `sse`)
     GET    /api/sessions/{id}/export    ?allow_unimportable=  -> the export document, as an
-                                        attachment; 413 when it could not be imported back
-                                        (over `max_import_bytes`)
+                                        attachment named after the chat's title; 413 when
+                                        it could not be imported back (over
+                                        `max_import_bytes`)
     POST   /api/sessions/import         (body: an export document)
                                         -> 201 {session, message_count, reset, repairs,
                                         summary}

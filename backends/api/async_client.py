@@ -20,9 +20,9 @@ on `async with`, on `await stream` or `await stream.open()`, or else on the firs
 `async for` step. A session's stream connects again by itself after a broken connection
 and goes on after the last event it handed out (nothing lost, nothing twice), raises
 `ResyncRequired` when the server no longer holds what was missed, and ends (the `async for`
-ends) when the server ends it (`closed` says why when the caller's access ended). Leaving
-the `async with` block, an error, or the task being cancelled closes the connection; the
-cancellation goes on up.
+ends) when the server ends it (`closed` says why when the caller's access ended or the
+session was deleted). Leaving the `async with` block, an error, or the task being
+cancelled closes the connection; the cancellation goes on up.
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ class AsyncGuiAgentClient:
     async def create_session(
         self,
         *,
-        agent: AgentName | None = None,
+        agent: AgentName | str | None = None,
         model: str | None = None,
         settings: Mapping[str, Any] | None = None,
         title: str | None = None,
@@ -169,7 +169,7 @@ class AsyncGuiAgentClient:
         title: str | None = None,
         settings: Mapping[str, Any] | None = None,
         autochat: Mapping[str, Any] | None = None,
-        agent: AgentName | None = None,
+        agent: AgentName | str | None = None,
         model: str | None = None,
     ) -> SessionRecord:
         return await self._call(
@@ -203,7 +203,7 @@ class AsyncGuiAgentClient:
         text: str,
         *,
         images: Sequence[ImagePart] = (),
-        agent: AgentName | None = None,
+        agent: AgentName | str | None = None,
     ) -> MessageAccepted:
         return await self._call(calls.send_message(session_id, text, images, agent))
 
@@ -282,7 +282,8 @@ class _AsyncStream(Generic[_T]):
 
     @property
     def closed(self) -> ApiError | None:
-        """Why the server ended the stream, when it said (`Unauthorized`: access ended)."""
+        """Why the server ended the stream, when it said (`Unauthorized`: access ended;
+        `NotFound`: the chat was deleted)."""
         return self._cursor.closed
 
     async def open(self) -> Self:

@@ -12,6 +12,7 @@ Three modes, chosen by the server's configuration:
 Where no password is checked (the proxy named the user, or there is no login) the body is
 still read: none, `{}` or a login's fields are fine, anything else (not JSON, not an object,
 a field of the wrong type or name) is the 400 any endpoint gives a bad body (`LoginFields`).
+A user name or password sent there is not checked, and the answer's `notice` says so.
 
 Failed password logins are throttled per user name and per client address
 (`gui_agent.auth.LoginThrottle`): past a few free attempts, 429 with `Retry-After`, and the
@@ -138,6 +139,23 @@ class LoginFields(BaseModel):
     password: str | None = None
 
 
+def _unchecked(fields: LoginFields, proxy_user: str | None) -> str | None:
+    """What a login's answer says of the user name or password it was sent and did not
+    check (the server has no login, or its proxy names the user); None when it was sent
+    neither. A caller who typed them learns they made no difference."""
+    if fields.username is None and fields.password is None:
+        return None
+    if proxy_user is not None:
+        return (
+            f"this server signs people in through its proxy, as {proxy_user!r}: the user "
+            "name and password sent were not checked"
+        )
+    return (
+        f"this server has no login: the user name and password sent were not checked, and "
+        f"the token is for {LOCAL_USER!r}, as everyone's is here"
+    )
+
+
 def login_unavailable(problem: AuthError) -> ApiError:
     """503 for a users file that cannot be read (its mode, half-written JSON): the server's
     fault, not a wrong password. The reason names the file, so it goes to the server log,
@@ -191,6 +209,7 @@ class Authenticator:
         """The body of a successful `POST /api/login`; ApiError 401 otherwise."""
         user = self._proxy_user(request)
         fingerprint: str | None = None
+        notice: str | None = None
         if user is None and self.users is not None:
             sent = await read_object(request, MAX_LOGIN_BYTES, optional=True)
             if not sent:  # no body, or `{}`: a client that did not know this server's mode
@@ -229,11 +248,15 @@ class Authenticator:
             header = self.proxy.header if self.proxy else "user"
             raise unauthorized(f"the request has no {header} header from the proxy")
         else:  # not needed, but a client's broken request must not read as fine
-            validate(LoginFields, await read_object(request, MAX_LOGIN_BYTES, optional=True))
+            sent = await read_object(request, MAX_LOGIN_BYTES, optional=True)
+            fields = validate(LoginFields, sent)
+            notice = _unchecked(fields, user)
             user = user if user is not None else LOCAL_USER
         token = self.tokens.issue(user, password_fingerprint=fingerprint)
         claims = self.tokens.verify(token)
-        return LoginAnswer(token=token, expires_at=claims.expires_at.isoformat(), user=user)
+        return LoginAnswer(
+            token=token, expires_at=claims.expires_at.isoformat(), user=user, notice=notice
+        )
 
     async def sign_out(self, request: Request) -> bool:
         """Refuse the token `request` carries (its Authorization header, else the login

@@ -1,4 +1,5 @@
-"""Request bodies: read with a size cap (before any parsing), then validate with pydantic."""
+"""Request bodies: read with a size cap (before any parsing), then validated with pydantic,
+strictly typed (see `strict`), an id the path names refused when the body names another."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from fastapi import Request
 from pydantic import BaseModel, ValidationError
 from starlette.requests import ClientDisconnect
 
-from backends.api.errors import ApiError, describe_validation
+from backends.api.errors import ApiError, describe_validation, shortened
+from backends.api.strict import strictly
 from gui_agent.log_text import loggable
 from schema import ImagePart
 from schema.requests import (
@@ -135,10 +137,23 @@ async def no_body(request: Request) -> None:
         raise ApiError(400, "invalid_request", f"this endpoint takes no body (it was sent {named})")
 
 
-def validate(model: type[_M], data: dict[str, Any], **overrides: Any) -> _M:
-    """`model` from `data`, with `overrides` (e.g. the session id from the path) winning."""
+def validate(model: type[_M], data: dict[str, Any], **from_path: str) -> _M:
+    """`model` from `data`, strictly typed (see `strict`), with the ids the path names
+    (`from_path`, e.g. the session id) filled in. ApiError 400 naming the field for a body
+    that does not validate, and for one that names another id than its path: a client that
+    built the URL from one id and the body from another has a bug, and acting on either id
+    would hide it. The path's id in the body, or none (absent or null), is fine."""
+    for name, value in from_path.items():
+        sent = data.get(name)
+        if sent is not None and sent != value:
+            raise ApiError(
+                400,
+                "invalid_request",
+                f"{name}: the body names {shortened(repr(sent))} but the path names "
+                f"{value!r}; send the path's id in the body, or none",
+            )
     try:
-        return model.model_validate({**data, **overrides})
+        return strictly(model, {**data, **from_path})
     except ValidationError as exc:
         raise ApiError(400, "invalid_request", describe_validation(exc)) from None
 

@@ -13,8 +13,9 @@ then writes one event per change, named by its kind,
     event: created | imported | renamed | deleted
     data: {"kind": "...", "session_id": "...", "title": "<the title after the change>"}
 
-with a comment line every `keepalive_s` seconds while quiet. Changes are not numbered nor
-kept: a client that reconnects reads the list again (`GET /api/sessions`) after `hello`.
+(for deleted, the title it had), with a comment line every `keepalive_s` seconds while
+quiet. Changes are not numbered nor kept: a client that reconnects reads the list again
+(`GET /api/sessions`) after `hello`.
 The stream ends (without an event) when the server shuts down. Access is checked again at
 a bounded interval, as on a session's event stream (`sse`): a token that expires, or a user
 removed from the users file, ends the stream with

@@ -23,8 +23,8 @@ goes on with the next event: nothing lost, nothing twice. It tries at once the f
 then after the server's `retry:` interval; `max_reconnects` failures in a row end it with
 `ConnectionFailed`. When the server no longer holds what was missed (it restarted, or too
 much happened meanwhile) it raises `ResyncRequired`: load the session again. The stream
-ends (StopIteration) when the server ends it: `event: closed` (the caller's access ended;
-`events.closed` says why), the session deleted, the server shutting down.
+ends (StopIteration) when the server ends it: `event: closed` (the caller's access ended,
+or the session was deleted; `events.closed` says why), the server shutting down.
 
 Requests are never retried: a message or an approval sent twice is not the same as sent
 once; the only 429 the API sends is the login throttle, which trying again at once only
@@ -158,7 +158,8 @@ class GuiAgentClient:
 
     def login(self, username: str | None = None, password: str | None = None) -> LoginAnswer:
         """Log in and keep the token for the next requests. A server without a users file
-        (`health().auth == "none"`) wants no name or password."""
+        (`health().auth == "none"`) wants no name or password (sent anyway, they are not
+        checked, and the answer's `notice` says so)."""
         answer = self._call(calls.login(username, password))
         self.token = answer.token
         return answer
@@ -187,12 +188,13 @@ class GuiAgentClient:
     def create_session(
         self,
         *,
-        agent: AgentName | None = None,
+        agent: AgentName | str | None = None,
         model: str | None = None,
         settings: Mapping[str, Any] | None = None,
         title: str | None = None,
     ) -> SessionRecord:
-        """`settings` holds only the fields to change from the defaults."""
+        """`settings` holds only the fields to change from the defaults. `agent` (here, in
+        `update_session` and `send_message`) is a role or its word: "planner", any case."""
         return self._call(calls.create_session(agent, model, settings, title))
 
     def get_session(self, session_id: str, *, limit: int | None = None) -> SessionDetail:
@@ -229,7 +231,7 @@ class GuiAgentClient:
         title: str | None = None,
         settings: Mapping[str, Any] | None = None,
         autochat: Mapping[str, Any] | None = None,
-        agent: AgentName | None = None,
+        agent: AgentName | str | None = None,
         model: str | None = None,
     ) -> SessionRecord:
         """Change only what is given; `settings` and `autochat` field by field."""
@@ -270,7 +272,7 @@ class GuiAgentClient:
         text: str,
         *,
         images: Sequence[ImagePart] = (),
-        agent: AgentName | None = None,
+        agent: AgentName | str | None = None,
     ) -> MessageAccepted:
         """Starts a turn, or waits behind the running one (`queued`)."""
         return self._call(calls.send_message(session_id, text, images, agent))
@@ -366,7 +368,8 @@ class _Stream(Generic[_T]):
 
     @property
     def closed(self) -> ApiError | None:
-        """Why the server ended the stream, when it said (`Unauthorized`: access ended)."""
+        """Why the server ended the stream, when it said (`Unauthorized`: access ended;
+        `NotFound`: the chat was deleted)."""
         return self._cursor.closed
 
     def __iter__(self) -> Self:

@@ -115,7 +115,7 @@ def list_sessions(query: str | None, limit: int | None, offset: int) -> Call[Ses
 
 
 def create_session(
-    agent: AgentName | None,
+    agent: AgentName | str | None,
     model: str | None,
     settings: Mapping[str, Any] | None,
     title: str | None,
@@ -162,7 +162,7 @@ def update_session(
     title: str | None,
     settings: Mapping[str, Any] | None,
     autochat: Mapping[str, Any] | None,
-    agent: AgentName | None,
+    agent: AgentName | str | None,
     model: str | None,
 ) -> Call[SessionRecord]:
     body = json_body(title=title, settings=settings, autochat=autochat, agent=agent, model=model)
@@ -197,7 +197,7 @@ def _export(document: bytes | str | Mapping[str, Any]) -> bytes:
 
 
 def send_message(
-    session_id: str, text: str, images: Sequence[ImagePart], agent: AgentName | None
+    session_id: str, text: str, images: Sequence[ImagePart], agent: AgentName | str | None
 ) -> Call[MessageAccepted]:
     body = json_body(text=text, images=list(images) or None, agent=agent)
     path = session_path(session_id, "messages")

@@ -117,7 +117,7 @@ _ERROR_CLASSES: dict[int, type[ApiError]] = {
     409: Conflict,
     429: RateLimited,
 }
-_STATUS_OF_CODE = {"unauthorized": 401, "login_unavailable": 503}
+_STATUS_OF_CODE = {"unauthorized": 401, "login_unavailable": 503, "not_found": 404}
 """The status a `closed` event's code stands for: the one a new request would get."""
 
 
@@ -298,7 +298,8 @@ class EventCursor:
     last_event_id: str | None = None
     hello: StreamHello | None = None
     closed: ApiError | None = None
-    """Why the server ended the stream (`event: closed`: the caller's access ended)."""
+    """Why the server ended the stream (`event: closed`): `Unauthorized` when the caller's
+    access ended, `NotFound` when the chat was deleted."""
     _greeted: bool = False
 
     @classmethod

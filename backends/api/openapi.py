@@ -7,7 +7,7 @@ each route names its model through `RequestBodies.body(...)` (its `openapi_extra
 `install` adds the models' JSON schemas to the document's `components/schemas`.
 
 Fields a route takes from its path (`session_id`, `approval_id`) are not required in the
-body: the path's value wins over one sent there.
+body; sent there, they must be the path's value (another is refused, 400).
 
 Errors: each route lists the statuses it really answers with (`errors(...)`), each with the
 one error body (`ErrorResponse`); FastAPI's 422 is dropped, since the API never sends it (a
@@ -25,6 +25,7 @@ from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
+from gui_agent.agents.roles import ROLE_NAMES
 from gui_agent.exceptions import ConfigError
 
 REF_TEMPLATE = "#/components/schemas/{model}"
@@ -105,7 +106,7 @@ class RequestBodies:
         _, top = models_json_schema(models, ref_template=REF_TEMPLATE)
         schemas: dict[str, Any] = top.get("$defs", {})
         for name, (_, path_fields) in self._models.items():
-            schemas[name] = _path_fields_optional(schemas[name], path_fields)
+            schemas[name] = _roles_described(_path_fields_optional(schemas[name], path_fields))
         return schemas
 
     def install(
@@ -182,12 +183,12 @@ def _drop_validation_errors(document: dict[str, Any]) -> None:
 
 
 def _path_fields_optional(schema: dict[str, Any], path_fields: frozenset[str]) -> dict[str, Any]:
-    """`schema` with `path_fields` no longer required, each saying the path wins."""
+    """`schema` with `path_fields` no longer required, each saying it comes from the path."""
     if not path_fields:
         return schema
     properties = {
         name: (
-            {**spec, "description": "Taken from the path; a value sent here is ignored."}
+            {**spec, "description": "Taken from the path; if sent, it must be the path's."}
             if name in path_fields
             else spec
         )
@@ -198,3 +199,13 @@ def _path_fields_optional(schema: dict[str, Any], path_fields: frozenset[str]) -
     if not required:
         del updated["required"]
     return updated
+
+
+def _roles_described(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with its `agent`, if any, saying it also takes a role's word (`roles`)."""
+    agent = schema.get("properties", {}).get("agent")
+    if agent is None:
+        return schema
+    words = ", ".join(ROLE_NAMES)
+    described = {**agent, "description": f"A role's name, or its word ({words}), in any case."}
+    return {**schema, "properties": {**schema["properties"], "agent": described}}

@@ -46,6 +46,9 @@ class LoginAnswer(_Answer):
     expires_at: str
     """ISO 8601, UTC."""
     user: str
+    notice: str | None = None
+    """Said when the login was sent a user name or password that it did not check: the
+    server has no login (the token is for "local"), or its proxy names the user."""
 
 
 class HealthAnswer(_Answer):

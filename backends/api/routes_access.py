@@ -1,7 +1,7 @@
 """Who, and what is on offer: login and logout, health, the models and the agent roles, and
 the browser client.
 
-POST /api/login   -> {token, expires_at, user} (and the login cookie, see `auth`)
+POST /api/login   -> {token, expires_at, user, notice} (and the login cookie, see `auth`)
 POST /api/logout  -> 204, the token it carries signed out and the login cookie removed
 GET  /api/health  -> {status, protocol_version, auth}   (no token needed)
 GET  /api/models | /api/agents

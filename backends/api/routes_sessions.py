@@ -10,6 +10,7 @@ imported, read (with what the memory window holds of them), changed, deleted and
     PATCH  /api/sessions/{id}     {title?, settings?, autochat?, agent?, model?}  (partial)
     DELETE /api/sessions/{id}                          -> 204 (its working folder too)
     GET    /api/sessions/{id}/export ?allow_unimportable=  -> the export, as an attachment
+                                                          named after the chat's title
 
 PATCH and create merge `settings` (and PATCH `autochat`) field by field into what the
 session has (see `merged`); `settings.permissions` may name only tools the chat has (see
@@ -22,8 +23,11 @@ import asyncio
 import contextlib
 import difflib
 import logging
+import unicodedata
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from fastapi import FastAPI, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -42,8 +46,16 @@ from backends.api.responses import (
     send,
     success,
 )
+from backends.api.roles import with_role
 from backends.api.sse import EventStreamResponse
-from gui_agent.export import ExportDocument, encode_export, read_import, too_large_to_import
+from backends.api.strict import strictly
+from gui_agent.export import (
+    ExportDocument,
+    encode_export,
+    export_file_name,
+    read_import,
+    too_large_to_import,
+)
 from gui_agent.export_format import NotJson
 from gui_agent.import_words import import_summary
 from gui_agent.log_text import loggable
@@ -146,7 +158,7 @@ def add_session_routes(app: FastAPI, api: ApiContext) -> None:
     async def create_session(request: Request) -> Response:
         owner = await auth.owner(request)
         raw = await read_object(request, api.max_body_bytes, optional=True)
-        body = validate(CreateSession, raw)
+        body = validate(CreateSession, with_role(raw, manager.architectures_factory()))
         settings = None
         if body.settings is not None:
             settings = merged(SessionSettings(), body.settings, "settings")
@@ -154,8 +166,6 @@ def add_session_routes(app: FastAPI, api: ApiContext) -> None:
             check_permissions(settings, SessionSettings(), manager.tools_factory().names)
         sent_model = settings.model if settings and "model" in (body.settings or {}) else None
         check_model(body.model, sent_model, manager.models.names())
-        if body.agent is not None and body.agent not in manager.architectures_factory():
-            raise ApiError(400, "invalid_request", f"no agent role {body.agent.value!r} here")
         title = body.title if body.title and body.title.strip() else None
         interpreter = await manager.create(
             owner, agent=body.agent, model=body.model, settings=settings, title=title
@@ -248,7 +258,8 @@ def add_session_routes(app: FastAPI, api: ApiContext) -> None:
     )
     async def patch_session(request: Request, session_id: str) -> Response:
         interpreter = await api.session_of(request, session_id)
-        body = validate(PatchSession, await read_object(request, api.max_body_bytes))
+        raw = await read_object(request, api.max_body_bytes)
+        body = validate(PatchSession, with_role(raw, interpreter.architectures))
         session = interpreter.session
         settings: SessionSettings | None = None
         autochat: AutoChatSettings | None = None
@@ -259,8 +270,6 @@ def add_session_routes(app: FastAPI, api: ApiContext) -> None:
             autochat = merged(session.autochat, body.autochat, "autochat")
         sent_model = settings.model if settings and "model" in (body.settings or {}) else None
         model = check_model(body.model, sent_model, manager.models.names())
-        if body.agent is not None and body.agent not in interpreter.architectures:
-            raise ApiError(400, "invalid_request", f"no agent role {body.agent.value!r} here")
         if settings is not None or autochat is not None or body.title is not None:
             if settings is not None:  # the model changes through set_model below
                 settings = settings.model_copy(update={"model": session.settings.model})
@@ -320,7 +329,7 @@ def add_export_route(app: FastAPI, api: ApiContext) -> None:
         return Response(
             encoded.data,
             media_type="application/json",
-            headers={"Content-Disposition": _attachment(interpreter.id)},
+            headers={"Content-Disposition": attachment(record.title, datetime.now(UTC))},
         )
 
 
@@ -337,14 +346,15 @@ def check_model(model: str | None, in_settings: str | None, names: Sequence[str]
 
 
 def merged(current: _S, changes: Mapping[str, Any], where: str) -> _S:
-    """`current` with the fields in `changes` replaced, validated as a whole; ApiError 400
-    naming the field for an unknown field or a value that does not validate."""
+    """`current` with the fields in `changes` replaced, validated as a whole, the changes
+    strictly typed (`strictly`: `true` is no count, "0.5" no number); ApiError 400 naming
+    the field for an unknown field or a value that does not validate."""
     model = type(current)
     unknown = sorted(set(changes) - set(model.model_fields))
     if unknown:
         raise ApiError(400, "invalid_request", f"{where}: unknown field(s) {', '.join(unknown)}")
     try:
-        return model.model_validate({**current.model_dump(), **changes})
+        return strictly(model, {**current.model_dump(mode="json"), **changes})
     except ValidationError as exc:
         raise ApiError(400, "invalid_request", f"{where}.{describe_validation(exc)}") from None
 
@@ -401,7 +411,14 @@ def export_json_problems() -> Iterator[None]:
         raise ApiError(400, "invalid_json", str(exc)) from None
 
 
-def _attachment(session_id: str) -> str:
-    """The export's Content-Disposition: a file named after the session id."""
-    name = "".join(c if c.isascii() and (c.isalnum() or c in "_.-") else "_" for c in session_id)
-    return f'attachment; filename="gui-agent-session-{name}.json"'
+def attachment(title: str, at: datetime) -> str:
+    """The export's Content-Disposition: the file named after the chat's title, in any
+    script, as the front ends name it (`export_file_name`). A title that is not all ASCII
+    goes in `filename*` (UTF-8, RFC 6266 and 8187), with `filename` its ASCII fallback for
+    clients that read only that one: its accents taken off, anything else dropped."""
+    name = export_file_name(title, at)
+    if name.isascii():
+        return f'attachment; filename="{name}"'
+    plain = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode("ascii")
+    fallback = export_file_name(plain, at)
+    return f"attachment; filename=\"{fallback}\"; filename*=UTF-8''{quote(name, safe='')}"

@@ -31,6 +31,7 @@ from backends.api.responses import (
     send,
     success,
 )
+from backends.api.roles import with_role
 from gui_agent.interpreter import Interpreter
 from schema import ApprovalResponse, ChatRequest, ControlRequest, InterpreterState
 
@@ -51,9 +52,9 @@ def add_turn_routes(app: FastAPI, api: ApiContext) -> None:
     )
     async def send_message(request: Request, session_id: str) -> Response:
         interpreter = await api.session_of(request, session_id)
-        chat = validate(
-            ChatRequest, await read_object(request, api.max_body_bytes), session_id=session_id
-        )
+        raw = await read_object(request, api.max_body_bytes)
+        sent = with_role(raw, interpreter.architectures)
+        chat = validate(ChatRequest, sent, session_id=session_id)
         images = check_images(chat.images)
         message = await interpreter.send(chat.text, images=images, agent=chat.agent)
         # Queued is where it went, not whether a turn ran before: a turn may end while the

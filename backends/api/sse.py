@@ -36,8 +36,15 @@ user's turn is seen stopping. A client that reconnects is then refused (401). Wh
 session itself closes under the stream, access is checked once more: a user removed
 while the server watches the users file has their sessions closed at once
 (`SessionManager.revoke`), and their streams end with the same `closed` event then,
-without waiting for the interval. (A session deleted ends its streams with no `closed`
-event.)
+without waiting for the interval. A session deleted (by any client, or by the retention
+period) ends its streams the same way, with the answer a new request would get:
+
+    event: closed
+    data: {"error": {"code": "not_found", "message": "this chat was deleted; ..."}}
+
+A client that stops on `closed` (the API's Python and browser clients do) does not open
+the stream again; a browser's bare EventSource that reconnects meets that 404, which
+ends it for good (an EventSource does not retry an answer that is not 200).
 
 An event that cannot be written as JSON (a tool's result nested deeper than the serializer
 goes) is sent in its place, with its id, as
@@ -205,6 +212,7 @@ async def event_stream(
     stale: bool = False,
     recheck: Recheck | None = None,
     recheck_s: float = DEFAULT_RECHECK_S,
+    gone: Recheck | None = None,
 ) -> AsyncIterator[bytes]:
     """The SSE body for one client of one session.
 
@@ -219,7 +227,9 @@ async def event_stream(
     next event is written, and while it is quiet); when it refuses, the stream ends with a
     `closed` event saying why. When the client stops reading and the session ends the
     subscription (`Subscription.fell_behind`), the stream ends with a `fell_behind` event.
-    Ends when the session's event hub closes; the subscription is closed however it ends.
+    Ends when the session's event hub closes, with a `closed` event when `recheck`, then
+    `gone` (is the session still there: it refuses for a deleted one), refuses then; the
+    subscription is closed however it ends.
     """
     subscription = interpreter.subscribe()
     try:
@@ -236,7 +246,7 @@ async def event_stream(
         clock = asyncio.get_running_loop().time
         timer = _Timer(keepalive_s, recheck_s if recheck else None, clock(), clock())
         after = replay[-1].seq if replay else 0
-        live = _follow(subscription, after, epoch, timer, recheck)
+        live = _follow(subscription, after, epoch, timer, recheck=recheck, gone=gone)
         async with contextlib.aclosing(live) as chunks:
             async for chunk in chunks:
                 yield chunk
@@ -249,7 +259,9 @@ async def _follow(
     after: int,
     epoch: str,
     timer: _Timer,
+    *,
     recheck: Recheck | None,
+    gone: Recheck | None,
 ) -> AsyncGenerator[bytes, None]:
     """The live part of `event_stream`: events newer than seq `after`, keep-alives while
     quiet, and the access recheck; the task awaiting the next event is cancelled on exit."""
@@ -283,10 +295,7 @@ async def _follow(
                 yield fell_behind(epoch, after)
                 return
             if event is None:  # the session closed: deleted, or its owner removed
-                if (
-                    recheck is not None
-                    and (refusal := await closed_if_refused(recheck)) is not None
-                ):
+                if (refusal := await _why_closed(recheck, gone)) is not None:
                     yield refusal
                 return
             if event.seq > after:
@@ -297,6 +306,14 @@ async def _follow(
         if pending is not None:
             pending.cancel()
             await asyncio.wait({pending})
+
+
+async def _why_closed(*checks: Recheck | None) -> bytes | None:
+    """The `closed` event of the first of `checks` that refuses, if any does."""
+    for check in checks:
+        if check is not None and (refusal := await closed_if_refused(check)) is not None:
+            return refusal
+    return None
 
 
 def _taken(pending: asyncio.Task[Event | None], subscription: Subscription) -> list[Event]:

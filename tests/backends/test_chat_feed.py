@@ -68,7 +68,7 @@ async def test_each_owner_hears_of_every_change_to_their_chats_only(
         (RENAMED, made.id, "The plan"),
         (RENAMED, made.id, "The final plan"),
         (IMPORTED, copy.id, "The final plan (imported)"),
-        (DELETED, made.id, ""),
+        (DELETED, made.id, "The final plan"),  # the title it had
     ]
     assert first == second and all(change.owner == "alice" for change in first)
     assert bobs == []
@@ -130,7 +130,7 @@ def test_changes_made_through_the_api_reach_the_owners_listeners(tmp_path: Path)
     assert kinds(heard) == [
         (CREATED, made, "from a script"),
         (RENAMED, made, "renamed"),
-        (DELETED, made, ""),
+        (DELETED, made, "renamed"),  # the title it had
     ]
 
 

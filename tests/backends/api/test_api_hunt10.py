@@ -144,7 +144,8 @@ def test_retention_keeps_deleting_while_the_server_runs(tmp_path: Path) -> None:
     """`--retention-days` promises that chats nobody touched for that long are deleted. It
     ran only at start, so a server up for months kept them all. A chat aged past the limit
     while the server runs is deleted by the next sweep: one still open (a tab left on it)
-    is closed, which ends its stream, and its owner's lists are told; fresh ones stay."""
+    is closed, which ends its stream with `closed` (not_found), and its owner's lists are
+    told; fresh ones stay."""
     data_dir = tmp_path / "data"
     config = AppConfig(models=("scripted:echo",), data_dir=data_dir, port=0, retention_days=30)
     server = ServerThread(
@@ -168,7 +169,10 @@ def test_retention_keeps_deleting_while_the_server_runs(tmp_path: Path) -> None:
             deleted = {json.loads(next_change(changes, deadline).data)["session_id"]}
             deleted.add(json.loads(next_change(changes, deadline).data)["session_id"])
             assert deleted == {left_open, idle}
-            assert next(stream.sse, None) is None  # its stream ended
+            closed = next(stream.sse)  # its stream ended, saying why
+            assert closed.event == "closed" and closed.id is None
+            assert json.loads(closed.data)["error"]["code"] == "not_found"
+            assert next(stream.sse, None) is None
         for gone in (left_open, idle):
             assert api.get(f"/api/sessions/{gone}").status_code == 404
         listed = api.get("/api/sessions").json()["sessions"]

@@ -252,11 +252,15 @@ def test_the_chats_list_follows_changes_made_anywhere(team: Backend) -> None:
         assert change(changes)[1] == {
             "kind": "imported",
             "session_id": imported["id"],
-            "title": "Holiday plans",
+            "title": "Holiday plans (imported)",  # (the original is still there)
         }
 
         assert other_tab.request("DELETE", url).status_code == 204
-        assert change(changes)[1] == {"kind": "deleted", "session_id": made, "title": ""}
+        assert change(changes)[1] == {
+            "kind": "deleted",
+            "session_id": made,
+            "title": "Holiday plans",
+        }
 
         # A chat made in the server's process (as the page makes it) is announced too.
         async def page_creates() -> str:

@@ -415,8 +415,7 @@ def test_a_picture_is_sent_the_message_edited_and_the_chat_exported_imported_and
     )
     expect(page.get_by_text("Imported 2 messages as a new chat.")).to_be_visible()
     sessions = api.get("/api/sessions").json()["sessions"]
-    copies = [s["id"] for s in sessions if s["title"] == "what colour is this"]
-    [imported] = [i for i in copies if i != session_id]
+    [imported] = [s["id"] for s in sessions if s["title"] == "what colour is this (imported)"]
     assert [m.content for m in api.messages(imported)] == expected
     # Clear, after saying yes: the open (imported) chat empties, the first keeps its own
     page.once("dialog", lambda dialog: dialog.accept())
