@@ -428,6 +428,32 @@
       window.location.assign(link.href);
     }
   }, true);
+  // After Send or Stop is clicked, or New chat, the keyboard goes back to the message box
+  // (Stop is disabled as the turn ends, which dropped the focus to the page; Send and New
+  // chat kept it, so the person had to click into the box before typing on).
+  document.addEventListener("click", (event) => {
+    const target = event.target instanceof Element ? event.target : null;
+    if (target?.closest("#send-btn, #stop-btn, #new-session-btn")) {
+      setTimeout(() => input()?.focus(), 0);
+    }
+  });
+  // "Clear chat" asks in a row under the buttons, which on a short window opened below its
+  // bottom edge, out of sight: once the row shows (the server's answer), it is brought into
+  // view. (A chat with nothing to clear shows no row: the wait ends after WHEN_SHOWN_MS.)
+  const WHEN_SHOWN_MS = 10000;
+  const whenShown = (selector, then, until = performance.now() + WHEN_SHOWN_MS) => {
+    const node = document.querySelector(selector);
+    if (node && node.getClientRects().length) then();
+    else if (performance.now() < until) {
+      requestAnimationFrame(() => whenShown(selector, then, until));
+    }
+  };
+  document.addEventListener("click", (event) => {
+    const target = event.target instanceof Element ? event.target : null;
+    if (target?.closest("#clear-btn")) {
+      whenShown("#confirm-clear-row", () => intoView("#confirm-clear-row", "nearest"));
+    }
+  });
   // Answering an approval hides its panel, and the focused button with it: keep the
   // keyboard in the message box instead of losing it to the page.
   document.addEventListener("click", (event) => {

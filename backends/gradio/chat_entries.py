@@ -91,8 +91,9 @@ class ChatEntries:
         self._serial += 1
         return f"{kind}:{self._serial}"
 
-    def _note(self, text: str) -> None:
-        """A line of its own (trusted Markdown) after the history shown so far."""
-        self._append(
+    def _note(self, text: str) -> str:
+        """A line of its own (trusted Markdown) after the history shown so far; its key."""
+        entry = self._append(
             Entry(self._transient_key("note"), "assistant", self._tail(), text, transient=True)
         )
+        return entry.key

@@ -103,6 +103,8 @@ _RULES = {"ge": "at least", "gt": "more than", "le": "at most", "lt": "less than
 
 _WHOLE = frozenset({"max_tokens", "max_iterations", "memory_exchanges", "memory_token_budget"})
 """The Advanced settings that are counts (a fraction is refused, not rounded)."""
+_WHOLE_LIMITS = frozenset({"max_turns", "token_budget"})
+"""The AutoChat limits that are counts (a fraction is refused, not rounded)."""
 _OPTIONAL = frozenset({"max_tokens", "memory_token_budget", "approval_timeout_s"})
 """The Advanced settings an empty field sets to None (no limit, the model's default)."""
 
@@ -241,6 +243,8 @@ class Form:
             raise InvalidRequest(f"{label} is empty: type a number{hint}")
         if budget and value < 0:
             raise InvalidRequest(f"{label} must be 0 (none) or more")
+        if name in _WHOLE_LIMITS and not float(value).is_integer():
+            raise InvalidRequest(f"{label} must be a whole number")  # (not rounded)
         if name == "token_budget":
             value = int(value) if int(value) > 0 else None
         elif name == "time_budget_s":

@@ -382,10 +382,11 @@ def build_page(
                 # form (a send too) before a handler could say which field is wrong. The
                 # handlers check the limits and name the field (form.py).
                 with gr.Row():
+                    # (No `precision`: Gradio would round 2.5 to 2 before any handler
+                    # could name it. A fraction is refused, as in the Advanced settings.)
                     max_turns = gr.Number(
                         label="Max automatic turns",
                         value=auto.max_turns,
-                        precision=0,
                         elem_id="autochat-max-turns",
                         min_width=100,
                     )
@@ -399,7 +400,6 @@ def build_page(
                     token_budget = gr.Number(
                         label="Token budget (0 = none)",
                         value=0,
-                        precision=0,
                         elem_id="autochat-token-budget",
                         min_width=100,
                     )

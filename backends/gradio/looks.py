@@ -22,6 +22,7 @@ from schema import AgentName, ImagePart, Message, MessageStatus, MessageType
 
 __all__ = [
     "CUT_OFF_MARK",
+    "EMPTY_REPLY_MARK",
     "ERROR_MARK",
     "FILTERED_MARK",
     "INTERRUPTED_MARK",
@@ -31,6 +32,7 @@ __all__ = [
     "body_markdown",
     "code_span",
     "confirmation_markdown",
+    "error_line",
     "preview",
     "result_markdown",
     "tool_step_id",
@@ -38,11 +40,17 @@ __all__ = [
 
 INTERRUPTED_MARK = "_[interrupted]_"
 UNANSWERED_MARK = (
-    "_not answered: the turn it waited for was stopped before the agent read it; "
-    "send it again to have it answered_"
+    "_Not answered: the turn your message above waited for was stopped before the agent "
+    "read it. Send it again to have it answered._"
 )
-"""Under a message of the person's a Stop left unanswered (`turn_end.UNANSWERED`)."""
+"""A line of its own, on the app's side, right after a message of the person's a Stop left
+unanswered (`turn_end.UNANSWERED`): not inside that message's bubble, where the next message
+of the person's (grouped with it) read as unanswered too."""
 ERROR_MARK = "_[error]_"
+"""How a failed reply that keeps no error (an older chat's) ends; one that keeps its error
+ends with it (`error_line`)."""
+EMPTY_REPLY_MARK = "_The model sent no text._"
+"""The body of a finished reply with nothing in it: no text, images or tool calls."""
 FILTERED_MARK = (
     '<span class="ga-cut-off">Stopped by the provider\'s content filter (or the model '
     "declined): what it wrote before is kept. Rephrase the request, or pick another model.</span>"
@@ -61,6 +69,13 @@ _DECISIONS = {
     "deny": ("✗", "Denied"),
 }
 _ICON_STYLE = "width:20px;height:20px;display:inline-block;vertical-align:middle;margin:0 6px 0 0"
+
+
+def error_line(code: str, message: str) -> str:
+    """An error as the chat shows it, live or after a reload: "Error:" and its message. The
+    error's code is for code (`data-code`), not for the person."""
+    kind = "".join(c for c in code if c.isalnum() or c in "-_")
+    return f'<strong class="ga-error" data-code="{kind}">Error:</strong> {escape_html(message)}'
 
 
 def tool_step_id(call_id: str) -> str:

@@ -1,28 +1,41 @@
 """What a history message shows as in the chatbot: a person's text as text (with the label
 of a prompt the app or an agent wrote for them) and its images; an agent's reply under its
-header, as Markdown, ending with a mark when it was interrupted, failed or cut off. Pure."""
+header, as Markdown, ending with a mark when it was interrupted, failed (with its error) or
+cut off, and saying so when the model sent nothing. Pure."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 
 from backends.gradio.looks import (
     CUT_OFF_MARK,
+    EMPTY_REPLY_MARK,
     ERROR_MARK,
     FILTERED_MARK,
     INTERRUPTED_MARK,
-    UNANSWERED_MARK,
     agent_header,
     body_markdown,
     confirmation_markdown,
+    error_line,
 )
 from backends.gradio.markdown import MediaLink, escape_html, images_markdown
 from gui_agent.agents.model_call import FILTERED
-from gui_agent.turn_end import UNANSWERED
 from gui_agent.wording import prompt_label
 from schema import AgentName, Message, MessageStatus, MessageType, Role
 
 __all__ = ["error_mark", "failure_of", "header", "message_text", "user_text"]
+
+
+def _empty(message: Message) -> bool:
+    """A finished reply of the model with nothing to show: no text, image or tool call."""
+    return (
+        message.role is Role.ASSISTANT
+        and message.status is MessageStatus.COMPLETE
+        and not message.content.strip()
+        and not message.images
+        and not message.tool_calls
+        and not message.display_only
+    )
 
 
 def header(agent: AgentName | None, icons: Mapping[str, str]) -> str:
@@ -31,15 +44,11 @@ def header(agent: AgentName | None, icons: Mapping[str, str]) -> str:
 
 
 def message_text(
-    message: Message,
-    *,
-    icons: Mapping[str, str],
-    errors_shown: Collection[tuple[str, str]],
-    link: MediaLink | None = None,
+    message: Message, *, icons: Mapping[str, str], link: MediaLink | None = None
 ) -> str:
-    """The chatbot text of a history message. `errors_shown`: the (code, message) of the
-    errors the view shows as notes already, which a failed reply does not repeat; `link`:
-    where its images are served (`image_markdown`)."""
+    """The chatbot text of a history message. `link`: where its images are served
+    (`image_markdown`). A failed reply ends with the error it keeps, live as after a reload
+    (the view drops the error's own note then: `ChatView`)."""
     if message.type is MessageType.CONFIRMATION:
         return confirmation_markdown(message)
     if message.role is Role.USER:
@@ -50,11 +59,13 @@ def message_text(
     if message.role is Role.SYSTEM:
         prefix = '<span class="ga-note">System:</span> '
     body = body_markdown(message.type, message.content, message.language, message.images, link)
+    if _empty(message):
+        body = EMPTY_REPLY_MARK
     text = header(message.agent, icons) + prefix + body
     if message.status is MessageStatus.INTERRUPTED:
         text = text.rstrip("\n") + "\n\n" + INTERRUPTED_MARK
     elif message.status is MessageStatus.ERROR:
-        text = text.rstrip("\n") + "\n\n" + error_mark(message, errors_shown)
+        text = text.rstrip("\n") + "\n\n" + error_mark(message)
     if message.role is Role.ASSISTANT and message.metadata.get("cut_off") is True:
         text = text.rstrip("\n") + "\n\n" + CUT_OFF_MARK
     if message.role is Role.ASSISTANT and message.metadata.get(FILTERED) is True:
@@ -74,18 +85,14 @@ def user_text(message: Message, link: MediaLink | None = None) -> str:
             text = escape_html(str(meta.get("step", ""))) or text  # a plan step: the step alone
         text = f'<span class="ga-autochat">{escape_html(label)}:</span> {text}'
     images = images_markdown(message.images, "attached image", link)
-    unanswered = UNANSWERED_MARK if message.metadata.get(UNANSWERED) is True else ""
-    return "\n\n".join(part for part in (text, images, unanswered) if part)
+    return "\n\n".join(part for part in (text, images) if part)
 
 
-def error_mark(message: Message, errors_shown: Collection[tuple[str, str]]) -> str:
-    """How a failed reply ends: with the error it keeps, unless the view already shows
-    that error as a note (a tab that watched it live)."""
+def error_mark(message: Message) -> str:
+    """How a failed reply ends: with the error it keeps ("Error: …"), or a plain mark when
+    it keeps none (a chat saved by an older version)."""
     error = failure_of(message)
-    if error is None or error in errors_shown:
-        return ERROR_MARK
-    code, text = error
-    return f"{ERROR_MARK} **Error** ({escape_html(code)}): {escape_html(text)}"
+    return ERROR_MARK if error is None else error_line(*error)
 
 
 def failure_of(message: Message) -> tuple[str, str] | None:

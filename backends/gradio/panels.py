@@ -5,8 +5,9 @@ memory and usage panels. Pure: `PanelState.apply(event)` and plain render functi
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Protocol
 
 from backends.gradio.autoturns import TurnTally, turns_phrase
@@ -38,6 +39,7 @@ from schema import (
 )
 
 __all__ = [
+    "BADGE_WORDS",
     "MAX_TURNS_SHOWN",
     "AutoChatStatus",
     "MemoryInfo",
@@ -56,11 +58,23 @@ MAX_TURNS_SHOWN = 10
 
 """Said after why AutoChat stopped while its switch stays on (a limit, Stop, a failure)."""
 
+BADGE_WORDS: Mapping[InterpreterState, str] = MappingProxyType(
+    {
+        InterpreterState.INIT: "Ready",
+        InterpreterState.RUNNING: "Working…",
+        InterpreterState.WAITING: "Waiting for your approval",
+        InterpreterState.STOP: "Your turn",
+    }
+)
+"""What the state badge says in each state: plain words, not the state's name (STOP next to
+the red Stop button read as a command; INIT is jargon). The name stays in `data-state` and
+in the class `ga-badge-<state>` for code and styles."""
+
 _STATE_HELP = {
-    InterpreterState.INIT: "no turn yet",
-    InterpreterState.RUNNING: "the agent is working",
-    InterpreterState.WAITING: "waiting for your approval",
-    InterpreterState.STOP: "idle; your turn",
+    InterpreterState.INIT: "no turn yet: send a message to start",
+    InterpreterState.RUNNING: "the agent is working; Stop ends the turn",
+    InterpreterState.WAITING: "a tool waits for your answer in the approval panel",
+    InterpreterState.STOP: "the agent has finished; send your next message",
 }
 
 _ACTIVE = (InterpreterState.RUNNING, InterpreterState.WAITING)
@@ -251,13 +265,14 @@ class PanelState:
 
 
 def badge_html(state: InterpreterState, *, stoppable: bool | None = None) -> str:
-    """The state badge; its text is exactly the state's name. `data-stoppable` tells the
-    page whether Stop has something to stop (by default: a turn is running or waiting);
-    AutoChat between two turns is STOP, yet stoppable."""
+    """The state badge: the state in plain words (`BADGE_WORDS`), its name in `data-state`.
+    `data-stoppable` tells the page whether Stop has something to stop (by default: a turn
+    is running or waiting); AutoChat between two turns is STOP, yet stoppable."""
     active = state in _ACTIVE if stoppable is None else stoppable
     return (
         f'<span class="ga-badge ga-badge-{state.value.lower()}" title="{_STATE_HELP[state]}" '
-        f'data-stoppable="{str(active).lower()}">{state.value}</span>'
+        f'data-state="{state.value}" data-stoppable="{str(active).lower()}">'
+        f"{BADGE_WORDS[state]}</span>"
     )
 
 

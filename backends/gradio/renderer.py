@@ -17,6 +17,13 @@ What each thing looks like:
   `duration` in seconds) placed after the message that asked for it, showing what runs;
   its result is a child step (`metadata.parent_id` = the step's id);
 - approval: a pending step while the person decides, then the CONFIRMATION message;
+- a message of the person's a Stop left unanswered: a note of its own right after it, on
+  the app's side (inside its bubble, it read as applying to the next message too, which
+  Gradio groups with it);
+- an empty reply (no text, images or tool calls): a note that the model sent no text;
+- an error: "Error:" and its message, at the end of the failed reply that keeps it, the
+  same live as after a reload (live, the error's event comes first, as a note of its own,
+  which the failed reply then replaces);
 - agent switch (picked or a hand-off): a visible "switched to …" line; a role the person
   picked is also kept with the message that next started a turn, so a view of the history
   alone shows it too (once);
@@ -39,8 +46,10 @@ from backends.gradio.chat_entries import ChatbotMessage, Entry
 from backends.gradio.looks import (
     ERROR_MARK,
     INTERRUPTED_MARK,
+    UNANSWERED_MARK,
     agent_header,
     body_markdown,
+    error_line,
     preview,
     tool_step_id,
 )
@@ -51,6 +60,7 @@ from backends.gradio.tool_steps import Call, ToolSteps
 from gui_agent.agents.tool_step import NOT_RUN
 from gui_agent.retry_words import retry_words
 from gui_agent.session import is_handover
+from gui_agent.turn_end import UNANSWERED
 from gui_agent.wording import autochat_stop_words, role_title
 from schema import (
     AgentName,
@@ -121,7 +131,9 @@ class ChatView(ToolSteps):
         self._announced: AgentName | None = None
         """The role the last agent_switched event this view saw switched to: a message that
         keeps that switch (`kept_switch`) does not show it again."""
-        self._errors_shown: set[tuple[str, str]] = set()  # (code, message) of error notes
+        self._error_notes: dict[tuple[str, str], str] = {}
+        """(code, message) of each error shown as a note → the note's key (a failed reply
+        that keeps that error takes its place)."""
         self.autochat = TurnTally()
         """The AutoChat run's turns as the events tell them (a view of a session caught up
         mid-run is told its buffered ones: `PageView.of`)."""
@@ -236,8 +248,7 @@ class ChatView(ToolSteps):
             self._announced = event.to_agent
             self._switch(event.to_agent, event.from_agent, event.reason)
         elif isinstance(event, ErrorEvent):
-            self._errors_shown.add(_key(event))
-            self._note(f"**Error** ({escape_html(event.code)}): {escape_html(event.message)}")
+            self._error_notes[_key(event)] = self._note(error_line(event.code, event.message))
         elif isinstance(event, RunFinished) and event.outcome is RunOutcome.BUDGET:
             self._note(f"_Stopped: {escape_html(event.detail or 'budget reached')}_")
         elif isinstance(event, AutoChatStopped):
@@ -420,15 +431,27 @@ class ChatView(ToolSteps):
             self._handed_over = self._handed_over or handover
         entry.anchor = index
         entry.role = role
-        entry.set(
-            message_text(
-                message, icons=self._icons, errors_shown=self._errors_shown, link=self._media
-            )
-        )
+        entry.set(message_text(message, icons=self._icons, link=self._media))
+        error = failure_of(message)
+        if error is not None and error in self._error_notes:  # it says the error itself now
+            self._remove(self._error_notes.pop(error))
+        if role == "user" and message.metadata.get(UNANSWERED) is True:
+            self._unanswered(entry)
         if message.reasoning:
             self._reasoning(message.id, message.reasoning, pending=False)
             self._by_key[f"{message.id}:reasoning"].anchor = index
         self.version += 1
+
+    def _unanswered(self, message: Entry) -> None:
+        """The note under a message of the person's a Stop left unanswered: an entry of its
+        own on the app's side, right after the message (and kept or cut with it)."""
+        key = f"{message.key}:unanswered"
+        note = self._by_key.get(key)
+        if note is None:
+            note = Entry(key, "assistant", message.anchor, UNANSWERED_MARK)
+            self._by_key[key] = note
+            self._entries.insert(self._entries.index(message) + 1, note)
+        note.anchor = message.anchor
 
 
 def _float(value: object) -> float | None:

@@ -22,21 +22,44 @@ from backends.gradio.toasts import toast_text
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.interpreter import Interpreter
 from gui_agent.session import title_from
-from schema import MAX_MESSAGE_CHARS, AgentName, AutoChatSettings, ImagePart, SessionSettings
+from schema import (
+    MAX_MESSAGE_CHARS,
+    AgentName,
+    AutoChatSettings,
+    ImagePart,
+    InterpreterState,
+    SessionSettings,
+)
 from schema.messages import valid_text
 
 __all__ = [
+    "ANSWERED_NOW_IN_AUTOCHAT",
     "NOTHING_TO_EDIT",
     "NOT_SAVED",
+    "QUEUED_BEHIND_APPROVAL",
     "QUEUED_NOTE",
     "RAN_WITH_PREVIOUS_SETTINGS",
     "SENT_WITH_DEFAULTS",
     "SENT_WITH_PREVIOUS",
     "SENT_WITH_PREVIOUS_SETTINGS",
     "Sending",
+    "queued_words",
 ]
 
 QUEUED_NOTE = "Queued: the agent reads it when the current step ends."
+QUEUED_BEHIND_APPROVAL = (
+    "Queued behind the open approval: the agent reads your message only once you answer it "
+    "(Allow or Deny, in the panel under the chat). Stop ends the turn instead, and your "
+    "message then stays unanswered."
+)
+"""Said for a message sent while a tool call waits for the person's approval: the step it
+waits for ends only when they answer."""
+ANSWERED_NOW_IN_AUTOCHAT = (
+    "Sent: the agent answers it now, in place of AutoChat's next automatic turn "
+    "(AutoChat goes on from your message while it is switched on)."
+)
+"""Said for a message sent while AutoChat waits between two turns: no step is running,
+and the message is taken up at once."""
 SENT_WITH_DEFAULTS = (
     "{problem}. Your message was sent; the new chat keeps that setting's default until you fix it."
 )
@@ -210,7 +233,9 @@ class Sending(HandlerBase):
         """A message sent while a turn (or AutoChat) runs waits for the current step to end
         (it ends AutoChat). Every tab showing the session shows it at once, marked queued;
         a tab that was not following the session live does so from now on. `first` (the
-        tab's base after the send's saves) goes with the first update."""
+        tab's base after the send's saves) goes with the first update. The toast says what
+        the message waits for (`queued_words`)."""
+        words = queued_words(interpreter.state, autochat=interpreter.autochat_active)
         try:
             await interpreter.send(form.text, images=images)
         except InvalidRequest as exc:
@@ -218,7 +243,7 @@ class Sending(HandlerBase):
             self.unsent.keep(tab_of(request), form.text, as_edit=False, images=images)
             yield first or no_change()
             return
-        gr.Info(QUEUED_NOTE)
+        gr.Info(words)
         self.streams.wake(interpreter.id)
         if self.streams.showing(tab_of(request), interpreter.id) or not interpreter.busy:
             yield first or no_change()
@@ -345,3 +370,14 @@ class Sending(HandlerBase):
         if auto != interpreter.session.autochat:
             await interpreter.update(autochat=auto)
         return interpreter
+
+
+def queued_words(state: InterpreterState, *, autochat: bool) -> str:
+    """What a message sent while the session is busy waits for, as its toast says: the
+    person's answer to an open approval (WAITING), nothing while AutoChat waits between two
+    turns (no step runs: the message is answered at once), else the current step."""
+    if state is InterpreterState.WAITING:
+        return QUEUED_BEHIND_APPROVAL
+    if state is not InterpreterState.RUNNING and autochat:
+        return ANSWERED_NOW_IN_AUTOCHAT
+    return QUEUED_NOTE

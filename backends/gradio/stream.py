@@ -65,6 +65,8 @@ Updates = dict[Any, Any]
 """`{component: value}`: what one yield of a handler changes on the page."""
 
 QUEUED_MARK = "_queued: the agent reads it when the current step ends_"
+QUEUED_BEHIND_APPROVAL_MARK = "_queued: the agent reads it once you answer the open approval_"
+"""Under a queued message while an approval is open: that step ends only with the answer."""
 
 
 def no_change() -> Updates:
@@ -178,7 +180,8 @@ class PageView:
         self._sent = values
         messages = self.chat.messages()
         link = self.chat.media
-        messages.extend(_queued_entry(message, link) for message in self._queued)
+        mark = QUEUED_MARK if self.panels.approval is None else QUEUED_BEHIND_APPROVAL_MARK
+        messages.extend(_queued_entry(message, link, mark) for message in self._queued)
         if full:
             values = {self.page.session_id: self.session_id, **values}
         return {self.page.chatbot: messages, **values}
@@ -226,13 +229,13 @@ class PageView:
         }
 
 
-def _queued_entry(message: Message, link: MediaLink | None) -> ChatbotMessage:
+def _queued_entry(message: Message, link: MediaLink | None, mark: str) -> ChatbotMessage:
     """A message of the person's waiting behind the running turn, marked as such."""
     body = body_markdown(message.type, message.content, None, message.images, link)
     return {
         "role": "user",
         "metadata": None,
-        "content": [{"text": f"{body}\n\n{QUEUED_MARK}", "type": "text"}],
+        "content": [{"text": f"{body}\n\n{mark}", "type": "text"}],
         "options": None,
     }
 

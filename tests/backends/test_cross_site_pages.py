@@ -129,7 +129,7 @@ def sign_in(page: Page, server: LiveServer, name: str, password: str) -> None:
 def say(page: Page, text: str) -> None:
     page.locator("#chat-input textarea").fill(text)
     page.locator("#chat-input textarea").press("Enter")
-    expect(page.locator("#state-badge")).to_have_text("STOP", timeout=WAIT_MS)
+    expect(page.locator("#state-badge")).to_have_text("Your turn", timeout=WAIT_MS)
     bot = page.locator('#chatbot [data-testid="bot"]').last
     expect(bot).to_contain_text(text, timeout=WAIT_MS)  # the echo model says it back
 
@@ -310,7 +310,7 @@ def test_another_site_cannot_post_to_the_app_without_login(
             ),
         )
         page.goto(local.url, wait_until="load")
-        expect(page.locator("#state-badge")).to_have_text("INIT")  # the page has loaded
+        expect(page.locator("#state-badge")).to_have_text("Ready")  # the page has loaded
         text = f"my own chat {secrets.token_hex(4)}"
         say(page, text)  # the page's own POSTs (queue/join) work
         # the send itself (its text is its second value; follow-ups carry it later on)

@@ -101,7 +101,7 @@ def open_chat(browser: Any, server: LiveServer, messages: int) -> tuple[Any, flo
     ready(first_tab)
     first = f"a chat of {messages} messages {uuid.uuid4().hex[:8]}"
     send(first_tab, first)
-    expect(badge(first_tab)).to_have_text("STOP")
+    expect(badge(first_tab)).to_have_text("Your turn")
     exchanges = max(0, messages - 2) // 2
     grow(server, first, exchanges)
     remembered = first_tab.context.storage_state()
@@ -112,7 +112,7 @@ def open_chat(browser: Any, server: LiveServer, messages: int) -> tuple[Any, flo
     started = time.monotonic()
     page.goto(server.url, wait_until="load")
     expect(bot_messages(page)).to_have_count(exchanges + 1)
-    expect(badge(page)).to_have_text("STOP")
+    expect(badge(page)).to_have_text("Your turn")
     return page, time.monotonic() - started
 
 
@@ -129,7 +129,7 @@ def measure(browser: Any, server: LiveServer, messages: int, seconds: float) -> 
         changes = page.evaluate("window.__changes") / (time.monotonic() - started)
         ended = time.monotonic()
         let_go(server, key)
-        expect(badge(page)).to_have_text("STOP")
+        expect(badge(page)).to_have_text("Your turn")
         lag = time.monotonic() - ended
     finally:
         page.context.close()

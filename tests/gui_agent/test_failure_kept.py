@@ -81,7 +81,7 @@ async def test_the_reason_survives_a_restart_and_the_rebuilt_view_shows_it(
     [failed] = failed_replies(history)
     assert failed.metadata["error"]["message"].endswith("upstream exploded")
     shown = "\n".join(str(m["content"]) for m in ChatView.from_history(history).messages())
-    assert "**Error** (model_error): " in shown
+    assert 'data-code="model_error">Error:</strong> ' in shown
     assert shown.count("upstream exploded") == 1
 
 
@@ -97,7 +97,7 @@ async def test_a_view_shows_the_error_once_whether_live_or_rebuilt(tmp_path: Pat
     for view in (live, rebuilt):
         shown = "\n".join(str(m["content"]) for m in view.messages())
         assert shown.count("upstream exploded") == 1, shown
-        assert "(model_error)" in shown
+        assert "Error:</strong>" in shown and "(model_error)" not in shown
 
 
 async def _mid_stream(messages: object) -> AsyncIterator[str]:
@@ -134,4 +134,4 @@ async def test_an_external_agent_that_fails_keeps_why_in_the_saved_chat(tmp_path
     assert note.role is Role.ASSISTANT and note.content == "" and note.display_only
     assert note.metadata["error"]["message"] == "ValueError: cannot start: no key"
     shown = "\n".join(str(m["content"]) for m in ChatView.from_history(kept["start"]).messages())
-    assert "**Error** (agent_failed): ValueError: cannot start: no key" in shown
+    assert 'data-code="agent_failed">Error:</strong> ValueError: cannot start: no key' in shown

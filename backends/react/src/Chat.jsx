@@ -18,6 +18,7 @@ import {
   lastWritten,
   memoryView,
   roleTitle,
+  stateWords,
   usageLine,
   withQueued,
 } from "./history.js";
@@ -145,8 +146,13 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
     <section className="chat" aria-label="Chat">
       <header>
         <Title title={record.title} rename={(title) => save({ title })} />
-        <span className={`badge state-${chat.state}`} role="status" aria-label="State">
-          {chat.state}
+        <span
+          className={`badge state-${chat.state}`}
+          role="status"
+          aria-label="State"
+          data-state={chat.state}
+        >
+          {stateWords(chat.state)}
         </span>
       </header>
       <p className="hint">{usageLine(record.usage)}</p>

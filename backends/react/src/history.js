@@ -12,6 +12,21 @@ const ROLE_TITLES = {
   OTHER: "Other",
 };
 
+/** What the state badge says in each state: plain words, as the chat page says them (STOP
+ * beside a red Stop button read as a command; INIT is jargon). The state's name stays in the
+ * badge's `data-state`. */
+export const STATE_WORDS = {
+  INIT: "Ready",
+  RUNNING: "Working…",
+  WAITING: "Waiting for your approval",
+  STOP: "Your turn",
+};
+
+/** The state badge's words for `state` (its name, for one this page does not know). */
+export function stateWords(state) {
+  return STATE_WORDS[state] ?? String(state);
+}
+
 /** A role's name as people read it ("LLM_PLANNER" -> "Planner"). */
 export function roleTitle(name) {
   return ROLE_TITLES[name] ?? String(name ?? "");

@@ -237,7 +237,7 @@ def send(page: Page, text: str) -> None:
 
 
 def wait_idle(page: Page) -> None:
-    expect(badge(page)).to_have_text("STOP")
+    expect(badge(page)).to_have_text("Your turn")
 
 
 def eventually(page: Page, condition: Callable[[], bool], what: str) -> None:
@@ -329,7 +329,7 @@ scripts, so the page's early script and Gradio ask through it."""
 def ready(page: Page) -> None:
     """Until the page is up: its first state shown, and its own script (page.js: the
     shortcuts, the input guard, the image policy) installed by its first load event."""
-    expect(badge(page)).to_have_text("INIT")
+    expect(badge(page)).to_have_text("Ready")
     page.wait_for_function("() => window.__guiAgentPage === true")
 
 

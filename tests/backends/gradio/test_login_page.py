@@ -57,7 +57,7 @@ def log_in(browser: Browser, url: str, name: str, password: str) -> Page:
 def say(page: Page, text: str) -> None:
     page.locator("#chat-input textarea").fill(text)
     page.locator("#send-btn").click()
-    expect(page.locator("#state-badge")).to_have_text("STOP", timeout=30_000)
+    expect(page.locator("#state-badge")).to_have_text("Your turn", timeout=30_000)
     expect(page.get_by_text("You said:").last).to_be_visible()
 
 

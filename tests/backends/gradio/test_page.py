@@ -61,7 +61,7 @@ def test_a_reply_streams_in_with_markdown_usage_and_memory(tab: Page, artifacts:
     expect(tab.locator("#notice")).to_contain_text("<b>(not bold)</b>")
     record_texts(tab, "#chatbot")
     send(tab, "stream 40")
-    expect(badge(tab)).to_have_text("RUNNING")
+    expect(badge(tab)).to_have_text("Working…")
     expect(bot_messages(tab).last).to_contain_text("word39")
     wait_idle(tab)
     partial_renders = [t for t in recorded_texts(tab) if "word" in t and "word39" not in t]
@@ -112,17 +112,18 @@ def test_stop_ends_the_stream_and_keeps_the_partial_reply(tab: Page, server: Liv
     expect(user_messages(tab)).to_have_count(2)
     expect(user_messages(tab).last).to_contain_text("not now")
     expect(user_messages(tab).last).not_to_contain_text("queued")
-    expect(user_messages(tab).last).to_contain_text(  # and why nothing answers it
-        "not answered: the turn it waited for was stopped before the agent read it"
+    expect(bot_messages(tab).last).to_contain_text(  # and why nothing answers it, under it
+        "Not answered: the turn your message above waited for was stopped before the agent"
     )
+    expect(user_messages(tab).last).not_to_contain_text("Not answered")
     *_, reply, queued = interpreter.session.history
     assert queued.role is Role.USER and queued.content == "not now"
     assert queued.metadata.get("unanswered") is True
     assert reply.status is MessageStatus.INTERRUPTED
     assert 3 < len(reply.content.split()) < 2000
-    shown = bot_messages(tab).last.inner_text()
+    shown = bot_messages(tab).nth(-2).inner_text()  # (the last: the note under "not now")
     assert reply.content.split()[-1] in shown  # what was streamed is what was kept
-    expect(badge(tab)).to_have_text("STOP")
+    expect(badge(tab)).to_have_text("Your turn")
 
 
 def test_two_calls_of_one_reply_are_asked_one_after_the_other(tab: Page) -> None:
@@ -135,10 +136,10 @@ def test_two_calls_of_one_reply_are_asked_one_after_the_other(tab: Page) -> None
     tab.get_by_role("button", name="Allow once").click()
     expect(code).to_contain_text("print(4 * 11)")
     expect(panel).to_be_visible()
-    expect(badge(tab)).to_have_text("WAITING")
+    expect(badge(tab)).to_have_text("Waiting for your approval")
     tab.get_by_role("button", name="Allow once").click()
     expect(panel).to_be_hidden()
-    expect(badge(tab)).to_have_text("STOP")
+    expect(badge(tab)).to_have_text("Your turn")
     expect(bot_messages(tab).last).to_contain_text("Result: 44")  # both ran, in call order
 
 
@@ -146,7 +147,7 @@ def test_approval_allow_runs_the_code_and_shows_the_output(tab: Page, artifacts:
     panel = tab.locator("#approval-panel")
     expect(panel).to_be_hidden()
     send(tab, "python: print(6 * 7)")
-    expect(badge(tab)).to_have_text("WAITING")
+    expect(badge(tab)).to_have_text("Waiting for your approval")
     expect(panel).to_be_visible()
     expect(panel).to_contain_text("Run Python code")
     expect(tab.locator("#approval-code")).to_contain_text("print(6 * 7)")
@@ -170,7 +171,7 @@ def test_a_running_script_shows_its_output_as_it_prints_it(tab: Page) -> None:
     tab.get_by_role("button", name="Allow once").click()
     expect(chat(tab)).to_contain_text("Output so far")
     expect(chat(tab)).to_contain_text("tick 1")
-    expect(badge(tab)).to_have_text("RUNNING")  # shown while the code still runs
+    expect(badge(tab)).to_have_text("Working…")  # shown while the code still runs
     expect(chat(tab)).not_to_contain_text("exit code 0")
     wait_idle(tab)
     expect(bot_messages(tab).last).to_contain_text("Result: tick 0")
@@ -202,7 +203,7 @@ def test_an_approval_below_the_fold_comes_into_view_and_the_chat_after_it(tab: P
 
 def test_approval_deny_runs_nothing_and_tells_the_agent(tab: Page, server: LiveServer) -> None:
     send(tab, "python: open('denied.txt', 'w').write('x')")
-    expect(badge(tab)).to_have_text("WAITING")
+    expect(badge(tab)).to_have_text("Waiting for your approval")
     tab.locator("#approval-note textarea").fill("not today")
     tab.get_by_role("button", name="Deny").click()
     wait_idle(tab)
@@ -276,7 +277,7 @@ def test_a_message_being_typed_is_given_back_after_a_reload_and_gone_once_sent(
     expect(box).to_have_value("half a thought,\nnot sent yet")
     other = tab.context.new_page()  # another tab of the same browser: a draft is per tab
     other.goto(tab.url, wait_until="load")
-    expect(other.locator("#state-badge")).to_have_text(re.compile("INIT|STOP"))
+    expect(other.locator("#state-badge")).to_have_text(re.compile("Ready|Your turn"))
     expect(other.locator("#chat-input textarea")).to_have_value("")
     other.close()
     box.press("Enter")
@@ -329,7 +330,7 @@ def test_two_tabs_do_not_share_a_conversation(chromium: Browser, server: LiveSer
         page = context.new_page()
         page.set_default_timeout(WAIT_MS)
         page.goto(server.url, wait_until="load")
-        expect(badge(page)).to_have_text("INIT")
+        expect(badge(page)).to_have_text("Ready")
         pages.append(page)
     first, second = pages
     send(first, "alpha-only-here")
@@ -353,7 +354,7 @@ def test_empty_and_oversized_messages_are_refused(tab: Page, server: LiveServer)
     expect(tab.locator("#ga-input-notice")).to_contain_text(
         "Your message has 1,000,000 characters; the limit is 200,000."
     )
-    expect(badge(tab)).to_have_text("INIT")
+    expect(badge(tab)).to_have_text("Ready")
     assert user_messages(tab).count() == 0
     send(tab, "a real message")  # the page still works
     expect(tab.locator("#ga-input-notice")).to_be_hidden()
@@ -386,10 +387,10 @@ def test_sessions_can_be_listed_reopened_renamed_searched_and_deleted(tab: Page)
     expect(sessions).to_contain_text("remember the zebra")
     tab.locator("#new-session-btn").click()
     expect(user_messages(tab)).to_have_count(0)
-    expect(badge(tab)).to_have_text("INIT")
+    expect(badge(tab)).to_have_text("Ready")
     sessions.get_by_text("remember the zebra").first.click()
     expect(chat(tab)).to_contain_text("You said: remember the zebra")
-    expect(badge(tab)).to_have_text("STOP")
+    expect(badge(tab)).to_have_text("Your turn")
 
     open_manage(tab)
     # (the chat just opened sets its Title box; typing before that lands would be replaced)
@@ -433,7 +434,7 @@ def test_export_then_import_restores_the_conversation(tab: Page, tmp_path: Path)
     upload(tab, "Import a JSON export", saved)
     expect(chat(tab)).to_contain_text("You said: export me please")
     expect(chat(tab)).not_to_contain_text("End of the replay")
-    expect(badge(tab)).to_have_text("STOP")
+    expect(badge(tab)).to_have_text("Your turn")
     send(tab, "and go on")  # the import is a session of its own that continues
     expect(bot_messages(tab).last).to_contain_text("You said: and go on")
 
@@ -534,7 +535,7 @@ def test_retry_edit_and_clear(tab: Page, server: LiveServer) -> None:
         lambda: not interpreter.busy and interpreter.session.history[-1].id != answered,
         "the retried reply",
     )
-    expect(badge(tab)).to_have_text("STOP")
+    expect(badge(tab)).to_have_text("Your turn")
     expect(bot_messages(tab).filter(has_text=f"You said: {question}")).to_have_count(1)
     tab.get_by_role("button", name="Edit last message").click()
     box = tab.locator("#chat-input textarea")
@@ -555,7 +556,7 @@ def test_narrow_phone_screen(chromium: Browser, server: LiveServer, artifacts: P
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
     page.goto(server.url, wait_until="load")
-    expect(badge(page)).to_have_text("INIT")
+    expect(badge(page)).to_have_text("Ready")
     page.locator("#chat-input textarea").fill("hello from a phone")
     page.locator("#send-btn").click()  # fails if anything covers the button
     wait_idle(page)

@@ -221,7 +221,7 @@ def test_a_new_chat_opened_while_the_list_refresh_is_on_its_way_keeps_an_empty_t
 
 def test_after_answering_an_approval_the_keyboard_is_back_in_the_message_box(tab: Page) -> None:
     send(tab, "python: print(2 ** 10)")
-    expect(badge(tab)).to_have_text("WAITING")
+    expect(badge(tab)).to_have_text("Waiting for your approval")
     tab.locator("#approve-once-btn").focus()
     tab.keyboard.press("Enter")
     wait_idle(tab)
@@ -233,16 +233,16 @@ def test_after_answering_an_approval_the_keyboard_is_back_in_the_message_box(tab
 
 def test_enter_in_the_approval_note_denies_with_the_note(tab: Page, server: LiveServer) -> None:
     send(tab, "python: open('kept-out.txt', 'w').write('x')")
-    expect(badge(tab)).to_have_text("WAITING")
+    expect(badge(tab)).to_have_text("Waiting for your approval")
     note = tab.locator("#approval-note textarea")
     note.press("Enter")  # an empty note decides nothing
     expect(toast(tab, "Enter denies with your note")).to_be_visible()
-    expect(badge(tab)).to_have_text("WAITING")
+    expect(badge(tab)).to_have_text("Waiting for your approval")
     note.fill("not on this machine")
     note.press("Shift+Enter")  # a second line, still undecided
     note.type("ask me first")
     expect(note).to_have_value("not on this machine\nask me first")
-    expect(badge(tab)).to_have_text("WAITING")
+    expect(badge(tab)).to_have_text("Waiting for your approval")
     note.press("Enter")
     wait_idle(tab)
     expect(tab.locator("#approval-panel")).to_be_hidden()
@@ -262,7 +262,7 @@ def test_a_denial_carries_the_note_the_box_shows_even_when_gradio_lags(
     """Gradio's copy of the note box can lag a note typed just before Deny or Enter (Enter
     then saw an empty note and decided nothing): the note is read from the box itself."""
     send(tab, "python: open('kept-out.txt', 'w').write('x')")
-    expect(badge(tab)).to_have_text("WAITING")
+    expect(badge(tab)).to_have_text("Waiting for your approval")
     note = tab.locator("#approval-note textarea")
     # The box shows the note; Gradio is never told (no input event): its copy stays empty.
     note.evaluate("(box) => { box.value = 'not without asking'; }")
@@ -282,7 +282,7 @@ def test_a_tool_allowed_for_the_session_is_shown_and_can_be_made_to_ask_again(
     allowed = tab.locator("#allowed-tools")
     expect(allowed).to_contain_text("None")
     send(tab, "python: print('first')")
-    expect(badge(tab)).to_have_text("WAITING")
+    expect(badge(tab)).to_have_text("Waiting for your approval")
     tab.locator("#approve-session-btn").click()
     wait_idle(tab)
     expect(allowed).to_contain_text("run_python")
@@ -295,7 +295,7 @@ def test_a_tool_allowed_for_the_session_is_shown_and_can_be_made_to_ask_again(
     expect(allowed).to_contain_text("None")
     assert session_of(server, tab).allowed_tools == ()
     send(tab, "python: print('third')")
-    expect(badge(tab)).to_have_text("WAITING")  # asked again
+    expect(badge(tab)).to_have_text("Waiting for your approval")  # asked again
     tab.locator("#deny-btn").click()
     wait_idle(tab)
 

@@ -21,7 +21,7 @@ def phone(chromium: Browser, server: LiveServer) -> Iterator[Page]:
     page = context.new_page()
     page.set_default_timeout(WAIT_MS)
     page.goto(server.url, wait_until="load")
-    expect(badge(page)).to_have_text("INIT")
+    expect(badge(page)).to_have_text("Ready")
     yield page
     context.close()
 
@@ -87,10 +87,11 @@ _BADGE_INSIDE = """() => {
 
 @pytest.mark.parametrize("width", [390, 360, 320])
 def test_the_state_badge_stays_inside_its_column_on_a_phone(phone: Page, width: int) -> None:
-    """WAITING, the longest state name, fits over Send and Stop on a phone's screen."""
+    """The badge's longest words ("Waiting for your approval") fit over Send and Stop on a
+    phone's screen."""
     phone.set_viewport_size({"width": width, "height": 844})
     send(phone, "python: print('badge')")
-    expect(badge(phone)).to_have_text("WAITING")
+    expect(badge(phone)).to_have_text("Waiting for your approval")
     try:
         left, right, screen = phone.evaluate(_BADGE_INSIDE)
         assert left >= -1 and right >= -1, f"the badge runs out of its column ({left}, {right})"
@@ -107,7 +108,7 @@ def test_the_note_box_says_while_typing_that_enter_denies_and_that_either_answer
     (a placeholder vanishes with the first letter), and the box says the note goes with
     Allow too (the agent reads it after the tool's result)."""
     send(tab, "python: print('note')")
-    expect(badge(tab)).to_have_text("WAITING")
+    expect(badge(tab)).to_have_text("Waiting for your approval")
     note = tab.locator("#approval-note")
     try:
         note.locator("textarea").fill("use a temporary folder")

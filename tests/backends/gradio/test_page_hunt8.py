@@ -67,7 +67,7 @@ def test_an_image_named_in_a_reply_is_a_link_and_never_fetched(tab: Page) -> Non
 
 def test_esc_in_an_open_picker_closes_it_and_leaves_the_reply_running(tab: Page) -> None:
     send(tab, "slow reply")
-    expect(badge(tab)).to_have_text("RUNNING")
+    expect(badge(tab)).to_have_text("Working…")
     picker = tab.locator("#role-picker input")
     picker.click()
     expect(tab.get_by_role("option", name="Thought", exact=True)).to_be_visible()

@@ -124,7 +124,7 @@ def test_the_pages_own_labels_can_be_read_in_either_theme(
         tab = context.new_page()
         tab.set_default_timeout(WAIT_MS)
         tab.goto(f"{server.url}?__theme={theme}", wait_until="load")
-        expect(badge(tab)).to_have_text("INIT")
+        expect(badge(tab)).to_have_text("Ready")
         assert _contrast(badge(tab).locator(".ga-badge")) >= READABLE, "INIT"
         send(tab, CUT_OFF)
         wait_idle(tab)
@@ -133,7 +133,7 @@ def test_the_pages_own_labels_can_be_read_in_either_theme(
         assert _contrast(reply.locator(".ga-cut-off")) >= READABLE, "cut-off note"
         assert _contrast(reply.locator(".ga-agent")) >= READABLE, "agent's name"
         send(tab, "python: print(1)")
-        expect(badge(tab)).to_have_text("WAITING")
+        expect(badge(tab)).to_have_text("Waiting for your approval")
         assert _contrast(badge(tab).locator(".ga-badge")) >= READABLE, "WAITING"
         tab.get_by_role("button", name="Deny").click()
         wait_idle(tab)

@@ -79,7 +79,7 @@ def test_a_tab_left_open_does_not_hold_up_the_shutdown(
     page = chromium.new_context().new_page()
     try:
         page.goto(f"http://127.0.0.1:{port}/", wait_until="load")
-        expect(page.locator("#state-badge")).to_have_text("INIT", timeout=15_000)
+        expect(page.locator("#state-badge")).to_have_text("Ready", timeout=15_000)
         with caplog.at_level(logging.ERROR, logger="uvicorn.error"):
             servers[0].should_exit = True
             thread.join(GRACE_S + 10)

@@ -117,7 +117,7 @@ def test_the_badge_tells_the_page_whether_stop_has_something_to_stop(
 ) -> None:
     html = badge_html(state_, stoppable=stoppable)
     assert f'data-stoppable="{expected}"' in html
-    assert f">{state_.value}</span>" in html
+    assert f'data-state="{state_.value}"' in html
 
 
 def test_the_memory_panel_counts_in_good_english() -> None:

@@ -75,7 +75,7 @@ def log_in(browser: Browser, server: Team, name: str, password: str = "") -> Pag
     page.get_by_test_id("textbox").fill(name)
     page.get_by_test_id("password").fill(password or USERS[name])
     page.get_by_role("button", name="Login").click()
-    expect(badge(page)).to_have_text("INIT", timeout=WAIT_MS)
+    expect(badge(page)).to_have_text("Ready", timeout=WAIT_MS)
     expect(page.locator("#account")).to_contain_text(f"Signed in as {name}", timeout=WAIT_MS)
     return page
 
@@ -190,14 +190,14 @@ def test_a_removed_person_sees_the_reply_stop_and_is_signed_out(
     page = log_in(chromium, server, carol, CAROLS_PASSWORD)
     try:
         send(page, LONG)
-        expect(badge(page)).to_have_text("RUNNING", timeout=WAIT_MS)
+        expect(badge(page)).to_have_text("Working…", timeout=WAIT_MS)
         expect(bot_messages(page).last).to_contain_text("word1 word2", timeout=WAIT_MS)
 
         remove_with_the_cli(server, carol)
 
         removed = toast(page, "Your account was removed from this server")
         expect(removed).to_be_visible(timeout=WAIT_MS)
-        expect(badge(page)).to_have_text("STOP", timeout=WAIT_MS)
+        expect(badge(page)).to_have_text("Your turn", timeout=WAIT_MS)
         page.reload(wait_until="load")  # the page login is gone, not just the page
         expect(page.get_by_role("button", name="Login")).to_be_visible(timeout=WAIT_MS)
         assert page.locator("#chat-input").count() == 0
@@ -248,7 +248,7 @@ def test_a_tab_signed_out_meanwhile_gives_back_the_message_it_could_not_send(
         page.get_by_test_id("password").fill(USERS["bob"])
         page.get_by_role("button", name="Login").click()
         expect(page.locator("#account")).to_contain_text("Signed in as bob", timeout=WAIT_MS)
-        expect(badge(page)).to_have_text("INIT", timeout=WAIT_MS)
+        expect(badge(page)).to_have_text("Ready", timeout=WAIT_MS)
         page.wait_for_timeout(1000)  # (a draft would be given back once the chat is shown)
         expect(page.locator("#chat-input textarea")).to_have_value("")
     finally:

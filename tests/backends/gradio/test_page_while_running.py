@@ -52,7 +52,7 @@ def test_a_message_sent_while_a_reply_streams_is_shown_queued_then_answered(
     expect(user_messages(tab).last).to_contain_text("and then this")
     expect(user_messages(tab).last).to_contain_text("queued")
     expect(tab.locator("#chat-input textarea")).to_have_value("")
-    expect(badge(tab)).to_have_text("RUNNING")
+    expect(badge(tab)).to_have_text("Working…")
     shown = len(bot_messages(tab).last.inner_text().split())
     expect(bot_messages(tab).last).to_contain_text(f"word{shown + 3}")  # still streaming
     let_go(server, key)
@@ -70,7 +70,7 @@ def test_stop_and_esc_end_autochat_while_it_waits_between_turns(
     start_autochat(tab, max_turns=5, delay_s=30, goal="autochat: count")
     status = tab.locator("#autochat-status")
     expect(status).to_have_text("AutoChat: automatic turn 1 of 5 starts shortly.")
-    expect(badge(tab)).to_have_text("STOP")
+    expect(badge(tab)).to_have_text("Your turn")
     expect(tab.locator("#stop-btn")).to_be_enabled()  # AutoChat is there to be stopped
     tab.keyboard.press("Escape")
     expect(status).to_have_text(
@@ -90,8 +90,8 @@ def test_writing_ends_autochat_and_the_message_is_answered_at_once(
     start_autochat(tab, max_turns=3, delay_s=30, goal="autochat: count")
     status = tab.locator("#autochat-status")
     expect(status).to_have_text("AutoChat: automatic turn 1 of 3 starts shortly.")
-    send(tab, "change of plan")  # during the 30 s wait
-    expect(toast(tab, QUEUED)).to_be_visible()
+    send(tab, "change of plan")  # during the 30 s wait: no step runs, nothing is queued
+    expect(toast(tab, "Sent: the agent answers it now, in place of AutoChat")).to_be_visible()
     # the turn it had announced never ran: the chat says so, as the status line does
     expect(chat(tab)).to_contain_text(
         "AutoChat stopped after 0 automatic turns: you sent a message"
@@ -147,17 +147,17 @@ def test_switching_chats_during_a_reply_always_shows_the_picked_chat(
         record_sequence(tab, "#state-badge")
         if switch == "new chat":
             tab.locator("#new-session-btn").click()
-            expected = "INIT"
+            expected = "Ready"
             expect(user_messages(tab)).to_have_count(0)
         else:
             tab.locator("#session-list").get_by_text(other).first.click()
-            expected = "STOP"
+            expected = "Your turn"
             expect(bot_messages(tab).last).to_contain_text(f"You said: {other}")
         expect(badge(tab)).to_have_text(expected)
         tab.wait_for_timeout(300)  # a late update of the old chat would land in here
         seen = recorded_sequence(tab)
         after = seen[seen.index(expected) :]
-        assert "RUNNING" not in after, seen
+        assert "Working…" not in after, seen
         expect(badge(tab)).to_have_text(expected)
         expect(chat(tab)).not_to_contain_text("word5")
         expect(tab.locator("#stop-btn")).to_be_disabled()
@@ -174,12 +174,12 @@ def test_a_reload_reopens_the_chat_and_follows_a_running_reply(tab: Page) -> Non
     wait_idle(tab)
     tab.reload(wait_until="load")
     expect(bot_messages(tab).last).to_contain_text("You said: remember me across reloads")
-    expect(badge(tab)).to_have_text("STOP")
+    expect(badge(tab)).to_have_text("Your turn")
     expect(tab.locator("#session-list input:checked")).to_have_count(1)
     send(tab, "slow")
     expect(bot_messages(tab).last).to_contain_text("word3")
     tab.reload(wait_until="load")
-    expect(badge(tab)).to_have_text("RUNNING")
+    expect(badge(tab)).to_have_text("Working…")
     shown = bot_messages(tab).last.inner_text().split()
     expect(bot_messages(tab).last).to_contain_text(f"word{len(shown) + 3}")  # still streaming
     tab.keyboard.press("Escape")
@@ -205,7 +205,7 @@ def test_a_message_queued_from_a_second_tab_shows_in_both(
         send(other, "from the second tab")
         expect(toast(other, QUEUED)).to_be_visible()
         expect(user_messages(other).last).to_contain_text("from the second tab")
-        expect(badge(other)).to_have_text("RUNNING")  # it follows the turn from now on
+        expect(badge(other)).to_have_text("Working…")  # it follows the turn from now on
         shown = len(bot_messages(other).last.inner_text().split())
         expect(bot_messages(other).last).to_contain_text(f"word{shown + 3}")  # live
         expect(user_messages(tab).last).to_contain_text("from the second tab")
@@ -232,7 +232,7 @@ def test_a_tab_left_on_a_chat_follows_what_another_tab_does_there(
         expect(bot_messages(other).last).to_contain_text(f"You said: {title}")
         send(tab, "python: print('approved in the other tab')")
         # the idle tab shows the run it did not start, and can answer its approval
-        expect(badge(other)).to_have_text("WAITING")
+        expect(badge(other)).to_have_text("Waiting for your approval")
         expect(other.locator("#approval-panel")).to_be_visible()
         expect(other.locator("#stop-btn")).to_be_enabled()
         other.locator("#approve-once-btn").click()
@@ -243,6 +243,6 @@ def test_a_tab_left_on_a_chat_follows_what_another_tab_does_there(
         tab.locator("#clear-btn").click()
         tab.locator("#confirm-clear-btn").click()
         expect(user_messages(other)).to_have_count(0)  # cleared there: cleared here
-        expect(badge(other)).to_have_text("STOP")
+        expect(badge(other)).to_have_text("Your turn")
     finally:
         other.context.close()

@@ -97,7 +97,7 @@ async def test_a_load_event_after_a_first_message_sent_at_once_leaves_its_reply_
         rest = await asyncio.wait_for(_collect(sending), 10)
         last = [u for u in rest if page.chatbot in u][-1]
         assert any(" ".join(words) in text for text in _texts(last, page))
-        assert "STOP" in str(last[page.badge])
+        assert "Your turn" in str(last[page.badge])
     finally:
         await manager.close()
 

@@ -101,7 +101,8 @@ def test_a_person_signs_in_and_the_reply_streams_in(page: Page, backend: Backend
     conversation = page.get_by_role("list", name="Conversation")
     expect(conversation).to_contain_text("Hello from the scripted model.")
     expect(page.get_by_label("Message")).to_have_value("")  # sent: the box is empty
-    expect(page.get_by_role("status", name="State")).to_have_text("STOP")
+    expect(page.get_by_role("status", name="State")).to_have_attribute("data-state", "STOP")
+    expect(page.get_by_role("status", name="State")).to_have_text("Your turn")  # (not "STOP")
     # the title the first message gave, in the heading and the list (the chats-list stream)
     expect(page.get_by_role("heading", name="Hello from React")).to_be_visible()
     chats = page.get_by_role("navigation", name="Your chats")
@@ -153,7 +154,8 @@ def test_an_approval_is_put_to_the_person_and_the_result_shown(
     approval = page.get_by_role("region", name="Approval")
     expect(approval).to_contain_text("Approval needed: Run Python code.")
     expect(approval).to_contain_text("print(6*7)")
-    expect(page.get_by_role("status", name="State")).to_have_text("WAITING")
+    expect(page.get_by_role("status", name="State")).to_have_attribute("data-state", "WAITING")
+    expect(page.get_by_role("status", name="State")).to_have_text("Waiting for your approval")
     approval.get_by_role("button", name="Allow once").click()
     conversation = page.get_by_role("list", name="Conversation")
     expect(conversation).to_contain_text("The answer is 42.")
@@ -282,7 +284,7 @@ def test_a_message_sent_during_a_turn_shows_as_waiting_until_the_agent_takes_it(
         "Not answered: the turn it waited for was stopped before the agent read it. "
         "Send it again to have it answered."
     )
-    expect(page.get_by_role("status", name="State")).to_have_text("STOP")
+    expect(page.get_by_role("status", name="State")).to_have_attribute("data-state", "STOP")
     api = backend.client().login("ada", PASSWORD)
     said = api.messages(chat_titled(backend, "tick for a while"))
     assert said[0].content == "tick for a while" and said[-1].content == "and then this"
@@ -338,13 +340,14 @@ def test_a_turn_and_a_retry_from_another_client_show_in_the_open_chat(
     session_id = api.create_session(title="Shared")
     page.get_by_role("navigation", name="Your chats").get_by_role("button", name="Shared").click()
     expect(page.get_by_role("heading", name="Shared")).to_be_visible()
-    expect(page.get_by_role("status", name="State")).to_have_text("INIT")
+    expect(page.get_by_role("status", name="State")).to_have_attribute("data-state", "INIT")
+    expect(page.get_by_role("status", name="State")).to_have_text("Ready")  # (not "INIT")
     api.send(session_id, "sent from elsewhere")
     conversation = page.get_by_role("list", name="Conversation")
     expect(conversation).to_contain_text("sent from elsewhere")
     expect(conversation).to_contain_text("Hello from the scripted model.")
     backend.scripted.push("Answered again.")
-    expect(page.get_by_role("status", name="State")).to_have_text("STOP")
+    expect(page.get_by_role("status", name="State")).to_have_attribute("data-state", "STOP")
     retried = api.post(f"/api/sessions/{session_id}/control", json={"action": "retry"})
     assert retried.status_code == 202, retried.text
     # the history was cut elsewhere: the page reads it again, the old reply gone
