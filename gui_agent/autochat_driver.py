@@ -116,7 +116,7 @@ class AutoChatDriver(EventTracking):
         budget = self.session.autochat.time_budget_s or 0.0
         self._end_autochat(
             AutoChatStopReason.TIME_BUDGET,
-            f"the time budget of {budget:g}s ran out during an automatic turn, which was stopped",
+            f"{budget:g}s, during an automatic turn, which was stopped",
         )
         self._stop_reason = "AutoChat's time budget ran out"
         self._stopping = task

@@ -9,6 +9,7 @@ from connectors.scripted import ScriptedModel, call
 from gui_agent import chat_sync, create_interpreter
 from gui_agent.memory import SlidingWindowMemory
 from gui_agent.tools import tool
+from gui_agent.wording import autochat_stop_words
 from schema import (
     AutoChatSettings,
     AutoChatStopped,
@@ -142,7 +143,10 @@ async def test_the_time_budget_stops_an_automatic_turn_that_runs_past_it(
     assert started.is_set()
     end = [e for e in events if isinstance(e, AutoChatStopped)]
     assert len(end) == 1 and end[0].reason is AutoChatStopReason.TIME_BUDGET
-    assert "during an automatic turn" in end[0].detail
+    assert end[0].detail == "0.3s, during an automatic turn, which was stopped"
+    # said once, not twice ("its time budget ran out (the time budget of 0.3s ran out …)")
+    said = autochat_stop_words(end[0].reason, end[0].detail)
+    assert said == "its time budget ran out (0.3s, during an automatic turn, which was stopped)"
     outcomes = [e.outcome for e in events if isinstance(e, RunFinished)]
     assert outcomes == [RunOutcome.COMPLETED, RunOutcome.INTERRUPTED]
     assert interpreter.state is InterpreterState.STOP and not interpreter.busy
