@@ -40,6 +40,7 @@ from schema import (
 
 __all__ = [
     "BADGE_WORDS",
+    "BETWEEN_TURNS",
     "MAX_TURNS_SHOWN",
     "AutoChatStatus",
     "MemoryInfo",
@@ -69,6 +70,11 @@ BADGE_WORDS: Mapping[InterpreterState, str] = MappingProxyType(
 """What the state badge says in each state: plain words, not the state's name (STOP next to
 the red Stop button read as a command; INIT is jargon). The name stays in `data-state` and
 in the class `ga-badge-<state>` for code and styles."""
+
+BETWEEN_TURNS = "AutoChat: next turn soon"
+"""What the badge says while AutoChat waits between two turns (the state is STOP, yet a
+turn is coming: "Your turn" then read as if nothing more would happen)."""
+_BETWEEN_HELP = "AutoChat starts its next turn after its delay; Stop ends AutoChat"
 
 _STATE_HELP = {
     InterpreterState.INIT: "no turn yet: send a message to start",
@@ -269,10 +275,13 @@ def badge_html(state: InterpreterState, *, stoppable: bool | None = None) -> str
     `data-stoppable` tells the page whether Stop has something to stop (by default: a turn
     is running or waiting); AutoChat between two turns is STOP, yet stoppable."""
     active = state in _ACTIVE if stoppable is None else stoppable
+    between = state is InterpreterState.STOP and active  # AutoChat, before its next turn
+    words, help_text = (BETWEEN_TURNS, _BETWEEN_HELP) if between else (BADGE_WORDS[state], None)
     return (
-        f'<span class="ga-badge ga-badge-{state.value.lower()}" title="{_STATE_HELP[state]}" '
+        f'<span class="ga-badge ga-badge-{state.value.lower()}" '
+        f'title="{help_text or _STATE_HELP[state]}" '
         f'data-state="{state.value}" data-stoppable="{str(active).lower()}">'
-        f"{BADGE_WORDS[state]}</span>"
+        f"{words}</span>"
     )
 
 

@@ -70,7 +70,7 @@ def test_stop_and_esc_end_autochat_while_it_waits_between_turns(
     start_autochat(tab, max_turns=5, delay_s=30, goal="autochat: count")
     status = tab.locator("#autochat-status")
     expect(status).to_have_text("AutoChat: automatic turn 1 of 5 starts shortly.")
-    expect(badge(tab)).to_have_text("Your turn")
+    expect(badge(tab)).to_have_text("AutoChat: next turn soon")  # (not "Your turn")
     expect(tab.locator("#stop-btn")).to_be_enabled()  # AutoChat is there to be stopped
     tab.keyboard.press("Escape")
     expect(status).to_have_text(
@@ -78,6 +78,7 @@ def test_stop_and_esc_end_autochat_while_it_waits_between_turns(
         "It is still switched on: your next message starts it again."
     )
     expect(tab.locator("#stop-btn")).to_be_disabled()
+    expect(badge(tab)).to_have_text("Your turn")  # AutoChat ended: nothing more is coming
     interpreter = session_of(server, tab)
     assert not interpreter.busy and not interpreter.autochat_active
     assert not any("running" in text for text in recorded_sequence(tab))  # no turn ran

@@ -15,7 +15,7 @@ import pytest
 
 from backends.gradio.form import Form
 from backends.gradio.handlers import Handlers
-from backends.gradio.panels import BADGE_WORDS, PanelState, badge_html
+from backends.gradio.panels import BADGE_WORDS, BETWEEN_TURNS, PanelState, badge_html
 from backends.gradio.renderer import ChatView
 from backends.gradio.sending import (
     ANSWERED_NOW_IN_AUTOCHAT,
@@ -58,6 +58,15 @@ def test_the_badge_says_the_state_in_plain_words(state: InterpreterState) -> Non
     assert shown == BADGE_WORDS[state] == _PLAIN[state]
     assert f'data-state="{state.value}"' in html
     assert f"ga-badge-{state.value.lower()}" in html
+
+
+def test_between_two_autochat_turns_the_badge_says_a_turn_is_coming() -> None:
+    """AutoChat waiting out its delay is STOP, yet Stoppable: "Your turn" read as if the
+    agent were done."""
+    html = badge_html(InterpreterState.STOP, stoppable=True)
+    assert html.split(">", 1)[1].removesuffix("</span>") == BETWEEN_TURNS
+    assert 'data-state="STOP"' in html and 'data-stoppable="true"' in html
+    assert BADGE_WORDS[InterpreterState.STOP] in badge_html(InterpreterState.STOP)
 
 
 _PLAIN = {
