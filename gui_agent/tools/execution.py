@@ -267,14 +267,10 @@ async def execute_tool(registry: ToolRegistry, call: ToolCall, ctx: ToolContext)
 
     if not tool.is_async and ctx.output_sink is not None:  # `show` from its worker thread
         ctx = dataclasses.replace(ctx, output_sink=_from_thread(ctx.output_sink))
-    try:
-        args, kwargs = tool.bind_json(call.arguments or "{}", ctx)
-    except (ValidationError, ValueError):
-        # Rare: parse again step by step to say exactly what is wrong.
-        try:
-            args, kwargs = _bind_explained(tool, call, ctx)
-        except _BadArguments as error:
-            return _error(call, str(error), started)
+    bound = _bind(tool, call, ctx)
+    if isinstance(bound, str):
+        return _error(call, bound, started)
+    args, kwargs = bound
 
     logger.debug("running tool %s (call %s)", tool.name, call.id)
     deadline: asyncio.Timeout | None = None
@@ -405,16 +401,22 @@ def _bind_explained(
         raise _BadArguments(_describe_validation(tool, error)) from None
 
 
+def _bind(tool: Tool, call: ToolCall, ctx: ToolContext) -> tuple[list[Any], dict[str, Any]] | str:
+    """The arguments to call `tool` with, or what is wrong with those the model wrote."""
+    try:
+        return tool.bind_json(call.arguments or "{}", ctx)
+    except (ValidationError, ValueError):
+        # Rare: parse again step by step to say exactly what is wrong.
+        try:
+            return _bind_explained(tool, call, ctx)
+        except _BadArguments as error:
+            return str(error)
+
+
 def argument_error(tool: Tool, call: ToolCall) -> str | None:
     """What is wrong with the arguments of `call` to `tool`, as `execute_tool` would tell
     the model, or None when they would bind. Checked before anyone is asked to allow the
     call: a call that cannot run is answered at once, and the model learns why."""
     ctx = ToolContext(session_id="", run_id="", call_id=call.id, workdir=Path.cwd())
-    try:
-        tool.bind_json(call.arguments or "{}", ctx)
-    except (ValidationError, ValueError):
-        try:
-            _bind_explained(tool, call, ctx)
-        except _BadArguments as error:
-            return str(error)
-    return None
+    bound = _bind(tool, call, ctx)
+    return bound if isinstance(bound, str) else None
