@@ -24,7 +24,7 @@ HELP = (
     "/allowed [forget [TOOL]] /help /quit"
 )
 ALLOWED_USAGE = (
-    "usage: /allowed shows the tools you allowed for this session (they run without asking); "
+    "usage: /allowed shows the tools you allowed for this chat (they run without asking); "
     "/allowed forget makes them all ask again, /allowed forget TOOL one of them"
 )
 KEYS = "keys: Ctrl-C stops the reply (at the prompt: press twice to leave), Ctrl-D leaves"
@@ -186,15 +186,15 @@ async def _allowed(args: list[str], interpreter: Interpreter, manager: SessionMa
         tool = args[1] if len(args) == 2 else None
         if tool is not None and tool not in before:
             allowed = ", ".join(before) or "none"
-            raise InvalidRequest(f"{tool!r} is not allowed for this session; allowed: {allowed}")
+            raise InvalidRequest(f"{tool!r} is not allowed for this chat; allowed: {allowed}")
         if not before:
-            return "no tool was allowed for this session\n"
+            return "no tool was allowed for this chat\n"
         interpreter.forget_allowed_tools(tool)
         forgotten = ", ".join(sorted(set(before) - set(interpreter.allowed_tools)))
         return f"asks again before it runs: {forgotten}\n"
     if not before:
-        return "no tool allowed for this session: each that changes things asks first\n"
-    return f"run without asking in this session: {', '.join(before)}\n"
+        return "no tool allowed for this chat: each that changes things asks first\n"
+    return f"run without asking in this chat: {', '.join(before)}\n"
 
 
 async def _help(args: list[str], interpreter: Interpreter, manager: SessionManager) -> str:

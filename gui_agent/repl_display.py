@@ -49,7 +49,7 @@ from schema import (
     UsageReported,
 )
 
-APPROVAL_PROMPT = "  allow? [y]es once / [s]ession / [N]o: "
+APPROVAL_PROMPT = "  allow? [y]es once / [s] for this chat / [N]o: "
 CUT_OFF_NOTE = "cut off at the model's output limit: raise max_tokens or say 'continue'"
 FILTERED_NOTE = (
     "stopped by the provider's content filter (or the model declined): rephrase, or pick "
@@ -272,11 +272,13 @@ def _run_finished(event: RunFinished) -> str:
 
 ALLOW_ONCE_ANSWERS: Final = frozenset({"y", "yes"})
 ALLOW_SESSION_ANSWERS: Final = frozenset({"s", "session"})
+"""Allow for the rest of the chat: the question offers `s` ("for this chat"); `session`,
+the word it offered before, still answers (scripts that pipe it)."""
 DENY_ANSWERS: Final = frozenset({"n", "no"})
 DECISION_WORDS: Final[Mapping[ApprovalDecision, str]] = MappingProxyType(
     {
         ApprovalDecision.ALLOW_ONCE: "allowed once",
-        ApprovalDecision.ALLOW_SESSION: "allowed for this session",
+        ApprovalDecision.ALLOW_SESSION: "allowed for this chat",
         ApprovalDecision.DENY: "denied",
     }
 )
@@ -308,7 +310,7 @@ def piped_answer(line: str) -> tuple[ApprovalDecision, str, bool]:
 
 
 def parse_decision(answer: str | None) -> ApprovalDecision:
-    """`y` or `yes` allows once, `s` or `session` for the session (any case); anything
+    """`y` or `yes` allows once, `s` or `session` for the chat (any case); anything
     else, or end of input, denies. Whole words only: `stop`, `sure` or `skip` deny."""
     choice = (answer or "").strip().lower()
     if choice in ALLOW_ONCE_ANSWERS:

@@ -1,15 +1,19 @@
 """Things said in words: counts ("1 message", "2 messages"), why AutoChat stopped, the
 agent roles' names as people read them, the labels of the prompts the app or an agent wrote
-in the person's place, and the tools allowed for a session. Every front end says these the
-same way: the words live here, once."""
+in the person's place, the approval choices and answers, and the tools allowed for a chat.
+Every front end says these the same way: the words live here, once. People see chats: what
+the code and the API call a session (`allow_session`, `allowed_for_session`) is "this chat"
+in what a person reads."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from schema import AgentName, AutoChatStopReason, PermissionMode
+from schema import AgentName, ApprovalDecision, AutoChatStopReason, PermissionMode
 
 __all__ = [
+    "ALLOW_FOR_THIS_CHAT",
+    "AUTOCHAT_BETWEEN_TURNS",
     "AUTOCHAT_STILL_ON",
     "DONE",
     "SENT_A_MESSAGE",
@@ -18,7 +22,10 @@ __all__ = [
     "allowed_tools_words",
     "autochat_stop_words",
     "autochat_stopped",
+    "confirmation_words",
     "counted",
+    "crew_title",
+    "decision_words",
     "prompt_label",
     "role_title",
     "tool_mode_words",
@@ -31,12 +38,43 @@ def counted(number: int, noun: str) -> str:
     return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
 
+ALLOW_FOR_THIS_CHAT = "Allow for this chat"
+"""The approval choice that lets a tool run without asking for the rest of the chat (its
+decision keeps the API's name, `allow_session`)."""
+
+_DECISION_WORDS = {
+    ApprovalDecision.ALLOW_ONCE: ("✓", "Allowed once"),
+    ApprovalDecision.ALLOW_SESSION: ("✓", "Allowed for this chat"),
+    ApprovalDecision.DENY: ("✗", "Denied"),
+}
+
+
+def decision_words(decision: str) -> tuple[str, str]:
+    """An approval's answer as the chat shows it: its mark and its words ("✓", "Allowed for
+    this chat"); ("•", "Approval") for one this version does not know."""
+    try:
+        return _DECISION_WORDS[ApprovalDecision(decision)]
+    except ValueError:
+        return "•", "Approval"
+
+
+def confirmation_words(content: str, decision: str, by: object = None) -> str:
+    """A confirmation message (what an approval decided) as plain text for people: its mark
+    and decision in words, then what was asked with the person's note, and who answered
+    when it was not the person: "✓ Allowed for this chat · Run Python code (go ahead)".
+    The message keeps the decision's code (`Run Python code: allow_session (go ahead)`)."""
+    mark, words = decision_words(decision)
+    text = content.replace(f": {decision}", "", 1) if decision else content
+    who = f" (by {by})" if by and by != "user" else ""
+    return f"{mark} {words} · {text}{who}"
+
+
 _NONE_ALLOWED = "None: a tool that changes things asks you first."
-"""What the front ends say while no tool is allowed for the session."""
+"""What the front ends say while no tool is allowed for the chat."""
 
 
 def allowed_tools_words(allowed: Sequence[str]) -> str:
-    """The tools a person allowed for the session ("Allow for this session"), in a sentence
+    """The tools a person allowed for the chat (`ALLOW_FOR_THIS_CHAT`), in a sentence
     saying what that means; `_NONE_ALLOWED` when there are none."""
     if not allowed:
         return _NONE_ALLOWED
@@ -62,6 +100,15 @@ def role_title(agent: AgentName | str) -> str:
         return _ROLE_TITLES[agent]
     role = AgentName.__members__.get(agent)
     return agent if role is None else _ROLE_TITLES[role]
+
+
+def crew_title(member: str) -> str:
+    """The label a crew member's replies show under: the crew and the member's name ("Crew ·
+    reviewer"), not the role code its calls are made as (the reviewer's is THOUGHT, which
+    read as the Thought role; `crew.CREW_SPEAKER`); the crew's alone ("Crew") for a member
+    whose name is not known ("")."""
+    crew = _ROLE_TITLES[AgentName.CREW]
+    return f"{crew} · {member}" if member.strip() else crew
 
 
 def prompt_label(metadata: Mapping[str, object]) -> str:
@@ -122,6 +169,12 @@ def autochat_stop_words(reason: AutoChatStopReason, detail: str = "") -> str:
 AUTOCHAT_STILL_ON = "It is still switched on: your next message starts it again."
 """Said after why AutoChat stopped while its switch stays on (the pages' AutoChat line)."""
 
+AUTOCHAT_BETWEEN_TURNS = "AutoChat: next turn soon"
+"""Said where a front end says what the chat is doing, while AutoChat waits between two
+turns: the state is STOP, yet a turn is coming ("Your turn" then read as if nothing more
+would happen, and "Working…" as if something ran). The Gradio badge's `BETWEEN_TURNS` and
+the React page's say the same."""
+
 
 def with_full_stop(sentence: str) -> str:
     """`sentence` ended with a full stop, unless it ends its own (a task summary does)."""
@@ -149,10 +202,10 @@ def tool_mode_words(
 ) -> str:
     """What a call of a tool does in a chat, and why when it is not the app's own choice:
     "asks you first", "never runs (set for this chat)", "runs without asking (allowed for
-    this session)"."""
+    this chat)" (`allowed_for_session`: the person chose `ALLOW_FOR_THIS_CHAT`)."""
     words = _MODE_WORDS[mode]
     if chosen is not None and chosen is mode:
         return f"{words} (set for this chat)"
     if allowed_for_session and mode is PermissionMode.ALLOW:
-        return f"{words} (allowed for this session)"
+        return f"{words} (allowed for this chat)"
     return words

@@ -257,6 +257,8 @@ class StreamHello(BaseModel):
     epoch: str
     state: InterpreterState
     busy: bool
+    autochat_active: bool = False
+    """As in `SessionDetail.autochat_active` (AutoChat between two turns: STOP, yet going)."""
     last_seq: int
     replayed: int
     resync: bool

@@ -126,6 +126,12 @@ class SessionDetail(_Answer):
     message_count: int
     state: InterpreterState
     busy: bool
+    autochat_active: bool = False
+    """An AutoChat run is going on: from the person's message (with AutoChat on) until its
+    `autochat_stopped`. With `state` STOP it waits between two turns: another is coming
+    (the badge says so, not "your turn"), and Stop ends it. Events keep it current from
+    there: `autochat_turn` (on), `autochat_stopped` (off), and a `state_changed` to RUNNING
+    while the session's `autochat.enabled` (on)."""
     pending_approvals: list[ApprovalRequested]
     streaming: list[StreamingReply]
     """Replies being written right now, not yet in `messages`: each with its text up to

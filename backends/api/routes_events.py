@@ -76,6 +76,7 @@ def add_event_routes(app: FastAPI, api: ApiContext) -> None:
                 "epoch": epoch,
                 "state": interpreter.state.value,
                 "busy": interpreter.busy,
+                "autochat_active": interpreter.autochat_active,
                 "last_seq": interpreter.last_seq,
                 "replayed": len(replay),
                 "resync": not complete,

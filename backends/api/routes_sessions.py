@@ -221,6 +221,7 @@ def add_session_routes(app: FastAPI, api: ApiContext) -> None:
             message_count=len(interpreter.session.history),
             state=interpreter.state,
             busy=interpreter.busy,
+            autochat_active=interpreter.autochat_active,
             pending_approvals=list(interpreter.pending_approvals),
             streaming=list(interpreter.streaming),
             running_calls=list(interpreter.running_calls),

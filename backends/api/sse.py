@@ -14,7 +14,8 @@ replayed the wrong events when the numbers started again meanwhile.
 A stream opens with `event: hello` (no id, so it does not move the client's Last-Event-ID),
 replays buffered events after the client's last seen `seq`, then follows the session live,
 with a comment line every `keepalive_s` seconds so proxies keep the connection open.
-`hello` says where the session is at its `last_seq` (state, open approvals, and in
+`hello` says where the session is at its `last_seq` (state, whether an AutoChat run is
+going on (`autochat_active`: with STOP, it waits between two turns), open approvals, and in
 `streaming` the replies being written, with their text so far, or while one has not begun
 because its model is asked again, that notice in `retrying`), so a client that starts
 mid-reply, or is told to `resync`, shows the reply whole; the replayed events (seq up to

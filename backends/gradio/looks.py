@@ -6,6 +6,7 @@ Text a person or a model wrote always goes through `escape_html`; the HTML built
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Mapping, Sequence
 
@@ -13,11 +14,13 @@ from backends.gradio.markdown import (
     OUTPUT_LANGUAGE,
     MediaLink,
     escape_html,
+    escape_title,
     fence,
     images_markdown,
     json_or_text,
+    model_ids_as_code,
 )
-from gui_agent.wording import role_title
+from gui_agent.wording import crew_title, role_title
 from schema import AgentName, ImagePart, Message, MessageStatus, MessageType
 
 __all__ = [
@@ -65,17 +68,19 @@ the field that raises the limit (layout.SETTING_LABELS["max_tokens"]), and the w
 
 _DECISIONS = {
     "allow_once": ("✓", "Allowed once"),
-    "allow_session": ("✓", "Allowed for this session"),
+    "allow_session": ("✓", "Allowed for this chat"),
     "deny": ("✗", "Denied"),
 }
 _ICON_STYLE = "width:20px;height:20px;display:inline-block;vertical-align:middle;margin:0 6px 0 0"
 
 
 def error_line(code: str, message: str) -> str:
-    """An error as the chat shows it, live or after a reload: "Error:" and its message. The
-    error's code is for code (`data-code`), not for the person."""
+    """An error as the chat shows it, live or after a reload: "Error:" and its message, a
+    model's id in it as code (`model_ids_as_code`: not a half link). The error's code is for
+    code (`data-code`), not for the person."""
     kind = "".join(c for c in code if c.isalnum() or c in "-_")
-    return f'<strong class="ga-error" data-code="{kind}">Error:</strong> {escape_html(message)}'
+    text = escape_html(model_ids_as_code(message))
+    return f'<strong class="ga-error" data-code="{kind}">Error:</strong> {text}'
 
 
 def tool_step_id(call_id: str) -> str:
@@ -83,17 +88,25 @@ def tool_step_id(call_id: str) -> str:
     return f"tool-{call_id}"
 
 
-def agent_header(agent: AgentName, icons: Mapping[str, str]) -> str:
+def agent_header(
+    agent: AgentName, icons: Mapping[str, str], *, crew_member: str | None = None
+) -> str:
     """The line that opens every assistant message: the role's icon and name (as people
-    read it: `role_title`; its code stays in `data-agent`)."""
-    icon = icons.get(agent.value)
-    name = role_title(agent)
+    read it: `role_title`; its code stays in `data-agent`). A crew member's reply shows the
+    crew's icon and the member ("Crew · reviewer": `crew_title`; "Crew" for `crew_member`
+    "", a member not known yet), not the role its calls are made as."""
+    if crew_member is None:
+        icon, name = icons.get(agent.value), role_title(agent)
+    else:  # (a name from the crew's configuration, or an imported chat: shown as written)
+        icon, name = icons.get(AgentName.CREW.value), crew_title(crew_member)
+    alt = html.escape(name, quote=True)
     image = (
-        f'<img src="{icon}" alt="{name} icon" class="ga-agent-icon" style="{_ICON_STYLE}">'
+        f'<img src="{icon}" alt="{alt} icon" class="ga-agent-icon" style="{_ICON_STYLE}">'
         if icon
         else ""
     )
-    return f'{image}<span class="ga-agent" data-agent="{agent.value}">{name}</span>'
+    shown = name if crew_member is None else escape_title(name)
+    return f'{image}<span class="ga-agent" data-agent="{agent.value}">{shown}</span>'
 
 
 def body_markdown(

@@ -336,7 +336,7 @@ def usage_markdown(
     of the last turn in `turns` (PanelState.turns_seen; by default, as many as listed)."""
     estimated = " (estimated)" if total.estimated else ""
     lines = [
-        f"**Session:** {total.input_tokens:,} in · {total.output_tokens:,} out · "
+        f"**This chat:** {total.input_tokens:,} in · {total.output_tokens:,} out · "
         f"{counted(total.requests, 'model call')}{estimated}"
     ]
     if turns:

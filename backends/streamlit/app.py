@@ -3,8 +3,8 @@
 Run it with `gui-agent streamlit` (it sets Streamlit's safe options; see `launch`), next to
 a running `gui-agent serve`. It signs in and out (`signing`: a form when the server has
 users), lists the person's chats, shows a chat's history, streams the reply as it is
-written with the tool calls it makes, puts approvals to the person (allow once, for the
-session, or deny, with a note), and stops a turn; `actions` holds the other controls
+written with the tool calls it makes, puts approvals to the person (allow once, for this
+chat, or deny, with a note), and stops a turn; `actions` holds the other controls
 (Retry, Edit, Clear, Rename, Delete), `transfer` export and import, and `replay` an export
 shown step by step in place of a chat. Everything it shows comes from the API; it keeps no
 chat state of its own beyond which chat is open (and an export waiting to be saved, a
@@ -75,7 +75,7 @@ from backends.streamlit.view import (
     unanswered_calls,
     usage_line,
 )
-from gui_agent.wording import role_title
+from gui_agent.wording import ALLOW_FOR_THIS_CHAT, AUTOCHAT_BETWEEN_TURNS, role_title
 from schema import (
     ApprovalDecision,
     ApprovalRequested,
@@ -83,6 +83,7 @@ from schema import (
     AutoChatTurn,
     BaseEvent,
     ErrorEvent,
+    InterpreterState,
     RunFinished,
 )
 from schema.requests import MAX_MESSAGE_CHARS
@@ -216,7 +217,7 @@ def _approval(
         columns = st.columns(3)
         choices = (
             ("Allow once", ApprovalDecision.ALLOW_ONCE),
-            ("Allow for this session", ApprovalDecision.ALLOW_SESSION),
+            (ALLOW_FOR_THIS_CHAT, ApprovalDecision.ALLOW_SESSION),
             ("Deny", ApprovalDecision.DENY),
         )
         for column, (label, decision) in zip(columns, choices, strict=True):
@@ -260,9 +261,12 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
     chat again from the history. The events this tab has not read yet that the history
     already holds (up to `last_seq`) are read first, for what AutoChat said of them; with
     no turn running, only those are read. A call still running begins with what it printed
-    up to `last_seq` (the detail's `running_calls`)."""
+    up to `last_seq` (the detail's `running_calls`). While AutoChat waits between two turns
+    (the run goes on, no turn runs) it says so, and its next event has the script run again
+    (the next turn, followed from its start, or AutoChat's stop)."""
     session_id, last, epoch = detail.session.id, detail.last_seq, detail.epoch
     live_turn = detail.busy and not detail.pending_approvals
+    between = live_turn and detail.autochat_active and detail.state is InterpreterState.STOP
     since = resume_point(detail)
     if since is None:  # the chat as shown now is where this tab starts reading
         read_up_to(session_id, epoch, last)
@@ -276,7 +280,9 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
         with st.chat_message("assistant"):
             status = st.empty()
             body = st.empty()
-        if live.text or live.retrying or any(view.output for view in live.calls):
+        if between:  # (not "Working…": nothing runs until the next turn starts)
+            status.caption(AUTOCHAT_BETWEEN_TURNS)
+        elif live.text or live.retrying or any(view.output for view in live.calls):
             _draw_live(body, live)  # at once: the next event may be a retry's wait away
     stream = client.events(session_id, since=since, epoch=epoch)
     inbox: queue.Queue[object] = queue.Queue()
@@ -300,7 +306,8 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
                 if ending is not None:
                     continue
                 now = time.monotonic()
-                status.caption(f"Working… {now - started:.0f} s")
+                if not between:
+                    status.caption(f"Working… {now - started:.0f} s")
                 if now - checked >= IDLE_CHECK_S:
                     # The turn may have ended between the history read and the stream's
                     # start (its last events before `last_seq`): nothing more would come.
@@ -325,12 +332,13 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
                 redraw = True
             if item.seq <= last:  # in the history already: only AutoChat's word counts (what
                 # a call still running printed by then came with `detail.running_calls`)
-                if not live_turn and item.seq >= last:
-                    break
+                if (not live_turn or (between and redraw)) and item.seq >= last:
+                    break  # (AutoChat's word, caught up on, shows now, not after its wait)
                 continue
-            if not live_turn:
+            if not live_turn or between:
                 redraw = True
-                break  # a turn began meanwhile: the script, run again, follows it
+                break  # a turn began meanwhile (or AutoChat's next one, or it stopped): the
+                # script, run again, follows it
             if isinstance(item, ErrorEvent):
                 st.error(plain_markdown(item.message))
             if live.apply(item):

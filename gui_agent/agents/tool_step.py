@@ -155,7 +155,7 @@ async def tool_permission(
     if mode is PermissionMode.ALLOW:
         return None
     if mode is PermissionMode.DENY:
-        return not_run(tool_call, f"Tool {tool_call.name!r} is not allowed in this session.")
+        return not_run(tool_call, f"Tool {tool_call.name!r} is not allowed in this chat.")
     if (problem := argument_error(tool, tool_call)) is not None:
         # nobody is asked to allow a call that cannot run: the model learns why at once
         return ToolResult(call_id=tool_call.id, name=tool_call.name, content=problem, is_error=True)

@@ -93,7 +93,7 @@ async def test_each_tool_stands_as_its_chat_decides_and_a_mode_set_for_the_chat_
     assert not of_type(events, "approval_requested")  # refused without asking
     assert not (tmp_path / "a.txt").exists()
     assert isinstance(model, ScriptedModel)
-    assert "not allowed in this session" in model.requests[1].messages[-1].content
+    assert "not allowed in this chat" in model.requests[1].messages[-1].content
 
     await interpreter.set_tool_mode("write_file", PermissionMode.ALLOW)
     events = [e async for e in interpreter.chat("write b")]

@@ -231,12 +231,12 @@ async def test_the_allowed_command_lists_and_forgets_the_tools_allowed_for_the_s
     try:
         interpreter = await manager.create("local")
         said = await run_command("/allowed", [], interpreter, manager)
-        assert said == "no tool allowed for this session: each that changes things asks first\n"
+        assert said == "no tool allowed for this chat: each that changes things asks first\n"
         said = await run_command("/allowed", ["forget"], interpreter, manager)
-        assert said == "no tool was allowed for this session\n"
+        assert said == "no tool was allowed for this chat\n"
         interpreter.session.allowed_tools.update({"run_python", "write_file"})
         said = await run_command("/allowed", [], interpreter, manager)
-        assert said == "run without asking in this session: run_python, write_file\n"
+        assert said == "run without asking in this chat: run_python, write_file\n"
         with pytest.raises(InvalidRequest, match="'read_file' is not allowed"):
             await run_command("/allowed", ["forget", "read_file"], interpreter, manager)
         with pytest.raises(InvalidRequest, match="usage: /allowed"):

@@ -28,7 +28,7 @@ async def agent(messages):
 """An agent of your own (`--agent`) that repeats the message and, asked for code, has code
 run: the chat asks before it runs."""
 
-QUESTION = "allow? [y]es once / [s]ession / [N]o: "
+QUESTION = "allow? [y]es once / [s] for this chat / [N]o: "
 
 
 def piped_chat(tmp_path: Path, typed: str) -> str:
@@ -68,7 +68,7 @@ def test_from_a_pipe_each_answer_is_shown_with_what_it_decided(tmp_path: Path) -
     out = piped_chat(tmp_path, typed)
     assert f"{QUESTION}Yes → allowed once\n  approval: allow_once (user)" in out
     assert f"{QUESTION}(empty line) → denied\n  approval: deny (user)" in out
-    assert f"{QUESTION}session → allowed for this session\n  approval: allow_session" in out
+    assert f"{QUESTION}session → allowed for this chat\n  approval: allow_session" in out
     assert out.count("[Other] 42") == 2  # allowed twice, denied once
     assert "you said: thanks" in out  # every line that was no answer was a message
     assert out.count("you said: ") == 4

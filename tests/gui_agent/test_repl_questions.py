@@ -1,6 +1,6 @@
 """Commands and Ctrl-C at an approval question in `gui-agent chat`.
 
-A slash command typed at `allow? [y]es once / [s]ession / [N]o:` is a command, not a No:
+A slash command typed at `allow? [y]es once / [s] for this chat / [N]o:` is a command, not a No:
 /stop stops the turn (the question is denied as it ends), /quit stops it and leaves, any
 other runs (or says what is accepted) and the question is asked again. Ctrl-C there stops
 the turn, and the question reads as denied by the person's stop, not by a "policy".

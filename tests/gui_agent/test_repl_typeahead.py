@@ -25,7 +25,7 @@ from tests.gui_agent.test_terminal_io import run
 from tests.gui_agent.test_terminal_keys import CTRL_D
 from tests.gui_agent.test_terminal_live import live_chat
 
-QUESTION = b"allow? [y]es once / [s]ession / [N]o: "
+QUESTION = b"allow? [y]es once / [s] for this chat / [N]o: "
 UP = b"\x1b[A"
 
 

@@ -82,7 +82,7 @@ def test_an_answer_to_an_approval_question_is_not_brought_back_by_up(tmp_path: P
     terminal = live_chat(tmp_path, steps)
     terminal.read_until(b"you> ")
     terminal.type(b"write a file\n")
-    terminal.read_until(b"allow? [y]es once / [s]ession / [N]o: ")
+    terminal.read_until(b"allow? [y]es once / [s] for this chat / [N]o: ")
     terminal.type(b"n\n")
     assert b"approval: deny (user)" in terminal.read_until(b"done")
     terminal.read_until(b"you> ")

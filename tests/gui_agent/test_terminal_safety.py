@@ -28,7 +28,7 @@ def test_an_answer_that_only_starts_like_yes_or_session_denies(tmp_path: Path) -
     for message, answer in (("write a", "stop"), ("write b", "sure"), ("write a again", "yes")):
         terminal.read_until(b"you> ")
         terminal.type(message.encode() + b"\n")
-        terminal.read_until(b"allow? [y]es once / [s]ession / [N]o: ")
+        terminal.read_until(b"allow? [y]es once / [s] for this chat / [N]o: ")
         terminal.type(answer.encode() + b"\n")
     terminal.read_until(b"you> ")
     terminal.type(b"/quit\n")
@@ -55,7 +55,7 @@ def test_a_line_typed_while_the_reply_streams_does_not_answer_the_question_after
     terminal.read_until(b"thinking")
     terminal.type(b"yes, and then tell me more\n")  # meant as a message: sent at once
     assert b"(sent: the agent reads it next)" in terminal.read_until(b"Write file a.txt")
-    terminal.read_until(b"allow? [y]es once / [s]ession / [N]o: ")
+    terminal.read_until(b"allow? [y]es once / [s] for this chat / [N]o: ")
     terminal.type(b"n\n")  # the answer, typed after seeing the question
     answered = terminal.read_until(b"you said: yes, and then tell me more")  # the agent read it
     assert b"approval: deny (user)" in answered

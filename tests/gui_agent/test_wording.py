@@ -12,6 +12,7 @@ from gui_agent.wording import (
     autochat_stop_words,
     autochat_stopped,
     counted,
+    crew_title,
     prompt_label,
     role_title,
 )
@@ -83,6 +84,12 @@ def test_every_role_has_the_name_people_read_and_a_name_that_is_no_role_stays_as
     }
     assert [role_title(agent.value) for agent in AgentName] == list(titles.values())
     assert role_title("a worker") == "a worker"  # (a name a model wrote, not a role)
+
+
+def test_a_crew_members_replies_are_the_crews_under_the_members_name() -> None:
+    """Not the role its calls are made as: the reviewer's read as "Thought"."""
+    assert crew_title("reviewer") == "Crew · reviewer"
+    assert crew_title("") == "Crew"  # (a member whose name is not known yet)
 
 
 def test_the_stop_sentence_says_how_many_automatic_turns_ran_and_why() -> None:

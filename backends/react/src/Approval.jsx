@@ -1,6 +1,7 @@
 // The oldest approval waiting: what the agent wants to do, and the person's answer (allow
-// once, for the session, or deny), with an optional note the agent reads either way.
+// once, for this chat, or deny), with an optional note the agent reads either way.
 import { useState } from "react";
+import { ALLOW_FOR_THIS_CHAT } from "./history.js";
 
 export function Approval({ request, waiting, answer }) {
   const [note, setNote] = useState("");
@@ -21,7 +22,7 @@ export function Approval({ request, waiting, answer }) {
           Allow once
         </button>
         <button type="button" onClick={() => answer("allow_session", note)}>
-          Allow for this session
+          {ALLOW_FOR_THIS_CHAT}
         </button>
         <button type="button" onClick={() => answer("deny", note)}>Deny</button>
       </div>

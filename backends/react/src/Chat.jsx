@@ -13,12 +13,12 @@ import { Title } from "./Title.jsx";
 import { exportChat } from "./Transfer.jsx";
 import {
   applyEvent,
+  badgeWords,
   chatFrom,
   entriesOf,
   lastWritten,
   memoryView,
   roleTitle,
-  stateWords,
   usageLine,
   withQueued,
 } from "./history.js";
@@ -138,7 +138,8 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
   };
 
   const record = chat.session;
-  const running = chat.busy || chat.approvals.length > 0;
+  // (AutoChat between two turns too: Stop ends it, and the chat is not to be changed)
+  const running = chat.busy || chat.autochatActive || chat.approvals.length > 0;
   const model = record.settings?.model || offer.defaultModel || "";
   const mine = lastWritten(chat.messages);
 
@@ -152,7 +153,7 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
           aria-label="State"
           data-state={chat.state}
         >
-          {stateWords(chat.state)}
+          {badgeWords(chat)}
         </span>
       </header>
       <p className="hint">{usageLine(record.usage)}</p>

@@ -179,8 +179,8 @@ export function MemoryPanel({ view }) {
   );
 }
 
-/** The tools the person allowed for this session ("Allow for this session"): they run
- * without asking until `forget` makes every one of them ask again. */
+/** The tools the person allowed for this chat (ALLOW_FOR_THIS_CHAT): they run without
+ * asking until `forget` makes every one of them ask again. */
 export function AllowedPanel({ allowed, forget }) {
   return (
     <details className="panel" open>
@@ -205,7 +205,7 @@ const MODE_WORDS = { ask: "asks you first", allow: "runs without asking", deny: 
 export function toolModeWords(tool) {
   const words = MODE_WORDS[tool.mode] ?? tool.mode;
   if (tool.chosen && tool.chosen === tool.mode) return `${words} (set for this chat)`;
-  if (tool.allowed_for_session && tool.mode === "allow") return `${words} (allowed for this session)`;
+  if (tool.allowed_for_session && tool.mode === "allow") return `${words} (allowed for this chat)`;
   return words;
 }
 

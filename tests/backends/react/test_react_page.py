@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 
 from backends.react_front import REACT_DIST, mount_react
 from connectors.scripted import call
-from gui_agent.wording import AUTOCHAT_STILL_ON
+from gui_agent.wording import ALLOW_FOR_THIS_CHAT, AUTOCHAT_STILL_ON
 from schema import Message, MessageStatus, Role
 from tests.backends.api.live import Backend, running_backend
 from tests.backends.pictures import red_png
@@ -174,11 +174,15 @@ def test_a_tool_allowed_for_the_session_is_shown_and_made_to_ask_again(
         backend.scripted.push(call("run_python", code=code), f"Ran {code}.")
     send(page, "run the first")
     approval = page.get_by_role("region", name="Approval")
-    approval.get_by_role("button", name="Allow for this session").click()
+    approval.get_by_role("button", name=ALLOW_FOR_THIS_CHAT).click()
     conversation = page.get_by_role("list", name="Conversation")
     expect(conversation).to_contain_text("Ran print(1).")
+    expect(conversation).to_contain_text("✓ Allowed for this chat · Run Python code")
     allowed = page.get_by_label("Allowed tools")
     expect(allowed).to_have_text("run_python: runs without asking in this chat.")
+    page.get_by_text("Tools", exact=True).click()
+    tools = page.get_by_role("list", name="Tools")
+    expect(tools).to_contain_text("run_python: runs without asking (allowed for this chat)")
     page.get_by_role("button", name="Ask before every tool again").click()
     expect(page.get_by_text("None: a tool that changes things asks you first.")).to_be_visible()
     send(page, "run the second")

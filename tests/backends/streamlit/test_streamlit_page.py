@@ -20,7 +20,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from backends.api import routes_sessions
 from backends.api.responses import SessionDetail
 from connectors.scripted import call
-from gui_agent.wording import AUTOCHAT_STILL_ON
+from gui_agent.wording import ALLOW_FOR_THIS_CHAT, AUTOCHAT_STILL_ON
 from schema import MessageStatus, Role
 from tests.backends.api.live import Backend, running_backend
 from tests.backends.pictures import red_png
@@ -191,8 +191,9 @@ def test_a_tool_allowed_for_the_session_is_shown_and_made_to_ask_again(
     for code in ("print(11)", "print(22)"):
         backend.scripted.push(call("run_python", code=code), f"Ran {code}.")
     send(page, "run the first")
-    page.get_by_role("button", name="Allow for this session").click()
+    page.get_by_role("button", name=ALLOW_FOR_THIS_CHAT).click()
     expect(page.get_by_text("Ran print(11).")).to_be_visible()
+    expect(page.get_by_text("✓ Allowed for this chat · Run Python code")).to_be_visible()
     allowed = page.get_by_text("run_python: runs without asking in this chat.")
     expect(allowed).to_be_visible()
     settled(page)

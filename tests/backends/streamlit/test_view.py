@@ -112,6 +112,20 @@ def test_the_history_shows_every_kind_with_results_folded_into_their_calls() -> 
     ]
 
 
+def test_what_an_approval_decided_is_said_in_words_for_this_chat() -> None:
+    reply = Message(
+        role=Role.ASSISTANT, content="", agent=AgentName.AGENT_EXECUTOR, tool_calls=(CALL,)
+    )
+    decided = Message(
+        role=Role.ASSISTANT,
+        type=MessageType.CONFIRMATION,
+        content="Run Python code: allow_session (go ahead)",
+        metadata={"decision": "allow_session", "by": "user"},
+    )
+    [entry] = entries_of([reply, decided])
+    assert entry.notes == ["✓ Allowed for this chat · Run Python code (go ahead)"]
+
+
 def test_calls_refused_failing_or_unanswered_are_labelled_so() -> None:
     refused = ToolCall(id="c2", name="write_file", arguments="{}")
     failed = ToolCall(id="c3", name="read_file", arguments="not json")

@@ -1,0 +1,71 @@
+"""The Streamlit front end while AutoChat waits between two of its turns (`gui-agent
+streamlit` against a real API server, in a real Chromium): the chat says a turn is coming
+(as the Gradio and React pages do), not that the agent is working, since nothing runs; Stop
+ends AutoChat."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from gui_agent.wording import AUTOCHAT_BETWEEN_TURNS
+from tests.backends.api.live import Backend
+from tests.backends.streamlit.test_streamlit_page import (
+    backend,
+    front,
+    new_chat,
+    page,
+    send,
+    settled,
+    signed_in,
+)
+
+pytestmark = pytest.mark.browser
+
+__all__ = ["backend", "front", "page"]  # (the fixtures, shared with the page's tests)
+
+
+def test_the_chat_says_autochat_waits_between_its_turns_not_that_it_works(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    new_chat(page)
+    page.get_by_text("AutoChat", exact=True).click()  # the section, opened
+    page.get_by_label("Delay between turns (s)").fill("30")
+    page.get_by_role("button", name="Save limits").click()
+    settled(page)
+    page.get_by_text("AutoChat: keep working on its own").click()
+    send(page, "keep going between turns")
+    expect(page.get_by_text("Automatic turn 1 of", exact=False)).to_be_visible()
+    waiting = page.get_by_text(AUTOCHAT_BETWEEN_TURNS)
+    expect(waiting).to_be_visible()
+    expect(page.get_by_text("Working…", exact=False)).to_have_count(0)  # nothing runs
+    stop = page.get_by_role("button", name="Stop")
+    expect(stop).to_be_enabled()  # AutoChat is there to be stopped
+    stop.click()
+    expect(
+        page.get_by_text("AutoChat stopped after 0 automatic turns", exact=False)
+    ).to_be_visible()
+    expect(waiting).to_have_count(0)
+
+
+def test_the_turn_after_the_wait_is_followed_and_the_wait_is_said_no_more(
+    page: Page, backend: Backend
+) -> None:
+    signed_in(page)
+    new_chat(page)
+    page.get_by_text("AutoChat", exact=True).click()
+    page.get_by_label("Max automatic turns").fill("1")
+    page.get_by_label("Delay between turns (s)").fill("3")
+    page.get_by_role("button", name="Save limits").click()
+    settled(page)
+    page.get_by_text("AutoChat: keep working on its own").click()
+    send(page, "one more turn after a wait")
+    waiting = page.get_by_text(AUTOCHAT_BETWEEN_TURNS)
+    expect(waiting).to_be_visible()
+    expect(
+        page.get_by_text("AutoChat stopped after 1 automatic turn: it reached its limit")
+    ).to_be_visible()
+    expect(waiting).to_have_count(0)
+    replies = page.get_by_test_id("stChatMessage").filter(has_text="Hello from the scripted model.")
+    expect(replies).to_have_count(2)  # the person's turn's, and the automatic turn's
