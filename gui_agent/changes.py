@@ -33,6 +33,10 @@ class ChatChangeKind(enum.StrEnum):
     DELETED = "deleted"
     OWNER_REMOVED = "owner_removed"
     """The owner may no longer sign in: every chat of theirs was stopped and closed."""
+    ACTIVITY = "activity"
+    """A chat began or ended working (a turn runs), or waiting for the person's approval.
+    Announced on a feed of its own (`SessionManager.activity`), not on the chats list's:
+    what a list shows of each chat's state is read from the live sessions."""
 
 
 @dataclass(frozen=True, slots=True)

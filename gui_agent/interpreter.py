@@ -102,10 +102,13 @@ class Interpreter(HistoryEdits):
         store: Store | None = None,
         initial_state: InterpreterState = InterpreterState.INIT,
         on_titled: Callable[[Interpreter], None] | None = None,
+        on_state: Callable[[Interpreter], None] | None = None,
         new_in_store: bool = False,
     ) -> None:
         """`on_titled`: called when a turn gave the session its title (the person's first
         message), once that is saved; e.g. to tell whoever lists the owner's chats.
+        `on_state`: called at each change of `state` (a turn starts, waits for an approval,
+        goes on, ends), right after it; it must only take note (it runs inside the change).
         `new_in_store`: `store` does not hold this session yet; it is added there before
         the first write (the session manager adds its sessions itself)."""
         if not architectures:
@@ -117,6 +120,7 @@ class Interpreter(HistoryEdits):
         self.architectures = architectures
         self._store = store
         self._on_titled = on_titled
+        self._on_state = on_state
         self._hub = EventHub(session.id)
         self._machine = StateMachine(self._on_state_change, initial_state)
         # Each is declared, typed and explained by the layer that first reads it.

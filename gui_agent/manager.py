@@ -6,6 +6,9 @@ is reported as not found, never as forbidden.
 Each owner's chats list has a change feed (`SessionManager.changes`, see changes.py): the
 manager announces every chat of theirs created, imported, renamed or deleted through it,
 whichever front end asked, and the owner's removal (`revoke`).
+A second feed (`SessionManager.activity`) announces each chat of theirs that starts or stops
+working or waiting for an approval (`ChatChangeKind.ACTIVITY`), for lists that show it
+(`working_state` says which state to show).
 """
 
 from __future__ import annotations
@@ -107,6 +110,9 @@ class SessionManager:
     """Owners refused since `revoke` (until `readmit`)."""
     changes: ChangeFeed = field(default_factory=ChangeFeed, init=False)
     """Each owner's chats-list changes, for whoever shows that list (see the module doc)."""
+    activity: ChangeFeed = field(default_factory=ChangeFeed, init=False)
+    """Each owner's chats that began or ended working or waiting for an approval (ACTIVITY
+    changes), for a list that shows it (`working_state`)."""
     interrupted_at_start: tuple[str, ...] = field(default=(), init=False)
 
     async def start(self) -> None:
@@ -396,6 +402,13 @@ class SessionManager:
     def live_count(self) -> int:
         return len(self._live)
 
+    def working_state(self, session_id: str) -> InterpreterState | None:
+        """RUNNING while a turn of the chat runs, WAITING while it waits for the person's
+        approval; None otherwise (idle, or not in memory: only a live chat can work)."""
+        live = self._live.get(session_id)
+        state = live.state if live is not None else None
+        return state if state in (InterpreterState.RUNNING, InterpreterState.WAITING) else None
+
     def _admitted(self, owner: str) -> None:
         if owner in self._removed:
             raise AuthError(f"{owner!r} was removed from this server's users")
@@ -419,6 +432,12 @@ class SessionManager:
         self.changes.announce(
             ChatChange(ChatChangeKind.RENAMED, session.owner, session.id, session.title)
         )
+
+    def _state_changed(self, interpreter: Interpreter) -> None:
+        """A chat's state changed: its owner's lists show whether it works (`activity`)."""
+        session = interpreter.session
+        change = ChatChange(ChatChangeKind.ACTIVITY, session.owner, session.id, session.title)
+        self.activity.announce(change)
 
     def _attach(self, session: Session, state: InterpreterState) -> Interpreter:
         model = session.settings.model or self.models.default
@@ -449,6 +468,7 @@ class SessionManager:
             store=self.store,
             initial_state=state,
             on_titled=self._titled,
+            on_state=self._state_changed,
         )
         self._live[session.id] = interpreter
         return interpreter

@@ -136,6 +136,7 @@ class EventTracking:
     _open_approvals: dict[str, ApprovalRequested]
     _unsaved: bool  # a store write failed: write the history again at the turn's end
     _unrecorded: bool  # the store does not hold the session yet: add it before writing
+    _on_state: Callable[[Any], None] | None  # told of each state change (Interpreter)
 
     @property
     def id(self) -> str:
@@ -153,6 +154,11 @@ class EventTracking:
     ) -> None:
         event = _state_changed({"from_state": source, "to_state": dest, "reason": reason})
         self._hub.publish(event, self._run_id)
+        if self._on_state is not None:
+            try:
+                self._on_state(self)
+            except Exception as error:  # whoever listens, the state has changed
+                logger.error("session %s: on_state failed: %s", self.id, loggable_traceback(error))
 
     async def _emit(self, event: Event) -> None:
         """Publish an event from a turn, keeping state, partial replies and the store in step."""

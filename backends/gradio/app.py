@@ -166,6 +166,22 @@ _REMEMBERED_JS = f"""() => {{
 browser showed last ("" for a new chat; the server checks that it is the user's), a ticket,
 and the settings typed in this tab and not yet saved before the reload (unsaved.py)."""
 
+_MODEL_TITLE_JS = """() => {
+  if (window.__guiAgentModelTitle) return [];
+  window.__guiAgentModelTitle = true;
+  const named = (event) => {
+    const box = event.target;
+    if (box instanceof HTMLInputElement && box.closest("#model-picker")) box.title = box.value;
+  };
+  document.addEventListener("pointerover", named, true);
+  document.addEventListener("focusin", named, true);
+  return [];
+}"""
+"""Runs in the browser when the page loads: the model picker's box, pointed at or focused,
+says the picked model's full name (the box cuts a long one off; the note under it names it
+in full: layout.model_note_text). Set then, not when the model changes: the picker is not on
+the page until its Settings are opened."""
+
 _SETTINGS_GOT_JS = "(base) => { window.guiAgentSettingsGot?.(base); return []; }"
 """Runs in the browser whenever the tab's base changes (bases.py): the kept text of a box
 now in step with its chat is let go (page.js)."""
@@ -367,6 +383,7 @@ def _wire(
         **_EVENT,
     )
     page.form_base.change(None, [page.form_base], None, js=_SETTINGS_GOT_JS, **_EVENT)
+    demo.load(None, None, None, js=_MODEL_TITLE_JS)
     # The keep-alive event also wakes the tab when its chat moves on elsewhere (another
     # tab, the API): the view then settles, and follows the chat while it runs. When the
     # user's chats or the shown chat's settings change elsewhere, the tab follows those.
@@ -426,7 +443,8 @@ def _wire(
         **_STREAM,
     )
     # A send the server refused goes back in the box the browser emptied (unsent.py).
-    refused = [page.chat_input, page.edit_mode, page.attach_note, page.detach_btn]
+    attached = [page.attach_note, page.detach_btn, page.attach_preview]
+    refused = [page.chat_input, page.edit_mode, *attached]
     sent.then(handlers.give_back, [page.chat_input], refused, queue=False, **_EVENT)
     for trigger in (
         sent,
@@ -479,7 +497,6 @@ def _wire(
 
     # The send event takes the tab's images from the server-side tray; this one makes the
     # tray look empty at once (as page.js empties the input box).
-    attached = [page.attach_note, page.detach_btn]
     gr.on(
         [page.send_btn.click, page.chat_input.submit],
         handlers.hide_tray,
@@ -494,6 +511,8 @@ def _wire(
         handlers.attach, [page.attach_btn], attached, trigger_mode="multiple", **_EVENT
     )
     page.detach_btn.click(handlers.detach, None, attached, **_EVENT)
+    # One picture taken back, by its button in the preview (tray_preview.py).
+    page.attach_preview.take_back(handlers.take_back, None, attached, **_EVENT)
     page.stop_btn.click(handlers.stop, sid, [page.badge], **_EVENT)
     page.forget_allowed_btn.click(
         handlers.forget_allowed, sid, [page.allowed_panel, page.tools_panel], **_EVENT
@@ -627,7 +646,7 @@ def _wire(
     page.edit_btn.click(
         handlers.edit_last,
         sid,
-        [page.chat_input, page.edit_mode, page.attach_note, page.detach_btn],
+        [page.chat_input, page.edit_mode, *attached],
         **_EVENT,
     )
     clear_row = [page.confirm_clear_row]

@@ -5,16 +5,20 @@ before the tools allowed for the session, the last message back in the box to ed
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 import gradio as gr
 
+from backends.gradio.attach import read_upload
 from backends.gradio.follow import as_published
 from backends.gradio.handler_base import HandlerBase
+from backends.gradio.image_upload import UploadedFile
 from backends.gradio.owners import tab_of
 from backends.gradio.panels import allowed_markdown, badge_html, tools_markdown
 from backends.gradio.stream import Updates, no_change
 from backends.gradio.toasts import toast_text
+from backends.gradio.tray_preview import taken_back
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.session import written_by_person
 from gui_agent.tools.permissions import with_mode
@@ -53,32 +57,41 @@ class QuickControls(HandlerBase):
     async def show_tool_mode(
         self, session_id: str, tool: str | None, request: gr.Request
     ) -> Updates:
-        """The mode set in this chat for the tool just picked ("": the app's own)."""
+        """The mode set in this chat for the tool just picked ("": the app's own); in a new
+        chat, the one set for it before its first message (new_chat_modes.py)."""
         interpreter = await self.lookup(session_id, request, quiet=True)
-        chosen = (
-            interpreter.session.settings.permissions.get(tool)
-            if interpreter is not None and tool
-            else None
-        )
+        modes: Mapping[str, PermissionMode]
+        if interpreter is not None:
+            modes = interpreter.session.settings.permissions
+        else:
+            modes = self.new_modes.of(tab_of(request)) if not session_id else {}
+        chosen = modes.get(tool) if tool else None
         return {self.page.tool_mode: "" if chosen is None else chosen.value}
 
     async def set_tool_mode(
         self, session_id: str, tool: str | None, mode: str | None, request: gr.Request
     ) -> Updates:
-        """Set what a call of the picked tool does in this chat, at once."""
-        interpreter = await self.lookup(session_id, request)
-        if interpreter is None:
-            gr.Warning("Send a message first: a new chat is saved with its first message.")
-            return {self.page.tool_mode: None}
+        """Set what a call of the picked tool does in this chat, at once. A new chat (not
+        made yet: its first message makes it) is made with it (new_chat_modes.py)."""
+        tab = tab_of(request)
         if not tool:
             gr.Warning("Pick a tool first.")
             return {self.page.tool_mode: None}
         chosen = PermissionMode(mode) if mode else None
+        if not session_id:
+            # A first message on its way makes the chat the tab shows: the mode is its.
+            await self.streams.opened(tab)
+            session_id = self.streams.shown(tab) or ""
+            if not session_id:
+                return self._set_new_chat_mode(tab, tool, chosen)
+        interpreter = await self.lookup(session_id, request)
+        if interpreter is None:  # (deleted meanwhile: the lookup said so)
+            return {self.page.tool_mode: None}
         settings = interpreter.session.settings
         modes = with_mode(settings.permissions, tool, chosen)
         # This tab shows the change already: its own event is no news to it (follow.py).
         changed = settings.model_copy(update={"permissions": modes})
-        self.news.saving(tab_of(request), interpreter.id, {"settings": as_published(changed)})
+        self.news.saving(tab, interpreter.id, {"settings": as_published(changed)})
         try:
             standing = await interpreter.set_tool_mode(tool, chosen)
         except InvalidRequest as exc:
@@ -91,6 +104,23 @@ class QuickControls(HandlerBase):
             self.page.allowed_panel: allowed_markdown(interpreter.allowed_tools),
             # (as set: a `show_tool_mode` of the pick just before may have answered after
             # the click, with the mode the tool had then)
+            self.page.tool_mode: "" if chosen is None else chosen.value,
+        }
+
+    def _set_new_chat_mode(self, tab: str, tool: str, chosen: PermissionMode | None) -> Updates:
+        """`set_tool_mode` in the tab's new chat: kept for the chat its first message makes."""
+        names = [standing.name for standing in self.new_chat_tools]
+        if tool not in names:
+            gr.Warning(f"This chat has no tool {tool!r}; its tools: {', '.join(names) or 'none'}.")
+            return {self.page.tool_mode: None}
+        self.new_modes.set(tab, tool, chosen)
+        tools = self.new_chat_tool_standings(tab)
+        standing = next(t for t in tools if t.name == tool)
+        words = tool_mode_words(standing.mode, standing.chosen, standing.allowed_for_session)
+        gr.Info(f"{tool}: {words}.")
+        return {
+            self.page.tools_panel: tools_markdown(tools),
+            self.page.allowed_panel: allowed_markdown(()),
             self.page.tool_mode: "" if chosen is None else chosen.value,
         }
 
@@ -129,11 +159,11 @@ class QuickControls(HandlerBase):
             if written_by_person(message) and interpreter is not None:
                 tab = tab_of(request)
                 self.edits.begin(tab, interpreter.id, message.id)  # (the edit names it)
-                count = self.trays.restore(tab, message.images)
+                self.trays.restore(tab, message.images)
                 return {
                     self.page.chat_input: message.content,
                     self.page.edit_mode: True,
-                    **self._tray(count),
+                    **self._tray(request),
                 }
         gr.Warning("There is no message of yours to edit.")
         return no_change()
@@ -159,18 +189,35 @@ class QuickControls(HandlerBase):
             return hide
         return {**self.view_of(interpreter).updates(full=True), **hide}
 
-    async def attach(self, files: list[bytes] | None, request: gr.Request) -> Updates:
-        """Keep the uploaded images for the tab's next message; refuse what is not an image."""
-        count, problems = self.trays.add(tab_of(request), files or [])
+    async def attach(
+        self, files: Sequence[bytes | UploadedFile] | None, request: gr.Request
+    ) -> Updates:
+        """Keep the uploaded images for the tab's next message; refuse what is not an image.
+        The upload button hands over each file's path and name (read in a thread:
+        image_upload.py); bytes are taken as they are (a file with no name)."""
+        uploads = [
+            file
+            if isinstance(file, bytes)
+            else await asyncio.to_thread(read_upload, file.path, file.name)
+            for file in files or []
+        ]
+        _count, problems = self.trays.add(tab_of(request), uploads)
         for problem in problems:
             gr.Warning(f"Not attached: {problem}.")
-        return self._tray(count)
+        return self._tray(request)
 
     async def detach(self, request: gr.Request) -> Updates:
         """The person took the images back."""
         self.trays.take(tab_of(request))
-        return self._tray(0)
+        return self._tray(request)
+
+    async def take_back(self, event: gr.EventData, request: gr.Request) -> Updates:
+        """The person took one image back (its button in the preview: tray_preview.py)."""
+        key = taken_back(event)
+        if key is not None:
+            self.trays.remove(tab_of(request), key)
+        return self._tray(request)
 
     async def hide_tray(self) -> Updates:
         """A send went out with the images (the send itself takes them from the tray)."""
-        return self._tray(0)
+        return self._tray(None, empty=True)

@@ -13,7 +13,9 @@ Three kinds of news:
 - a chat of the user's was created, imported, renamed or deleted, by whatever front end
   (another tab, this one, the HTTP API): the session manager's change feed says so
   (`SessionManager.changes`), and each open tab's keep-alive listens to it for its user
-  (`changed`) and refreshes its list;
+  (`changed`) and refreshes its list; so does a chat of the user's that starts or stops
+  working or waiting for an approval, which the list says (`SessionManager.activity`, a
+  feed of its own that the keep-alive listens to the same way);
 - the user's list changed in a way the feed does not tell (a turn ended in another tab and
   moved its chat to the top, or gave it its first title): that tab's handler says so
   (`chats_changed`) and the user's other tabs refresh their lists;

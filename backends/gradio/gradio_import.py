@@ -13,6 +13,11 @@ A finder put first on `sys.meta_path` for the length of the import wraps the loa
 `gradio.component_meta`, so the replacement is in place before any component class is
 defined; the finder is removed once the import ends. If Gradio was already imported, or a
 later Gradio moves or drops the function, Gradio is imported as it is: slower, never broken.
+
+A component class of ours (typed_slider.py, image_upload.py) runs the stub writer too when
+Gradio was imported before the page (a test, a script): it is defined `with
+no_stub_written()`, so no `.pyi` lands next to its module (mypy and ruff would read that
+stub instead of the module).
 """
 
 from __future__ import annotations
@@ -22,9 +27,12 @@ import importlib.abc
 import importlib.machinery
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from types import ModuleType
 from typing import Any
+
+__all__ = ["STUB_MODULE", "STUB_WRITER", "import_gradio", "no_stub_written"]
 
 logger = logging.getLogger(__name__)
 
@@ -85,3 +93,19 @@ def import_gradio() -> ModuleType:
         return importlib.import_module("gradio")
     finally:
         sys.meta_path.remove(finder)
+
+
+@contextmanager
+def no_stub_written() -> Iterator[None]:
+    """Gradio's stub writer off while a component class is defined (module docstring); the
+    writer Gradio had is back afterwards. Does nothing when Gradio has no such writer."""
+    meta = importlib.import_module(STUB_MODULE)
+    writer = getattr(meta, STUB_WRITER, None)
+    if writer is None:  # (a later Gradio without it: nothing to turn off)
+        yield
+        return
+    setattr(meta, STUB_WRITER, _write_no_stub)
+    try:
+        yield
+    finally:
+        setattr(meta, STUB_WRITER, writer)

@@ -19,10 +19,11 @@ from backends.gradio.bases import Base, in_step
 from backends.gradio.coalesce import DEFAULT_INTERVAL_S
 from backends.gradio.follow import TabNews
 from backends.gradio.form import Form, based_fields
-from backends.gradio.layout import Page, setting_text
+from backends.gradio.layout import Page, model_note_text, setting_text
 from backends.gradio.list_order import ListOrder
 from backends.gradio.markdown import MediaLink, escape_html
 from backends.gradio.media import MediaShelf
+from backends.gradio.new_chat_modes import NewChatModes
 from backends.gradio.owners import owner_of, tab_of
 from backends.gradio.panels import PanelState
 from backends.gradio.renderer import ChatView
@@ -30,14 +31,21 @@ from backends.gradio.send_order import SendOrder
 from backends.gradio.stream import PageView, Updates, no_change, stream_session
 from backends.gradio.tabs import TabStreams
 from backends.gradio.toasts import toast_text
+from backends.gradio.tray_preview import tray_preview
 from backends.gradio.unsent import BegunEdits, Unsent
 from gui_agent.exceptions import InvalidRequest
 from gui_agent.interpreter import Interpreter
 from gui_agent.manager import SessionManager, SessionNotFound
 from gui_agent.tools.permissions import ToolStanding, standings
-from schema import AutoChatSettings, SessionRecord, SessionSettings
+from schema import (
+    AutoChatSettings,
+    InterpreterState,
+    PermissionMode,
+    SessionRecord,
+    SessionSettings,
+)
 
-__all__ = ["LISTED_CHATS", "HandlerBase", "ModelInfoLike", "shown_fields"]
+__all__ = ["LISTED_CHATS", "WORKING_WORDS", "HandlerBase", "ModelInfoLike", "shown_fields"]
 
 logger = logging.getLogger(__name__)
 
@@ -61,9 +69,12 @@ def shown_fields(page: Page, values: Updates) -> dict[str, object]:
     return {name: values[box] for name, box in based_fields(page).items()}
 
 
-def new_chat_standings(manager: SessionManager) -> tuple[ToolStanding, ...]:
-    """How the tools of a chat not yet made stand: the app's own modes."""
-    return standings(manager.permissions, manager.tools_factory(), {}, frozenset())
+def new_chat_standings(
+    manager: SessionManager, chosen: Mapping[str, PermissionMode] | None = None
+) -> tuple[ToolStanding, ...]:
+    """How the tools of a chat not yet made stand: the app's own modes, with those `chosen`
+    for it (`NewChatModes`)."""
+    return standings(manager.permissions, manager.tools_factory(), chosen or {}, frozenset())
 
 
 class HandlerBase:
@@ -107,6 +118,8 @@ class HandlerBase:
         }
         self.new_chat_tools = new_chat_standings(manager)
         """How a new chat's tools stand (the app's own modes): what a blank view shows."""
+        self.new_modes = NewChatModes()
+        """The tool modes each tab set for the new chat it shows (made with them)."""
 
     # -- lookups ----------------------------------------------------------------------------
 
@@ -132,12 +145,18 @@ class HandlerBase:
             media=self.media_link(interpreter.session.owner),
         )
 
-    def blank_view(self, owner: str | None = None) -> PageView:
-        """An empty chat (`owner`: whose images it may show, by address)."""
+    def blank_view(self, owner: str | None = None, *, tab: str | None = None) -> PageView:
+        """An empty chat (`owner`: whose images it may show, by address; `tab`: its tools
+        as that tab set them for its new chat)."""
         link = self.media_link(owner) if owner is not None else None
-        tools = self.new_chat_tools
+        tools = self.new_chat_tool_standings(tab)
         panels = PanelState(tools=lambda: tools)
         return PageView(self.page, ChatView(icons=self.icons, media=link), panels)
+
+    def new_chat_tool_standings(self, tab: str | None) -> tuple[ToolStanding, ...]:
+        """How the tools of `tab`'s new chat stand (None: of any new chat)."""
+        chosen = self.new_modes.of(tab) if tab is not None else {}
+        return new_chat_standings(self.manager, chosen) if chosen else self.new_chat_tools
 
     def media_link(self, owner: str) -> MediaLink | None:
         """The addresses of the images shown to `owner` (None: shown inline)."""
@@ -148,6 +167,7 @@ class HandlerBase:
         keep-alive reads the chat's events from here on (`TabStreams.built`: a change saved
         before it listens is not missed)."""
         self.streams.built(tab, interpreter.id, interpreter.last_seq)
+        self.new_modes.forget(tab)  # (set for the new chat the tab showed before)
         return {
             **self.view_of(interpreter).updates(full=True),
             **self.settings_values(interpreter),
@@ -164,7 +184,14 @@ class HandlerBase:
         records = await self.manager.list(
             owner, query=(query or "").strip() or None, limit=LISTED_CHATS
         )
-        return [(_label(record), record.id) for record in records]
+        working = self.manager.working_state  # (read once the list is: the newest states)
+        return [(_label(record, working(record.id)), record.id) for record in records]
+
+    def list_changes(self, owner: str) -> int:
+        """How many changes of what `owner`'s chats list shows were announced so far: of
+        the list itself and of its chats' work (`TabNews.listed`)."""
+        manager = self.manager
+        return manager.changes.announced(owner) + manager.activity.announced(owner)
 
     async def session_list_update(
         self, owner: str, current: str, query: str = "", *, tab: str | None = None
@@ -206,7 +233,7 @@ class HandlerBase:
         model = settings.model or self.manager.models.default
         values: Updates = {
             page.model_picker: model,
-            page.model_note: escape_html(self.notes.get(model, "")),
+            page.model_note: model_note_text(model, self.notes.get(model, "")),
             page.system_prompt: settings.system_prompt,
             page.temperature: settings.temperature if settings.temperature is not None else 1.0,
             **{
@@ -245,11 +272,16 @@ class HandlerBase:
         base = (form.base or Base(interpreter.id)).with_values(interpreter.id, synced)
         return {self.page.form_base: base.encode()}
 
-    def _tray(self, count: int) -> Updates:
+    def _tray(self, request: gr.Request | None, *, empty: bool = False) -> Updates:
+        """The attachments of `request`'s tab as the page shows them: how many, a picture of
+        each, and the buttons that take them back (`empty`: as an empty tray)."""
         page = self.page
+        items = () if empty else self.trays.shown(tab_of(request))
+        link = self.media_link(owner_of(request)) if items else None
         return {
-            page.attach_note: attachments_note(count),
-            page.detach_btn: gr.update(visible=bool(count)),
+            page.attach_note: attachments_note(len(items)),
+            page.detach_btn: gr.update(visible=bool(items)),
+            page.attach_preview: tray_preview(items, link),
         }
 
     async def _stream_to_tab(
@@ -302,8 +334,19 @@ class HandlerBase:
         yield no_change()
 
 
-def _label(record: SessionRecord) -> str:
+WORKING_WORDS = {
+    InterpreterState.RUNNING: "working",
+    InterpreterState.WAITING: "needs approval",
+}
+"""What the chats list says of a chat whose agent works, or waits for the person's approval
+(in words: not a colour alone)."""
+
+
+def _label(record: SessionRecord, working: InterpreterState | None = None) -> str:
     """A chat in the list: its title and when it last changed, in UTC and saying so (the
-    server does not know the browser's time zone)."""
+    server does not know the browser's time zone), and whether it works now (`working`:
+    `SessionManager.working_state`), "• working" or "• needs approval"."""
     when = record.updated_at.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    return f"{record.title or 'Untitled chat'} · {when}"
+    words = WORKING_WORDS.get(working) if working is not None else None
+    sign = f" • {words}" if words else ""
+    return f"{record.title or 'Untitled chat'} · {when}{sign}"

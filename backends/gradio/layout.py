@@ -12,6 +12,8 @@ from typing import Any
 
 import gradio as gr
 
+from backends.gradio.image_upload import ImageUploadButton
+from backends.gradio.looks import code_span
 from backends.gradio.markdown import escape_html
 from backends.gradio.panels import (
     AutoChatStatus,
@@ -20,11 +22,19 @@ from backends.gradio.panels import (
     memory_markdown,
     usage_markdown,
 )
+from backends.gradio.tray_preview import TRAY_PREVIEW_JS
 from backends.gradio.typed_slider import TypedSlider
 from gui_agent.wording import role_title
 from schema import AgentName, AutoChatSettings, InterpreterState, SessionSettings, Usage
 
-__all__ = ["ELEM_IDS", "SETTING_LABELS", "Page", "build_page", "setting_text"]
+__all__ = [
+    "ELEM_IDS",
+    "SETTING_LABELS",
+    "Page",
+    "build_page",
+    "model_note_text",
+    "setting_text",
+]
 
 SETTING_LABELS = {
     "max_tokens": "Max tokens",
@@ -120,6 +130,9 @@ class Page:
     attach_btn: gr.UploadButton
     attach_note: gr.Markdown
     detach_btn: gr.Button
+    attach_preview: gr.HTML
+    """A picture of each image attached for the next message, each with a button that
+    takes it back (tray_preview.py; its event: `TAKE_BACK_EVENT`)."""
     send_btn: gr.Button
     stop_btn: gr.Button
     retry_btn: gr.Button
@@ -308,7 +321,7 @@ def build_page(
                         "Allow once", elem_id="approve-once-btn", variant="primary"
                     )
                     approve_session_btn = gr.Button(
-                        "Allow for this session", elem_id="approve-session-btn"
+                        "Allow for this chat", elem_id="approve-session-btn"
                     )
                     deny_btn = gr.Button("Deny", elem_id="deny-btn", variant="stop")
             with gr.Row(equal_height=True, elem_classes=["ga-input-row"]):
@@ -338,13 +351,15 @@ def build_page(
                 detach_btn = gr.Button(
                     "Remove images", elem_id="detach-btn", size="sm", visible=False
                 )
+            attach_preview = gr.HTML(
+                "", elem_id="attach-preview", js_on_load=TRAY_PREVIEW_JS, padding=False
+            )
             with gr.Row(elem_classes=["ga-controls"]):
-                attach_btn = gr.UploadButton(
+                attach_btn = ImageUploadButton(  # (each file with its name, unchecked)
                     "Attach images",
                     elem_id="attach-btn",
                     file_types=["image"],
                     file_count="multiple",
-                    type="binary",
                     size="sm",
                 )
                 retry_btn = gr.Button("Retry last turn", elem_id="retry-btn", size="sm")
@@ -450,7 +465,9 @@ def build_page(
                     elem_id="model-picker",
                     interactive=True,
                 )
-                model_note_box = gr.Markdown(escape_html(model_note), elem_id="model-note")
+                model_note_box = gr.Markdown(
+                    model_note_text(default_model, model_note), elem_id="model-note"
+                )
                 left_out_box = gr.Markdown(
                     "\n\n".join(escape_html(why) for why in left_out),
                     elem_id="models-left-out",
@@ -521,6 +538,7 @@ def build_page(
         attach_btn=attach_btn,
         attach_note=attach_note,
         detach_btn=detach_btn,
+        attach_preview=attach_preview,
         send_btn=send_btn,
         stop_btn=stop_btn,
         retry_btn=retry_btn,
@@ -611,6 +629,17 @@ def _advanced_fields(settings: SessionSettings) -> dict[str, gr.Textbox]:
             "approval-timeout",
         ),
     }
+
+
+def model_note_text(model: str | None, note: str = "") -> str:
+    """Under the model picker: the picked model's full name, which wraps there (the picker's
+    box cuts a long one off: "anthropic:claude-sonnet-4-2…"), then what the server says
+    of it (`note`)."""
+    said = escape_html(note)
+    if not model:
+        return said
+    named = f"Full name: {code_span(model)}"
+    return f"{named}\n\n{said}" if said else named
 
 
 def setting_text(value: float | None) -> str:

@@ -28,7 +28,7 @@ class Navigation(HandlerBase):
         before a reload (`unsaved`, kept by the page) are saved first (unsaved.py)."""
         owner, tab, order = owner_of(request), tab_of(request), ticket_of(ticket)
         # (said before any await: a chat made from now until the keep-alive listens is news)
-        self.news.listed(tab, self.manager.changes.announced(owner))
+        self.news.listed(tab, self.list_changes(owner))
         interpreter = await self.lookup(remembered or "", request, quiet=True)
         kept = Unsaved.decode(unsaved, self.page)
         # A new chat is what the page shows already: leave it, and a message sent at once.
@@ -71,6 +71,7 @@ class Navigation(HandlerBase):
         deleted elsewhere): the new chat's settings and title boxes, no tool picked, nothing
         chosen in the list. The list shows every chat, and so does the search box (not a
         stale query), unless `query` is given: then it is the list of that search."""
+        self.new_modes.forget(tab)  # (a new chat starts with the app's own tool modes)
         listed = await self.session_list_update(owner, "", query or "", tab=tab)
         return {
             self.page.session_id: "",
@@ -111,7 +112,7 @@ class Navigation(HandlerBase):
         if self.streams.overtaken(tab, order) or (interpreter is None and shown is None):
             yield no_change()
         elif interpreter is None:
-            yield self.blank_view().updates(full=True)
+            yield self.blank_view(tab=tab).updates(full=True)
         elif not interpreter.busy:
             yield self.view_of(interpreter).updates(full=True)
         else:

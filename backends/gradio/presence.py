@@ -16,7 +16,8 @@ the tab catch up on its fields (`TabNews.missed`).
 The chats list and the settings widgets are not part of that view. When the chat's title,
 AutoChat or settings change elsewhere (`TabNews.notice`), a chat of the user is created,
 imported, renamed or deleted anywhere (the session manager's change feed, which the
-keep-alive listens to for the tab's user: `TabNews.changed`), or another tab's turn
+keep-alive listens to for the tab's user: `TabNews.changed`), starts or stops working or
+waiting for an approval (its `activity` feed, listened to alike), or another tab's turn
 reorders the list (`TabNews.chats_changed`), the keep-alive changes the hidden
 `chats_wake` box instead, and `follow` shows the news: the list, and the fields of the
 shown chat that changed. Nothing polls: the keep-alive waits on these signals. A chat made
@@ -156,9 +157,11 @@ class Presence:
             streams.assume(tab, shown or "")
             logger.info("a tab's keep-alive starts again (%s)", loggable(again))
         lease = news.open(tab, owner, catch_up=bool(again))
-        changes = self.handlers.manager.changes
-        feed = changes.listen(owner, functools.partial(news.changed, tab))
-        news.listening_to_list(tab, changes.announced(owner))  # (what the load's list missed)
+        manager = self.handlers.manager
+        feed = manager.changes.listen(owner, functools.partial(news.changed, tab))
+        # (the list says which chats work: a chat that starts or stops is news too)
+        working = manager.activity.listen(owner, functools.partial(news.changed, tab))
+        news.listening_to_list(tab, self.handlers.list_changes(owner))  # (the load's missed)
         if self.handlers.manager.removed(owner):  # (removed before the feed was listened to)
             news.changed(tab, ChatChange(ChatChangeKind.OWNER_REMOVED, owner))
         wakes = 0
@@ -195,6 +198,7 @@ class Presence:
                 yield {boxes[wake]: mark()}
         finally:
             feed.close()
+            working.close()
             if listening is not None:
                 listening.close()
             if news.holds(tab, lease):

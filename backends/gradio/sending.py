@@ -213,11 +213,11 @@ class Sending(HandlerBase):
         draft = self.unsent.take(tab)
         if draft is None or (box or "").strip():
             return no_change()
-        count = self.trays.put_back(tab, draft.images)
+        self.trays.put_back(tab, draft.images)
         return {
             self.page.chat_input: draft.text,
             self.page.edit_mode: draft.as_edit,
-            **self._tray(count),
+            **self._tray(request),
         }
 
     async def _queue(
@@ -360,13 +360,18 @@ class Sending(HandlerBase):
         if problem:
             gr.Warning(SENT_WITH_DEFAULTS.format(problem=problem))
         agent = AgentName(form.role) if form.role in AgentName.__members__ else None
+        # The tool modes set in the new chat before this message (new_chat_modes.py): the
+        # chat is made with them, so its first turn already runs with them.
+        tab = tab_of(request)
+        modes = {**settings.permissions, **self.new_modes.of(tab)}
         interpreter = await self.manager.create(
             owner_of(request),
             agent=agent,
             model=form.model or None,
-            settings=settings,
-            origin=tab_of(request),
+            settings=settings.model_copy(update={"permissions": modes}),
+            origin=tab,
         )
+        self.new_modes.forget(tab)
         if auto != interpreter.session.autochat:
             await interpreter.update(autochat=auto)
         return interpreter

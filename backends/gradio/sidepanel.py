@@ -15,6 +15,7 @@ import gradio as gr
 from backends.gradio.follow import as_published
 from backends.gradio.form import SETTINGS_NOT_SAVED, Form
 from backends.gradio.handlers import NOT_SAVED, Handlers, tab_of
+from backends.gradio.layout import model_note_text
 from backends.gradio.markdown import escape_html
 from backends.gradio.saves import LIMITS, save_form
 from backends.gradio.stream import Updates, no_change
@@ -70,7 +71,7 @@ class SidePanel:
 
     async def pick_model(self, session_id: str, model: str, request: gr.Request) -> Updates:
         handlers = self.handlers
-        note = {handlers.page.model_note: escape_html(handlers.notes.get(model, ""))}
+        note = {handlers.page.model_note: model_note_text(model, handlers.notes.get(model, ""))}
         interpreter = await handlers.lookup(session_id, request)
         if interpreter is None:
             return note
@@ -80,7 +81,11 @@ class SidePanel:
             await handlers.manager.set_model(interpreter, model)
         except InvalidRequest as exc:
             gr.Warning(toast_text(exc))  # it names the model the request picked
-            return {handlers.page.model_picker: interpreter.session.settings.model}
+            kept = interpreter.session.settings.model or handlers.manager.models.default
+            return {
+                handlers.page.model_picker: interpreter.session.settings.model,
+                handlers.page.model_note: model_note_text(kept, handlers.notes.get(kept, "")),
+            }
         return note
 
     async def check_settings(self, data: dict[Any, Any]) -> Updates:

@@ -117,7 +117,9 @@ class PageView:
         session = interpreter.session
         recent = interpreter.events_since(0)
         notes = placed_notes(recent, session.history)
-        chat = ChatView.from_history(session.history, icons=icons, notes=notes, media=media)
+        chat = ChatView.from_history(
+            session.history, icons=icons, notes=notes, media=media, agent=session.agent
+        )
         if interpreter.busy:
             _catch_up(chat, interpreter)
         panels = PanelState(
@@ -178,10 +180,9 @@ class PageView:
         self._chat_version = self.chat.version
         self._queued_sent = queued
         self._sent = values
-        messages = self.chat.messages()
         link = self.chat.media
         mark = QUEUED_MARK if self.panels.approval is None else QUEUED_BEHIND_APPROVAL_MARK
-        messages.extend(_queued_entry(message, link, mark) for message in self._queued)
+        messages = self.chat.messages(then=[_queued_entry(m, link, mark) for m in self._queued])
         if full:
             values = {self.page.session_id: self.session_id, **values}
         return {self.page.chatbot: messages, **values}

@@ -12,40 +12,14 @@ what was typed in the box when it is left, so a send reads that too, and refuses
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from typing import Any
-
 import gradio as gr
-from gradio import component_meta
 
-from backends.gradio.gradio_import import STUB_WRITER
+from backends.gradio.gradio_import import no_stub_written
 
 __all__ = ["TypedSlider"]
 
 
-@contextmanager
-def _no_stub_written() -> Iterator[None]:
-    """Gradio's stub writer off while a component class is defined. It runs for every
-    component class, ours too, when Gradio was imported before the page (gradio_import.py
-    turns it off otherwise), and writes a `typed_slider.pyi` next to this file, which mypy
-    and ruff then read instead of it."""
-    writer = getattr(component_meta, STUB_WRITER, None)
-    if writer is None:  # (a later Gradio without it: nothing to turn off)
-        yield
-        return
-
-    def write_nothing(*args: Any, **kwargs: Any) -> None:
-        """Stands in for the stub writer."""
-
-    setattr(component_meta, STUB_WRITER, write_nothing)
-    try:
-        yield
-    finally:
-        setattr(component_meta, STUB_WRITER, writer)
-
-
-with _no_stub_written():
+with no_stub_written():  # (no typed_slider.pyi: gradio_import.py)
 
     class TypedSlider(gr.Slider):
         """`gr.Slider`, drawn by the same browser component, that hands its value on

@@ -222,12 +222,16 @@ def chat(page: Page) -> Any:
     return page.locator("#chatbot")
 
 
+_DRAWN = "#chatbot .message-row:not(:has(.ga-gap))"
+"""The chat's rows the page draws (not the gaps that part two bubbles: chat_entries.GAP)."""
+
+
 def bot_messages(page: Page) -> Any:
-    return page.locator('#chatbot [data-testid="bot"]')
+    return page.locator(f'{_DRAWN} [data-testid="bot"]')
 
 
 def user_messages(page: Page) -> Any:
-    return page.locator('#chatbot [data-testid="user"]')
+    return page.locator(f'{_DRAWN} [data-testid="user"]')
 
 
 def send(page: Page, text: str) -> None:

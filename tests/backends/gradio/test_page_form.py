@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, Route, expect
 
+from gui_agent.wording import ALLOW_FOR_THIS_CHAT
 from tests.backends.conftest import LiveServer
 from tests.backends.gradio.kit import (
     badge,
@@ -283,8 +284,11 @@ def test_a_tool_allowed_for_the_session_is_shown_and_can_be_made_to_ask_again(
     expect(allowed).to_contain_text("None")
     send(tab, "python: print('first')")
     expect(badge(tab)).to_have_text("Waiting for your approval")
-    tab.locator("#approve-session-btn").click()
+    choice = tab.locator("#approve-session-btn")
+    expect(choice).to_have_text(ALLOW_FOR_THIS_CHAT)  # people see chats, not sessions
+    choice.click()
     wait_idle(tab)
+    expect(chat(tab)).to_contain_text("Allowed for this chat")  # what it decided
     expect(allowed).to_contain_text("run_python")
     expect(allowed).to_contain_text("without asking")
     send(tab, "python: print('second')")  # runs without asking

@@ -91,8 +91,10 @@ def test_a_picked_role_and_a_cut_off_reply_are_shown_after_a_restart(
 
 
 def _messages(tab: Page) -> list[str]:
-    """The text of every message the chat shows, in order."""
-    shown = '#chatbot [data-testid="bot"], #chatbot [data-testid="user"]'
+    """The text of every message the chat shows, in order (not the rows it does not draw,
+    which part two bubbles: chat_entries.GAP)."""
+    drawn = "#chatbot .message-row:not(:has(.ga-gap))"
+    shown = f'{drawn} [data-testid="bot"], {drawn} [data-testid="user"]'
     return [text.strip() for text in tab.locator(shown).all_inner_texts()]
 
 
