@@ -1,13 +1,20 @@
 """The chatbot's messages as a view keeps them: in order and by key, each anchored to the
 history message it belongs to (so a truncation knows what to keep), each rendered once into
-Gradio's message form until it changes. Pure; the base of `ChatView` (renderer.py)."""
+Gradio's message form until it changes. Pure; the base of `ChatView` (renderer.py).
+
+Gradio draws consecutive messages of one role in one bubble (`group_consecutive_messages`):
+a turn's reply, its tool steps and notes read as one. Each message of the person's begins a
+bubble all the same, and a line that stands alone (an agent switch) is a bubble of its own:
+a message of the other role that the page does not draw (`GAP`, hidden by app.css) goes
+between two messages of one role that are not to share a bubble (`apart`)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["ChatEntries", "ChatbotMessage", "Entry"]
+__all__ = ["GAP", "ChatEntries", "ChatbotMessage", "Entry", "apart"]
 
 ChatbotMessage = dict[str, Any]
 """One chatbot message in Gradio 6's normalized `messages` form, which is both a valid
@@ -15,18 +22,28 @@ Chatbot value and exactly what the browser receives, so a streaming handler can 
 Gradio's postprocessing: {"role", "metadata" (dict or None), "content": [{"text", "type":
 "text"}], "options": None}."""
 
+GAP = '<span class="ga-gap"></span>'
+"""The text of a message the page does not draw (app.css hides its row): it only parts two
+messages of one role that Gradio would otherwise draw in one bubble (`apart`)."""
+
+Role = Literal["user", "assistant"]
+
 
 @dataclass(slots=True, eq=False)
 class Entry:
     """One chatbot message. `anchor`: the history index it belongs to (for truncation)."""
 
     key: str
-    role: Literal["user", "assistant"]
+    role: Role
     anchor: int
     text: str = ""
     metadata: dict[str, Any] | None = None
     transient: bool = False
     cache: ChatbotMessage | None = None
+    alone: bool = False
+    """Drawn in a bubble of its own (an agent switch: not at the end of the reply before
+    it, nor atop the next speaker's), not in one with the messages of its role around it
+    (`apart`)."""
 
     def set(self, text: str | None = None, **metadata: Any) -> None:
         if text is not None:
@@ -57,9 +74,13 @@ class ChatEntries:
         self.version = 0
         """Bumped on every visible change: compare to know whether to send the chatbot."""
 
-    def messages(self) -> list[ChatbotMessage]:
-        """The chatbot value (a fresh list; unchanged messages are reused, not rebuilt)."""
-        return [entry.render() for entry in self._entries]
+    def messages(self, then: Iterable[ChatbotMessage] = ()) -> list[ChatbotMessage]:
+        """The chatbot value (a fresh list; unchanged messages are reused, not rebuilt),
+        followed by `then` (the person's messages waiting in the queue), each message of
+        the person's and each entry that stands alone in a bubble of its own (`apart`)."""
+        shown = [(entry.render(), entry.alone) for entry in self._entries]
+        shown.extend((message, False) for message in then)
+        return apart(shown)
 
     @property
     def size(self) -> int:
@@ -97,3 +118,30 @@ class ChatEntries:
             Entry(self._transient_key("note"), "assistant", self._tail(), text, transient=True)
         )
         return entry.key
+
+
+def apart(shown: Iterable[tuple[ChatbotMessage, bool]]) -> list[ChatbotMessage]:
+    """The messages (each with whether it stands alone) with a `GAP` of the other role
+    between two of one role where Gradio is not to draw them in one bubble: before each
+    message of the person's, and before and after each one that stands alone. Without it
+    two messages of the person's in a row (sent while the agent worked) were drawn as one
+    bubble, and a switch of role at the end of the reply before it."""
+    out: list[ChatbotMessage] = []
+    before: str | None = None
+    alone_before = False
+    for message, alone in shown:
+        role = str(message["role"])
+        if role == before and (alone or alone_before or role == "user"):
+            out.append(_gap("assistant" if role == "user" else "user"))
+        out.append(message)
+        before, alone_before = role, alone
+    return out
+
+
+def _gap(role: Role) -> ChatbotMessage:
+    return {
+        "role": role,
+        "metadata": None,
+        "content": [{"text": GAP, "type": "text"}],
+        "options": None,
+    }

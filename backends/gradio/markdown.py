@@ -22,6 +22,7 @@ from schema import ImagePart
 
 __all__ = [
     "MediaLink",
+    "addresses_as_code",
     "escape_html",
     "escape_title",
     "fence",
@@ -29,6 +30,7 @@ __all__ = [
     "images_markdown",
     "is_base64",
     "json_or_text",
+    "model_ids_as_code",
 ]
 
 _FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
@@ -51,6 +53,14 @@ _MAX_QUOTES = 16
 _IMAGE_OPEN = re.compile(r"(?<!\\)((?:\\\\)*)!\[")
 """The `![` that opens a Markdown image (an unescaped `!`: after an even run of backslashes)."""
 
+_GLUED_ADDRESS = re.compile(r"(?<![^\s(\[])[A-Za-z][\w.+-]*:https?://[^\s<>`]*[^\s<>`.,:;!?)\]'\"]")
+"""A name with a web address glued to its end, as a whole: a model's id
+(``openai-compatible:http://host:8080/v1#qwen2.5:7b``), without the punctuation after it
+(the ``:`` of "ID: the connection failed")."""
+_LEADING_MODEL_ID = re.compile(r"\A[A-Za-z][\w.+-]*:[^\s`]+?(?=: )")
+"""The model's id a model's error begins with (``openai:gpt-4o-mini: the key was refused``;
+an id holds no ": ", a name such as ``qwen2.5:7b`` may hold a colon)."""
+
 OUTPUT_LANGUAGE = "output"
 """The fence label of console output (not highlighted as any programming language)."""
 
@@ -61,6 +71,33 @@ def _escape_prose(text: str) -> str:
 
 def _escape_inline(paragraph: str) -> str:
     """Escape a paragraph, leaving inline code spans (`` `…` ``) untouched."""
+    return _outside_code(paragraph, _escape_prose)
+
+
+def addresses_as_code(text: str) -> str:
+    """`text` with each name that has a web address glued to its end (a model's id,
+    ``openai-compatible:http://localhost:8080/v1#model``) as a code span, outside code
+    spans. Markdown links a bare address, and in such a name only the address: the id read
+    as a half link, "openai-compatible:" plain and the rest a link."""
+    return _outside_code(text, lambda part: _GLUED_ADDRESS.sub(_code_span, part))
+
+
+def model_ids_as_code(text: str) -> str:
+    """`text` (an error's) with the model ids it names as code spans: the one it begins
+    with, as a model's errors do (``anthropic:claude-sonnet-4-20250514: the key was
+    refused``), and each name with a web address glued to its end (`addresses_as_code`).
+    An id then reads as one name, whole, the same whatever its form."""
+    return addresses_as_code(_LEADING_MODEL_ID.sub(_code_span, text, count=1))
+
+
+def _code_span(match: re.Match[str]) -> str:
+    text = match.group(0)
+    ticks = "`" * (max((len(run) for run in _BACKTICKS.findall(text)), default=0) + 1)
+    return f"{ticks} {text} {ticks}"
+
+
+def _outside_code(paragraph: str, change: Callable[[str], str]) -> str:
+    """`paragraph` with `change` applied to its text outside inline code spans."""
     out: list[str] = []
     pos = 0
     cursor = 0
@@ -77,10 +114,10 @@ def _escape_inline(paragraph: str) -> str:
         if closing is None:
             cursor = opening.end()  # an unmatched run is literal text
             continue
-        out.append(_escape_prose(paragraph[pos : opening.start()]))
+        out.append(change(paragraph[pos : opening.start()]))
         out.append(paragraph[opening.start() : closing.end()])
         pos = cursor = closing.end()
-    out.append(_escape_prose(paragraph[pos:]))
+    out.append(change(paragraph[pos:]))
     return "".join(out)
 
 

@@ -19,11 +19,12 @@ from backends.gradio.looks import (
     error_line,
 )
 from backends.gradio.markdown import MediaLink, escape_html, images_markdown
+from gui_agent.agents.crew import CREW_SPEAKER
 from gui_agent.agents.model_call import FILTERED
 from gui_agent.wording import prompt_label
 from schema import AgentName, Message, MessageStatus, MessageType, Role
 
-__all__ = ["error_mark", "failure_of", "header", "message_text", "user_text"]
+__all__ = ["crew_member_of", "error_mark", "failure_of", "header", "message_text", "user_text"]
 
 
 def _empty(message: Message) -> bool:
@@ -38,17 +39,35 @@ def _empty(message: Message) -> bool:
     )
 
 
-def header(agent: AgentName | None, icons: Mapping[str, str]) -> str:
-    """The agent's icon and name above what it says (nothing without an agent)."""
-    return agent_header(agent, icons) + "\n\n" if agent is not None else ""
+def header(
+    agent: AgentName | None, icons: Mapping[str, str], crew_member: str | None = None
+) -> str:
+    """The agent's icon and name above what it says (nothing without an agent); a crew
+    member's name with the crew's (`agent_header`)."""
+    if agent is None:
+        return ""
+    return agent_header(agent, icons, crew_member=crew_member) + "\n\n"
+
+
+def crew_member_of(message: Message) -> str | None:
+    """The crew member who wrote a reply (`CREW_SPEAKER`), if a crew's member did."""
+    name = message.metadata.get(CREW_SPEAKER)
+    return name if isinstance(name, str) and name.strip() else None
 
 
 def message_text(
-    message: Message, *, icons: Mapping[str, str], link: MediaLink | None = None
+    message: Message,
+    *,
+    icons: Mapping[str, str],
+    link: MediaLink | None = None,
+    crew_member: str | None = None,
 ) -> str:
     """The chatbot text of a history message. `link`: where its images are served
-    (`image_markdown`). A failed reply ends with the error it keeps, live as after a reload
-    (the view drops the error's own note then: `ChatView`)."""
+    (`image_markdown`). `crew_member`: the crew member who wrote it, when the view knows
+    and the reply does not say (`crew_member_of`; one a Stop ended), "" for one not named
+    yet (`CrewVoices`). A failed reply ends
+    with the error it keeps, live as after a reload (the view drops the error's own note
+    then: `ChatView`)."""
     if message.type is MessageType.CONFIRMATION:
         return confirmation_markdown(message)
     if message.role is Role.USER:
@@ -61,7 +80,8 @@ def message_text(
     body = body_markdown(message.type, message.content, message.language, message.images, link)
     if _empty(message):
         body = EMPTY_REPLY_MARK
-    text = header(message.agent, icons) + prefix + body
+    member = crew_member_of(message) or crew_member
+    text = header(message.agent, icons, member) + prefix + body
     if message.status is MessageStatus.INTERRUPTED:
         text = text.rstrip("\n") + "\n\n" + INTERRUPTED_MARK
     elif message.status is MessageStatus.ERROR:

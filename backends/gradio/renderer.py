@@ -7,8 +7,10 @@ in as data URLs, so the view is a plain function of its inputs and is unit-teste
 What each thing looks like:
 
 - user message: its text (HTML shown as text), images inline; AutoChat's continuation
-  prompts are labelled as such;
-- assistant message: a header with the agent role's icon and name, then the text as
+  prompts are labelled as such; each in a bubble of its own (two in a row, queued while
+  the agent worked, were drawn as one: `chat_entries.apart`);
+- assistant message: a header with the agent role's icon and name (a crew member's: the
+  crew's icon and "Crew · reviewer", from its first word: `CrewVoices`), then the text as
   Markdown; CODE fenced with its language, CONSOLE fenced as output, IMAGE inline,
   FUNCTION as JSON; an interrupted or failed reply keeps its text and ends with a marker;
 - model reasoning: a collapsible "Reasoning" step before the reply;
@@ -24,7 +26,9 @@ What each thing looks like:
 - an error: "Error:" and its message, at the end of the failed reply that keeps it, the
   same live as after a reload (live, the error's event comes first, as a note of its own,
   which the failed reply then replaces);
-- agent switch (picked or a hand-off): a visible "switched to …" line; a role the person
+- agent switch (picked or a hand-off): a visible "switched to …" line in a bubble of its
+  own, before the new speaker's (not at the end of the reply before it: `Entry.alone`);
+  a role the person
   picked is also kept with the message that next started a turn, so a view of the history
   alone shows it too (once);
 - a reply the model cut off at its output limit ends with a note that says so;
@@ -32,7 +36,7 @@ What each thing looks like:
   in place of its text, until its text streams, the next notice or the reply is filed.
 
 The view's parts: its entries (chat_entries.py), tool and approval steps (tool_steps.py),
-and the text of a history message (message_text.py).
+the text of a history message (message_text.py) and who speaks for a crew (crew_voices.py).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from typing import Literal
 
 from backends.gradio.autoturns import TurnTally, turns_phrase
 from backends.gradio.chat_entries import ChatbotMessage, Entry
+from backends.gradio.crew_voices import CrewVoices
 from backends.gradio.looks import (
     ERROR_MARK,
     INTERRUPTED_MARK,
@@ -106,6 +111,8 @@ class _Live:
     type: MessageType
     agent: AgentName | None
     language: str | None
+    crew_member: str | None = None
+    """The crew member writing it, as far as the view knows (`CrewVoices.member`)."""
     content: list[str] = field(default_factory=list)
     reasoning: list[str] = field(default_factory=list)
     retrying: str = ""
@@ -131,6 +138,7 @@ class ChatView(ToolSteps):
         self._announced: AgentName | None = None
         """The role the last agent_switched event this view saw switched to: a message that
         keeps that switch (`kept_switch`) does not show it again."""
+        self._crew = CrewVoices()
         self._error_notes: dict[tuple[str, str], str] = {}
         """(code, message) of each error shown as a note → the note's key (a failed reply
         that keeps that error takes its place)."""
@@ -153,12 +161,16 @@ class ChatView(ToolSteps):
         icons: Mapping[str, str] | None = None,
         notes: Mapping[int, Sequence[Event]] | None = None,
         media: MediaLink | None = None,
+        agent: AgentName | None = None,
     ) -> ChatView:
         """The view of a history. `notes`: the events shown as lines of their own (agent
         switches, errors, AutoChat stops) to place before the message of that index (after
         the last one: the history's length), as `placed_notes` finds them in the session's
         recent events; the history does not hold them. `media`: where the images shown are
-        served (`image_markdown`); None shows them inline."""
+        served (`image_markdown`); None shows them inline. `agent`: the session's role now,
+        which its next turns run as (a chat begun as the crew's has no switch to say so:
+        its replies read as the crew's from their first word, not as the roles' they are
+        made as)."""
         view = cls(icons=icons, media=media)
         messages = list(messages)
         # A failed reply that keeps its error says it itself: its note is not repeated.
@@ -174,6 +186,8 @@ class ChatView(ToolSteps):
             view.add_message(message)
         for note in placed.get(count, ()):
             view.apply(note)
+        if agent is not None:
+            view._crew.role_now(agent)
         return view
 
     def add_message(self, message: Message) -> None:
@@ -321,6 +335,7 @@ class ChatView(ToolSteps):
         before: str | None = None,
     ) -> None:
         previous, self._picked = self._picked, to_agent
+        self._crew.switched(to_agent)
         if to_agent is self._speaker and previous is not AgentName.CREW:  # (the crew's
             return  # reviewer spoke last: a role picked after the crew is news all the same)
         self._switch_marker(to_agent, from_agent, reason, before=before)
@@ -351,14 +366,22 @@ class ChatView(ToolSteps):
             f"Switched to {role_title(to_agent)}{source}{why}</span>"
         )
         self._append(
-            Entry(self._transient_key("switch"), "assistant", self._tail(), text, transient=True),
+            Entry(
+                self._transient_key("switch"),
+                "assistant",
+                self._tail(),
+                text,
+                transient=True,
+                alone=True,  # not at the end of the reply before it, nor atop the next
+            ),
             before=before,
         )
 
     def _started(self, event: MessageStarted) -> None:
         if event.message_id in self._committed:
             return
-        live = _Live(event.role, event.message_type, event.agent, event.language)
+        member = self._crew.member(event.agent) if event.role is Role.ASSISTANT else None
+        live = _Live(event.role, event.message_type, event.agent, event.language, member)
         self._live[event.message_id] = live
         role: Literal["user", "assistant"] = "user" if event.role is Role.USER else "assistant"
         entry = Entry(event.message_id, role, self._tail())
@@ -399,7 +422,8 @@ class ChatView(ToolSteps):
             body = f'<span class="ga-retry">{escape_html(live.retrying)}</span>'
         else:
             body = body_markdown(live.type, "".join(live.content), live.language, ())
-        text = (header(live.agent, self._icons) if entry.role == "assistant" else "") + body
+        top = header(live.agent, self._icons, live.crew_member) if entry.role == "assistant" else ""
+        text = top + body
         entry.set(text.rstrip("\n"))
         self.version += 1
 
@@ -431,7 +455,8 @@ class ChatView(ToolSteps):
             self._handed_over = self._handed_over or handover
         entry.anchor = index
         entry.role = role
-        entry.set(message_text(message, icons=self._icons, link=self._media))
+        member = self._crew.seen(message, person=role == "user")
+        entry.set(message_text(message, icons=self._icons, link=self._media, crew_member=member))
         error = failure_of(message)
         if error is not None and error in self._error_notes:  # it says the error itself now
             self._remove(self._error_notes.pop(error))

@@ -34,7 +34,11 @@ from schema import (
     RunFinished,
 )
 
-__all__ = ["DEFAULT_CREW", "CrewAgent", "CrewMember"]
+__all__ = ["CREW_SPEAKER", "DEFAULT_CREW", "CrewAgent", "CrewMember"]
+
+CREW_SPEAKER = "crew_speaker"
+"""Metadata key of a crew member's reply: the member's name ("doer", "reviewer"). Not
+`crew_member`, which marks a hand-over (`session.HANDOVER_MARKS`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,4 +140,20 @@ class CrewAgent:
                 session, deps, agent=member.agent, turn=turn, use_tools=False, instruction=brief
             )
         async for event in events:
-            yield event
+            if isinstance(event, MessageCompleted) and event.message.role is Role.ASSISTANT:
+                yield _spoken_by(session, event, member.name)
+            else:
+                yield event
+
+
+def _spoken_by(session: Session, event: MessageCompleted, name: str) -> MessageCompleted:
+    """`event` with its reply marked as member `name`'s, in the history too (the reply was
+    kept there as it was completed: the last message with its id is it)."""
+    reply = event.message
+    marked = reply.model_copy(update={"metadata": {**reply.metadata, CREW_SPEAKER: name}})
+    history = session.history
+    for index in range(len(history) - 1, -1, -1):
+        if history[index].id == reply.id:
+            history[index] = marked
+            break
+    return event.model_copy(update={"message": marked})

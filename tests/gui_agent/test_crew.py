@@ -8,12 +8,15 @@ import pytest
 
 from connectors.scripted import ScriptedModel, call
 from gui_agent.agents import CrewAgent, CrewMember
+from gui_agent.agents.crew import CREW_SPEAKER
 from gui_agent.quick import create_interpreter
+from gui_agent.store import MemoryStore
 from schema import (
     AgentName,
     AutoChatSettings,
     AutoChatStopped,
     AutoChatStopReason,
+    MessageCompleted,
     Role,
     RunFinished,
     RunOutcome,
@@ -60,6 +63,38 @@ async def test_the_doer_works_with_tools_then_the_reviewer_answers(tmp_path: Pat
     again = interpreter.session.history
     assert again[0].content == "what is in the folder?" and len(again) == 6
     assert again[-1].content == "Checked again."
+
+
+async def test_each_reply_is_marked_as_its_members_in_the_events_history_and_store(
+    tmp_path: Path,
+) -> None:
+    """A member's replies carry the role its calls are made as (the reviewer's: THOUGHT), so
+    a front end read them as that role's: each says which member wrote it (`CREW_SPEAKER`),
+    as it is announced, kept and saved, and the role code stays."""
+    store = MemoryStore()
+    model = ScriptedModel([call("list_files"), "Listed.", "Checked."])
+    interpreter = create_interpreter(model, workdir=tmp_path, store=store)
+    await store.create_session(interpreter.session.to_record(interpreter.state))
+    await interpreter.set_agent(AgentName.CREW)
+    events = [e async for e in interpreter.chat("what is here?")]
+    completed = [
+        e.message
+        for e in events
+        if isinstance(e, MessageCompleted) and e.message.role is Role.ASSISTANT
+    ]
+    saved = [m for m in await store.load_messages(interpreter.id) if m.role is Role.ASSISTANT]
+    kept = [m for m in interpreter.session.history if m.role is Role.ASSISTANT]
+    for replies in (completed, kept, saved):
+        assert [(m.agent, m.metadata.get(CREW_SPEAKER)) for m in replies] == [
+            (AgentName.AGENT_EXECUTOR, "doer"),
+            (AgentName.AGENT_EXECUTOR, "doer"),
+            (AgentName.THOUGHT, "reviewer"),
+        ]
+    assert [m.id for m in kept] == [m.id for m in completed]
+    await interpreter.set_agent(AgentName.THOUGHT)  # the role alone: no member's
+    _ = [e async for e in interpreter.chat("think")]
+    assert CREW_SPEAKER not in interpreter.session.history[-1].metadata
+    await store.close()
 
 
 async def test_a_member_that_hits_a_limit_ends_the_crews_turn(tmp_path: Path) -> None:

@@ -71,9 +71,9 @@ def test_a_reply_streams_in_with_markdown_usage_and_memory(tab: Page, artifacts:
     expect(tab.locator("#stop-btn")).to_be_disabled()
     expect(tab.locator("#memory-panel")).to_contain_text("2 messages")
     expect(tab.locator("#memory-panel")).to_contain_text("(estimated)")
-    expect(tab.locator("#usage-panel")).to_contain_text("Session:")
+    expect(tab.locator("#usage-panel")).to_contain_text("This chat:")
     usage_text = tab.locator("#usage-panel").inner_text()
-    assert re.search(r"Session:\s*[1-9][\d,]* in", usage_text), usage_text
+    assert re.search(r"This chat:\s*[1-9][\d,]* in", usage_text), usage_text
     assert re.search(r"^1\s+[1-9]\d*\s+[1-9]\d*$", usage_text, re.MULTILINE), usage_text
 
     # Shift+Enter adds a line instead of sending
@@ -320,7 +320,8 @@ def test_the_crew_hands_over_from_the_doer_to_the_reviewer(tab: Page) -> None:
     wait_idle(tab)
     expect(chat(tab)).to_contain_text("Crew, over to the reviewer:")
     expect(user_messages(tab)).to_have_count(1)  # the hand-over is not shown as the person's
-    expect(tab.locator("#chatbot .ga-agent").last).to_have_text("Thought")
+    # each member's reply is the crew's member's, not the role's its calls are made as
+    expect(tab.locator("#chatbot .ga-agent")).to_have_text(["Crew · doer", "Crew · reviewer"])
 
 
 def test_two_tabs_do_not_share_a_conversation(chromium: Browser, server: LiveServer) -> None:
@@ -491,7 +492,7 @@ def test_images_attach_to_the_next_message_and_non_images_are_refused(
     fake.write_text("not an image at all")
     upload(tab, "Attach images", fake)
     expect(
-        tab.get_by_text("Not attached: file 1 is not a PNG, JPEG, GIF or WebP image")
+        tab.get_by_text("Not attached: notes.png is not a PNG, JPEG, GIF or WebP image")
     ).to_be_visible()
     expect(tab.locator("#attach-note")).to_have_text("")
 

@@ -13,6 +13,7 @@ import gradio as gr
 import pytest
 
 from backends.gradio.assets import ASSETS_DIR, icon_file, load_assets
+from backends.gradio.chat_entries import GAP
 from backends.gradio.coalesce import (
     MAX_INTERVAL_S,
     Coalescer,
@@ -470,7 +471,8 @@ def test_a_change_of_speaker_in_the_history_is_marked_before_the_new_speaker() -
         user("b"),
         assistant("from thought", agent=AgentName.THOUGHT),
     ]
-    texts = [text_of(m) for m in ChatView.from_history(history, icons=ICONS).messages()]
+    shown = [text_of(m) for m in ChatView.from_history(history, icons=ICONS).messages()]
+    texts = [text for text in shown if text != GAP]  # (what parts bubbles is not drawn)
     assert len(texts) == 5
     assert "Switched to Thought from Executor" in texts[3]
     assert texts[4].endswith("from thought")
@@ -615,7 +617,7 @@ async def test_a_refused_call_says_not_run_live_and_from_its_history(tmp_path: P
     step, output = [m for m in titled if m["metadata"]["title"] in ("run_python", "Not run")]
     assert step["metadata"]["log"] == "not run"
     assert output["metadata"]["title"] == "Not run"
-    assert "is not allowed in this session" in text_of(output)
+    assert "is not allowed in this chat" in text_of(output)
 
 
 # -- Markdown safety -------------------------------------------------------------------------
@@ -735,12 +737,12 @@ def test_usage_panel_shows_each_turn_and_the_session_total() -> None:
         )
     )
     text = usage_markdown(panels.turns, panels.total)
-    assert "**Session:** 30 in · 12 out · 2 model calls (estimated)" in text
+    assert "**This chat:** 30 in · 12 out · 2 model calls (estimated)" in text
     assert "| 1 | 10 | 5 |" in text and "| 2 | 20 | 7 |" in text
-    assert usage_markdown(OrderedDict(), Usage()).startswith("**Session:** 0 in")
+    assert usage_markdown(OrderedDict(), Usage()).startswith("**This chat:** 0 in")
     assert "0 out · 0 model calls" in usage_markdown(OrderedDict(), Usage())
     one = usage_markdown(OrderedDict(), Usage(input_tokens=3, output_tokens=1, requests=1))
-    assert "**Session:** 3 in · 1 out · 1 model call" in one and "calls" not in one
+    assert "**This chat:** 3 in · 1 out · 1 model call" in one and "calls" not in one
 
 
 def test_usage_panel_numbers_turns_past_the_tenth_as_they_ran() -> None:
