@@ -4,15 +4,13 @@ never the decision's code (`allow_session`), in the conversation's notes."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 from typing import Any
 
 import pytest
 
 from gui_agent.wording import ALLOW_FOR_THIS_CHAT, confirmation_words
-from tests.backends.react.test_react_history import HISTORY, message, run, session_detail
+from tests.backends.react.node_script import run_with_history
+from tests.backends.react.test_react_history import message, run, session_detail
 
 SCRIPT = """
 import { ALLOW_FOR_THIS_CHAT, confirmationWords } from %s;
@@ -33,17 +31,7 @@ CASES = [
 
 
 def in_node(cases: list[tuple[str, str, str | None]]) -> dict[str, Any]:
-    node = shutil.which("node")
-    assert node is not None, "Node.js is needed (scripts/test.sh installs it)"
-    script = SCRIPT % json.dumps(HISTORY.as_uri())
-    done = subprocess.run(
-        [node, "--input-type=module", "-e", script, json.dumps(cases)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(done.stdout)
+    result: dict[str, Any] = run_with_history(SCRIPT, cases)
     return result
 
 

@@ -5,14 +5,12 @@ words again once AutoChat stops; and no turn counts as running during the wait."
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 from typing import Any
 
 from backends.gradio.panels import BETWEEN_TURNS
 from gui_agent.wording import AUTOCHAT_BETWEEN_TURNS
-from tests.backends.react.test_react_history import HISTORY, session_detail
+from tests.backends.react.node_script import run_with_history
+from tests.backends.react.test_react_history import session_detail
 
 SCRIPT = """
 import { BETWEEN_TURNS, applyEvent, badgeWords, chatFrom } from %s;
@@ -28,22 +26,7 @@ console.log(JSON.stringify({between: BETWEEN_TURNS, seen}));
 
 
 def badges(detail: dict[str, Any]) -> dict[str, Any]:
-    node = shutil.which("node")
-    assert node is not None, "Node.js is needed (scripts/test.sh installs it)"
-    done = subprocess.run(
-        [
-            node,
-            "--input-type=module",
-            "-e",
-            SCRIPT % json.dumps(HISTORY.as_uri()),
-            json.dumps(detail),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(done.stdout)
+    result: dict[str, Any] = run_with_history(SCRIPT, detail)
     return result
 
 

@@ -5,13 +5,9 @@ and removed when answered, and pictures named by address never loaded."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-from pathlib import Path
 from typing import Any
 
-HISTORY = Path(__file__).resolve().parents[3] / "backends" / "react" / "src" / "history.js"
+from tests.backends.react.node_script import run_with_history
 
 SCRIPT = """
 import { applyEvent, chatFrom, entriesOf, hiddenLine, imageSource, memoryView, overwritten }
@@ -35,17 +31,7 @@ console.log(JSON.stringify({entries, seen, images, title: chat.session.title, me
 
 
 def run(detail: dict[str, Any]) -> dict[str, Any]:
-    node = shutil.which("node")
-    assert node is not None, "Node.js is needed (scripts/test.sh installs it)"
-    script = SCRIPT % json.dumps(HISTORY.as_uri())
-    done = subprocess.run(
-        [node, "--input-type=module", "-e", script, json.dumps(detail)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    result: dict[str, Any] = json.loads(done.stdout)
+    result: dict[str, Any] = run_with_history(SCRIPT, detail)
     return result
 
 

@@ -4,14 +4,12 @@ the reply's text streams or the reply is filed."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
 from typing import Any
 
 from gui_agent.retry_words import retry_words
 from schema import ModelRetrying
-from tests.backends.react.test_react_history import HISTORY, message, run, session_detail
+from tests.backends.react.node_script import run_with_history
+from tests.backends.react.test_react_history import message, run, session_detail
 
 SCRIPT = """
 import { retryWords } from %s;
@@ -20,22 +18,7 @@ console.log(JSON.stringify(JSON.parse(process.argv[1]).map(retryWords)));
 
 
 def words_in_node(events: list[dict[str, Any]]) -> list[str]:
-    node = shutil.which("node")
-    assert node is not None, "Node.js is needed (scripts/test.sh installs it)"
-    done = subprocess.run(
-        [
-            node,
-            "--input-type=module",
-            "-e",
-            SCRIPT % json.dumps(HISTORY.as_uri()),
-            json.dumps(events),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    result: list[str] = json.loads(done.stdout)
+    result: list[str] = run_with_history(SCRIPT, events)
     return result
 
 
