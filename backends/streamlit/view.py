@@ -19,12 +19,15 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from backends.api.responses import MemoryAnswer
+from gui_agent.agents.crew import CREW_SPEAKER
 from gui_agent.agents.model_call import FILTERED
 from gui_agent.live_output import SHOWN_CHARS, latest_output
 from gui_agent.retry_words import retry_words
+from gui_agent.session import is_handover
 from gui_agent.turn_end import UNANSWERED
-from gui_agent.wording import counted, prompt_label, role_title
+from gui_agent.wording import confirmation_words, counted, crew_title, prompt_label, role_title
 from schema import (
+    AgentName,
     ImagePart,
     Message,
     MessageCompleted,
@@ -206,12 +209,90 @@ def image_source(image: ImagePart) -> bytes | str:
         return "(an image whose data could not be read)"
 
 
-def _speaker(message: Message) -> str:
-    """Who wrote it: the role of an agent's message; for a user message the app or an agent
-    wrote, which (as the Gradio page labels it)."""
+def _speaker(message: Message, member: str | None = None) -> str:
+    """Who wrote it: the role of an agent's message, or the crew member (`member`: "" for
+    one not known yet, None for a message of no crew member's: `_CrewVoices`); for a user
+    message the app or an agent wrote, which (as the Gradio page labels it)."""
     if message.role is not Role.USER:
+        if member is not None:
+            return crew_title(member)
         return role_title(message.agent) if message.agent else ""
     return prompt_label(message.metadata)
+
+
+@dataclass(slots=True)
+class _CrewVoices:
+    """Which crew member wrote each reply of a history (`gui_agent.agents.crew`), as the
+    Gradio page tells it (`backends.gradio.crew_voices`) as far as a history does.
+
+    A crew's members make their model calls as roles (the default crew's doer as Executor,
+    its reviewer as Thought). A reply a member completes is marked with its name
+    (`CREW_SPEAKER`); one a Stop or an error ended stays unmarked. While the crew's turn
+    runs (one begun after a switch to the crew, or one a hand-over or a marked reply shows),
+    such a reply is the member last seen speaking as its role (the hand-over before it
+    names who goes on); after a message that starts a turn, the first to answer is the
+    member that answered first last time. A switch to another role, kept by the message
+    that starts the next turn (`switched`), makes the replies after it that role's again."""
+
+    crew: bool
+    """The turn being read is the crew's."""
+    names: dict[str, str] = field(default_factory=dict)
+    """The member last seen speaking as each role (named by a hand-over or a reply)."""
+    first: tuple[str, str] | None = None
+    """The member that answered first in the crew's last turn (role, name)."""
+    opening: bool = False
+    """A turn has started and no crew member has answered yet."""
+
+    @classmethod
+    def before(cls, history: Sequence[Message]) -> _CrewVoices:
+        """What is known before the first of `history`: the crew speaks if the chat's first
+        switch was away from the crew, or (a chat with no switch ran as one role) if a
+        hand-over or a member's reply shows it. (Not the chat's role now: one picked and not
+        used yet would relabel the history.)"""
+        switches = (switch for message in history if (switch := _switch_of(message)))
+        first = next(switches, None)
+        if first is not None:
+            return cls(crew=first.get("from_agent") == AgentName.CREW)
+        shown = any(
+            (message.role is Role.USER and message.metadata.get("crew_agent"))
+            or message.metadata.get(CREW_SPEAKER)
+            for message in history
+        )
+        return cls(crew=shown)
+
+    def seen(self, message: Message) -> str | None:
+        """Follow `message` and give the crew member who wrote it: None for a message of no
+        crew member's, "" for a member not known yet."""
+        if message.role is Role.USER:
+            name, agent = message.metadata.get("crew_member"), message.metadata.get("crew_agent")
+            if isinstance(name, str) and name.strip() and isinstance(agent, str):
+                self.names[agent], self.crew = name, True  # a hand-over names who goes on
+            elif not is_handover(message):  # a turn starts, as the role last switched to
+                if (switch := _switch_of(message)) is not None:
+                    self.crew = switch["to_agent"] == AgentName.CREW
+                if self.first is not None:
+                    agent, name = self.first
+                    self.names[agent] = name
+                self.opening = True
+            return None
+        if message.role is not Role.ASSISTANT or message.agent is None:
+            return None
+        writer = message.metadata.get(CREW_SPEAKER)
+        if not isinstance(writer, str) or not writer.strip():
+            return self.names.get(message.agent, "") if self.crew else None
+        self.names[message.agent], self.crew = writer, True
+        if self.opening:
+            self.first, self.opening = (message.agent, writer), False
+        return writer
+
+
+def _switch_of(message: Message) -> dict[str, object] | None:
+    """The role switch a message that starts a turn keeps (metadata `switched`; an imported
+    chat's metadata may hold anything)."""
+    switch = message.metadata.get("switched")
+    if isinstance(switch, dict) and isinstance(switch.get("to_agent"), str):
+        return switch
+    return None
 
 
 def _notes(message: Message) -> list[str]:
@@ -249,6 +330,7 @@ def entries_of(history: list[Message], *, live: Collection[str] = ()) -> list[En
     (`LiveReply.following`), so not here too."""
     entries: list[Entry] = []
     calls: dict[str, CallView] = {}
+    voices = _CrewVoices.before(history)
     for message in history:
         if message.role is Role.TOOL:
             view = calls.get(message.tool_call_id or "")
@@ -267,6 +349,11 @@ def entries_of(history: list[Message], *, live: Collection[str] = ()) -> list[En
             error = message.metadata.get("error")
             failed = f"Error: {error.get('message', '')}" if isinstance(error, dict) else ""
             note = message.content.strip() or failed or message.type.value
+            decision = message.metadata.get("decision")
+            if message.type is MessageType.CONFIRMATION and isinstance(decision, str):
+                # what the approval decided, in words ("Allowed for this chat"), not its code
+                by = message.metadata.get("by")
+                note = confirmation_words(message.content.strip(), decision, by)
             if entries and entries[-1].role == "assistant":
                 entries[-1].notes.append(note)
             else:
@@ -278,7 +365,7 @@ def entries_of(history: list[Message], *, live: Collection[str] = ()) -> list[En
             "user" if message.role is Role.USER else "assistant",
             message.type,
             message.content,
-            speaker=_speaker(message),
+            speaker=_speaker(message, voices.seen(message)),
             language=message.language,
             reasoning=message.reasoning,
             images=message.images,

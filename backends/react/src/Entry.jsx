@@ -3,7 +3,7 @@
 // the tool calls with their results, and notes. A reply being written is drawn the same way,
 // and a tool call running now as a terminal pane that grows with what it prints.
 import { memo, useLayoutEffect, useRef } from "react";
-import { hiddenLine, imageSource, overwritten, roleTitle } from "./history.js";
+import { hiddenLine, imageSource, liveTitle, overwritten } from "./history.js";
 
 export const Entry = memo(function Entry({ entry, running }) {
   return (
@@ -41,9 +41,10 @@ export const Entry = memo(function Entry({ entry, running }) {
 });
 
 export function LiveEntry({ reply }) {
+  const speaker = liveTitle(reply);
   return (
     <li className="entry assistant writing">
-      {reply.agent && <p className="speaker">{roleTitle(reply.agent)}</p>}
+      {speaker && <p className="speaker">{speaker}</p>}
       <Reasoning text={reply.reasoning} />
       {reply.retrying && !reply.text ? (
         <p className="note retrying" role="status">{reply.retrying}</p>

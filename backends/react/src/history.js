@@ -22,14 +22,56 @@ export const STATE_WORDS = {
   STOP: "Your turn",
 };
 
+/** What the badge says while AutoChat waits between two turns: the state is STOP, yet a
+ * turn is coming ("Your turn" then read as if nothing more would happen). The same words as
+ * the other front ends (gui_agent/wording.py's AUTOCHAT_BETWEEN_TURNS): keep them alike. */
+export const BETWEEN_TURNS = "AutoChat: next turn soon";
+
 /** The state badge's words for `state` (its name, for one this page does not know). */
 export function stateWords(state) {
   return STATE_WORDS[state] ?? String(state);
 }
 
+/** The state badge's words for the chat: its state's, or BETWEEN_TURNS while AutoChat
+ * waits to start its next turn. */
+export function badgeWords(chat) {
+  return chat.state === "STOP" && chat.autochatActive ? BETWEEN_TURNS : stateWords(chat.state);
+}
+
+/** The approval choice that lets a tool run without asking for the rest of the chat (its
+ * decision keeps the API's name, "allow_session"): people see chats, not sessions. */
+export const ALLOW_FOR_THIS_CHAT = "Allow for this chat";
+
+// What an approval decided, as the chat says it: its mark and words, not its code. The same
+// words as the other front ends (gui_agent/wording.py's decision_words): keep them alike.
+const DECISION_WORDS = {
+  allow_once: ["✓", "Allowed once"],
+  allow_session: ["✓", "Allowed for this chat"],
+  deny: ["✗", "Denied"],
+};
+
+/** A confirmation message (what an approval decided) as people read it: "✓ Allowed for
+ * this chat · Run Python code (go ahead)", and who answered when it was not the person
+ * (gui_agent/wording.py's confirmation_words). The message keeps the decision's code. */
+export function confirmationWords(content, decision, by) {
+  const [mark, words] = DECISION_WORDS[decision] ?? ["•", "Approval"];
+  const text = decision ? content.replace(`: ${decision}`, "") : content;
+  const who = by && by !== "user" ? ` (by ${by})` : "";
+  return `${mark} ${words} · ${text}${who}`;
+}
+
 /** A role's name as people read it ("LLM_PLANNER" -> "Planner"). */
 export function roleTitle(name) {
   return ROLE_TITLES[name] ?? String(name ?? "");
+}
+
+/** The label a crew member's replies show under: the crew and the member's name ("Crew ·
+ * reviewer"), not the role its calls are made as (the reviewer's is THOUGHT, which read as
+ * the Thought role); "Crew" for a member not known yet (""). The same words as the other
+ * front ends (gui_agent/wording.py's crew_title): keep them alike. */
+export function crewTitle(member) {
+  const crew = ROLE_TITLES.CREW;
+  return member && member.trim() ? `${crew} · ${member}` : crew;
 }
 
 /** A call's JSON arguments indented, or as sent when they are not JSON. */
@@ -71,6 +113,7 @@ function notesOf(message) {
 export function entriesOf(messages) {
   const entries = [];
   const calls = new Map();
+  const voices = crewVoices(messages);
   for (const message of messages) {
     if (message.role === "tool") {
       const call = calls.get(message.tool_call_id ?? "");
@@ -87,14 +130,19 @@ export function entriesOf(messages) {
     if (message.type === "confirmation" || (meta.display_only && !meta.delegated_by)) {
       // (a turn that failed before it wrote a reply keeps its error in an empty note)
       const failed = meta.error?.message ? `Error: ${meta.error.message}` : "";
-      const note = message.content.trim() || failed || message.type;
+      const decided = message.type === "confirmation" && typeof meta.decision === "string";
+      const note = decided
+        ? confirmationWords(message.content.trim(), meta.decision, meta.by)
+        : message.content.trim() || failed || message.type;
       const last = entries[entries.length - 1];
       if (last && last.role === "assistant") last.notes.push(note);
       else entries.push({ ...plain(message, "assistant", ""), notes: [note] });
       continue;
     }
     if (message.role === "system") continue;
-    const entry = plain(message, message.role === "user" ? "user" : "assistant", message.content);
+    const member = crewSeen(voices, message);
+    const role = message.role === "user" ? "user" : "assistant";
+    const entry = plain(message, role, message.content, member);
     entry.notes = notesOf(message);
     for (const call of message.tool_calls ?? []) {
       const view = {
@@ -112,10 +160,14 @@ export function entriesOf(messages) {
   return entries;
 }
 
-/** Who wrote it: the role of an agent's message; for a user message the app or an agent
- * wrote, which (as the Gradio page labels it). */
-function speakerOf(message) {
-  if (message.role !== "user") return message.agent ? roleTitle(message.agent) : "";
+/** Who wrote it: the role of an agent's message, or the crew member (`member`: "" for one
+ * not known yet, null for a message of no crew member's: `crewSeen`); for a user message the
+ * app or an agent wrote, which (as the Gradio page labels it). */
+function speakerOf(message, member = null) {
+  if (message.role !== "user") {
+    if (member !== null) return crewTitle(member);
+    return message.agent ? roleTitle(message.agent) : "";
+  }
   const meta = message.metadata ?? {};
   if (meta.delegated_by) return `Task for ${roleTitle(meta.worker ?? "a worker")}`;
   if (meta.crew_member) return `Crew, over to the ${meta.crew_member}`;
@@ -124,11 +176,11 @@ function speakerOf(message) {
   return "";
 }
 
-function plain(message, role, text) {
+function plain(message, role, text, member = null) {
   return {
     key: message.id,
     role,
-    speaker: speakerOf(message),
+    speaker: speakerOf(message, member),
     kind: message.type,
     language: message.language ?? null,
     text,
@@ -137,6 +189,93 @@ function plain(message, role, text) {
     calls: [],
     notes: [],
   };
+}
+
+// Which crew member writes a reply (gui_agent/agents/crew.py), as the chat shows it (the
+// Gradio page's backends/gradio/crew_voices.py, as far as the history tells it). A crew's
+// members make their model calls as roles (the default crew's doer as AGENT_EXECUTOR, its
+// reviewer as THOUGHT). A reply a member completes is marked with its name (`crew_speaker`);
+// one being written is not yet, and one a Stop or an error ended stays unmarked. While the
+// crew's turn runs (one begun after a switch to the crew, or one a hand-over or a marked reply
+// shows), such a reply is the member last seen speaking as its role (the hand-over before it
+// names who goes on); after a message that starts a turn, the first to answer is the member
+// that answered first last time. A switch to another role, kept by the message that starts
+// the next turn (`switched`), makes the replies after it that role's again.
+const CREW = "CREW";
+const CREW_SPEAKER = "crew_speaker";
+
+/** What `crewSeen` knows before the first of `messages`: the crew speaks if the chat's
+ * first switch was away from the crew, or (a chat with no switch ran as one role) if a
+ * hand-over or a member's reply shows it; null when nothing says. */
+function crewVoices(messages) {
+  const first = messages.find((m) => isSwitch(m.metadata?.switched))?.metadata.switched;
+  const crew = first ? first.from_agent === CREW : messages.some(crewShown) || null;
+  return { crew, names: {}, first: null, opening: false };
+}
+
+function crewShown(message) {
+  const meta = message.metadata ?? {};
+  return Boolean((message.role === "user" && meta.crew_agent) || meta[CREW_SPEAKER]);
+}
+
+function isSwitch(switched) {
+  return typeof switched === "object" && switched !== null && typeof switched.to_agent === "string";
+}
+
+/** Follow one message of the history in `voices`, and give the crew member who wrote it: null
+ * for a message of no crew member's, "" for a member not known yet. */
+function crewSeen(voices, message) {
+  const meta = message.metadata ?? {};
+  if (message.role === "user") {
+    const [name, agent] = [meta.crew_member, meta.crew_agent];
+    if (typeof name === "string" && name.trim() && typeof agent === "string") {
+      voices.names[agent] = name; // a hand-over names who goes on
+      voices.crew = true;
+    } else if (!HANDOVER_MARKS.some((mark) => meta[mark])) {
+      // a turn starts, as the role last switched to
+      if (isSwitch(meta.switched)) voices.crew = meta.switched.to_agent === CREW;
+      if (voices.first) voices.names[voices.first.agent] = voices.first.name;
+      voices.opening = true;
+    }
+    return null;
+  }
+  if (message.role !== "assistant" || !message.agent) return null;
+  const writer = meta[CREW_SPEAKER];
+  if (typeof writer !== "string" || !writer.trim()) return crewMember(voices, message.agent);
+  voices.names[message.agent] = writer;
+  voices.crew = true;
+  if (voices.opening) {
+    voices.first = { agent: message.agent, name: writer };
+    voices.opening = false;
+  }
+  return writer;
+}
+
+/** The member writing a reply made as `agent` that does not say who wrote it (see
+ * `crewSeen`). */
+function crewMember(voices, agent) {
+  return voices.crew ? (voices.names[agent] ?? "") : null;
+}
+
+/** A reply being written as `live.agent`, after `messages`, with its label (`speaker`) when
+ * it is a crew member's ("Crew · reviewer", while the crew's turn runs); without one, its
+ * role's is shown (`liveTitle`). A chat whose history says nothing of its role (no switch, no
+ * hand-over, no member's reply) runs as its role now, `sessionAgent`: a chat begun as the
+ * crew's reads as the crew's from its first word. (The history does not know the role now:
+ * a role picked and not used yet would relabel it.) */
+function crewLive(live, messages, sessionAgent) {
+  if (!live.agent) return live;
+  const voices = crewVoices(messages);
+  for (const message of messages) crewSeen(voices, message);
+  if (voices.crew === null) voices.crew = sessionAgent === CREW;
+  const member = crewMember(voices, live.agent);
+  return member === null ? live : { ...live, speaker: crewTitle(member) };
+}
+
+/** Who a reply being written is from, as its bubble says it: the crew member (`crewLive`),
+ * else its role ("" for neither). */
+export function liveTitle(reply) {
+  return reply.speaker ?? (reply.agent ? roleTitle(reply.agent) : "");
 }
 
 /** An image's data URL, or null for one given by address: the page fetches no picture a
@@ -152,12 +291,18 @@ export function chatFrom(detail) {
   return {
     session: detail.session,
     messages: detail.messages,
-    streaming: Object.fromEntries(detail.streaming.map((m) => [m.id, liveFrom(m)])),
+    streaming: Object.fromEntries(detail.streaming.map((m) => [m.id, liveFrom(m, detail)])),
     approvals: detail.pending_approvals,
     state: detail.state,
-    busy: detail.busy,
+    // A turn runs (its state is, as each `state_changed` says it from here on): the detail's
+    // `busy` is also true while AutoChat waits between turns, which `autochatActive` says,
+    // and no event would say that wait's end when a Stop ends it.
+    busy: turnRuns(detail.state),
     problem: null,
     autochat: null,
+    // An AutoChat run is going on (from the person's message until it stops): between two
+    // of its turns the state is STOP, yet a turn is coming and Stop has AutoChat to end.
+    autochatActive: Boolean(detail.autochat_active),
     stale: false,
     // {id, text}: messages sent while a turn ran, until the agent takes them (also those sent
     // before the page opened the chat: a reload, another tab)
@@ -171,6 +316,11 @@ export function chatFrom(detail) {
   };
 }
 
+/** Whether a turn runs in `state` (it is RUNNING, or WAITING for an approval). */
+function turnRuns(state) {
+  return state !== "STOP" && state !== "INIT";
+}
+
 /** The calls running as the detail (or a stream's hello) gives them, each one
  * `tool_call_output` holding what it printed up to `last_seq`. */
 function runningCalls(detail) {
@@ -182,13 +332,15 @@ function runningCalls(detail) {
   return running;
 }
 
-/** A reply being written as the detail (or a stream's hello) gives it: its text so far, and
- * why it has not begun when its model is asked again (`retrying`, the wait left). The notice
- * came before the detail's `last_seq`, so no event from there on says it again. */
-function liveFrom(message) {
+/** A reply being written as the detail (or a stream's hello) gives it: the crew member who
+ * writes it (`crewLive`), its text so far, and why it has not begun when its model is asked again
+ * (`retrying`, the wait left). The notice came before the detail's `last_seq`, so no event
+ * from there on says it again. */
+function liveFrom(message, detail) {
   const text = message.content;
   const reasoning = message.reasoning ?? "";
-  const live = { id: message.id, agent: message.agent, text, reasoning };
+  const written = { id: message.id, agent: message.agent, text, reasoning };
+  const live = crewLive(written, detail.messages, detail.session?.agent);
   if (message.retrying && !text && !reasoning) live.retrying = retryWords(message.retrying);
   return live;
 }
@@ -306,16 +458,18 @@ function runningFrom(messages, callId) {
 /** The chat after one event (a new object when anything changed, else the same one). */
 export function applyEvent(chat, event) {
   switch (event.type) {
-    case "state_changed":
-      return { ...chat, state: event.to_state, busy: event.to_state !== "STOP" && event.to_state !== "INIT" };
-    case "message_started":
-      return {
-        ...chat,
-        streaming: {
-          ...chat.streaming,
-          [event.message_id]: { id: event.message_id, agent: event.agent, text: "", reasoning: "" },
-        },
-      };
+    case "state_changed": {
+      const busy = turnRuns(event.to_state);
+      // A turn that begins while AutoChat is switched on begins a run (the server's send
+      // does), or is one of its turns: AutoChat goes on after it.
+      const begun = event.to_state === "RUNNING" && Boolean(chat.session?.autochat?.enabled);
+      return { ...chat, state: event.to_state, busy, autochatActive: chat.autochatActive || begun };
+    }
+    case "message_started": {
+      const started = { id: event.message_id, agent: event.agent, text: "", reasoning: "" };
+      const live = crewLive(started, chat.messages, chat.session?.agent);
+      return { ...chat, streaming: { ...chat.streaming, [event.message_id]: live } };
+    }
     case "text_delta": {
       const live = chat.streaming[event.message_id];
       if (!live) return chat;
@@ -379,10 +533,12 @@ export function applyEvent(chat, event) {
       return { ...chat, problem: event.message };
     case "run_finished":
       return { ...chat, streaming: {}, running: {} };
-    case "autochat_turn":
-      return { ...chat, autochat: `AutoChat: automatic turn ${event.turn} of ${event.max_turns}.` };
+    case "autochat_turn": {
+      const autochat = `AutoChat: automatic turn ${event.turn} of ${event.max_turns}.`;
+      return { ...chat, autochat, autochatActive: true };
+    }
     case "autochat_stopped":
-      return { ...chat, autochat: autochatStopped(event) };
+      return { ...chat, autochat: autochatStopped(event), autochatActive: false };
     default:
       return chat;
   }
