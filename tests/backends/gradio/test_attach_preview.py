@@ -7,10 +7,6 @@ from __future__ import annotations
 
 import base64
 import html
-import os
-import subprocess
-import sys
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,6 +20,7 @@ from backends.gradio.image_upload import ImageUploadButton, UploadedFile
 from backends.gradio.tray_preview import taken_back, tray_preview
 from schema import ImagePart
 from tests.backends.gradio.kit import page_handlers, tiny_png
+from tests.backends.gradio.test_temperature_range import assert_no_stub_written
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -143,23 +140,4 @@ def test_the_upload_button_hands_over_every_file_with_its_name(tmp_path: Path) -
 def test_the_upload_button_class_writes_no_stub_next_to_its_module(tmp_path: Path) -> None:
     """As for the slider (test_temperature_range.py): checked in a fresh interpreter where
     Gradio was imported first, with a writer that only records."""
-    code = """
-        import gradio
-        import gradio.component_meta as meta
-        asked = []
-        meta.create_or_modify_pyi = lambda cls, name, events: asked.append(name)
-        from backends.gradio.image_upload import ImageUploadButton
-        print(asked, meta.create_or_modify_pyi.__name__)
-    """
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=tmp_path,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "GRADIO_ANALYTICS_ENABLED": "False"},
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["[]", "<lambda>"]  # (and the writer is Gradio's again)
-    assert not (ROOT / "backends" / "gradio" / "image_upload.pyi").exists()
+    assert_no_stub_written(tmp_path, "backends.gradio.image_upload", "ImageUploadButton")

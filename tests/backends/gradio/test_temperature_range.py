@@ -126,12 +126,19 @@ def test_the_slider_class_writes_no_stub_next_to_its_module(tmp_path: Path) -> N
     stub writer is on (Gradio imported before the page); for the slider's module, mypy and
     ruff would read that stub instead. Checked in a fresh interpreter, with a writer that
     only records (the real one would write into the source tree)."""
-    code = """
+    assert_no_stub_written(tmp_path, "backends.gradio.typed_slider", "TypedSlider")
+
+
+def assert_no_stub_written(tmp_path: Path, module: str, name: str) -> None:
+    """Imports component class `name` of `module` in a fresh interpreter where Gradio was
+    imported first, with a stub writer that only records: none is asked for, the writer is
+    Gradio's again after, and no `.pyi` lies next to the module."""
+    code = f"""
         import gradio
         import gradio.component_meta as meta
         asked = []
         meta.create_or_modify_pyi = lambda cls, name, events: asked.append(name)
-        from backends.gradio.typed_slider import TypedSlider
+        from {module} import {name}
         print(asked, meta.create_or_modify_pyi.__name__)
     """
     done = subprocess.run(
@@ -145,4 +152,4 @@ def test_the_slider_class_writes_no_stub_next_to_its_module(tmp_path: Path) -> N
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["[]", "<lambda>"]  # (and the writer is Gradio's again)
-    assert not (ROOT / "backends" / "gradio" / "typed_slider.pyi").exists()
+    assert not (ROOT / Path(*module.split("."))).with_suffix(".pyi").exists()
