@@ -45,6 +45,7 @@ from schema import (
     ToolCallStarted,
 )
 from schema.builders import builder
+from schema.messages import CREW_SPEAKER
 
 logger = logging.getLogger(__name__)
 
@@ -105,6 +106,8 @@ class Partial:
                 Role.ASSISTANT,
                 {**metadata, "display_only": True, "streamed_as": "tool"},
             )
+        if started.speaker is not None:  # a crew member's
+            metadata[CREW_SPEAKER] = started.speaker
         if failure is not None:
             metadata["error"] = kept_error(failure)
         return Message(

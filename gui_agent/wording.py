@@ -105,8 +105,8 @@ def role_title(agent: AgentName | str) -> str:
 def crew_title(member: str) -> str:
     """The label a crew member's replies show under: the crew and the member's name ("Crew ·
     reviewer"), not the role code its calls are made as (the reviewer's is THOUGHT, which
-    read as the Thought role; `crew.CREW_SPEAKER`); the crew's alone ("Crew") for a member
-    whose name is not known ("")."""
+    read as the Thought role; `schema.messages.CREW_SPEAKER`); the crew's alone ("Crew") for
+    a member whose name is not known ("")."""
     crew = _ROLE_TITLES[AgentName.CREW]
     return f"{crew} · {member}" if member.strip() else crew
 

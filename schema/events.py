@@ -52,6 +52,9 @@ class MessageStarted(BaseEvent):
     parent_id: str | None = None
     """Set on a worker's message: the supervisor's delegate call it is part of. Such
     messages are kept display-only (people see them, models do not)."""
+    speaker: str | None = None
+    """Set on a crew member's reply: the member's name. A reply the turn ends before it
+    completes keeps it as a completed one does (`metadata["crew_speaker"]`)."""
 
 
 class TextDelta(BaseEvent):

@@ -134,6 +134,11 @@ UNANSWERED = "unanswered"
 """Metadata key (True) of a message of the person's that a Stop left unanswered: the turn
 it waited for was stopped before the agent read it (front ends say so beside it)."""
 
+CREW_SPEAKER = "crew_speaker"
+"""Metadata key of a crew member's reply: the member's name ("doer", "reviewer"), on a
+reply it completed and on one a Stop or an error ended (`MessageStarted.speaker`). Not
+`crew_member`, which marks a hand-over to the member."""
+
 
 class ToolSchema(BaseModel):
     """What a model is told about a tool: its name, description and JSON-schema parameters."""

@@ -2,16 +2,17 @@
 
 A crew's members make their model calls as roles (the default crew's doer as Executor, its
 reviewer as Thought), so a reply's role alone read as that role's: the reviewer's answer
-showed under "Thought", a role the person can pick. A reply a member completes is marked
-with the member's name (`crew.CREW_SPEAKER`), but one being written is not marked yet, and
-one a Stop or an error ended is kept unmarked. `CrewVoices` follows what the chat shows to
-name those too: while the crew's turn runs (one begun after a switch to the crew, or one
-a hand-over or a marked reply shows), a reply made as a role is the member's last seen
-speaking as it (the hand-over before it names who goes on), and after a message of the
+showed under "Thought", a role the person can pick. A reply a member writes is marked with
+the member's name (`CREW_SPEAKER`; its `message_started` says it, `speaker`, and one a Stop
+or an error ended keeps it), but a chat kept before that, or imported, may hold unmarked
+ones, and an event may not say it (another agent's). `CrewVoices` follows what the chat
+shows to name those too: while the crew's turn runs (one begun after a switch to the crew,
+or one a hand-over or a marked reply shows), a reply made as a role is the member's last
+seen speaking as it (the hand-over before it names who goes on), and after a message of the
 person's, the first to answer is the member that answered first last time. A reply whose
-member is not known yet (the crew's first reply in a chat) is the crew's ("Crew"), never
-the role's it is made as. A switch counts from the next turn on: the turn running when the
-person picks a role ends as the role it began as.
+member is not known yet (an unmarked first reply of the crew's in a chat) is the crew's
+("Crew"), never the role's it is made as. A switch counts from the next turn on: the turn
+running when the person picks a role ends as the role it began as.
 """
 
 from __future__ import annotations

@@ -64,7 +64,7 @@ def message_text(
 ) -> str:
     """The chatbot text of a history message. `link`: where its images are served
     (`image_markdown`). `crew_member`: the crew member who wrote it, when the view knows
-    and the reply does not say (`crew_member_of`; one a Stop ended), "" for one not named
+    and the reply does not say (`crew_member_of`; one kept unmarked), "" for one not named
     yet (`CrewVoices`). A failed reply ends
     with the error it keeps, live as after a reload (the view drops the error's own note
     then: `ChatView`)."""

@@ -380,7 +380,10 @@ class ChatView(ToolSteps):
     def _started(self, event: MessageStarted) -> None:
         if event.message_id in self._committed:
             return
-        member = self._crew.member(event.agent) if event.role is Role.ASSISTANT else None
+        member = None
+        if event.role is Role.ASSISTANT:  # (a crew member says who writes it: `speaker`)
+            named = event.speaker
+            member = named if named and named.strip() else self._crew.member(event.agent)
         live = _Live(event.role, event.message_type, event.agent, event.language, member)
         self._live[event.message_id] = live
         role: Literal["user", "assistant"] = "user" if event.role is Role.USER else "assistant"

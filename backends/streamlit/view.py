@@ -226,8 +226,9 @@ class _CrewVoices:
     Gradio page tells it (`backends.gradio.crew_voices`) as far as a history does.
 
     A crew's members make their model calls as roles (the default crew's doer as Executor,
-    its reviewer as Thought). A reply a member completes is marked with its name
-    (`CREW_SPEAKER`); one a Stop or an error ended stays unmarked. While the crew's turn
+    its reviewer as Thought). A reply a member writes is marked with its name
+    (`CREW_SPEAKER`), one a Stop or an error ended too; a chat kept before that, or
+    imported, may hold unmarked ones. While the crew's turn
     runs (one begun after a switch to the crew, or one a hand-over or a marked reply shows),
     such a reply is the member last seen speaking as its role (the hand-over before it
     names who goes on); after a message that starts a turn, the first to answer is the

@@ -30,15 +30,13 @@ from schema import (
     Event,
     Message,
     MessageCompleted,
+    MessageStarted,
     Role,
     RunFinished,
 )
+from schema.messages import CREW_SPEAKER
 
 __all__ = ["CREW_SPEAKER", "DEFAULT_CREW", "CrewAgent", "CrewMember"]
-
-CREW_SPEAKER = "crew_speaker"
-"""Metadata key of a crew member's reply: the member's name ("doer", "reviewer"). Not
-`crew_member`, which marks a hand-over (`session.HANDOVER_MARKS`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +138,10 @@ class CrewAgent:
                 session, deps, agent=member.agent, turn=turn, use_tools=False, instruction=brief
             )
         async for event in events:
-            if isinstance(event, MessageCompleted) and event.message.role is Role.ASSISTANT:
+            if isinstance(event, MessageStarted) and event.role is Role.ASSISTANT:
+                # (kept with the reply if the turn ends before it completes)
+                yield event.model_copy(update={"speaker": member.name})
+            elif isinstance(event, MessageCompleted) and event.message.role is Role.ASSISTANT:
                 yield _spoken_by(session, event, member.name)
             else:
                 yield event

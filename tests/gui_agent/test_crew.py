@@ -16,10 +16,14 @@ from schema import (
     AutoChatSettings,
     AutoChatStopped,
     AutoChatStopReason,
+    Event,
     MessageCompleted,
+    MessageStarted,
+    MessageStatus,
     Role,
     RunFinished,
     RunOutcome,
+    TextDelta,
     UsageReported,
 )
 from tests.gui_agent.helpers import make
@@ -95,6 +99,50 @@ async def test_each_reply_is_marked_as_its_members_in_the_events_history_and_sto
     _ = [e async for e in interpreter.chat("think")]
     assert CREW_SPEAKER not in interpreter.session.history[-1].metadata
     await store.close()
+
+
+async def test_a_reply_a_stop_cut_short_is_marked_as_its_members(tmp_path: Path) -> None:
+    """The crew's first reply, stopped mid-stream, is filed by the interpreter: it keeps the
+    member's name as a completed one does (without it, a chat whose only crew reply is that
+    one read as the Executor's after a reload), in the history, the store and the snapshot
+    a page opening the chat mid-reply is given; its `message_started` said it too."""
+    store = MemoryStore()
+    model = ScriptedModel(["one two three four five six seven eight nine ten"], delay_s=0.05)
+    interpreter = create_interpreter(model, workdir=tmp_path, store=store)
+    await store.create_session(interpreter.session.to_record(interpreter.state))
+    await interpreter.set_agent(AgentName.CREW)
+    async with interpreter.subscribe() as sub:
+        await interpreter.send("count")
+        said: list[Event] = []
+        async for event in sub:
+            said.append(event)
+            if isinstance(event, TextDelta):
+                break
+        (snapshot,) = interpreter.streaming
+        assert snapshot.metadata[CREW_SPEAKER] == "doer"
+        assert await interpreter.stop() is True
+    assert [e.speaker for e in said if isinstance(e, MessageStarted)] == ["doer"]
+    cut = interpreter.session.history[-1]
+    assert cut.role is Role.ASSISTANT and cut.status is MessageStatus.INTERRUPTED
+    assert cut.content.startswith("one") and cut.agent is AgentName.AGENT_EXECUTOR
+    assert cut.metadata[CREW_SPEAKER] == "doer"
+    (saved,) = [m for m in await store.load_messages(interpreter.id) if m.id == cut.id]
+    assert saved.metadata[CREW_SPEAKER] == "doer"
+    await store.close()
+
+
+async def test_each_members_reply_says_its_member_as_it_starts(tmp_path: Path) -> None:
+    interpreter, _ = make(tmp_path, [call("list_files"), "Listed.", "Checked."])
+    await interpreter.set_agent(AgentName.CREW)
+    events = [e async for e in interpreter.chat("what is here?")]
+    assert [(e.agent, e.speaker) for e in events if isinstance(e, MessageStarted)] == [
+        (AgentName.AGENT_EXECUTOR, "doer"),
+        (AgentName.AGENT_EXECUTOR, "doer"),
+        (AgentName.THOUGHT, "reviewer"),
+    ]
+    await interpreter.set_agent(AgentName.THOUGHT)  # the role alone: no member's
+    events = [e async for e in interpreter.chat("think")]
+    assert [e.speaker for e in events if isinstance(e, MessageStarted)] == [None]
 
 
 async def test_a_member_that_hits_a_limit_ends_the_crews_turn(tmp_path: Path) -> None:

@@ -3,12 +3,24 @@
 // state kept up to date by its events (`applyEvent`), so the page never reloads the history
 // while a turn runs.
 
+import {
+  CREW_SPEAKER,
+  CREW_TITLE,
+  HANDOVER_MARKS,
+  crewLive,
+  crewSeen,
+  crewTitle,
+  crewVoices,
+} from "./crew.js";
+
+export { crewTitle };
+
 const ROLE_TITLES = {
   AGENT_EXECUTOR: "Executor",
   LLM_PLANNER: "Planner",
   SUPERVISOR: "Supervisor",
   THOUGHT: "Thought",
-  CREW: "Crew",
+  CREW: CREW_TITLE,
   OTHER: "Other",
 };
 
@@ -63,15 +75,6 @@ export function confirmationWords(content, decision, by) {
 /** A role's name as people read it ("LLM_PLANNER" -> "Planner"). */
 export function roleTitle(name) {
   return ROLE_TITLES[name] ?? String(name ?? "");
-}
-
-/** The label a crew member's replies show under: the crew and the member's name ("Crew ·
- * reviewer"), not the role its calls are made as (the reviewer's is THOUGHT, which read as
- * the Thought role); "Crew" for a member not known yet (""). The same words as the other
- * front ends (gui_agent/wording.py's crew_title): keep them alike. */
-export function crewTitle(member) {
-  const crew = ROLE_TITLES.CREW;
-  return member && member.trim() ? `${crew} · ${member}` : crew;
 }
 
 /** A call's JSON arguments indented, or as sent when they are not JSON. */
@@ -191,87 +194,6 @@ function plain(message, role, text, member = null) {
   };
 }
 
-// Which crew member writes a reply (gui_agent/agents/crew.py), as the chat shows it (the
-// Gradio page's backends/gradio/crew_voices.py, as far as the history tells it). A crew's
-// members make their model calls as roles (the default crew's doer as AGENT_EXECUTOR, its
-// reviewer as THOUGHT). A reply a member completes is marked with its name (`crew_speaker`);
-// one being written is not yet, and one a Stop or an error ended stays unmarked. While the
-// crew's turn runs (one begun after a switch to the crew, or one a hand-over or a marked reply
-// shows), such a reply is the member last seen speaking as its role (the hand-over before it
-// names who goes on); after a message that starts a turn, the first to answer is the member
-// that answered first last time. A switch to another role, kept by the message that starts
-// the next turn (`switched`), makes the replies after it that role's again.
-const CREW = "CREW";
-const CREW_SPEAKER = "crew_speaker";
-
-/** What `crewSeen` knows before the first of `messages`: the crew speaks if the chat's
- * first switch was away from the crew, or (a chat with no switch ran as one role) if a
- * hand-over or a member's reply shows it; null when nothing says. */
-function crewVoices(messages) {
-  const first = messages.find((m) => isSwitch(m.metadata?.switched))?.metadata.switched;
-  const crew = first ? first.from_agent === CREW : messages.some(crewShown) || null;
-  return { crew, names: {}, first: null, opening: false };
-}
-
-function crewShown(message) {
-  const meta = message.metadata ?? {};
-  return Boolean((message.role === "user" && meta.crew_agent) || meta[CREW_SPEAKER]);
-}
-
-function isSwitch(switched) {
-  return typeof switched === "object" && switched !== null && typeof switched.to_agent === "string";
-}
-
-/** Follow one message of the history in `voices`, and give the crew member who wrote it: null
- * for a message of no crew member's, "" for a member not known yet. */
-function crewSeen(voices, message) {
-  const meta = message.metadata ?? {};
-  if (message.role === "user") {
-    const [name, agent] = [meta.crew_member, meta.crew_agent];
-    if (typeof name === "string" && name.trim() && typeof agent === "string") {
-      voices.names[agent] = name; // a hand-over names who goes on
-      voices.crew = true;
-    } else if (!HANDOVER_MARKS.some((mark) => meta[mark])) {
-      // a turn starts, as the role last switched to
-      if (isSwitch(meta.switched)) voices.crew = meta.switched.to_agent === CREW;
-      if (voices.first) voices.names[voices.first.agent] = voices.first.name;
-      voices.opening = true;
-    }
-    return null;
-  }
-  if (message.role !== "assistant" || !message.agent) return null;
-  const writer = meta[CREW_SPEAKER];
-  if (typeof writer !== "string" || !writer.trim()) return crewMember(voices, message.agent);
-  voices.names[message.agent] = writer;
-  voices.crew = true;
-  if (voices.opening) {
-    voices.first = { agent: message.agent, name: writer };
-    voices.opening = false;
-  }
-  return writer;
-}
-
-/** The member writing a reply made as `agent` that does not say who wrote it (see
- * `crewSeen`). */
-function crewMember(voices, agent) {
-  return voices.crew ? (voices.names[agent] ?? "") : null;
-}
-
-/** A reply being written as `live.agent`, after `messages`, with its label (`speaker`) when
- * it is a crew member's ("Crew · reviewer", while the crew's turn runs); without one, its
- * role's is shown (`liveTitle`). A chat whose history says nothing of its role (no switch, no
- * hand-over, no member's reply) runs as its role now, `sessionAgent`: a chat begun as the
- * crew's reads as the crew's from its first word. (The history does not know the role now:
- * a role picked and not used yet would relabel it.) */
-function crewLive(live, messages, sessionAgent) {
-  if (!live.agent) return live;
-  const voices = crewVoices(messages);
-  for (const message of messages) crewSeen(voices, message);
-  if (voices.crew === null) voices.crew = sessionAgent === CREW;
-  const member = crewMember(voices, live.agent);
-  return member === null ? live : { ...live, speaker: crewTitle(member) };
-}
-
 /** Who a reply being written is from, as its bubble says it: the crew member (`crewLive`),
  * else its role ("" for neither). */
 export function liveTitle(reply) {
@@ -340,7 +262,8 @@ function liveFrom(message, detail) {
   const text = message.content;
   const reasoning = message.reasoning ?? "";
   const written = { id: message.id, agent: message.agent, text, reasoning };
-  const live = crewLive(written, detail.messages, detail.session?.agent);
+  const speaker = message.metadata?.[CREW_SPEAKER];
+  const live = crewLive(written, detail.messages, speaker);
   if (message.retrying && !text && !reasoning) live.retrying = retryWords(message.retrying);
   return live;
 }
@@ -372,10 +295,6 @@ export function withQueued(chat, id, text) {
   if (chat.messages.some((m) => m.id === id) || chat.queued.some((q) => q.id === id)) return chat;
   return { ...chat, queued: [...chat.queued, { id, text }] };
 }
-
-// Metadata marks of messages an agent writes to another (a plan step, a crew hand-over, a
-// supervisor's task and the worker's steps): not the person's.
-const HANDOVER_MARKS = ["plan_step", "crew_member", "delegated_by"];
 
 /** The person's own last message (not AutoChat's, not a hand-over): what Edit changes. */
 export function lastWritten(messages) {
@@ -467,7 +386,7 @@ export function applyEvent(chat, event) {
     }
     case "message_started": {
       const started = { id: event.message_id, agent: event.agent, text: "", reasoning: "" };
-      const live = crewLive(started, chat.messages, chat.session?.agent);
+      const live = crewLive(started, chat.messages, event.speaker);
       return { ...chat, streaming: { ...chat.streaming, [event.message_id]: live } };
     }
     case "text_delta": {

@@ -83,8 +83,9 @@ _PICKED_THOUGHT = {"switched": {"from_agent": "CREW", "to_agent": "THOUGHT", "re
 async def test_a_crews_members_read_as_the_crews_live_and_after_a_reload(tmp_path: Path) -> None:
     """The reviewer wrote under "Thought", the name of a role the person can pick (it runs as
     THOUGHT), and the doer under "Executor": the crew's turn read as other roles'. Each reads
-    as the crew's member, from its first word on (the crew's very first reply, before any
-    member is named, as the crew's), after a retry and in the chat rebuilt from the history."""
+    as the crew's member, from its first word on (the crew's very first reply too: its
+    `message_started` names the member), after a retry and in the chat rebuilt from the
+    history."""
     model = ScriptedModel(
         ["Looking.", "Checked: fine.", call("list_files"), "Done again.", "Checked again."],
         delay_s=0.001,
@@ -96,7 +97,7 @@ async def test_a_crews_members_read_as_the_crews_live_and_after_a_reload(tmp_pat
     for text in ("do it", "once more"):
         async for event in interpreter.chat(text):
             first_words.apply(event)
-    assert first_words.shown == ["Crew", "Crew · reviewer", "Crew · doer", "Crew · reviewer"]
+    assert first_words.shown == ["Crew · doer", "Crew · reviewer", "Crew · doer", "Crew · reviewer"]
     rebuilt = ChatView.from_history(interpreter.session.history, icons=ICONS)
     for view in (live, rebuilt):
         names = _names([_text(m) for m in view.messages()])
@@ -135,7 +136,12 @@ async def test_crew_members_of_one_role_read_as_each_their_own(tmp_path: Path) -
     for text in ("a poem", "another"):
         async for event in interpreter.chat(text):
             first_words.apply(event)
-    assert first_words.shown == ["Crew", "Crew · editor", "Crew · drafter", "Crew · editor"]
+    assert first_words.shown == [
+        "Crew · drafter",
+        "Crew · editor",
+        "Crew · drafter",
+        "Crew · editor",
+    ]
     names = _names([_text(m) for m in first_words.view.messages()])
     assert names[1:] == ["Crew · drafter", "Crew · editor", "Crew · drafter", "Crew · editor"]
 
@@ -169,8 +175,8 @@ def test_a_role_picked_while_a_turn_runs_names_the_turns_after_it() -> None:
 
 
 def test_a_crew_reply_a_stop_ended_reads_as_its_members_too() -> None:
-    """A reply a Stop or an error ended is filed by the interpreter, unmarked: it is the
-    member's the hand-over before it named."""
+    """A reply a Stop or an error ended that is kept unmarked (a chat kept before such
+    replies were marked, or imported): it is the member's the hand-over before it named."""
     handover = Message(
         id="h1",
         role=Role.USER,

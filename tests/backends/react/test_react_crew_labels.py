@@ -81,8 +81,9 @@ def reply(
     return message(id_, "assistant", text, agent=agent, metadata=meta, **fields)
 
 
-def started(id_: str, agent: str) -> dict[str, Any]:
-    return {"type": "message_started", "message_id": id_, "agent": agent}
+def started(id_: str, agent: str, speaker: str | None = None) -> dict[str, Any]:
+    event = {"type": "message_started", "message_id": id_, "agent": agent}
+    return event if speaker is None else {**event, "speaker": speaker}
 
 
 def completed(item: dict[str, Any]) -> dict[str, Any]:
@@ -164,9 +165,12 @@ def test_a_crew_chat_with_no_switch_is_the_crews_from_its_first_reply() -> None:
     # its later turns show it is the crew's (a chat with no switch ran as one role)
     history = [message("u1", "user", "task"), stopped, *crew_turn(2)]
     assert [s for s, _ in run(session_detail(history))["entries"]][:2] == ["", "Crew"]
-    # nothing in it shows it yet: while it streams, the chat's role now says it
+    # nothing in it shows it yet: while it streams, the server names its member ...
+    events = [completed(message("u1", "user", "task")), started("a1", DOER, "doer")]
+    assert run(as_role(session_detail(events=events), DOER))["live"][-1] == ["Crew · doer"]
+    # ... and a reply it does not name is its role's, the crew picked meanwhile or not
     events = [completed(message("u1", "user", "task")), started("a1", DOER)]
-    assert run(as_role(session_detail(events=events), "CREW"))["live"][-1] == ["Crew"]
+    assert run(as_role(session_detail(events=events), "CREW"))["live"][-1] == ["Executor"]
 
 
 def test_a_reply_being_written_is_headed_by_its_member() -> None:
@@ -177,10 +181,10 @@ def test_a_reply_being_written_is_headed_by_its_member() -> None:
     ask2 = message("u2", "user", "task 2")
     events = [
         completed(ask),
-        started("a1", DOER),  # the crew's first reply: its member not known yet
+        started("a1", DOER, "doer"),  # the crew's first reply: the server names its member
         completed(doer),
         completed(over),
-        started("r1", REVIEWER),
+        started("r1", REVIEWER),  # (not named: the history tells)
         completed(review),
         completed(ask2),
         started("a2", DOER),  # the doer answered first last time
@@ -189,7 +193,7 @@ def test_a_reply_being_written_is_headed_by_its_member() -> None:
     assert out["live"] == [
         [],
         [],
-        ["Crew"],
+        ["Crew · doer"],
         [],
         [],
         ["Crew · reviewer"],  # (it read "Thought" until its message_completed)
@@ -210,6 +214,21 @@ def test_a_tab_opened_mid_reply_heads_it_by_its_member() -> None:
         session_detail([*crew_turn(1), *crew_turn(2)[:3]], streaming=streaming), "CREW"
     )
     assert run(detail)["live"] == [["Crew · reviewer"]]
+
+
+def test_a_reply_that_says_its_member_is_headed_by_it_from_its_first_word() -> None:
+    """The server names the member writing a reply (`message_started.speaker`, and a reply
+    kept or given mid-stream keeps it: `crew_speaker`): the crew's very first reply is the
+    doer's, not "Crew", whatever the history and the role now say."""
+    events = [completed(message("u1", "user", "task")), started("a1", DOER, "doer")]
+    for role in ("CREW", DOER):
+        assert run(as_role(session_detail(events=events), role))["live"][-1] == ["Crew · doer"]
+    streaming = [reply("a1", "so f", DOER, "doer", status="interrupted")]
+    detail = session_detail([message("u1", "user", "task")], streaming=streaming)
+    assert run(as_role(detail, DOER))["live"] == [["Crew · doer"]]
+    # an empty name says nothing: the history and the role now do
+    events = [completed(message("u1", "user", "task")), started("a1", DOER, " ")]
+    assert run(as_role(session_detail(events=events), DOER))["live"][-1] == ["Executor"]
 
 
 def test_other_roles_replies_being_written_are_their_roles() -> None:
