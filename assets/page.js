@@ -245,7 +245,8 @@
   // as it is typed, for the chat the tab shows, until the server's answer shows the box in
   // step with that chat (app.py calls guiAgentSettingsGot with the tab's new base:
   // bases.py). The reloaded page's first event sends what is kept (app.py reads it), and
-  // the server saves it as leaving the box would have (unsaved.py).
+  // the server saves it as leaving the box would have (unsaved.py). The tool modes set in a
+  // new chat are kept with it (`modes`): the reloaded tab's new chat is made with them.
   const UNSAVED_KEY = __GUI_AGENT_UNSAVED_KEY__;
   const SAVED_WHEN_LEFT = __GUI_AGENT_SAVED_WHEN_LEFT__;  // element id -> settings field
   const shownChat = () =>
@@ -261,7 +262,7 @@
   };
   const keepUnsaved = (kept) => {
     try {
-      if (kept && Object.keys(kept.boxes).length) {
+      if (kept && (Object.keys(kept.boxes).length || Object.keys(kept.modes ?? {}).length)) {
         sessionStorage.setItem(UNSAVED_KEY, JSON.stringify(kept));
       } else {
         sessionStorage.removeItem(UNSAVED_KEY);
@@ -278,6 +279,23 @@
     const kept = was && was.chat === chat ? was : {chat, boxes: {}};
     kept.boxes[id] = target.value;
     keepUnsaved(kept);
+  }, true);
+  // A tool's mode set in a new chat (app.py calls this once the server answered: `mode` is
+  // as the page shows it, "" for the app's own, null for one refused).
+  window.guiAgentNewChatMode = (chat, tool, mode) => {
+    if (chat || shownChat() || !tool) return;  // (a chat's modes are saved with it)
+    const was = keptUnsaved();
+    const kept = was && was.chat === "" ? was : {chat: "", boxes: {}};
+    const modes = {...(kept.modes ?? {})};
+    if (mode) modes[tool] = mode; else delete modes[tool];
+    keepUnsaved({...kept, modes});
+  };
+  // New chat, from a new chat: the modes set in it are let go (the server's are).
+  document.addEventListener("click", (event) => {
+    const target = event.target instanceof Element ? event.target : null;
+    if (!target?.closest("#new-session-btn")) return;
+    const kept = keptUnsaved();
+    if (kept && kept.chat === "" && kept.modes) keepUnsaved({...kept, modes: {}});
   }, true);
   // When the tab shows another chat (app.py calls this), text kept for the one it showed
   // is let go: that chat's boxes are gone from the page (left, they saved themselves), and a

@@ -182,6 +182,13 @@ says the picked model's full name (the box cuts a long one off; the note under i
 in full: layout.model_note_text). Set then, not when the model changes: the picker is not on
 the page until its Settings are opened."""
 
+_NEW_CHAT_MODE_JS = """(chat, tool, mode) => {
+  window.guiAgentNewChatMode?.(chat, tool, mode);
+  return [];
+}"""
+"""Runs in the browser once a tool's mode is set: in a new chat, the page keeps it with the
+text typed and not yet saved, so a reload brings it back (unsaved.py)."""
+
 _SETTINGS_GOT_JS = "(base) => { window.guiAgentSettingsGot?.(base); return []; }"
 """Runs in the browser whenever the tab's base changes (bases.py): the kept text of a box
 now in step with its chat is let go (page.js)."""
@@ -525,7 +532,7 @@ def _wire(
         [page.tools_panel, page.allowed_panel, page.tool_mode],
         trigger_mode="always_last",
         **_EVENT,
-    )
+    ).then(None, [*tool_inputs, page.tool_mode], None, js=_NEW_CHAT_MODE_JS, **_EVENT)
     approval_inputs = [page.session_id, page.approval_id, page.approval_note]
     approval_outputs = [page.approval_note]  # (the panel follows the session's stream)
     # The note as its box shows it (Gradio's copy can lag a note typed just before).

@@ -10,6 +10,7 @@ import gradio as gr
 
 from backends.gradio.handler_base import HandlerBase
 from backends.gradio.owners import account_note, owner_of, tab_of
+from backends.gradio.panels import tools_markdown
 from backends.gradio.stream import Updates, no_change
 from backends.gradio.tabs import ticket_of
 from backends.gradio.unsaved import Unsaved, saved_again, shown_again
@@ -46,13 +47,27 @@ class Navigation(HandlerBase):
                 **shown_again(self.page, kept, interpreter.id, refused),
             }
         elif interpreter is None:  # (the boxes are the new chat's only settings)
-            opened = shown_again(self.page, kept, "", tuple(kept.of("")))
+            opened = {
+                **shown_again(self.page, kept, "", tuple(kept.of(""))),
+                **self._modes_again(tab, kept),
+            }
         current = interpreter.id if opened and interpreter is not None else ""
         return {
             **opened,
             **await self.session_list_update(owner, current, tab=tab),
             self.page.account: account_note(request),
         }
+
+    def _modes_again(self, tab: str, kept: Unsaved) -> Updates:
+        """The tool modes set in the new chat before a reload, for the reloaded tab's new
+        chat (those of tools it has), and the tools panel saying them."""
+        names = {standing.name for standing in self.new_chat_tools}
+        modes = {tool: mode for tool, mode in kept.modes.items() if tool in names}
+        if not modes:
+            return {}
+        for tool, mode in modes.items():
+            self.new_modes.set(tab, tool, mode)
+        return {self.page.tools_panel: tools_markdown(self.new_chat_tool_standings(tab))}
 
     async def new_chat(self, ticket: str, request: gr.Request) -> Updates:
         tab, order = tab_of(request), ticket_of(ticket)

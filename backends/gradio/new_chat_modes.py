@@ -5,7 +5,9 @@ side panel offers to change what each tool does in it from the start. Such a cha
 here, per tab, and the chat the tab's first message makes is made with it: the first turn
 already runs with it. What the tab keeps is let go when the tab shows another view (New
 chat, a chat opened), so a mode set for one new chat does not follow the person into the
-next one. Kept on the server, by tab, like the attachments tray (attach.py); bounded.
+next one. Kept on the server, by tab, like the attachments tray (attach.py); bounded. A
+reloaded page is another tab to the server: the page keeps the modes too, and brings them
+back (unsaved.py).
 """
 
 from __future__ import annotations

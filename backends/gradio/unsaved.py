@@ -10,6 +10,11 @@ saved (and shown); one that is wrong is shown as typed, with the settings note s
 is wrong, as before the reload. Kept text of another chat than the one the page opens is
 left alone; on a new chat (nothing saved yet: a new chat takes the form's values when it is
 made) the boxes show it again.
+
+The tool modes set in a new chat (new_chat_modes.py, kept on the server by tab) are kept the
+same way (`modes`, tool name -> mode): the reloaded tab is another tab to the server, and
+its new chat is made with them again. The page lets go of them when the tab shows a chat,
+or a New chat.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from backends.gradio.layout import Page
 from backends.gradio.saves import save_form
 from backends.gradio.stream import Updates
 from gui_agent.interpreter import Interpreter
+from schema import PermissionMode
 
 __all__ = [
     "MAX_KEPT_CHARS",
@@ -45,6 +51,9 @@ UNSAVED_KEY_JS = '"gui-agent-unsaved:" + location.pathname'
 MAX_KEPT_CHARS = 100_000
 """The most text one kept box may bring back (the system prompt's own limit is lower: the
 save names it); more is not a box of this page."""
+
+MAX_KEPT_MODES = 200
+"""The most tool modes a reloaded page may bring back (more tools than a chat offers)."""
 
 
 def kept_boxes(page: Page) -> dict[str, str]:
@@ -68,11 +77,16 @@ class Unsaved:
     """The chat the tab showed ("" a new chat)."""
     values: Mapping[str, str] = field(default_factory=dict)
     """By `SessionSettings` field, as typed."""
+    modes: Mapping[str, PermissionMode] = field(default_factory=dict)
+    """The tool modes set in the new chat (by tool name; only for a new chat): the chat
+    its first message makes is made with them (new_chat_modes.py)."""
 
     @classmethod
     def decode(cls, raw: object, page: Page) -> Unsaved:
-        """What the page sent: JSON `{"chat": id, "boxes": {element id: text}}`. Anything
-        else, and boxes that are not this page's, count as nothing kept."""
+        """What the page sent: JSON `{"chat": id, "boxes": {element id: text}, "modes":
+        {tool: mode}}` ("modes" optional). Anything else, and boxes that are not this
+        page's, count as nothing kept; a mode that is not one is left out (which tools the
+        new chat has is for the caller to check)."""
         if not isinstance(raw, str) or not raw:
             return cls()
         try:
@@ -91,7 +105,7 @@ class Unsaved:
             for box, text in boxes.items()
             if box in names and isinstance(text, str) and len(text) <= MAX_KEPT_CHARS
         }
-        return cls(chat, values)
+        return cls(chat, values, _modes(data.get("modes")) if not chat else {})
 
     def of(self, session_id: str) -> Mapping[str, str]:
         """The kept values, if they were typed for that chat (else none)."""
@@ -129,6 +143,19 @@ def shown_again(page: Page, kept: Unsaved, session_id: str, fields: tuple[str, .
     problem = next((found for name in values if (found := form.problem(name)) is not None), None)
     note = "" if problem is None else SETTINGS_NOT_SAVED.format(problem=problem)
     return {**_by_box(boxes, values), page.settings_note: note}
+
+
+def _modes(raw: object) -> dict[str, PermissionMode]:
+    """The tool modes a page kept: those that are modes, up to `MAX_KEPT_MODES`."""
+    if not isinstance(raw, dict):
+        return {}
+    known = {mode.value: mode for mode in PermissionMode}
+    kept = {
+        tool: known[mode]
+        for tool, mode in raw.items()
+        if isinstance(tool, str) and tool and isinstance(mode, str) and mode in known
+    }
+    return dict(list(kept.items())[:MAX_KEPT_MODES])
 
 
 def _boxes(page: Page) -> dict[str, Any]:

@@ -41,3 +41,41 @@ def test_a_tool_set_to_run_unasked_in_a_new_chat_runs_unasked_in_its_first_turn(
     expect(tab.locator("#approve-once-btn")).to_be_visible()
     tab.locator("#deny-btn").click()
     wait_idle(tab)
+
+
+KEPT = "() => sessionStorage.getItem('gui-agent-unsaved:' + location.pathname)"
+"""What the page keeps of a new chat not yet made (unsaved.py; null: nothing)."""
+
+
+def test_a_mode_set_in_a_new_chat_comes_back_after_a_reload_until_another_view(
+    tab: Page, server: LiveServer
+) -> None:
+    """The server keeps a new chat's modes by tab, and a reloaded page is another tab to it:
+    the page keeps them too, and brings them back. Once a chat is made with them, or the
+    person starts another new chat, they are let go."""
+    tools = tab.locator("#tools-panel")
+    _set_mode(tab, "run_python", "Never run")
+    expect(tools).to_contain_text("run_python: never runs (set for this chat)")
+    _set_mode(tab, "run_python", "Run without asking")  # the latest choice is kept
+    expect(tools).to_contain_text("run_python: runs without asking (set for this chat)")
+    tab.reload(wait_until="load")
+    expect(tools).to_contain_text("run_python: runs without asking (set for this chat)")
+    send(tab, "python: print('ran at once')")
+    wait_idle(tab)  # no approval asked
+    expect(bot_messages(tab).last).to_contain_text("ran at once")
+    assert session_of(server, tab).session.settings.permissions == {"run_python": "allow"}
+    assert tab.evaluate(KEPT) is None  # in the chat now: nothing kept for a reload
+
+    tab.locator("#new-session-btn").click()
+    expect(tools).to_contain_text("run_python: asks you first")
+    _set_mode(tab, "run_python", "Never run")
+    expect(tools).to_contain_text("run_python: never runs (set for this chat)")
+    assert '"deny"' in str(tab.evaluate(KEPT))
+    tab.locator("#new-session-btn").click()  # another new chat: the app's own modes
+    expect(tools).to_contain_text("run_python: asks you first")
+    assert "deny" not in str(tab.evaluate(KEPT))
+    tab.reload(wait_until="load")
+    send(tab, "python: print('asked this time')")
+    expect(tab.locator("#approve-once-btn")).to_be_visible()
+    tab.locator("#deny-btn").click()
+    wait_idle(tab)

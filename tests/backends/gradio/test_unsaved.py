@@ -9,7 +9,9 @@ from pathlib import Path
 
 from backends.gradio.assets import load_assets
 from backends.gradio.form import SETTINGS_NOT_SAVED
+from backends.gradio.owners import tab_of
 from backends.gradio.unsaved import MAX_KEPT_CHARS, Unsaved, kept_boxes, with_unsaved
+from schema import PermissionMode
 from tests.backends.gradio.kit import make_page, page_handlers
 
 
@@ -109,5 +111,38 @@ async def test_a_new_chat_shows_what_was_typed_in_its_boxes_again(tmp_path: Path
         assert loaded[page.settings_note] == SETTINGS_NOT_SAVED.format(problem=problem)
         assert page.session_id not in loaded  # still the new chat
         assert await manager.list("local") == []  # nothing made, nothing saved
+    finally:
+        await manager.close()
+
+
+async def test_a_new_chats_tool_modes_come_back_for_the_reloaded_tab(tmp_path: Path) -> None:
+    """The modes set in a new chat (new_chat_modes.py) are the server's by tab, and a reloaded
+    page is another tab: those the page kept are set again for it, read strictly (a tool the
+    new chat lacks, a mode that is not one, or modes kept for a chat are left out)."""
+    page, manager, handlers = await page_handlers(tmp_path)
+    try:
+        modes = {"run_python": "allow", "write_file": "deny", "no_such_tool": "allow"}
+        kept = {"chat": "", "boxes": {}, "modes": {**modes, "read_file": "maybe"}}
+        assert Unsaved.decode(json.dumps(kept), page).modes == {
+            "run_python": PermissionMode.ALLOW,
+            "write_file": PermissionMode.DENY,
+            "no_such_tool": PermissionMode.ALLOW,
+        }
+        for_a_chat = {"chat": "abc", "boxes": {}, "modes": modes}
+        assert Unsaved.decode(json.dumps(for_a_chat), page).modes == {}
+        for wrong in ([1], "allow", {"": "allow"}, {"run_python": 1}):
+            assert Unsaved.decode(json.dumps({**kept, "modes": wrong}), page).modes == {}
+
+        loaded = await handlers.on_load("", "1", json.dumps(kept), None)  # type: ignore[arg-type]
+        panel = str(loaded[page.tools_panel])
+        assert "run_python: runs without asking (set for this chat)" in panel
+        assert "write_file: never runs (set for this chat)" in panel
+        assert handlers.new_modes.of(tab_of(None)) == {
+            "run_python": PermissionMode.ALLOW,
+            "write_file": PermissionMode.DENY,
+        }
+        assert await manager.list("local") == []  # nothing made yet
+        nothing = await handlers.on_load("", "1", _kept(""), None)  # type: ignore[arg-type]
+        assert page.tools_panel not in nothing
     finally:
         await manager.close()
