@@ -204,7 +204,7 @@ async def build_server(
         )
         app = create_api(
             manager,
-            TokenService(secret),
+            TokenService(secret, ttl_s=config.token_hours * 3600),
             users=users,
             proxy=proxy,
             notice=notice,
@@ -521,6 +521,7 @@ def _mount_page(
         assets = importlib.import_module("backends.gradio.assets")
         cache = importlib.import_module("backends.gradio.asset_cache")
         early = importlib.import_module("backends.gradio.early_script")
+        pausing = importlib.import_module("backends.gradio.login_pause")
         shelves = importlib.import_module("backends.gradio.media")
     except ModuleNotFoundError as exc:
         if exc.name not in (
@@ -528,6 +529,7 @@ def _mount_page(
             "backends.gradio.assets",
             "backends.gradio.asset_cache",
             "backends.gradio.early_script",
+            "backends.gradio.login_pause",
             "backends.gradio.media",
             "gradio",
         ):
@@ -567,13 +569,15 @@ def _mount_page(
     )
     # (before Gradio's scripts: an idle page draws no frames; not in the React front end)
     early.add_early_script(app, skip=(REACT_PATH,))
+    if users is not None and proxy is None:  # (a paused name's login says so: not Gradio's
+        pausing.add_login_pause(app, throttle)  # "Incorrect credentials")
     cache.add_asset_cache(app)  # (Gradio's build files, read and compressed once)
     return shelves.mounted_page(app)
 
 
 def _login_note(throttle: LoginThrottle) -> str:
-    """What the login form says under its title. Gradio's form can only say "Incorrect
-    credentials", so the throttle is explained up front."""
+    """What the login form says under its title: the throttle, explained up front (a paused
+    name's login says so too: login_pause.py)."""
     pause = throttle.max_delay_s
     longest = f"{pause / 60:g} minutes" if pause >= 60 else f"{pause:g} seconds"
     return (
@@ -586,8 +590,8 @@ def _password_check(
     users: UserDB, throttle: LoginThrottle
 ) -> Callable[[str, str], Coroutine[Any, Any, bool]]:
     """Gradio's login check (awaited on the event loop). Gradio passes no request, so only
-    the user name is throttled here, and a throttled login reads as "Incorrect credentials"
-    on the page."""
+    the user name is throttled here. A paused name's login is answered before it comes
+    here, saying so (login_pause.py); one paused in between is refused here too."""
 
     async def check(username: str, password: str) -> bool:
         wait = throttle.retry_after(username)

@@ -3,6 +3,7 @@ own conversations, and a wrong password gets nowhere."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -159,16 +160,41 @@ def test_after_a_wrong_password_the_name_stays_and_only_the_password_is_typed_ag
     page.context.close()
 
 
-def test_guessing_on_the_page_and_the_api_counts_together(server: LiveServer) -> None:
+def test_guessing_on_the_page_and_the_api_counts_together(
+    chromium: Browser, server: LiveServer
+) -> None:
     """Gradio's login form and POST /api/login share the failed-login count per user name;
-    once it is used up, the right password is refused on both until the wait is over."""
+    once it is used up, the right password is refused on both until the wait is over, and
+    the page's form says the name is paused and for how long (not "Incorrect credentials",
+    which had the person doubt a password that was right)."""
+    page = chromium.new_context().new_page()  # (ready first: the pause is short)
+    page.goto(server.url, wait_until="load")
+    page.get_by_test_id("textbox").fill("carol")
+    page.get_by_test_id("password").fill(USERS["carol"])
     with httpx.Client(base_url=server.url, timeout=30) as http:
 
-        def page_login(password: str) -> int:
-            form = {"username": "carol", "password": password}
-            return http.post("login", data=form).status_code
+        def page_login(password: str) -> httpx.Response:
+            return http.post("login", data={"username": "carol", "password": password})
 
-        assert [page_login(f"guess-{n}") for n in range(6)] == [400] * 6
-        assert page_login(USERS["carol"]) == 400  # throttled: not even checked
+        assert [page_login(f"guess-{n}").status_code for n in range(5)] == [400] * 5
+        # guess on until the pause left is long enough for the checks below (it doubles
+        # with each wrong password checked: 1 s, 2 s, 4 s)
+        for n in range(5, 15):
+            guess = page_login(f"guess-{n}")
+            if guess.status_code == 429 and int(guess.headers["Retry-After"]) >= 3:
+                break
+            if guess.status_code == 429:
+                time.sleep(int(guess.headers["Retry-After"]))
+        else:
+            raise AssertionError("the name was never paused for 3 s")
+        paused = page_login(USERS["carol"])  # the right password: not even checked
+        assert paused.status_code == 429 and int(paused.headers["Retry-After"]) >= 1
+        assert "paused" in paused.json()["detail"]
         api = http.post("api/login", json={"username": "carol", "password": USERS["carol"]})
         assert api.status_code == 429 and int(api.headers["Retry-After"]) >= 1
+    page.get_by_role("button", name="Login").click()
+    note = page.get_by_role("alert").filter(has_text="Too many wrong passwords for this name")
+    expect(note).to_be_visible(timeout=15_000)
+    expect(page.get_by_test_id("textbox")).to_have_value("carol")  # nothing to type again
+    assert page.locator("#chat-input").count() == 0
+    page.context.close()
