@@ -128,6 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--retention-days", type=int, help="delete sessions untouched this long")
     serve.add_argument(
+        "--token-hours",
+        type=int,
+        metavar="N",
+        help="how long an API login (its token) lasts, 1 to 720 hours (default 12)",
+    )
+    serve.add_argument(
         "--share",
         action="store_true",
         help="refused: a Gradio share link is a public tunnel; use --host with --auth-file",
@@ -292,6 +298,7 @@ def _main(argv: Sequence[str] | None) -> int:
                 trusted_proxy_header=args.trusted_proxy_header,
                 allowed_hosts=args.allowed_hosts,
                 retention_days=args.retention_days,
+                token_hours=args.token_hours,
                 share=args.share or None,
             )
             from backends.server import serve

@@ -27,12 +27,21 @@ from typing import Any, Final
 from gui_agent.auth.hosts import host_pattern
 from gui_agent.exceptions import ConfigError
 
-__all__ = ["ENV_PREFIX", "LOG_LEVELS", "AppConfig", "load_config", "load_config_with_sources"]
+__all__ = [
+    "ENV_PREFIX",
+    "LOG_LEVELS",
+    "MAX_TOKEN_HOURS",
+    "AppConfig",
+    "load_config",
+    "load_config_with_sources",
+]
 
 ENV_PREFIX: Final = "GUI_AGENT_"
 CONFIG_ENV: Final = "GUI_AGENT_CONFIG"
 """Names the TOML file when `load_config` is given no path."""
 LOG_LEVELS: Final = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+MAX_TOKEN_HOURS: Final = 30 * 24
+"""The longest an API login may last (`token_hours`): thirty days."""
 _HEADER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off", ""})
@@ -52,6 +61,9 @@ class AppConfig:
     insecure_no_auth: bool = False
     trusted_proxy_header: str | None = None
     retention_days: int | None = None
+    token_hours: int = 12
+    """How long a login to the API lasts (its token), in hours: 1 to `MAX_TOKEN_HOURS`. The
+    Gradio page's own login is Gradio's."""
     log_level: str = "INFO"
     workspace_root: Path | None = None
     allowed_hosts: tuple[str, ...] = ()
@@ -175,6 +187,15 @@ def _check_retention(value: Any) -> int | None:
     return value
 
 
+def _check_token_hours(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TOKEN_HOURS:
+        raise _BadValue(
+            "token_hours",
+            f"expected a whole number of hours, 1 to {MAX_TOKEN_HOURS}, got {value!r}",
+        )
+    return value
+
+
 def _check_log_level(value: Any) -> str:
     level = value.strip().upper() if isinstance(value, str) else value
     if level not in LOG_LEVELS:
@@ -193,6 +214,7 @@ _CHECKS: Final[dict[str, Callable[[Any], Any]]] = {
     "insecure_no_auth": _bool_check("insecure_no_auth"),
     "trusted_proxy_header": _check_header,
     "retention_days": _check_retention,
+    "token_hours": _check_token_hours,
     "log_level": _check_log_level,
     "workspace_root": _path_check("workspace_root"),
     "allowed_hosts": _check_allowed_hosts,
@@ -242,6 +264,7 @@ _ENV_PARSERS: Final[dict[str, Callable[[str], Any]]] = {
     "insecure_no_auth": _env_bool,
     "trusted_proxy_header": _env_optional,
     "retention_days": _env_optional_int,
+    "token_hours": _env_int,
     "log_level": str,
     "workspace_root": _env_optional,
     "allowed_hosts": str,  # comma-separated; the check splits it

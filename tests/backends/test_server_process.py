@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -572,10 +573,13 @@ def test_the_root_serves_the_gradio_page(servers: Servers, tmp_path: Path) -> No
 
 
 def test_build_server_composes_the_api_and_the_page(tmp_path: Path) -> None:
-    config = AppConfig(models=("scripted:echo",), data_dir=tmp_path / "data", port=0)
+    config = AppConfig(models=("scripted:echo",), data_dir=tmp_path / "data", port=0, token_hours=3)
     server = ServerThread(lambda: build_server(config, probe_local=False)).start()
     api = Api(server.base_url).login()
     try:
+        login = api.http.post("/api/login", json={}).json()  # (lasts `token_hours`)
+        lasts = datetime.fromisoformat(login["expires_at"]) - datetime.now(UTC)
+        assert timedelta(hours=2, minutes=55) < lasts <= timedelta(hours=3)
         assert api.get("/api/models").json()["default"] == "scripted:echo"
         session_id = api.create_session()
         chat(api, session_id, "hello in process")

@@ -308,3 +308,13 @@ def test_models_shows_control_characters_in_a_model_name_instead_of_obeying_them
     assert "default: openai-compatible:http://127.0.0.1:9/v1#na\u241b]0;retitled\u2407me" in (
         result.stdout
     )
+
+
+def test_serve_refuses_a_login_length_out_of_range_saying_which(tmp_path: Path) -> None:
+    for hours in ("0", "721"):
+        result = run_cli(tmp_path, "serve", "--no-probe", "--token-hours", hours)
+        assert result.returncode == 2, result.stderr
+        assert "token_hours" in result.stderr and "1 to 720" in result.stderr
+        assert "Traceback" not in result.stderr
+    listed = run_cli(tmp_path, "serve", "--help")
+    assert "--token-hours" in listed.stdout and "default 12" in listed.stdout

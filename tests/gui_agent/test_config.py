@@ -41,6 +41,7 @@ data_dir = "~/gui-agent-data"
 auth_file = "users.json"
 trusted_proxy_header = "X-Forwarded-User"
 retention_days = 30
+token_hours = 168
 log_level = "debug"
 share = true
 """,
@@ -53,6 +54,8 @@ share = true
     assert config.auth_file == Path("users.json")
     assert config.trusted_proxy_header == "X-Forwarded-User"
     assert config.retention_days == 30 and config.log_level == "DEBUG" and config.share
+    assert config.token_hours == 168
+    assert AppConfig().token_hours == 12  # (the default)
 
 
 def test_a_single_model_key_is_accepted(tmp_path: Path) -> None:
@@ -68,6 +71,7 @@ def test_environment_variables_override_the_file(tmp_path: Path) -> None:
         "GUI_AGENT_SHARE": "yes",
         "GUI_AGENT_INSECURE_NO_AUTH": "0",
         "GUI_AGENT_RETENTION_DAYS": "7",
+        "GUI_AGENT_TOKEN_HOURS": "2",
         "GUI_AGENT_WORKSPACE_ROOT": "/srv/work",
         "GUI_AGENT_HOST": "",  # empty means unset: the file's value stays
     }
@@ -76,6 +80,7 @@ def test_environment_variables_override_the_file(tmp_path: Path) -> None:
     assert config.models == ("openai:gpt-4o", "scripted:echo")
     assert config.share is True and config.insecure_no_auth is False
     assert config.retention_days == 7 and config.workspace_root == Path("/srv/work")
+    assert config.token_hours == 2
     assert config.host == "127.0.0.1"
 
 
@@ -105,6 +110,9 @@ def test_a_config_cannot_be_changed_in_place() -> None:
         ({"GUI_AGENT_SHARE": "maybe"}, ["share", "GUI_AGENT_SHARE"]),
         ({"GUI_AGENT_LOG_LEVEL": "loud"}, ["log_level", "INFO"]),
         ({"GUI_AGENT_RETENTION_DAYS": "0"}, ["retention_days"]),
+        ({"GUI_AGENT_TOKEN_HOURS": "0"}, ["token_hours", "1 to 720"]),
+        ({"GUI_AGENT_TOKEN_HOURS": "721"}, ["token_hours", "GUI_AGENT_TOKEN_HOURS"]),
+        ({"GUI_AGENT_TOKEN_HOURS": "12h"}, ["token_hours", "12h"]),
         ({"GUI_AGENT_ROOT_PATH": "chat"}, ["root_path"]),
         ({"GUI_AGENT_TRUSTED_PROXY_HEADER": "X Bad"}, ["trusted_proxy_header"]),
         ({"GUI_AGENT_MODEL": "gpt-4o"}, ["models", "GUI_AGENT_MODEL"]),
