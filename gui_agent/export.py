@@ -93,6 +93,7 @@ from schema import (
     TextDelta,
     new_id,
 )
+from schema.messages import CREW_SPEAKER
 
 __all__ = [
     "FORMAT",
@@ -346,6 +347,7 @@ def _synthesize(messages: Sequence[Message]) -> Iterator[Event]:
         return seq
 
     for message in messages:
+        speaker = message.metadata.get(CREW_SPEAKER)  # (a crew member's, as it was said)
         yield MessageStarted(
             seq=stamp(),
             message_id=message.id,
@@ -353,6 +355,7 @@ def _synthesize(messages: Sequence[Message]) -> Iterator[Event]:
             message_type=message.type,
             agent=message.agent,
             language=message.language,
+            speaker=speaker if isinstance(speaker, str) and speaker.strip() else None,
             at=message.created_at,
         )
         if message.reasoning:

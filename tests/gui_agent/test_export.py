@@ -49,6 +49,7 @@ from schema import (
     ToolCallFinished,
     ToolResult,
 )
+from schema.messages import CREW_SPEAKER
 from schema.requests import MAX_IMAGE_BYTES, MAX_IMAGES, MAX_TITLE_CHARS
 
 ALLOW = PermissionMode.ALLOW
@@ -139,6 +140,15 @@ def test_replay_synthesizes_a_stream_when_the_export_has_no_events() -> None:
     assert {e.session_id for e in events} == {"new"}
     assert isinstance(events[2], MessageCompleted) and events[2].message == messages[0]
     assert isinstance(events[5], TextDelta) and events[5].delta == "Plotting."
+    assert [e.speaker for e in events if isinstance(e, MessageStarted)] == [None, None]
+
+
+def test_a_synthesized_stream_names_a_crew_members_replies_as_they_were_said() -> None:
+    record, messages = conversation()
+    doer = messages[1].model_copy(update={"metadata": {CREW_SPEAKER: "doer"}})
+    odd = messages[1].model_copy(update={"id": "odd", "metadata": {CREW_SPEAKER: 7}})
+    events = replay_events(export_session(record, [messages[0], doer, odd]), session_id="new")
+    assert [e.speaker for e in events if isinstance(e, MessageStarted)] == [None, "doer", None]
 
 
 def test_replay_returns_recorded_events_in_order() -> None:
