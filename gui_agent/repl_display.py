@@ -23,7 +23,13 @@ from gui_agent.agents.planner import PLAN_LEFT
 from gui_agent.agents.tool_step import NOT_RUN
 from gui_agent.retry_words import retry_words
 from gui_agent.turn_end import PRINTED_BY_THEN, UNANSWERED
-from gui_agent.wording import autochat_stopped, counted, prompt_label, role_title
+from gui_agent.wording import (
+    autochat_stopped,
+    counted,
+    crew_title,
+    prompt_label,
+    role_title,
+)
 from schema import (
     AgentSwitched,
     ApprovalDecision,
@@ -48,6 +54,7 @@ from schema import (
     ToolCallStarted,
     UsageReported,
 )
+from schema.messages import CREW_SPEAKER
 
 APPROVAL_PROMPT = "  allow? [y]es once / [s] for this chat / [N]o: "
 CUT_OFF_NOTE = "cut off at the model's output limit: raise max_tokens or say 'continue'"
@@ -138,6 +145,8 @@ LIVE_MARK = "  ┆ "
 def format_event(event: Event) -> str | None:
     """How the terminal shows one event; None for events it does not print."""
     if isinstance(event, MessageStarted):
+        if event.speaker and event.speaker.strip():  # a crew member's, as the pages say it
+            return f"\n[{crew_title(event.speaker)}] "
         who = role_title(event.agent) if event.agent else event.role.value
         return f"\n[{who}] "
     if isinstance(event, TextDelta):
@@ -191,7 +200,11 @@ def format_event(event: Event) -> str | None:
 
 
 def _speaker(message: Message) -> str:
-    """The label a message's text shows under: its agent's role, else its role."""
+    """The label a message's text shows under: the crew member who wrote it ("Crew ·
+    reviewer"), else its agent's role, else its role."""
+    member = message.metadata.get(CREW_SPEAKER)
+    if isinstance(member, str) and member.strip():
+        return crew_title(member)
     return role_title(message.agent) if message.agent else message.role.value
 
 

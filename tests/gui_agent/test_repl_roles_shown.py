@@ -19,6 +19,7 @@ from schema import (
     Role,
     TextDelta,
 )
+from schema.messages import CREW_SPEAKER
 from tests.gui_agent.helpers import make
 
 NO_TOOLS_NOTE = (
@@ -73,7 +74,8 @@ async def test_the_crew_says_when_the_doer_hands_over_to_the_reviewer(tmp_path: 
     interpreter, _ = make(tmp_path, ["did it", "checked: fine"])
     await interpreter.set_agent("crew")
     out = await shown(interpreter, "do it")
-    assert "[Executor] did it\n  ⇢ Crew, over to the reviewer\n[Thought] checked: fine" in out
+    said = "[Crew · doer] did it\n  ⇢ Crew, over to the reviewer\n[Crew · reviewer] checked: fine"
+    assert said in out  # (not the roles its members' calls are made as: Executor, Thought)
 
 
 async def test_a_supervisors_task_for_a_worker_is_said(tmp_path: Path) -> None:
@@ -95,6 +97,15 @@ def test_a_streamed_reply_is_not_shown_again_and_one_without_a_start_gets_its_la
         lines.format(MessageCompleted(message=reply.model_copy(update={"id": "m2"}))),
     ]
     assert said == ["\n[Thought] ", "hello", None, "\n[Thought] hello"]
+
+
+def test_a_crew_members_reply_written_whole_is_said_under_the_members_name() -> None:
+    note = Message(id="m1", role=Role.ASSISTANT, agent=AgentName.THOUGHT, content="fine")
+    marked = note.model_copy(update={"metadata": {CREW_SPEAKER: "reviewer"}})
+    assert EventLines().format(MessageCompleted(message=marked)) == "\n[Crew · reviewer] fine"
+    assert EventLines().format(MessageCompleted(message=note)) == "\n[Thought] fine"
+    blank = note.model_copy(update={"metadata": {CREW_SPEAKER: " "}})  # names no one
+    assert EventLines().format(MessageCompleted(message=blank)) == "\n[Thought] fine"
 
 
 def test_a_reply_written_whole_after_other_output_is_said_under_its_own_label() -> None:
