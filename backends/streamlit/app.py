@@ -358,8 +358,14 @@ def _follow(client: GuiAgentClient, detail: SessionDetail) -> None:
 def _draw_live(body: Any, live: LiveReply) -> None:
     """The turn so far, in the placeholder `body` (each time whole, replacing the last)."""
     with body.container():
-        if live.text:
-            st.markdown(safe_markdown(live.text))
+        heading = ""
+        for part in live.parts:
+            if not part.text:
+                continue
+            if part.speaker and part.speaker != heading:  # (as the history heads it)
+                st.caption(plain_markdown(part.speaker))
+            heading = part.speaker
+            st.markdown(safe_markdown(part.text))
         if live.retrying:  # the reply has not begun: why, and when it is asked again
             st.caption(plain_markdown(live.retrying))
         for view in live.calls:

@@ -52,10 +52,12 @@ __all__ = [
     "UNANSWERED_NOTE",
     "CallView",
     "Entry",
+    "LivePart",
     "LiveReply",
     "entries_of",
     "hidden_line",
     "image_source",
+    "live_speaker",
     "memory_lines",
     "plain_markdown",
     "pretty_arguments",
@@ -382,12 +384,29 @@ def entries_of(history: list[Message], *, live: Collection[str] = ()) -> list[En
 
 
 @dataclass(slots=True)
-class LiveReply:
-    """A turn as its events arrive: the text being written and the calls being run, for
-    the app to draw again after each event that changed it. The history, loaded again when
-    the turn ends, is what stays."""
+class LivePart:
+    """One reply of a turn being written: who writes it, as the history heads it once it is
+    kept (a crew member's "Crew · doer", else its role's), and its text so far."""
 
+    speaker: str = ""
     text: str = ""
+
+
+def live_speaker(agent: AgentName | None, member: object) -> str:
+    """How a reply being written is headed: by the crew member the server names (`member`:
+    a `message_started`'s `speaker`, a snapshot's `CREW_SPEAKER`), else by its role."""
+    if isinstance(member, str) and member.strip():
+        return crew_title(member)
+    return role_title(agent) if agent is not None else ""
+
+
+@dataclass(slots=True)
+class LiveReply:
+    """A turn as its events arrive: the replies being written (each headed by who writes
+    it) and the calls being run, for the app to draw again after each event that changed
+    it. The history, loaded again when the turn ends, is what stays."""
+
+    parts: list[LivePart] = field(default_factory=list)
     reasoning: str = ""
     calls: list[CallView] = field(default_factory=list)
     replies: int = 0
@@ -411,7 +430,8 @@ class LiveReply:
         beginning with what they printed up to `last_seq` (`SessionDetail.running_calls`)."""
         live = cls()
         for reply in streaming:
-            live.text += reply.content
+            speaker = live_speaker(reply.agent, reply.metadata.get(CREW_SPEAKER))
+            live.parts.append(LivePart(speaker, reply.content))
             if reply.retrying is not None and not reply.content and not reply.reasoning:
                 live.retrying = retry_words(reply.retrying)
         live.calls.extend(unanswered_calls(history))
@@ -419,18 +439,25 @@ class LiveReply:
             live.apply(printed)
         return live
 
+    @property
+    def text(self) -> str:
+        """The text of the turn's replies so far, a blank line between two."""
+        return "\n\n".join(part.text for part in self.parts if part.text)
+
     def apply(self, event: object) -> bool:
-        """Take in one event; True when what is shown changed."""
+        """Take in one event; True when what is shown changed (a reply's heading shows with
+        its first words)."""
         if isinstance(event, MessageStarted):
             self.replies += 1
-            if self.text:  # a new reply of the same turn (after tool calls)
-                self.text += "\n\n"
+            self.parts.append(LivePart(live_speaker(event.agent, event.speaker)))
             return self._drop_retry_line()
         if isinstance(event, TextDelta):
             if event.channel == "reasoning":
                 self.reasoning += event.delta
             else:
-                self.text += event.delta
+                if not self.parts:  # (its start came before the events read here)
+                    self.parts.append(LivePart())
+                self.parts[-1].text += event.delta
             self.retrying = ""
             return True
         if isinstance(event, ModelRetrying):

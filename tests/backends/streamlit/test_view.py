@@ -34,6 +34,7 @@ from schema import (
     Role,
     RunFinished,
     RunOutcome,
+    StreamingReply,
     TextDelta,
     ToolCall,
     ToolCallFinished,
@@ -42,6 +43,7 @@ from schema import (
     ToolResult,
     Usage,
 )
+from schema.messages import CREW_SPEAKER
 
 CALL = ToolCall(id="c1", name="run_python", arguments=json.dumps({"code": "print(42)"}))
 
@@ -348,3 +350,32 @@ def test_a_turn_that_failed_before_its_reply_shows_the_error_kept_in_its_note() 
         ("user", "hello"),
         ("assistant", "Error: ValueError: no key"),  # (not the bare word "message")
     ]
+
+
+def test_each_reply_being_written_is_headed_by_who_writes_it() -> None:
+    """As the history heads it once kept: a crew member by name (the server names it as the
+    reply starts, and in the snapshot a tab opening mid-reply is given), else its role."""
+    live = LiveReply()
+    live.apply(MessageStarted(message_id="a1", agent=AgentName.AGENT_EXECUTOR, speaker="doer"))
+    live.apply(TextDelta(message_id="a1", delta="Done."))
+    live.apply(MessageStarted(message_id="a2", agent=AgentName.THOUGHT, speaker="reviewer"))
+    live.apply(MessageStarted(message_id="a3", agent=AgentName.THOUGHT))
+    live.apply(TextDelta(message_id="a3", delta="Hm."))
+    assert [(p.speaker, p.text) for p in live.parts] == [
+        ("Crew · doer", "Done."),
+        ("Crew · reviewer", ""),
+        ("Thought", "Hm."),
+    ]
+    assert live.text == "Done.\n\nHm."  # (no blank reply in between)
+    kept = {CREW_SPEAKER: "reviewer"}
+    writing = StreamingReply(
+        id="r1", role=Role.ASSISTANT, agent=AgentName.THOUGHT, content="So f", metadata=kept
+    )
+    plain = writing.model_copy(update={"metadata": {}})
+    assert [p.speaker for p in LiveReply.following([writing, plain]).parts] == [
+        "Crew · reviewer",
+        "Thought",
+    ]
+    late = LiveReply()  # (its start came before the events read: no heading known)
+    late.apply(TextDelta(message_id="a9", delta="…and so on"))
+    assert [(p.speaker, p.text) for p in late.parts] == [("", "…and so on")]
