@@ -14,13 +14,15 @@ reviewer", "Task for Executor". AutoChat's prompts are said by the AutoChat turn
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Final
 
 from gui_agent.agents.model_call import FILTERED
 from gui_agent.agents.planner import PLAN_LEFT
 from gui_agent.agents.tool_step import NOT_RUN
+from gui_agent.live_rows import OutputRows
 from gui_agent.retry_words import retry_words
 from gui_agent.turn_end import PRINTED_BY_THEN, UNANSWERED
 from gui_agent.wording import (
@@ -74,9 +76,10 @@ class EventLines:
     for one gets a note instead, written whole) is shown when it is complete, after its
     label; one that streamed is not shown again. One per chat shown."""
 
-    def __init__(self) -> None:
-        self._live: dict[str, bool] = {}
-        """Calls whose output is being shown: whether what was shown ended a line."""
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._live: dict[str, OutputRows] = {}
+        """Calls whose output is being shown, with what of it was shown (`OutputRows`)."""
         self._line_ended = False
         """The last text shown was output that ended its line: the next need not begin one."""
         self._streamed: dict[str, bool] = {}
@@ -108,15 +111,14 @@ class EventLines:
             return format_event(event)
         message = event.message
         streamed = self._streamed.pop(message.id, None)
-        if (
-            message.role is Role.TOOL
-            and self._live.pop(message.tool_call_id or "", None) is not None
-        ):
-            # its output was shown as it came: say only how it ended
+        rows = self._live.pop(message.tool_call_id or "", None)
+        if message.role is Role.TOOL and rows is not None:
+            # its output was shown as it came: say only how it ended (after the last
+            # drawing of a row drawn again, if it was not shown yet)
             if isinstance(status := message.metadata.get("status"), str):
-                return f"\n  ┆ {status}"
+                return f"{rows.flush()}\n  ┆ {status}"
             if message.status is MessageStatus.INTERRUPTED and PRINTED_BY_THEN in message.content:
-                return f"\n  ┆ {message.content.split(PRINTED_BY_THEN, 1)[0]}"
+                return f"{rows.flush()}\n  ┆ {message.content.split(PRINTED_BY_THEN, 1)[0]}"
         if not streamed and _written_whole(message):
             if self._labelled == message.id:  # its label was shown, nothing after it
                 return message.content
@@ -124,18 +126,16 @@ class EventLines:
         return format_event(event)
 
     def _output(self, event: ToolCallOutput) -> str:
-        at_start = self._live.get(event.call_id)
+        rows = self._live.get(event.call_id)
+        shown = ""
+        if rows is None:
+            rows = self._live[event.call_id] = OutputRows(LIVE_MARK, clock=self._clock)
+            shown = "\n  ┆ console:\n"
         text = event.text
-        if event.omitted:
-            text = f"…[{counted(event.omitted, 'character')} not shown]…\n{text}"
-        shown = "\n  ┆ console:\n" if at_start is None else ""
-        if at_start is not False:
-            shown += LIVE_MARK
-        ends_line = text.endswith("\n")
-        body = text[:-1] if ends_line else text
-        shown += body.replace("\n", "\n" + LIVE_MARK) + ("\n" if ends_line else "")
-        self._live[event.call_id] = ends_line
-        return shown
+        if event.omitted:  # (on a row of its own: what was left out ended the open row)
+            note = f"…[{counted(event.omitted, 'character')} not shown]…\n"
+            text = ("" if rows.ended else "\n") + note + text
+        return shown + rows.show(text)
 
 
 LIVE_MARK = "  ┆ "
