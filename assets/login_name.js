@@ -40,6 +40,8 @@
     note.id = PAUSED_ID;
     note.setAttribute("role", "alert");
     note.style.color = "var(--error-text-color, #b91c1c)";
+    note.style.margin = "0";
+    note.style.padding = "var(--block-padding, 10px 12px)";
     note.textContent = words;
     block.parentElement.insertBefore(note, block);
   };
