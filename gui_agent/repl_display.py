@@ -28,9 +28,9 @@ from gui_agent.turn_end import PRINTED_BY_THEN, UNANSWERED
 from gui_agent.wording import (
     autochat_stopped,
     counted,
-    crew_title,
     prompt_label,
     role_title,
+    speaker_title,
 )
 from schema import (
     AgentSwitched,
@@ -144,11 +144,8 @@ LIVE_MARK = "  ┆ "
 
 def format_event(event: Event) -> str | None:
     """How the terminal shows one event; None for events it does not print."""
-    if isinstance(event, MessageStarted):
-        if event.speaker and event.speaker.strip():  # a crew member's, as the pages say it
-            return f"\n[{crew_title(event.speaker)}] "
-        who = role_title(event.agent) if event.agent else event.role.value
-        return f"\n[{who}] "
+    if isinstance(event, MessageStarted):  # (a crew member's by name, as the pages say it)
+        return f"\n[{speaker_title(event.agent, event.speaker) or event.role.value}] "
     if isinstance(event, TextDelta):
         return event.delta if event.channel == "content" else None
     if isinstance(event, MessageCompleted):
@@ -202,10 +199,7 @@ def format_event(event: Event) -> str | None:
 def _speaker(message: Message) -> str:
     """The label a message's text shows under: the crew member who wrote it ("Crew ·
     reviewer"), else its agent's role, else its role."""
-    member = message.metadata.get(CREW_SPEAKER)
-    if isinstance(member, str) and member.strip():
-        return crew_title(member)
-    return role_title(message.agent) if message.agent else message.role.value
+    return speaker_title(message.agent, message.metadata.get(CREW_SPEAKER)) or message.role.value
 
 
 def _written_whole(message: Message) -> bool:

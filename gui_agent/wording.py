@@ -28,6 +28,7 @@ __all__ = [
     "decision_words",
     "prompt_label",
     "role_title",
+    "speaker_title",
     "tool_mode_words",
     "with_full_stop",
 ]
@@ -109,6 +110,15 @@ def crew_title(member: str) -> str:
     a member whose name is not known ("")."""
     crew = _ROLE_TITLES[AgentName.CREW]
     return f"{crew} · {member}" if member.strip() else crew
+
+
+def speaker_title(agent: AgentName | str | None, member: object = None) -> str:
+    """Who a reply is headed by: the crew member `member` names (a reply's `CREW_SPEAKER`,
+    a `message_started`'s `speaker`; anything but a name is no member), else its role
+    (`role_title`); "" for neither."""
+    if isinstance(member, str) and member.strip():
+        return crew_title(member)
+    return role_title(agent) if agent else ""
 
 
 def prompt_label(metadata: Mapping[str, object]) -> str:

@@ -25,7 +25,14 @@ from gui_agent.live_output import SHOWN_CHARS, latest_output
 from gui_agent.retry_words import retry_words
 from gui_agent.session import is_handover
 from gui_agent.turn_end import UNANSWERED
-from gui_agent.wording import confirmation_words, counted, crew_title, prompt_label, role_title
+from gui_agent.wording import (
+    confirmation_words,
+    counted,
+    crew_title,
+    prompt_label,
+    role_title,
+    speaker_title,
+)
 from schema import (
     AgentName,
     ImagePart,
@@ -57,7 +64,6 @@ __all__ = [
     "entries_of",
     "hidden_line",
     "image_source",
-    "live_speaker",
     "memory_lines",
     "plain_markdown",
     "pretty_arguments",
@@ -392,14 +398,6 @@ class LivePart:
     text: str = ""
 
 
-def live_speaker(agent: AgentName | None, member: object) -> str:
-    """How a reply being written is headed: by the crew member the server names (`member`:
-    a `message_started`'s `speaker`, a snapshot's `CREW_SPEAKER`), else by its role."""
-    if isinstance(member, str) and member.strip():
-        return crew_title(member)
-    return role_title(agent) if agent is not None else ""
-
-
 @dataclass(slots=True)
 class LiveReply:
     """A turn as its events arrive: the replies being written (each headed by who writes
@@ -430,7 +428,7 @@ class LiveReply:
         beginning with what they printed up to `last_seq` (`SessionDetail.running_calls`)."""
         live = cls()
         for reply in streaming:
-            speaker = live_speaker(reply.agent, reply.metadata.get(CREW_SPEAKER))
+            speaker = speaker_title(reply.agent, reply.metadata.get(CREW_SPEAKER))
             live.parts.append(LivePart(speaker, reply.content))
             if reply.retrying is not None and not reply.content and not reply.reasoning:
                 live.retrying = retry_words(reply.retrying)
@@ -449,7 +447,7 @@ class LiveReply:
         its first words)."""
         if isinstance(event, MessageStarted):
             self.replies += 1
-            self.parts.append(LivePart(live_speaker(event.agent, event.speaker)))
+            self.parts.append(LivePart(speaker_title(event.agent, event.speaker)))
             return self._drop_retry_line()
         if isinstance(event, TextDelta):
             if event.channel == "reasoning":

@@ -10,28 +10,21 @@ from pathlib import Path
 from gui_agent.live_rows import REDRAW_EVERY_S, OutputRows
 from gui_agent.repl_display import EventLines
 from schema import Message, MessageCompleted, Role, ToolCallOutput
+from tests.connectors.peers import FakeClock
 from tests.gui_agent.helpers import running_code
 
 MARK = "| "
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_plain_rows_show_as_they_come_one_mark_each() -> None:
-    rows = OutputRows(MARK, clock=Clock())
+    rows = OutputRows(MARK, clock=FakeClock())
     said = [rows.show("half a li"), rows.show("ne\n\nnext\r\n"), rows.show("open")]
     assert said == ["| half a li", "ne\n| \n| next\n", "| open"]
     assert not rows.ended
 
 
 def test_a_bar_shows_a_drawing_every_few_seconds_and_where_it_ended() -> None:
-    clock = Clock()
+    clock = FakeClock()
     rows = OutputRows(MARK, clock=clock)
     shown = [rows.show("downloading\n"), rows.show("  0%")]
     for percent in range(10, 100, 10):  # nine frames in well under the interval
@@ -46,7 +39,7 @@ def test_a_bar_shows_a_drawing_every_few_seconds_and_where_it_ended() -> None:
 
 
 def test_the_first_drawing_again_shows_at_once_and_a_repeat_is_not_shown_twice() -> None:
-    clock = Clock()
+    clock = FakeClock()
     rows = OutputRows(MARK, clock=clock)
     assert rows.show("\rstep 1") == "| step 1"  # (nothing before it on its row)
     clock.now += REDRAW_EVERY_S
@@ -56,7 +49,7 @@ def test_the_first_drawing_again_shows_at_once_and_a_repeat_is_not_shown_twice()
 
 
 def test_a_drawing_not_shown_yet_is_shown_when_the_call_ends() -> None:
-    clock = Clock()
+    clock = FakeClock()
     lines = EventLines(clock=clock)
     started = lines.format(ToolCallOutput(call_id="c", text="10%"))
     clock.now += 0.5
@@ -68,7 +61,7 @@ def test_a_drawing_not_shown_yet_is_shown_when_the_call_ends() -> None:
 
 
 def test_what_was_left_out_is_said_on_a_row_of_its_own() -> None:
-    lines = EventLines(clock=Clock())
+    lines = EventLines(clock=FakeClock())
     lines.format(ToolCallOutput(call_id="c", text="half a li"))
     said = lines.format(ToolCallOutput(call_id="c", text="last\n", omitted=1200))
     assert said == "\n  ┆ …[1,200 characters not shown]…\n  ┆ last\n"

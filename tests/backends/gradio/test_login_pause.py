@@ -13,22 +13,13 @@ from starlette.routing import Route
 
 from backends.gradio.login_pause import MAX_FORM_BYTES, LoginPause, paused_words
 from gui_agent.auth.throttle import LoginThrottle
+from tests.connectors.peers import FakeClock
+
+Seen = list[dict[str, str]]
+"""The forms the page's stand-in was sent."""
 
 
-def _seen() -> list[dict[str, str]]:
-    """Where the page's stand-in keeps the forms it was sent."""
-    return []
-
-
-class _Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def _app(seen: list[dict[str, str]]) -> Starlette:
+def _app(seen: Seen) -> Starlette:
     """The page's stand-in: it answers what it got (the form as read, its length)."""
 
     async def login(request: Request) -> JSONResponse:
@@ -46,15 +37,13 @@ def _app(seen: list[dict[str, str]]) -> Starlette:
     )
 
 
-def _client(
-    throttle: LoginThrottle, seen: list[dict[str, str]], root: str = ""
-) -> httpx.AsyncClient:
+def _client(throttle: LoginThrottle, seen: Seen, root: str = "") -> httpx.AsyncClient:
     app = LoginPause(_app(seen), throttle=throttle)
     transport = httpx.ASGITransport(app=app, root_path=root)
     return httpx.AsyncClient(transport=transport, base_url="http://page")
 
 
-def _paused(name: str, clock: _Clock) -> LoginThrottle:
+def _paused(name: str, clock: FakeClock) -> LoginThrottle:
     throttle = LoginThrottle(free_attempts=2, base_delay_s=30.0, max_delay_s=600.0, clock=clock)
     for _ in range(3):
         throttle.failed(name)
@@ -62,7 +51,7 @@ def _paused(name: str, clock: _Clock) -> LoginThrottle:
 
 
 async def test_a_paused_names_login_is_answered_with_why_and_how_long() -> None:
-    clock, seen = _Clock(), _seen()
+    clock, seen = FakeClock(), Seen()
     throttle = _paused("carol", clock)
     wait = throttle.retry_after("carol")
     assert wait > 0
@@ -84,7 +73,7 @@ async def test_a_paused_names_login_is_answered_with_why_and_how_long() -> None:
 
 
 async def test_everything_else_reaches_the_app_as_it_was_sent() -> None:
-    clock, seen = _Clock(), _seen()
+    clock, seen = FakeClock(), Seen()
     throttle = _paused("carol", clock)
     async with _client(throttle, seen) as page:
         other = await page.post("/login", data={"username": "dave", "password": "p"})
@@ -103,7 +92,7 @@ async def test_everything_else_reaches_the_app_as_it_was_sent() -> None:
 
 
 async def test_the_login_is_found_below_a_root_path() -> None:
-    clock, seen = _Clock(), _seen()
+    clock, seen = FakeClock(), Seen()
     async with _client(_paused("carol", clock), seen, root="/chat") as page:
         answer = await page.post("/chat/login", data={"username": "carol", "password": "p"})
     assert answer.status_code == 429
