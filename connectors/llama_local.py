@@ -45,6 +45,7 @@ from connectors.llama_mapping import (
     to_chat_messages,
     tool_instructions,
 )
+from connectors.llama_quiet import quiet_llama_cpp
 from connectors.log_text import loggable
 from gui_agent.exceptions import ConfigError, InvalidRequest, ModelError
 from gui_agent.llm import generate_from_stream
@@ -148,6 +149,7 @@ def _load_llama(path: Path, *, vocab_only: bool, n_threads: int, n_ctx: int) -> 
         raise ConfigError(SETUP_HINT) from exc
     if not path.is_file():
         raise ConfigError(f"model weights not found at {path}; {SETUP_HINT}")
+    quiet_llama_cpp()  # its messages to the log, and no thread's output sent to /dev/null
     try:
         return Llama(
             model_path=str(path),
