@@ -449,6 +449,10 @@ class LineReader:
     `readline` has returned EOF, every later one does too, so a question that consumed the
     end (an approval) does not leave the next one waiting. On a terminal, Ctrl-D ends only
     the read it answers; the next prompt reads the terminal again.
+
+    The thread reads a descriptor of its own (a copy of standard input's, closed when it
+    stops): standard input closed by its owner meanwhile, its number taken by a file opened
+    next, the thread would have read that file's bytes (a model's weights, a socket's).
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -456,13 +460,21 @@ class LineReader:
         self._loop = loop
         self._ended = False
         try:
-            self._fd: int | None = sys.stdin.fileno()
+            self._fd: int | None = os.dup(sys.stdin.fileno())
         except (AttributeError, ValueError, OSError):  # no stdin at all (started with <&-)
             self._fd = None
         self._terminal = self._fd is not None and os.isatty(self._fd)
         self._encoding = getattr(sys.stdin, "encoding", None) or "utf-8"
         self._kept: str | None = None  # a line given back (`keep`): the next one read
-        threading.Thread(target=self._pump, daemon=True, name="stdin").start()
+        threading.Thread(target=self._reading, daemon=True, name="stdin").start()
+
+    def _reading(self) -> None:
+        """The thread: `_pump` until it stops, then close the descriptor it read."""
+        try:
+            self._pump()
+        finally:
+            if self._fd is not None:
+                os.close(self._fd)
 
     def _pump(self) -> None:
         # os.read on the descriptor, not sys.stdin: a thread blocked inside sys.stdin holds its
