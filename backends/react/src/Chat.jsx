@@ -4,7 +4,7 @@
 // history is read once; from there on the chat's events keep it current, from the event
 // after the one the history holds, so nothing is missed or shown twice. When the history is
 // cut (a retry, an edit or a clear, from any tab), or events were missed, it is read again.
-import { useEffect, useMemo, useState } from "react";
+import { useEffect, useMemo, useRef, useState } from "react";
 import { Approval } from "./Approval.jsx";
 import { Composer } from "./Composer.jsx";
 import { Entry, LiveEntry, RunningCall } from "./Entry.jsx";
@@ -31,6 +31,9 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
   // another message was sent since, from another tab, instead of dropping that one)
   const [editing, setEditing] = useState(null);
   const [generation, setGeneration] = useState(0); // bumped: read the history again
+  // Saves on their way (a role picked, then Enter at once): a message waits for them, else
+  // it could reach the server first and run with what the chat had before.
+  const saving = useRef(new Set());
 
   function failed(error) {
     if (error instanceof api.ApiError && error.status === 401) onSignedOut();
@@ -129,13 +132,22 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
   // while this one was on its way was undone on the page.)
   const save = async (changes) => {
     setChat((c) => ({ ...c, session: withChanges(c.session, changes) }));
+    const request = client.updateSession(sessionId, changes);
+    const settled = request.then(
+      () => undefined,
+      () => undefined,
+    );
+    saving.current.add(settled);
+    settled.then(() => saving.current.delete(settled));
     const saved = await act(async () => {
-      const { session } = await client.updateSession(sessionId, changes);
+      const { session } = await request;
       setChat((c) => ({ ...c, session: withChanges(c.session, answered(changes, session)) }));
     });
     if (!saved) setGeneration((n) => n + 1);
     return saved;
   };
+  // What was saved before a message counts for it.
+  const afterSaves = () => Promise.all([...saving.current]);
 
   const record = chat.session;
   // (AutoChat between two turns too: Stop ends it, and the chat is not to be changed)
@@ -208,7 +220,12 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
         <button
           type="button"
           disabled={running || chat.messages.length === 0}
-          onClick={() => act(() => client.retry(sessionId))}
+          onClick={() =>
+            act(async () => {
+              await afterSaves();
+              await client.retry(sessionId);
+            })
+          }
         >
           Retry last turn
         </button>
@@ -293,15 +310,17 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
       <Composer
         send={(text, images) =>
           act(async () => {
+            await afterSaves();
             const answer = await client.sendMessage(sessionId, text, { images });
             if (answer.queued) setChat((c) => withQueued(c, answer.message_id, text));
           })
         }
         editing={editing}
         sendEdit={async (text, images) => {
-          const done = await act(() =>
-            client.editLast(sessionId, text, { images, messageId: editing?.id }),
-          );
+          const done = await act(async () => {
+            await afterSaves();
+            await client.editLast(sessionId, text, { images, messageId: editing?.id });
+          });
           if (done) setEditing(null);
           return done;
         }}
