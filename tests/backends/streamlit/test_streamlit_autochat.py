@@ -5,12 +5,15 @@ ends AutoChat."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from playwright.sync_api import Page, expect
 
 from gui_agent.wording import AUTOCHAT_BETWEEN_TURNS
 from tests.backends.api.live import Backend
 from tests.backends.streamlit.test_streamlit_page import (
+    PASSWORD,
     backend,
     front,
     new_chat,
@@ -24,6 +27,23 @@ pytestmark = pytest.mark.browser
 
 __all__ = ["backend", "front", "page"]  # (the fixtures, shared with the page's tests)
 
+SAVED_WITHIN_S = 20.0
+
+
+def limits_saved(backend: Backend, max_turns: int, delay_s: float) -> None:
+    """Wait until the server has the limits just saved for the newest chat. (Right after
+    the click, the page may not have begun the run that saves them: the AutoChat switch
+    clicked then started a run in its place, and the limits were never saved.)"""
+    api = backend.client().login("ada", PASSWORD)
+    deadline = time.monotonic() + SAVED_WITHIN_S
+    while True:
+        untitled = [s for s in api.get("/api/sessions").json()["sessions"] if not s["title"]]
+        limits = untitled[0]["autochat"] if untitled else {}
+        if limits.get("max_turns") == max_turns and limits.get("delay_s") == delay_s:
+            return
+        assert time.monotonic() < deadline, f"the limits were not saved: {limits}"
+        time.sleep(0.1)
+
 
 def test_the_chat_says_autochat_waits_between_its_turns_not_that_it_works(
     page: Page, backend: Backend
@@ -33,6 +53,7 @@ def test_the_chat_says_autochat_waits_between_its_turns_not_that_it_works(
     page.get_by_text("AutoChat", exact=True).click()  # the section, opened
     page.get_by_label("Delay between turns (s)").fill("30")
     page.get_by_role("button", name="Save limits").click()
+    limits_saved(backend, 5, 30.0)
     settled(page)
     page.get_by_text("AutoChat: keep working on its own").click()
     send(page, "keep going between turns")
@@ -58,6 +79,7 @@ def test_the_turn_after_the_wait_is_followed_and_the_wait_is_said_no_more(
     page.get_by_label("Max automatic turns").fill("1")
     page.get_by_label("Delay between turns (s)").fill("3")
     page.get_by_role("button", name="Save limits").click()
+    limits_saved(backend, 1, 3.0)
     settled(page)
     page.get_by_text("AutoChat: keep working on its own").click()
     send(page, "one more turn after a wait")
