@@ -63,6 +63,24 @@ def _switched(client: GuiAgentClient, session_id: str, key: str) -> None:
     _save(client, session_id, {"enabled": bool(st.session_state[key])})
 
 
+_LIMITS = ("max_turns", "delay_s", "token_budget", "time_budget_s")
+
+
+def _save_limits(client: GuiAgentClient, session_id: str, boxes: dict[str, str]) -> None:
+    """The limits as the boxes had them when Save was clicked (0 budget: none)."""
+    typed = {name: st.session_state[key] for name, key in boxes.items()}
+    _save(
+        client,
+        session_id,
+        {
+            "max_turns": int(typed["max_turns"]),
+            "delay_s": float(typed["delay_s"]),
+            "token_budget": int(typed["token_budget"]) or None,
+            "time_budget_s": float(typed["time_budget_s"]) or None,
+        },
+    )
+
+
 def autochat_panel(client: GuiAgentClient, detail: SessionDetail) -> None:
     """The switch (saved at once) and the limits (saved together), as the server has them."""
     session_id, settings = detail.session.id, detail.session.autochat
@@ -76,32 +94,43 @@ def autochat_panel(client: GuiAgentClient, detail: SessionDetail) -> None:
             on_change=_switched,
             args=(client, session_id, key),
         )
+        # The limits are saved by the button's callback, first thing in the run its click
+        # starts: saved in the script, a change made at once (the switch) started a run in
+        # that one's place, and the limits shown were never saved. The boxes' keys carry
+        # the values the server has, so a change saved anywhere shows in them.
+        server = "-".join(str(getattr(settings, name)) for name in _LIMITS)
+        boxes = {name: f"autochat-{name}-{session_id}-{server}" for name in _LIMITS}
         with st.form(f"limits-{session_id}"):
             left, right = st.columns(2)
-            turns = left.number_input(
-                "Max automatic turns", min_value=1, max_value=1000, value=settings.max_turns
+            left.number_input(
+                "Max automatic turns",
+                min_value=1,
+                max_value=1000,
+                value=settings.max_turns,
+                key=boxes["max_turns"],
             )
-            delay = right.number_input(
-                "Delay between turns (s)", min_value=0.0, max_value=3600.0, value=settings.delay_s
+            right.number_input(
+                "Delay between turns (s)",
+                min_value=0.0,
+                max_value=3600.0,
+                value=settings.delay_s,
+                key=boxes["delay_s"],
             )
-            tokens = left.number_input(
-                "Token budget (0 = none)", min_value=0, value=settings.token_budget or 0
+            left.number_input(
+                "Token budget (0 = none)",
+                min_value=0,
+                value=settings.token_budget or 0,
+                key=boxes["token_budget"],
             )
-            seconds = right.number_input(
-                "Time budget in s (0 = none)", min_value=0.0, value=settings.time_budget_s or 0.0
+            right.number_input(
+                "Time budget in s (0 = none)",
+                min_value=0.0,
+                value=settings.time_budget_s or 0.0,
+                key=boxes["time_budget_s"],
             )
-            if st.form_submit_button("Save limits"):
-                _save(
-                    client,
-                    session_id,
-                    {
-                        "max_turns": int(turns),
-                        "delay_s": float(delay),
-                        "token_budget": int(tokens) or None,
-                        "time_budget_s": float(seconds) or None,
-                    },
-                )
-                st.rerun()
+            st.form_submit_button(
+                "Save limits", on_click=_save_limits, args=(client, session_id, boxes)
+            )
         status = state.get(_STATUS, {}).get(session_id)
         if status:
             stopped = status.startswith("AutoChat stopped") and settings.enabled

@@ -91,3 +91,23 @@ def test_the_turn_after_the_wait_is_followed_and_the_wait_is_said_no_more(
     expect(waiting).to_have_count(0)
     replies = page.get_by_test_id("stChatMessage").filter(has_text="Hello from the scripted model.")
     expect(replies).to_have_count(2)  # the person's turn's, and the automatic turn's
+
+
+def test_limits_saved_and_the_switch_clicked_at_once_both_count(
+    page: Page, backend: Backend
+) -> None:
+    """The switch clicked right after Save limits, before the page ran again: both are
+    saved (the switch's run took the place of the one that saved the limits, and the
+    limits the page showed were never saved)."""
+    signed_in(page)
+    new_chat(page)
+    page.get_by_text("AutoChat", exact=True).click()
+    page.get_by_label("Max automatic turns").fill("2")
+    page.get_by_label("Delay between turns (s)").fill("7")
+    page.get_by_role("button", name="Save limits").click()
+    page.get_by_text("AutoChat: keep working on its own").click()  # at once
+    limits_saved(backend, 2, 7.0)
+    settled(page)
+    api = backend.client().login("ada", PASSWORD)
+    untitled = [s for s in api.get("/api/sessions").json()["sessions"] if not s["title"]]
+    assert untitled[0]["autochat"]["enabled"] is True

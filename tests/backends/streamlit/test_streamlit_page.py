@@ -323,10 +323,10 @@ def test_autochat_runs_its_turns_within_the_limit_and_says_why_it_stopped(
 def test_a_saved_change_draws_the_page_once_more(
     page: Page, backend: Backend, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Saving the AutoChat limits runs the script twice: the run that saves, and the one it
-    starts to show what was saved. Reading the change's event back changes nothing shown,
-    so no third run follows (each run closes a menu the person may have just opened, and
-    one starting after a pause took a click made in that pause)."""
+    """Saving the AutoChat limits runs the script once: the button's callback saves them
+    before the run, which shows what was saved. Reading the change's event back changes
+    nothing shown, so no second run follows (each run closes a menu the person may have
+    just opened, and one starting after a pause took a click made in that pause)."""
     signed_in(page)
     new_chat(page)
     page.get_by_text("AutoChat", exact=True).click()  # the section, opened
@@ -347,7 +347,7 @@ def test_a_saved_change_draws_the_page_once_more(
     untitled = [s for s in api.get("/api/sessions").json()["sessions"] if not s["title"]]
     session_id = untitled[0]["id"]  # (the newest chat without a title: this one)
     assert untitled[0]["autochat"]["max_turns"] == 4
-    assert asked.count(session_id) == 2, asked
+    assert asked.count(session_id) == 1, asked
     expect(page.get_by_label("Max automatic turns")).to_have_value("4")
 
 
