@@ -23,6 +23,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import logging
+import threading
 import types
 from typing import Any, Final
 
@@ -67,11 +68,21 @@ def _log_native(level: int, text: bytes | None, _user_data: Any) -> None:
         return
 
 
-@functools.cache
+_ONCE: Final = threading.Lock()
+"""Two first loads at once (the vocabulary, the model) set the callback once: each setting
+its own, the one not kept here would be freed while llama.cpp still called it."""
+
+
 def quiet_llama_cpp() -> object:
     """Route llama.cpp's messages to `NATIVE_LOGGER` and stop llama-cpp-python silencing the
     process's output (see the module's text). Needs llama_cpp installed; the first call
-    does it, later calls return the same callback (kept here: llama.cpp holds a pointer)."""
+    does it, later calls return the same callback (kept: llama.cpp holds a pointer to it)."""
+    with _ONCE:
+        return _quieted()
+
+
+@functools.cache
+def _quieted() -> object:
     import llama_cpp
     import llama_cpp._internals as internals
     import llama_cpp.llama as llama_module
