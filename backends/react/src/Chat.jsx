@@ -133,10 +133,7 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
   const save = async (changes) => {
     setChat((c) => ({ ...c, session: withChanges(c.session, changes) }));
     const request = client.updateSession(sessionId, changes);
-    const settled = request.then(
-      () => undefined,
-      () => undefined,
-    );
+    const settled = request.catch(() => undefined); // (its failure is said below)
     saving.current.add(settled);
     settled.then(() => saving.current.delete(settled));
     const saved = await act(async () => {

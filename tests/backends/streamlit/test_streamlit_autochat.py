@@ -30,29 +30,40 @@ __all__ = ["backend", "front", "page"]  # (the fixtures, shared with the page's 
 SAVED_WITHIN_S = 20.0
 
 
+def newest_limits(backend: Backend) -> dict[str, object]:
+    """The AutoChat settings the server has for the newest chat without a title."""
+    api = backend.client().login("ada", PASSWORD)
+    untitled = [s for s in api.get("/api/sessions").json()["sessions"] if not s["title"]]
+    return dict(untitled[0]["autochat"]) if untitled else {}
+
+
 def limits_saved(backend: Backend, max_turns: int, delay_s: float) -> None:
     """Wait until the server has the limits just saved for the newest chat. (Right after
     the click, the page may not have begun the run that saves them: the AutoChat switch
     clicked then started a run in its place, and the limits were never saved.)"""
-    api = backend.client().login("ada", PASSWORD)
     deadline = time.monotonic() + SAVED_WITHIN_S
     while True:
-        untitled = [s for s in api.get("/api/sessions").json()["sessions"] if not s["title"]]
-        limits = untitled[0]["autochat"] if untitled else {}
+        limits = newest_limits(backend)
         if limits.get("max_turns") == max_turns and limits.get("delay_s") == delay_s:
             return
         assert time.monotonic() < deadline, f"the limits were not saved: {limits}"
         time.sleep(0.1)
 
 
-def test_the_chat_says_autochat_waits_between_its_turns_not_that_it_works(
-    page: Page, backend: Backend
-) -> None:
+def limits_typed_in_a_new_chat(page: Page, max_turns: int, delay_s: float) -> None:
+    """Sign in, start a chat, type the AutoChat limits and click Save limits."""
     signed_in(page)
     new_chat(page)
     page.get_by_text("AutoChat", exact=True).click()  # the section, opened
-    page.get_by_label("Delay between turns (s)").fill("30")
+    page.get_by_label("Max automatic turns").fill(str(max_turns))
+    page.get_by_label("Delay between turns (s)").fill(str(delay_s))
     page.get_by_role("button", name="Save limits").click()
+
+
+def test_the_chat_says_autochat_waits_between_its_turns_not_that_it_works(
+    page: Page, backend: Backend
+) -> None:
+    limits_typed_in_a_new_chat(page, 5, 30.0)
     limits_saved(backend, 5, 30.0)
     settled(page)
     page.get_by_text("AutoChat: keep working on its own").click()
@@ -73,12 +84,7 @@ def test_the_chat_says_autochat_waits_between_its_turns_not_that_it_works(
 def test_the_turn_after_the_wait_is_followed_and_the_wait_is_said_no_more(
     page: Page, backend: Backend
 ) -> None:
-    signed_in(page)
-    new_chat(page)
-    page.get_by_text("AutoChat", exact=True).click()
-    page.get_by_label("Max automatic turns").fill("1")
-    page.get_by_label("Delay between turns (s)").fill("3")
-    page.get_by_role("button", name="Save limits").click()
+    limits_typed_in_a_new_chat(page, 1, 3.0)
     limits_saved(backend, 1, 3.0)
     settled(page)
     page.get_by_text("AutoChat: keep working on its own").click()
@@ -99,15 +105,8 @@ def test_limits_saved_and_the_switch_clicked_at_once_both_count(
     """The switch clicked right after Save limits, before the page ran again: both are
     saved (the switch's run took the place of the one that saved the limits, and the
     limits the page showed were never saved)."""
-    signed_in(page)
-    new_chat(page)
-    page.get_by_text("AutoChat", exact=True).click()
-    page.get_by_label("Max automatic turns").fill("2")
-    page.get_by_label("Delay between turns (s)").fill("7")
-    page.get_by_role("button", name="Save limits").click()
+    limits_typed_in_a_new_chat(page, 2, 7.0)
     page.get_by_text("AutoChat: keep working on its own").click()  # at once
     limits_saved(backend, 2, 7.0)
     settled(page)
-    api = backend.client().login("ada", PASSWORD)
-    untitled = [s for s in api.get("/api/sessions").json()["sessions"] if not s["title"]]
-    assert untitled[0]["autochat"]["enabled"] is True
+    assert newest_limits(backend)["enabled"] is True
