@@ -15,6 +15,7 @@ from backends.gradio.follow import as_published
 from backends.gradio.form import Form
 from backends.gradio.handler_base import HandlerBase
 from backends.gradio.owners import owner_of, tab_of
+from backends.gradio.pickers import take_picks
 from backends.gradio.saves import LIMITS, SETTINGS, save_form
 from backends.gradio.stream import Updates, no_change
 from backends.gradio.tabs import send_number_of, ticket_of
@@ -281,17 +282,20 @@ class Sending(HandlerBase):
         settings_note: str,
         limits_note: str = SENT_WITH_PREVIOUS,
     ) -> Updates:
-        """Save the settings and AutoChat limits the form shows to the chat before a turn
-        runs (saves.py), naming in a toast a value that is wrong (that field keeps its
-        value, and the turn runs all the same). Returns the tab's new base (`base_after`)."""
+        """Save the role and model the pickers show (pickers.py), and the settings and
+        AutoChat limits the form shows, to the chat before a turn runs (saves.py), naming
+        in a toast a value that is wrong (that field keeps its value, and the turn runs all
+        the same). Returns the tab's new base (`base_after`)."""
         # Only the boxes the person changed in this tab: those that differ from what the tab
         # last got for them (bases.py). Not those that differ from the chat's value now: a
         # tab that missed a change made elsewhere would undo it (and an unset temperature
         # shows as 1.0, and must stay unset).
+        tab = tab_of(request)
+        await take_picks(self, tab, interpreter, form.role, form.model)
         changed = edited(form.boxes(), form.base, interpreter.id, self.shows(interpreter))
         problems = await save_form(
             self.news,
-            tab_of(request),
+            tab,
             interpreter,
             form,
             ticket,

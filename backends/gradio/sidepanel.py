@@ -12,11 +12,11 @@ from typing import Any
 
 import gradio as gr
 
-from backends.gradio.follow import as_published
 from backends.gradio.form import SETTINGS_NOT_SAVED, Form
 from backends.gradio.handlers import NOT_SAVED, Handlers, tab_of
 from backends.gradio.layout import model_note_text
 from backends.gradio.markdown import escape_html
+from backends.gradio.pickers import model_kept, switch_model
 from backends.gradio.saves import LIMITS, save_form
 from backends.gradio.stream import Updates, no_change
 from backends.gradio.tabs import ticket_of
@@ -75,17 +75,11 @@ class SidePanel:
         interpreter = await handlers.lookup(session_id, request)
         if interpreter is None:
             return note
-        settings = interpreter.session.settings.model_copy(update={"model": model})
-        handlers.news.saving(tab_of(request), interpreter.id, {"settings": as_published(settings)})
         try:
-            await handlers.manager.set_model(interpreter, model)
+            await switch_model(handlers, tab_of(request), interpreter, model)
         except InvalidRequest as exc:
             gr.Warning(toast_text(exc))  # it names the model the request picked
-            kept = interpreter.session.settings.model or handlers.manager.models.default
-            return {
-                handlers.page.model_picker: interpreter.session.settings.model,
-                handlers.page.model_note: model_note_text(kept, handlers.notes.get(kept, "")),
-            }
+            return model_kept(handlers, interpreter)
         return note
 
     async def check_settings(self, data: dict[Any, Any]) -> Updates:

@@ -31,7 +31,11 @@ LONGER = "openrouter:meta-llama/llama-3.3-70b-instruct-turbo-2025"
 
 
 async def _build() -> tuple[FastAPI, Served]:
-    models = [ScriptedModel(name=name, default="ok") for name in (LONG, LONGER)]
+    return await built_with(*(ScriptedModel(name=name, default="ok") for name in (LONG, LONGER)))
+
+
+async def built_with(*models: ScriptedModel) -> tuple[FastAPI, Served]:
+    """The page of a server whose models are `models` (the first is the default)."""
     manager = SessionManager(
         models=StaticCatalog(*models),
         store=MemoryStore(),
