@@ -194,10 +194,22 @@ class HandlerBase:
         return manager.changes.announced(owner) + manager.activity.announced(owner)
 
     async def session_list_update(
-        self, owner: str, current: str, query: str = "", *, tab: str | None = None
+        self,
+        owner: str,
+        current: str,
+        query: str = "",
+        *,
+        tab: str | None = None,
+        searched: bool = False,
     ) -> Updates:
         """The chats list of `owner`, `current` selected, filtered by `query`. For a `tab`:
-        nothing, when the tab got a list read after this one began (list_order.py)."""
+        filtered by what its search box was last given instead (`searched`: `query` is
+        that, from the search's event or one that sets the box), and nothing when the tab
+        got a list read after this one began (list_order.py)."""
+        if tab is not None and searched:
+            self.lists.searched(tab, query)
+        elif tab is not None:
+            query = self.lists.query(tab, query)
         reading = self.lists.begin()
         choices = await self.session_choices(owner, query)
         if tab is not None and not self.lists.take_up(tab, reading):

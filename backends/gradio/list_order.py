@@ -7,6 +7,14 @@ a rename can finish after the rename's own reading has been shown: shown last, i
 old title back, and it stays until the list changes again. Each reading takes a number as it
 starts; one that finishes after a higher-numbered one was taken up leaves the list as it is
 (what the tab shows then is newer than it).
+
+A reading is filtered by the tab's search. The query an event carries is the one the search
+box had when the event was triggered, and a reading that finishes after the search's own
+can be one triggered before the person typed the query (a send's list refresh, when the
+turn ended as New chat was clicked). Shown last, it listed every chat under a search box
+that still showed the query. So each tab's query is the one its search box was last given,
+by the search's own event or by an event that set the box, and every reading for the tab
+is filtered by it (`query`).
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ class ListOrder:
     def __init__(self) -> None:
         self._taken = 0
         self._shown: dict[str, int] = {}  # tab -> the number of the newest list it got
+        self._queries: dict[str, str] = {}  # tab -> what its search box was last given
 
     def begin(self) -> int:
         """A number for a reading about to start: higher than every one before it."""
@@ -36,3 +45,13 @@ class ListOrder:
             return False
         keep_latest(self._shown, tab, reading, MAX_TABS)
         return True
+
+    def searched(self, tab: str, query: str) -> None:
+        """The tab's search box shows `query` now (its search's event, or an event that set
+        the box)."""
+        keep_latest(self._queries, tab, query, MAX_TABS)
+
+    def query(self, tab: str, carried: str) -> str:
+        """The query to filter the tab's list by: the one its search box was last given,
+        else `carried` (the one the event carried)."""
+        return self._queries.get(tab, carried)

@@ -87,7 +87,9 @@ class Navigation(HandlerBase):
         chosen in the list. The list shows every chat, and so does the search box (not a
         stale query), unless `query` is given: then it is the list of that search."""
         self.new_modes.forget(tab)  # (a new chat starts with the app's own tool modes)
-        listed = await self.session_list_update(owner, "", query or "", tab=tab)
+        listed = await self.session_list_update(
+            owner, "", query or "", tab=tab, searched=query is None
+        )
         return {
             self.page.session_id: "",
             **self.settings_values(None),

@@ -28,7 +28,7 @@ class Sidebar:
 
     async def search(self, query: str, session_id: str, request: gr.Request) -> Updates:
         return await self.handlers.session_list_update(
-            owner_of(request), session_id, query, tab=tab_of(request)
+            owner_of(request), session_id, query, tab=tab_of(request), searched=True
         )
 
     async def refresh_list(

@@ -114,9 +114,13 @@ class Transfer:
         # The list shows every chat, the imported one among them: so does the search box.
         unfiltered = {self.handlers.page.search: ""}
         if self.handlers.page.session_id not in opened:  # a later event shows something else
-            listed = await self.handlers.session_list_update(owner, "", tab=tab_of(request))
+            listed = await self.handlers.session_list_update(
+                owner, "", tab=tab_of(request), searched=True
+            )
             return {**unfiltered, **listed}
-        listed = await self.handlers.session_list_update(owner, record.id, tab=tab_of(request))
+        listed = await self.handlers.session_list_update(
+            owner, record.id, tab=tab_of(request), searched=True
+        )
         return {**opened, **unfiltered, **listed}
 
     async def replay(

@@ -75,3 +75,42 @@ async def test_a_list_read_before_a_rename_and_done_after_it_leaves_the_new_titl
     labels = [label for label, _id in again[page.session_list]["choices"]]
     assert any("The new title" in label for label in labels), labels
     await manager.close()
+
+
+def test_a_tabs_list_is_filtered_by_what_its_search_box_was_last_given() -> None:
+    lists = ListOrder()
+    assert lists.query("tab-a", "carried") == "carried"  # (nothing searched yet)
+    lists.searched("tab-a", "sheep")
+    assert lists.query("tab-a", "") == "sheep"
+    assert lists.query("tab-b", "") == ""  # another tab's search is its own
+    lists.searched("tab-a", "")
+    assert lists.query("tab-a", "goats") == ""
+
+
+async def test_a_list_refresh_carrying_the_query_from_before_the_search_keeps_the_search(
+    tmp_path: Path,
+) -> None:
+    """A send's list refresh carries the search box as it was when the send's turn ended:
+    one that ran after a search typed since listed every chat under the typed query (a
+    Gradio test's CI flake: 7 chats listed for a search that matched 1)."""
+    page, manager, handlers = await page_handlers(tmp_path, ScriptedModel(default="hi"))
+    try:
+        for title in ("sheep to count", "goats to milk", "cows to feed"):
+            chat = await manager.create("local")
+            await chat.update(title=title)
+        sidebar = Sidebar(handlers)
+
+        def titles(updates: dict[Any, Any]) -> list[str]:
+            return [label for label, _id in updates[page.session_list]["choices"]]
+
+        searched = await sidebar.search("sheep", "", None)  # type: ignore[arg-type]
+        assert len(titles(searched)) == 1
+        refreshed = await sidebar.refresh_list("", "", "", None)  # type: ignore[arg-type]
+        assert len(titles(refreshed)) == 1 and "sheep to count" in titles(refreshed)[0]
+        # New chat empties the search box: the lists after it show every chat again.
+        emptied = await handlers.new_chat("2", None)  # type: ignore[arg-type]
+        assert emptied[page.search] == "" and len(titles(emptied)) == 3
+        refreshed = await sidebar.refresh_list("", "sheep", "", None)  # type: ignore[arg-type]
+        assert len(titles(refreshed)) == 3
+    finally:
+        await manager.close()
