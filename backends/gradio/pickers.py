@@ -4,7 +4,10 @@ and a send, retry or AutoChat switch of the tab takes them too, as the pickers s
 The browser sends each event on a connection of its own, so a message sent right after a
 pick could reach the server before the pick did: its turn ran as the role (or with the
 model) the chat had before, while the picker showed the new one. So a turn runs with what
-the pickers show; the pick, when it comes, finds the chat so and changes nothing more."""
+the pickers show; the pick, when it comes, finds the chat so and changes nothing more.
+Unlike the settings boxes (bases.py), a picker is taken as it shows even when it differs
+because the tab has not yet heard of a pick made in another tab: the turn runs as the
+person sending it sees."""
 
 from __future__ import annotations
 

@@ -286,12 +286,12 @@ class Sending(HandlerBase):
         AutoChat limits the form shows, to the chat before a turn runs (saves.py), naming
         in a toast a value that is wrong (that field keeps its value, and the turn runs all
         the same). Returns the tab's new base (`base_after`)."""
+        tab = tab_of(request)
+        await take_picks(self, tab, interpreter, form.role, form.model)
         # Only the boxes the person changed in this tab: those that differ from what the tab
         # last got for them (bases.py). Not those that differ from the chat's value now: a
         # tab that missed a change made elsewhere would undo it (and an unset temperature
         # shows as 1.0, and must stay unset).
-        tab = tab_of(request)
-        await take_picks(self, tab, interpreter, form.role, form.model)
         changed = edited(form.boxes(), form.base, interpreter.id, self.shows(interpreter))
         problems = await save_form(
             self.news,
