@@ -10,9 +10,10 @@ import streamlit as st
 
 from backends.api.client import ApiError, GuiAgentClient
 from backends.api.responses import SessionDetail
+from backends.streamlit.forms import to_save
 from backends.streamlit.view import plain_markdown
 from gui_agent.wording import AUTOCHAT_STILL_ON, autochat_stopped, counted, with_full_stop
-from schema import AutoChatStopped, AutoChatTurn
+from schema import AutoChatSettings, AutoChatStopped, AutoChatTurn, SessionRecord
 
 __all__ = ["autochat_panel", "note_autochat", "read_up_to", "resume_point"]
 
@@ -52,11 +53,12 @@ def note_autochat(session_id: str, event: object) -> bool:
     return True
 
 
-def _save(client: GuiAgentClient, session_id: str, changes: dict[str, Any]) -> None:
+def _save(client: GuiAgentClient, session_id: str, changes: dict[str, Any]) -> SessionRecord | None:
     try:
-        client.update_session(session_id, autochat=changes)
+        return client.update_session(session_id, autochat=changes)
     except ApiError as error:
         st.session_state.flash = error.message
+        return None
 
 
 def _switched(client: GuiAgentClient, session_id: str, key: str) -> None:
@@ -66,25 +68,58 @@ def _switched(client: GuiAgentClient, session_id: str, key: str) -> None:
 _LIMITS = ("max_turns", "delay_s", "token_budget", "time_budget_s")
 
 
-def _save_limits(client: GuiAgentClient, session_id: str, boxes: dict[str, str]) -> None:
-    """The limits as the boxes had them when Save was clicked (0 budget: none)."""
-    typed = {name: st.session_state[key] for name, key in boxes.items()}
-    _save(
-        client,
-        session_id,
-        {
-            "max_turns": int(typed["max_turns"]),
-            "delay_s": float(typed["delay_s"]),
-            "token_budget": int(typed["token_budget"]) or None,
-            "time_budget_s": float(typed["time_budget_s"]) or None,
-        },
-    )
+def _boxes(session_id: str, settings: AutoChatSettings) -> dict[str, str]:
+    """The limit boxes' keys. They carry the values the server has, so a change saved
+    anywhere shows in them (drawn afresh)."""
+    server = "-".join(str(getattr(settings, name)) for name in _LIMITS)
+    return {name: f"autochat-{name}-{session_id}-{server}" for name in _LIMITS}
+
+
+def _limits_of(settings: AutoChatSettings) -> dict[str, Any]:
+    return {name: getattr(settings, name) for name in _LIMITS}
+
+
+def _limits_held(boxes: dict[str, str]) -> dict[str, Any] | None:
+    """The limits as the boxes hold them, as the server takes them (0 budget: none); None
+    before the boxes were drawn."""
+    state = st.session_state
+    if any(key not in state for key in boxes.values()):
+        return None
+    typed = {name: state[key] for name, key in boxes.items()}
+    return {
+        "max_turns": int(typed["max_turns"]),
+        "delay_s": float(typed["delay_s"]),
+        "token_budget": int(typed["token_budget"]) or None,
+        "time_budget_s": float(typed["time_budget_s"]) or None,
+    }
+
+
+def _save_limits(
+    client: GuiAgentClient, session_id: str, shown: dict[str, Any], boxes: dict[str, str]
+) -> None:
+    """Save's callback: the limits as the boxes had them when it was clicked."""
+    held = _limits_held(boxes)
+    if held is not None and to_save(f"limits-{session_id}", shown, held, clicked=True):
+        _save(client, session_id, held)
 
 
 def autochat_panel(client: GuiAgentClient, detail: SessionDetail) -> None:
     """The switch (saved at once) and the limits (saved together), as the server has them."""
     session_id, settings = detail.session.id, detail.session.autochat
     state = st.session_state
+    # The limits are saved by Save's callback, first thing in the run its click starts
+    # (saved in the script, a change made at once, such as the switch, would start its
+    # run in that one's place before they were). Its click itself can be lost that way,
+    # when the other change comes as the run starts: the limits the boxes hold are saved
+    # then, by the run that took its place (`forms`).
+    form = f"limits-{session_id}"
+    boxes = _boxes(session_id, settings)
+    held = _limits_held(boxes)
+    if held is not None and to_save(form, _limits_of(settings), held, clicked=False):
+        saved = _save(client, session_id, held)
+        if saved is not None:
+            settings = saved.autochat
+            boxes = _boxes(session_id, settings)
     key = f"autochat-{session_id}"
     state[key] = settings.enabled
     with st.expander("AutoChat", expanded=settings.enabled):
@@ -94,13 +129,7 @@ def autochat_panel(client: GuiAgentClient, detail: SessionDetail) -> None:
             on_change=_switched,
             args=(client, session_id, key),
         )
-        # The limits are saved by the button's callback, first thing in the run its click
-        # starts: saved in the script, a change made at once (the switch) started a run in
-        # that one's place, and the limits shown were never saved. The boxes' keys carry
-        # the values the server has, so a change saved anywhere shows in them.
-        server = "-".join(str(getattr(settings, name)) for name in _LIMITS)
-        boxes = {name: f"autochat-{name}-{session_id}-{server}" for name in _LIMITS}
-        with st.form(f"limits-{session_id}"):
+        with st.form(form):
             left, right = st.columns(2)
             left.number_input(
                 "Max automatic turns",
@@ -129,7 +158,9 @@ def autochat_panel(client: GuiAgentClient, detail: SessionDetail) -> None:
                 key=boxes["time_budget_s"],
             )
             st.form_submit_button(
-                "Save limits", on_click=_save_limits, args=(client, session_id, boxes)
+                "Save limits",
+                on_click=_save_limits,
+                args=(client, session_id, _limits_of(settings), boxes),
             )
         status = state.get(_STATUS, {}).get(session_id)
         if status:

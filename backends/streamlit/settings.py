@@ -11,6 +11,7 @@ import streamlit as st
 
 from backends.api.client import ApiError, GuiAgentClient
 from backends.api.responses import SessionDetail
+from backends.streamlit.forms import to_save
 
 __all__ = ["settings_panel"]
 
@@ -45,18 +46,21 @@ def settings_panel(client: GuiAgentClient, detail: SessionDetail) -> None:
             min_value=1.0,
             value=now.approval_timeout_s,
         )
-        if st.form_submit_button("Save settings"):
-            changes: dict[str, Any] = {
-                "system_prompt": prompt,
-                "temperature": temperature,
-                "max_tokens": None if max_tokens is None else int(max_tokens),
-                "max_iterations": int(steps),
-                "memory_exchanges": int(exchanges),
-                "memory_token_budget": None if budget is None else int(budget),
-                "approval_timeout_s": timeout,
-            }
+        clicked = st.form_submit_button("Save settings")
+        submitted: dict[str, Any] = {
+            "system_prompt": prompt,
+            "temperature": temperature,
+            "max_tokens": None if max_tokens is None else int(max_tokens),
+            "max_iterations": int(steps),
+            "memory_exchanges": int(exchanges),
+            "memory_token_budget": None if budget is None else int(budget),
+            "approval_timeout_s": timeout,
+        }
+        shown = {name: getattr(now, name) for name in submitted}
+        # (also when the click was lost to a change made right after it: `forms`)
+        if to_save(f"settings-{record.id}", shown, submitted, clicked=clicked):
             try:
-                client.update_session(record.id, settings=changes)
+                client.update_session(record.id, settings=submitted)
             except ApiError as error:
                 st.session_state.flash = f"Settings: {error.message}"
             st.rerun()

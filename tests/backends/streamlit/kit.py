@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-from playwright.sync_api import Browser, Page
+from playwright.sync_api import Browser, Page, WebSocketRoute
 
 from tests.backends.api.live import free_port
 
@@ -77,3 +77,34 @@ def serves(front_url: str) -> bool:
         return httpx.get(f"{front_url}_stcore/health", timeout=2).text == "ok"
     except httpx.HTTPError:
         return False
+
+
+def losing_a_click(page: Page, form: str) -> list[str]:
+    """From now on, the first click on the Save button of the form whose key starts with
+    `form` never reaches the server, as when a change made right after it took the place
+    of the run it asked for (Streamlit then runs the other change's run alone; it carries
+    the form's values, not the click). The page is loaded again to go through this; what
+    is returned lists the button the lost click was on, once it was."""
+    from streamlit.proto.BackMsg_pb2 import BackMsg  # (Streamlit is optional)
+
+    lost: list[str] = []
+
+    def route(socket: WebSocketRoute) -> None:
+        server = socket.connect_to_server()
+
+        def to_server(message: str | bytes) -> None:
+            if isinstance(message, bytes) and not lost:
+                back = BackMsg()
+                back.ParseFromString(message)
+                if back.WhichOneof("type") == "rerun_script":
+                    for state in back.rerun_script.widget_states.widgets:
+                        if f"FormSubmitter:{form}" in state.id and state.trigger_value:
+                            lost.append(state.id)
+                            return
+            server.send(message)
+
+        socket.on_message(to_server)
+
+    page.route_web_socket("**/_stcore/stream", route)
+    page.reload()
+    return lost

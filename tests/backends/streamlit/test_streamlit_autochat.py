@@ -12,6 +12,7 @@ from playwright.sync_api import Page, expect
 
 from gui_agent.wording import AUTOCHAT_BETWEEN_TURNS
 from tests.backends.api.live import Backend
+from tests.backends.streamlit.kit import losing_a_click
 from tests.backends.streamlit.test_streamlit_page import (
     PASSWORD,
     backend,
@@ -38,9 +39,8 @@ def newest_limits(backend: Backend) -> dict[str, object]:
 
 
 def limits_saved(backend: Backend, max_turns: int, delay_s: float) -> None:
-    """Wait until the server has the limits just saved for the newest chat. (Right after
-    the click, the page may not have begun the run that saves them: the AutoChat switch
-    clicked then started a run in its place, and the limits were never saved.)"""
+    """Wait until the server has the limits just saved for the newest chat (right after the
+    click, the run that saves them may not have begun)."""
     deadline = time.monotonic() + SAVED_WITHIN_S
     while True:
         limits = newest_limits(backend)
@@ -110,3 +110,46 @@ def test_limits_saved_and_the_switch_clicked_at_once_both_count(
     limits_saved(backend, 2, 7.0)
     settled(page)
     assert newest_limits(backend)["enabled"] is True
+
+
+def test_limits_whose_save_click_was_lost_are_saved_by_the_run_that_took_its_place(
+    page: Page, backend: Backend
+) -> None:
+    """Save's click lost (the switch, clicked right after, came as the run it asked for was
+    starting; Streamlit ran the switch's run alone, with the boxes' values but not the
+    click): the switch's run saves the limits the boxes hold."""
+    lost = losing_a_click(page, "limits-")
+    limits_typed_in_a_new_chat(page, 2, 7.0)
+    page.get_by_text("AutoChat: keep working on its own").click()
+    limits_saved(backend, 2, 7.0)
+    assert lost, "the click was not lost: the test proves nothing"
+    assert newest_limits(backend)["enabled"] is True
+    expect(page.get_by_text("AutoChat is on: up to 2 automatic turns.")).to_be_visible()
+    expect(page.get_by_label("Max automatic turns")).to_have_value("2")
+
+
+def test_limits_refused_are_said_once_not_tried_again_on_every_run(
+    page: Page, backend: Backend
+) -> None:
+    """A save the server refuses is said, and the limits the boxes still hold are not sent
+    again by each run that follows (only Save, clicked again, tries them again)."""
+    signed_in(page)
+    new_chat(page)
+    page.get_by_text("AutoChat", exact=True).click()  # the section, opened
+    page.get_by_label("Token budget (0 = none)").fill(str(2**31))  # past any budget
+    page.get_by_role("button", name="Save limits").click()
+    refusal = page.get_by_text("token_budget", exact=False)
+    expect(refusal).to_be_visible()
+    settled(page)
+    switch = page.get_by_text("AutoChat: keep working on its own")
+    if not switch.is_visible():  # (the refusal, said above it, drew the section anew)
+        page.get_by_text("AutoChat", exact=True).click()
+    switch.click()  # a run more
+    expect(page.get_by_text("AutoChat is on: up to 5 automatic turns.")).to_be_visible()
+    settled(page)
+    expect(refusal).to_have_count(0)  # not tried again: nothing said again
+    limits = newest_limits(backend)
+    assert limits["enabled"] is True and limits["token_budget"] is None
+    expect(page.get_by_label("Token budget (0 = none)")).to_have_value(str(2**31))  # kept
+    page.get_by_role("button", name="Save limits").click()  # tried again when asked
+    expect(refusal).to_be_visible()

@@ -24,7 +24,7 @@ from gui_agent.wording import ALLOW_FOR_THIS_CHAT, AUTOCHAT_STILL_ON
 from schema import MessageStatus, Role
 from tests.backends.api.live import Backend, running_backend
 from tests.backends.pictures import red_png
-from tests.backends.streamlit.kit import front_for, front_tab
+from tests.backends.streamlit.kit import front_for, front_tab, losing_a_click
 
 pytestmark = pytest.mark.browser
 
@@ -439,6 +439,33 @@ def test_the_chats_settings_are_shown_and_saved(page: Page, backend: Backend) ->
     expect(page.get_by_role("heading", name="Pirate talk")).to_be_visible()
     expect(page.get_by_role("button", name="▸ Pirate talk")).to_be_visible()
     assert api.session(session_id)["session"]["title"] == "Pirate talk"
+
+
+def test_settings_whose_save_click_was_lost_are_saved_by_the_next_run(
+    page: Page, backend: Backend
+) -> None:
+    """Save settings' click lost (another change came as the run it asked for started, and
+    Streamlit ran that one's run alone): the run that took its place saves what the form
+    holds."""
+    lost = losing_a_click(page, "settings-")
+    signed_in(page)
+    new_chat(page)
+    page.get_by_text("Settings", exact=True).click()  # the section, opened
+    box = page.get_by_label("Max steps per turn")
+    box.fill("7")
+    box.press("Tab")
+    page.get_by_role("button", name="Save settings").click()
+    page.get_by_text("Memory: what the agent remembers").click()  # right after: a run
+    api = backend.client().login("ada", PASSWORD)
+    untitled = [s for s in api.get("/api/sessions").json()["sessions"] if not s["title"]]
+    session_id = untitled[0]["id"]  # (the newest chat without a title: this one)
+    deadline = time.monotonic() + 20
+    while api.session(session_id)["session"]["settings"]["max_iterations"] != 7:
+        assert time.monotonic() < deadline, "the settings were not saved"
+        time.sleep(0.1)
+    assert lost, "the click was not lost: the test proves nothing"
+    settled(page)
+    expect(page.get_by_label("Max steps per turn")).to_have_value("7")
 
 
 def test_the_last_message_is_edited_and_the_chat_exported_imported_and_cleared(
