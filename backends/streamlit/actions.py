@@ -14,6 +14,7 @@ from streamlit.typing import ChatInputValue
 
 from backends.api.client import ApiError, ClientError, GuiAgentClient
 from backends.api.responses import SessionDetail
+from backends.streamlit.forms import to_save
 from backends.streamlit.view import plain_markdown
 from gui_agent.session import written_by_person
 from gui_agent.wording import allowed_tools_words, counted, tool_mode_words
@@ -244,5 +245,7 @@ def rename_box(client: GuiAgentClient, session_id: str, title: str) -> None:
     """Rename: the title in a box, saved with the button (empty: the chat is untitled)."""
     with st.popover("Rename"), st.form(f"rename-{session_id}", border=False):
         typed = st.text_input("Chat title", value=title, max_chars=MAX_TITLE_CHARS)
-        if st.form_submit_button("Save title", type="primary"):
+        clicked = st.form_submit_button("Save title", type="primary")
+        # (also when the click was lost to a change made right after it: `forms`)
+        if to_save(f"rename-{session_id}", {"title": title}, {"title": typed}, clicked=clicked):
             _act("Rename", lambda: client.update_session(session_id, title=typed.strip()))

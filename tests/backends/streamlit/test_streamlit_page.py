@@ -468,6 +468,24 @@ def test_settings_whose_save_click_was_lost_are_saved_by_the_next_run(
     expect(page.get_by_label("Max steps per turn")).to_have_value("7")
 
 
+def test_a_title_whose_save_click_was_lost_is_saved_by_the_next_run(
+    page: Page, backend: Backend
+) -> None:
+    """Rename's Save click lost as Save settings' can be: the next run saves the title."""
+    lost = losing_a_click(page, "rename-")
+    signed_in(page)
+    new_chat(page)
+    page.get_by_role("button", name="Rename").click()
+    page.get_by_label("Chat title").fill("A title kept")
+    page.get_by_role("button", name="Save title").click()
+    page.get_by_text("Memory: what the agent remembers").click()  # right after: a run
+    expect(page.get_by_role("heading", name="A title kept")).to_be_visible()
+    assert lost, "the click was not lost: the test proves nothing"
+    api = backend.client().login("ada", PASSWORD)
+    titles = [s["title"] for s in api.get("/api/sessions").json()["sessions"]]
+    assert "A title kept" in titles
+
+
 def test_the_last_message_is_edited_and_the_chat_exported_imported_and_cleared(
     page: Page, backend: Backend
 ) -> None:
