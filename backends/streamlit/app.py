@@ -197,11 +197,8 @@ def _settings(client: GuiAgentClient, detail: SessionDetail) -> None:
         st.caption(plain_markdown(models.notice))
     for why in models.left_out:  # (models the server's environment names but cannot offer)
         st.caption(plain_markdown(why))
-    # Its place is drawn on every run, said or not: a refusal said there moves nothing
-    # below, so the section whose change was refused (drawn anew if moved) stays open.
-    said = st.empty()
     if flash := state.pop("flash", None):
-        said.error(plain_markdown(flash))
+        st.error(plain_markdown(flash))
 
 
 def _approval(
