@@ -34,6 +34,18 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
   // Saves on their way (a role picked, then Enter at once): a message waits for them, else
   // it could reach the server first and run with what the chat had before.
   const saving = useRef(new Set());
+  // The changes of those saves, oldest first: they show over what events say meanwhile.
+  // An event can carry a whole record (all of AutoChat's fields, from a save made a moment
+  // before or in another tab) as it was before this save reached the server, and would
+  // otherwise undo on the page what the person just did (a switch flipped back) until the
+  // save's own answer came.
+  const pending = useRef([]);
+
+  // The chat after an event, with the saves on their way shown over what it said of the record.
+  function withPending(next, event) {
+    if (event.type !== "session_updated" || pending.current.length === 0) return next;
+    return { ...next, session: pending.current.reduce(withChanges, next.session) };
+  }
 
   function failed(error) {
     if (error instanceof api.ApiError && error.status === 401) onSignedOut();
@@ -64,7 +76,7 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
         stream = client.events(
           sessionId,
           {
-            onEvent: (event) => setChat((current) => applyEvent(current, event)),
+            onEvent: (event) => setChat((current) => withPending(applyEvent(current, event), event)),
             onResync: () => setGeneration((n) => n + 1),
             onClosed: failed,
           },
@@ -131,14 +143,21 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
   // other fields may be older than what events said since: another tab's save that came
   // while this one was on its way was undone on the page.)
   const save = async (changes) => {
+    pending.current = [...pending.current, changes];
     setChat((c) => ({ ...c, session: withChanges(c.session, changes) }));
     const request = client.updateSession(sessionId, changes);
     const settled = request.catch(() => undefined); // (its failure is said below)
     saving.current.add(settled);
     settled.then(() => saving.current.delete(settled));
     const saved = await act(async () => {
-      const { session } = await request;
-      setChat((c) => ({ ...c, session: withChanges(c.session, answered(changes, session)) }));
+      const { session } = await request.finally(() => {
+        pending.current = pending.current.filter((c) => c !== changes);
+      });
+      // (the saves still on their way after this one show over its answer)
+      setChat((c) => {
+        const answer = withChanges(c.session, answered(changes, session));
+        return { ...c, session: pending.current.reduce(withChanges, answer) };
+      });
     });
     if (!saved) setGeneration((n) => n + 1);
     return saved;

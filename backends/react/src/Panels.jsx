@@ -2,7 +2,8 @@
 // server has them. A box shows the session record as it is now (session_updated events keep
 // it current, so what another tab saves shows here), except while the person has typed in it
 // and not saved; a save sends only those boxes, so it never undoes what another tab saved in
-// a box not touched here. An empty box means the default (the model's, or none), and a value
+// a box not touched here. A change being saved (the switch) shows until its save is answered
+// (Chat.jsx). An empty box means the default (the model's, or none), and a value
 // the server refuses is said in its words, naming the field.
 import { useState } from "react";
 import { AUTOCHAT_STILL_ON } from "./history.js";
