@@ -40,12 +40,7 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
   // otherwise undo on the page what the person just did (a switch flipped back) until the
   // save's own answer came.
   const pending = useRef([]);
-
-  // The chat after an event, with the saves on their way shown over what it said of the record.
-  function withPending(next, event) {
-    if (event.type !== "session_updated" || pending.current.length === 0) return next;
-    return { ...next, session: pending.current.reduce(withChanges, next.session) };
-  }
+  const pendingOver = (session) => pending.current.reduce(withChanges, session);
 
   function failed(error) {
     if (error instanceof api.ApiError && error.status === 401) onSignedOut();
@@ -71,12 +66,18 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
           const waiting = (before?.queued ?? []).filter(
             (q) => !known.has(q.id) && !detail.messages.some((m) => m.id === q.id),
           );
-          return { ...read, queued: [...read.queued, ...waiting], memory };
+          const session = pendingOver(read.session); // (saves still on their way show)
+          return { ...read, session, queued: [...read.queued, ...waiting], memory };
         });
         stream = client.events(
           sessionId,
           {
-            onEvent: (event) => setChat((current) => withPending(applyEvent(current, event), event)),
+            onEvent: (event) =>
+              setChat((current) => {
+                const next = applyEvent(current, event);
+                if (event.type !== "session_updated") return next;
+                return { ...next, session: pendingOver(next.session) };
+              }),
             onResync: () => setGeneration((n) => n + 1),
             onClosed: failed,
           },
@@ -156,7 +157,7 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
       // (the saves still on their way after this one show over its answer)
       setChat((c) => {
         const answer = withChanges(c.session, answered(changes, session));
-        return { ...c, session: pending.current.reduce(withChanges, answer) };
+        return { ...c, session: pendingOver(answer) };
       });
     });
     if (!saved) setGeneration((n) => n + 1);
