@@ -125,6 +125,8 @@ def test_limits_whose_save_click_was_lost_are_saved_by_the_run_that_took_its_pla
     assert lost, "the click was not lost: the test proves nothing"
     assert newest_limits(backend)["enabled"] is True
     expect(page.get_by_text("AutoChat is on: up to 2 automatic turns.")).to_be_visible()
+    # (until the run ends, Streamlit can still show the box the run before drew, greyed)
+    settled(page)
     expect(page.get_by_label("Max automatic turns")).to_have_value("2")
 
 
