@@ -31,16 +31,15 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
   // another message was sent since, from another tab, instead of dropping that one)
   const [editing, setEditing] = useState(null);
   const [generation, setGeneration] = useState(0); // bumped: read the history again
-  // Saves on their way (a role picked, then Enter at once): a message waits for them, else
-  // it could reach the server first and run with what the chat had before.
-  const saving = useRef(new Set());
-  // The changes of those saves, oldest first: they show over what events say meanwhile.
-  // An event can carry a whole record (all of AutoChat's fields, from a save made a moment
-  // before or in another tab) as it was before this save reached the server, and would
-  // otherwise undo on the page what the person just did (a switch flipped back) until the
-  // save's own answer came.
-  const pending = useRef([]);
-  const pendingOver = (session) => pending.current.reduce(withChanges, session);
+  // Saves on their way, oldest first: {changes, settled}. A message waits for them (a role
+  // picked, then Enter at once), else it could reach the server first and run with what the
+  // chat had before. Their changes show over what events say meanwhile: an event can carry a
+  // whole record (all of AutoChat's fields, from a save made a moment before or in another
+  // tab) as it was before this save reached the server, and would otherwise undo on the page
+  // what the person just did (a switch flipped back) until the save's own answer came.
+  const saving = useRef([]);
+  const pendingOver = (session) =>
+    saving.current.reduce((shown, { changes }) => withChanges(shown, changes), session);
 
   function failed(error) {
     if (error instanceof api.ApiError && error.status === 401) onSignedOut();
@@ -144,15 +143,13 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
   // other fields may be older than what events said since: another tab's save that came
   // while this one was on its way was undone on the page.)
   const save = async (changes) => {
-    pending.current = [...pending.current, changes];
     setChat((c) => ({ ...c, session: withChanges(c.session, changes) }));
     const request = client.updateSession(sessionId, changes);
-    const settled = request.catch(() => undefined); // (its failure is said below)
-    saving.current.add(settled);
-    settled.then(() => saving.current.delete(settled));
+    const entry = { changes, settled: request.catch(() => undefined) }; // (failure: said below)
+    saving.current = [...saving.current, entry];
     const saved = await act(async () => {
       const { session } = await request.finally(() => {
-        pending.current = pending.current.filter((c) => c !== changes);
+        saving.current = saving.current.filter((e) => e !== entry);
       });
       // (the saves still on their way after this one show over its answer)
       setChat((c) => {
@@ -164,7 +161,7 @@ export function Chat({ client, api, sessionId, offer, notice, onGone, onSignedOu
     return saved;
   };
   // What was saved before a message counts for it.
-  const afterSaves = () => Promise.all([...saving.current]);
+  const afterSaves = () => Promise.all(saving.current.map((e) => e.settled));
 
   const record = chat.session;
   // (AutoChat between two turns too: Stop ends it, and the chat is not to be changed)
