@@ -9,6 +9,7 @@ import ipaddress
 import os
 import re
 import socket
+import tempfile
 from collections.abc import Generator, Iterator
 from typing import IO, Any
 
@@ -61,6 +62,22 @@ def _no_outside_network(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(socket.socket, "connect", guarded_connect)
     monkeypatch.setattr(socket.socket, "connect_ex", guarded_connect_ex)
     yield
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _temporary_files_in_pytests_folder(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[None]:
+    """What tests and the code they drive make with `tempfile` (the chats' folders the page
+    tests' servers make, among others) goes under this run's own folder, which pytest
+    removes a few runs later, not straight into /tmp, where each run left hundreds behind.
+    (Only this process's `tempfile`: browsers and other programs keep their TMPDIR.)"""
+    before = tempfile.tempdir
+    tempfile.tempdir = str(tmp_path_factory.mktemp("tempfile"))
+    try:
+        yield
+    finally:
+        tempfile.tempdir = before
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -53,7 +53,7 @@ def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[s
     """pytest-playwright launches the system Chromium (`playwright install` cannot run here)."""
     if not Path(CHROMIUM).exists():
         pytest.skip("browser tests need Debian's chromium: apt-get install -y chromium")
-    # The suite runs on two workers sharing the machine's cores; a page assertion waits up
+    # The suite runs on three workers sharing two cores; a page assertion waits up
     # to 20 s (Playwright's default is 5 s) so a busy moment is not taken for a failure. A
     # passing assertion returns as soon as it holds: only a real failure waits that long.
     expect.set_options(timeout=20_000)
@@ -65,7 +65,7 @@ def chromium() -> Iterator[Browser]:
     """A headless Chromium for the tests of one module."""
     if not Path(CHROMIUM).exists():
         pytest.skip("browser tests need Debian's chromium: apt-get install -y chromium")
-    # The suite runs on two workers sharing the machine's cores; a page assertion waits up
+    # The suite runs on three workers sharing two cores; a page assertion waits up
     # to 20 s (Playwright's default is 5 s) so a busy moment is not taken for a failure. A
     # passing assertion returns as soon as it holds: only a real failure waits that long.
     expect.set_options(timeout=20_000)
