@@ -15,6 +15,7 @@ BENCH = Path(__file__).parent / "bench"
 
 CASES = {
     "bench_core.py": (["--runs", "30", "--sessions", "100"], "one_tool"),
+    "bench_events.py": (["--runs", "3"], "one_changed"),
     "bench_connectors.py": (["--chunks", "50", "--runs", "1", "--no-llama"], "overhead"),
     "bench_long_chat.py": (["--seconds", "1", "--sizes", "22", "--paces", "paced"], "paced"),
     "bench_media.py": (["--photos", "2", "--mib", "0.1"], "linked"),

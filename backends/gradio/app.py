@@ -45,6 +45,7 @@ from backends.gradio.handler_base import new_chat_standings
 from backends.gradio.handlers import Handlers, ModelInfoLike
 from backends.gradio.layout import Page, build_page
 from backends.gradio.media import MediaShelf
+from backends.gradio.page_blocks import PageBlocks
 from backends.gradio.panels import tools_markdown
 from backends.gradio.presence import Presence
 from backends.gradio.quiet_queue import quiet
@@ -245,7 +246,7 @@ def create_app(
     notes = {info.name: info.note for info in infos}
     roles = manager.architectures_factory()
     chat_tools = new_chat_standings(manager)
-    demo = gr.Blocks(title=title, analytics_enabled=False, fill_width=True)
+    demo = PageBlocks(title=title, analytics_enabled=False, fill_width=True)
     with demo:
         page = build_page(
             title=title,
