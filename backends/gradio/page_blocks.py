@@ -6,8 +6,9 @@ price: `Blocks.postprocess_data` builds a new instance of the component from its
 then works out the component's whole config twice, JSON schemas of its API included (2 ms for
 an upload button). Most of the page's handlers list all 74 of its components as outputs (a
 chat opened, loaded, deleted elsewhere or imported may change any of them) and change a few,
-so each such event cost the server 46-54 ms of CPU on components it left as they were: every
-page load, every chat opened, and in every open tab each time the person's chats list changed.
+so each such event cost the server 34-37 ms of CPU on components it left as they were (0.3-1.2
+ms now; tests/bench/bench_events.py): every page load, every chat opened, and in every open tab
+each time the person's chats list changed.
 `PageBlocks.postprocess_data` answers each skipped output itself, with what Gradio answers for
 it (its own `postprocess_update_dict` words it, building nothing: `{"__type__": "update"}`,
 and for an HTML component that with empty "props"), and hands Gradio only the outputs that
