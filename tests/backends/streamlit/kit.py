@@ -108,3 +108,12 @@ def losing_a_click(page: Page, form: str) -> list[str]:
     page.route_web_socket("**/_stcore/stream", route)
     page.reload()
     return lost
+
+
+def sent_and_lost(page: Page, lost: list[str], timeout_s: float = 20.0) -> None:
+    """Wait until the click `losing_a_click` loses was sent (and so lost): a test's next
+    change then comes after it, whatever the machine's load."""
+    deadline = time.monotonic() + timeout_s
+    while not lost:
+        assert time.monotonic() < deadline, "the Save click was never sent"
+        page.wait_for_timeout(50)
