@@ -79,20 +79,22 @@ class PageBlocks(gr.Blocks):
         changed = [index for index, value in enumerate(values) if not is_skip(value)]
         if len(changed) == len(outputs):
             return list(await super().postprocess_data(block_fn, values, state))
-        answers: list[Any] = [
-            postprocess_update_dict(block, gr.skip(), block_fn.postprocess) for block in outputs
-        ]
+        done: list[Any] = []
         if changed:
             part = copy.copy(block_fn)  # (the same event, with only the outputs it changes)
             part.outputs = [outputs[index] for index in changed]
             given = [values[index] for index in changed]
             # (Gradio takes a lone output's value bare, and puts it in a list itself)
-            done = await super().postprocess_data(
-                part, given[0] if len(given) == 1 else given, state
+            done = list(
+                await super().postprocess_data(part, given[0] if len(given) == 1 else given, state)
             )
-            for index, answer in zip(changed, done, strict=True):
-                answers[index] = answer
-        return answers
+        answers = iter(done)
+        return [
+            next(answers)
+            if not is_skip(value)
+            else postprocess_update_dict(block, gr.skip(), block_fn.postprocess)
+            for block, value in zip(outputs, values, strict=True)
+        ]
 
     def handle_streaming_diffs(  # noqa: PLR0917 (Gradio's signature)
         self,
