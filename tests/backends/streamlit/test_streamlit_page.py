@@ -329,8 +329,10 @@ def test_a_saved_change_draws_the_page_once_more(
     just opened, and one starting after a pause took a click made in that pause)."""
     signed_in(page)
     new_chat(page)
+    settled(page)  # (a click as the script draws the page again can land on what it replaces)
     page.get_by_text("AutoChat", exact=True).click()  # the section, opened
     page.get_by_label("Max automatic turns").fill("4")  # (in a form: nothing runs yet)
+    settled(page)
     asked: list[str] = []  # the chats the page asked the server for, one per run
     detail = SessionDetail
 
