@@ -3,20 +3,39 @@ serves."""
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-from playwright.sync_api import Browser, Page, WebSocketRoute
+from playwright.sync_api import Browser, Page, WebSocketRoute, expect
 
 from tests.backends.api.live import free_port
 
 STARTUP_S = 60.0
+
+log = logging.getLogger(__name__)
+
+# Counts the runs of the script the page asks the server for: the messages its socket sends
+# whose first byte is BackMsg's `rerun_script` field (number 11, length-delimited: 0x5A).
+_COUNT_RUNS_ASKED = """(() => {
+  window.__guiAgentRunsAsked = 0;
+  const send = WebSocket.prototype.send;
+  WebSocket.prototype.send = function (data) {
+    const bytes = data instanceof ArrayBuffer ? new Uint8Array(data)
+      : ArrayBuffer.isView(data) ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+      : null;
+    if (bytes !== null && bytes.length > 0 && bytes[0] === 0x5a) {
+      window.__guiAgentRunsAsked += 1;
+    }
+    return send.call(this, data);
+  };
+})();"""
 
 
 @contextmanager
@@ -65,6 +84,7 @@ def front_for(server_url: str, folder: Path) -> Iterator[str]:
 def front_tab(front_url: str, chromium: Browser) -> Iterator[Page]:
     """A tab of its own (a browser context of its own) on the front end."""
     context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    context.add_init_script(_COUNT_RUNS_ASKED)
     tab = context.new_page()
     tab.goto(front_url)
     yield tab
@@ -110,10 +130,108 @@ def losing_a_click(page: Page, form: str) -> list[str]:
     return lost
 
 
-def sent_and_lost(page: Page, lost: list[str], timeout_s: float = 20.0) -> None:
-    """Wait until the click `losing_a_click` loses was sent (and so lost): a test's next
-    change then comes after it, whatever the machine's load."""
+def sent_and_lost(
+    page: Page, lost: list[str], click: Callable[[], None], timeout_s: float = 20.0
+) -> None:
+    """`click` (the click `losing_a_click` loses), and wait until it was sent (and so
+    lost): a test's next change then comes after it, whatever the machine's load."""
+    clicked(page, click, sent=lambda: bool(lost))
     deadline = time.monotonic() + timeout_s
     while not lost:
-        assert time.monotonic() < deadline, "the Save click was never sent"
+        if time.monotonic() > deadline:
+            state = page.get_by_test_id("stApp").get_attribute("data-test-script-state")
+            raise AssertionError(f"the Save click was never sent (the script: {state})")
         page.wait_for_timeout(50)
+
+
+# How many runs of the script the page has seen end, counted by an observer of the app's
+# `data-test-script-state` (installed at the first call; a reloaded page starts again at 0).
+# Polling the state could miss a short run; the observer is told of every change.
+_RUNS_ENDED = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (app === null) return -1;
+  if (window.__guiAgentApp !== app) {
+    window.__guiAgentApp = app;
+    window.__guiAgentRunsEnded = 0;
+    new MutationObserver((records) => {
+      for (const record of records) {
+        if (record.oldValue === "running") window.__guiAgentRunsEnded += 1;
+      }
+    }).observe(app, {
+      attributes: true, attributeOldValue: true, attributeFilter: ["data-test-script-state"],
+    });
+  }
+  return window.__guiAgentRunsEnded;
+}"""
+
+
+def runs_asked(page: Page) -> int:
+    """How many runs the page has asked the server for since it loaded (`front_tab`)."""
+    asked = page.evaluate("() => window.__guiAgentRunsAsked")
+    assert isinstance(asked, int), "runs asked are counted only in a tab of `front_tab`"
+    return asked
+
+
+def clicked(
+    page: Page,
+    click: Callable[[], None],
+    sent: Callable[[], bool] | None = None,
+    within_ms: float = 5_000,
+) -> None:
+    """`click` (on a widget that runs the script), done again once if the page asked for
+    no run within `within_ms` (or, given `sent`, until it says the click was sent: a tab
+    whose socket a test routes asks through Playwright's socket, which `front_tab`'s count
+    does not see). Rarely, with the machine busy, a click reaches no widget (Streamlit
+    drawing the page again under the pointer, as far as the tests tell): a person would
+    click again, and so does this, with a warning. A click that reached its widget is
+    never repeated."""
+    if sent is None:
+        before = runs_asked(page)
+
+        def asked_for_a_run() -> bool:
+            return runs_asked(page) > before
+
+        sent = asked_for_a_run
+    click()
+    deadline = time.monotonic() + within_ms / 1000
+    while not sent():
+        if time.monotonic() > deadline:
+            log.warning("a click asked for no run within %.0f ms: clicked again", within_ms)
+            click()
+            return
+        page.wait_for_timeout(50)
+
+
+def opened(page: Page, title: str, tries: int = 3) -> None:
+    """Open the section (an expander) titled `title` and wait until it shows what it
+    holds; a click that did not open it (see `clicked`) is made again, with a warning."""
+    header = page.get_by_text(title, exact=True)
+    section = page.get_by_test_id("stExpander").filter(has=header)
+    shown = section.locator('[data-testid="stExpanderDetails"]:not([inert])')
+    if shown.count():
+        return  # (open already)
+    for attempt in range(tries):
+        if attempt:
+            log.warning("the section %r did not open: clicked again", title)
+        header.click()
+        try:
+            expect(shown).to_have_count(1, timeout=3_000)
+        except AssertionError:
+            continue
+        return
+    raise AssertionError(f"the section {title!r} did not open")
+
+
+def run_by(page: Page, click: Callable[[], None], timeout_ms: float = 20_000) -> None:
+    """`click` (a click or a key that runs the script, as `clicked` does it) and wait
+    until the run it asked for has ended. Waiting for the script not to be running is not
+    enough just after the click: the page says so until the server starts the run, and a
+    click made then lands on what the run draws again."""
+    before = page.evaluate(_RUNS_ENDED)
+    assert before >= 0, "no Streamlit app on the page"
+    clicked(page, click)
+    state = """document.querySelector('[data-testid="stApp"]')
+      .getAttribute("data-test-script-state")"""
+    page.wait_for_function(
+        f"() => ({_RUNS_ENDED})() > {before} && {state} === 'notRunning'", timeout=timeout_ms
+    )

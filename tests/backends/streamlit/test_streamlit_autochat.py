@@ -6,13 +6,14 @@ ends AutoChat."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import pytest
 from playwright.sync_api import Page, expect
 
 from gui_agent.wording import AUTOCHAT_BETWEEN_TURNS
 from tests.backends.api.live import Backend
-from tests.backends.streamlit.kit import losing_a_click, sent_and_lost
+from tests.backends.streamlit.kit import clicked, losing_a_click, opened, sent_and_lost
 from tests.backends.streamlit.test_streamlit_page import (
     PASSWORD,
     backend,
@@ -51,24 +52,29 @@ def limits_saved(backend: Backend, max_turns: int, delay_s: float) -> None:
 
 
 def limits_typed_in_a_new_chat(page: Page, max_turns: int, delay_s: float) -> None:
-    """Sign in, start a chat, type the AutoChat limits and click Save limits."""
+    """Sign in, start a chat, type the AutoChat limits (not saved yet)."""
     signed_in(page)
     new_chat(page)
     settled(page)  # (a click as the script draws the page again can land on what it replaces)
-    page.get_by_text("AutoChat", exact=True).click()  # the section, opened
+    opened(page, "AutoChat")
     page.get_by_label("Max automatic turns").fill(str(max_turns))
     page.get_by_label("Delay between turns (s)").fill(str(delay_s))
     settled(page)
-    page.get_by_role("button", name="Save limits").click()
+
+
+def save_limits(page: Page) -> Callable[[], None]:
+    """A click on Save limits."""
+    return page.get_by_role("button", name="Save limits").click
 
 
 def test_the_chat_says_autochat_waits_between_its_turns_not_that_it_works(
     page: Page, backend: Backend
 ) -> None:
     limits_typed_in_a_new_chat(page, 5, 30.0)
+    clicked(page, save_limits(page))
     limits_saved(backend, 5, 30.0)
     settled(page)
-    page.get_by_text("AutoChat: keep working on its own").click()
+    clicked(page, page.get_by_text("AutoChat: keep working on its own").click)
     send(page, "keep going between turns")
     expect(page.get_by_text("Automatic turn 1 of", exact=False)).to_be_visible()
     waiting = page.get_by_text(AUTOCHAT_BETWEEN_TURNS)
@@ -87,9 +93,10 @@ def test_the_turn_after_the_wait_is_followed_and_the_wait_is_said_no_more(
     page: Page, backend: Backend
 ) -> None:
     limits_typed_in_a_new_chat(page, 1, 3.0)
+    clicked(page, save_limits(page))
     limits_saved(backend, 1, 3.0)
     settled(page)
-    page.get_by_text("AutoChat: keep working on its own").click()
+    clicked(page, page.get_by_text("AutoChat: keep working on its own").click)
     send(page, "one more turn after a wait")
     waiting = page.get_by_text(AUTOCHAT_BETWEEN_TURNS)
     expect(waiting).to_be_visible()
@@ -108,7 +115,8 @@ def test_limits_saved_and_the_switch_clicked_at_once_both_count(
     saved (the switch's run took the place of the one that saved the limits, and the
     limits the page showed were never saved)."""
     limits_typed_in_a_new_chat(page, 2, 7.0)
-    page.get_by_text("AutoChat: keep working on its own").click()  # at once
+    clicked(page, save_limits(page))
+    clicked(page, page.get_by_text("AutoChat: keep working on its own").click)  # at once
     limits_saved(backend, 2, 7.0)
     settled(page)
     assert newest_limits(backend)["enabled"] is True
@@ -122,9 +130,9 @@ def test_limits_whose_save_click_was_lost_are_saved_by_the_run_that_took_its_pla
     click): the switch's run saves the limits the boxes hold."""
     lost = losing_a_click(page, "limits-")
     limits_typed_in_a_new_chat(page, 2, 7.0)
-    sent_and_lost(page, lost)
+    sent_and_lost(page, lost, save_limits(page))
     settled(page)
-    page.get_by_text("AutoChat: keep working on its own").click()
+    clicked(page, page.get_by_text("AutoChat: keep working on its own").click)
     limits_saved(backend, 2, 7.0)
     assert newest_limits(backend)["enabled"] is True
     expect(page.get_by_text("AutoChat is on: up to 2 automatic turns.")).to_be_visible()
@@ -140,10 +148,10 @@ def test_limits_refused_are_said_once_not_tried_again_on_every_run(
     again by each run that follows (only Save, clicked again, tries them again)."""
     signed_in(page)
     new_chat(page)
-    page.get_by_text("AutoChat", exact=True).click()  # the section, opened
+    opened(page, "AutoChat")
     budget = page.get_by_label("Token budget (0 = none)")
     budget.fill(str(2**31))  # past any budget
-    page.get_by_role("button", name="Save limits").click()
+    clicked(page, page.get_by_role("button", name="Save limits").click)
     refusal = page.get_by_text("token_budget", exact=False)
     expect(refusal).to_be_visible()
     settled(page)
@@ -151,12 +159,12 @@ def test_limits_refused_are_said_once_not_tried_again_on_every_run(
     switch = page.get_by_text("AutoChat: keep working on its own")
     if not switch.is_visible():  # (the refusal, said above it, drew the section anew)
         page.get_by_text("AutoChat", exact=True).click()
-    switch.click()  # a run more
+    clicked(page, switch.click)  # a run more
     expect(page.get_by_text("AutoChat is on: up to 5 automatic turns.")).to_be_visible()
     settled(page)
     expect(refusal).to_have_count(0)  # not tried again: nothing said again
     limits = newest_limits(backend)
     assert limits["enabled"] is True and limits["token_budget"] is None
     expect(budget).to_have_value(str(2**31))  # kept
-    page.get_by_role("button", name="Save limits").click()  # tried again when asked
+    clicked(page, page.get_by_role("button", name="Save limits").click)  # tried again when asked
     expect(refusal).to_be_visible()

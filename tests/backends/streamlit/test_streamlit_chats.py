@@ -23,7 +23,7 @@ from connectors.scripted import call
 from schema.requests import MAX_MESSAGE_CHARS
 from tests.backends.api.live import Api, Backend, running_backend
 from tests.backends.pictures import red_png
-from tests.backends.streamlit.kit import front_for, front_tab
+from tests.backends.streamlit.kit import clicked, front_for, front_tab
 from tests.backends.streamlit.test_streamlit_page import settled, uploader_of
 
 pytestmark = pytest.mark.browser
@@ -57,7 +57,7 @@ def page(front: str, chromium: Browser) -> Iterator[Page]:
 def signed_in(page: Page, name: str = "ada", password: str = PASSWORD) -> None:
     page.get_by_label("User name").fill(name)
     page.get_by_label("Password", exact=True).fill(password)
-    page.get_by_role("button", name="Sign in").click()
+    clicked(page, page.get_by_role("button", name="Sign in").click)
     expect(page.get_by_text(f"Signed in as {name}")).to_be_visible()
     settled(page)
 
@@ -78,7 +78,7 @@ def answered(api: Api, session_id: str, count: int) -> None:
 
 
 def open_chat(page: Page, title: str) -> None:
-    page.get_by_role("button", name=title, exact=True).click()
+    clicked(page, page.get_by_role("button", name=title, exact=True).click)
     expect(page.get_by_role("heading", name=title)).to_be_visible()
     settled(page)
 
@@ -111,7 +111,8 @@ def test_a_damaged_picture_is_a_note_and_the_rest_of_the_chat_still_works(
     expect(page.get_by_text(UNSHOWABLE)).to_be_visible()
     expect(page.get_by_text("truncated", exact=False)).to_have_count(0)  # no traceback
     expect(page.get_by_test_id("stChatInputTextArea")).to_be_visible()
-    page.get_by_role("button", name="Deny").click()  # the approval is there, and answered
+    # the approval is there, and answered
+    clicked(page, page.get_by_role("button", name="Deny").click)
     expect(page.get_by_text("Ran it.")).to_be_visible()
     # Its export replays too, the picture a note there as well.
     exported = api.get(f"/api/sessions/{session_id}/export").content
@@ -157,10 +158,11 @@ def test_a_click_as_another_chat_opens_acts_on_the_chat_shown(
     page.get_by_test_id("stChatInputTextArea").fill("a draft for A only")  # not sent
     slow_to_open(monkeypatch, b_id, 2.0)
     backend.scripted.push(f"A answered again {marker}")
-    page.get_by_role("button", name=second, exact=True).click()
+    clicked(page, page.get_by_role("button", name=second, exact=True).click)
     app = page.get_by_test_id("stApp")
     expect(app).to_have_attribute("data-test-script-state", "running")
-    page.get_by_role("button", name="Retry last turn").click()  # still A's, on the page
+    # still A's, on the page
+    clicked(page, page.get_by_role("button", name="Retry last turn").click)
     expect(page.get_by_role("heading", name=second)).to_be_visible()
     settled(page)
     answered(api, a_id, 2)
@@ -181,7 +183,7 @@ def test_a_message_sent_as_another_chat_opens_goes_to_the_chat_it_was_written_in
     box = page.get_by_test_id("stChatInputTextArea")
     box.fill(f"meant for C {marker}")
     slow_to_open(monkeypatch, d_id, 2.0)
-    page.get_by_role("button", name=second, exact=True).click()
+    clicked(page, page.get_by_role("button", name=second, exact=True).click)
     app = page.get_by_test_id("stApp")
     expect(app).to_have_attribute("data-test-script-state", "running")
     box.press("Enter")  # C's box, still on the page
@@ -209,7 +211,7 @@ def test_the_next_person_on_the_tab_sees_nothing_of_the_one_before(
     settled(page)
     assert backend.users is not None
     backend.users.add("cy", "a new password for cy", replace=True)  # cy's sign-in ends
-    page.get_by_role("button", name="New chat", exact=True).click()
+    clicked(page, page.get_by_role("button", name="New chat", exact=True).click)
     expect(page.get_by_text("Your sign-in ended: sign in again.")).to_be_visible()
     signed_in(page, "dee")
     expect(page.get_by_text("Start a new chat, or open one from the list.")).to_be_visible()
@@ -234,7 +236,7 @@ def test_chats_past_the_first_fifty_are_offered(page: Page, backend: Backend) ->
     signed_in(page, "eve")
     expect(page.get_by_text("Your 50 most recent chats: search to find others")).to_be_visible()
     expect(page.get_by_role("button", name=oldest)).to_have_count(0)
-    page.get_by_role("button", name="Show more chats").click()
+    clicked(page, page.get_by_role("button", name="Show more chats").click)
     expect(page.get_by_role("button", name=oldest)).to_be_visible()
 
 
@@ -254,7 +256,7 @@ def test_an_edit_refused_because_another_tab_wrote_says_so_and_keeps_the_text(
     box.fill("first words, edited")
     api.send(session_id, "written in another tab")  # the page has not drawn it yet
     answered(api, session_id, 4)
-    page.get_by_role("button", name="Send edited").click()
+    clicked(page, page.get_by_role("button", name="Send edited").click)
     expect(page.get_by_text("Edit:", exact=False).first).to_be_visible()
     contents = [m.content for m in api.messages(session_id)]
     assert contents[0] == "first words" and "written in another tab" in contents
@@ -339,7 +341,7 @@ def test_sign_out_tells_the_server_and_asks_who_signs_in(
     open_chat(page, title)
     box = page.get_by_test_id("stChatInputTextArea")
     box.fill("not for after the sign-out")
-    page.get_by_role("button", name="Sign out").click()
+    clicked(page, page.get_by_role("button", name="Sign out").click)
     expect(page.get_by_role("button", name="Sign in")).to_be_visible()
     expect(page.get_by_text("Signed in as dee")).to_have_count(0)
     expect(page.get_by_role("heading", name=title)).to_have_count(0)

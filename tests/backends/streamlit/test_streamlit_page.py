@@ -24,7 +24,15 @@ from gui_agent.wording import ALLOW_FOR_THIS_CHAT, AUTOCHAT_STILL_ON
 from schema import MessageStatus, Role
 from tests.backends.api.live import Backend, running_backend
 from tests.backends.pictures import red_png
-from tests.backends.streamlit.kit import front_for, front_tab, losing_a_click, sent_and_lost
+from tests.backends.streamlit.kit import (
+    clicked,
+    front_for,
+    front_tab,
+    losing_a_click,
+    opened,
+    run_by,
+    sent_and_lost,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -54,11 +62,11 @@ def page(front: str, chromium: Browser) -> Iterator[Page]:
 def sign_in(page: Page, password: str = PASSWORD) -> None:
     page.get_by_label("User name").fill("ada")
     page.get_by_label("Password", exact=True).fill(password)
-    page.get_by_role("button", name="Sign in").click()
+    clicked(page, page.get_by_role("button", name="Sign in").click)
 
 
 def new_chat(page: Page) -> None:
-    page.get_by_role("button", name="New chat", exact=True).click()
+    clicked(page, page.get_by_role("button", name="New chat", exact=True).click)
     expect(page.get_by_role("heading", name="Untitled chat")).to_be_visible()
     settled(page)
 
@@ -120,7 +128,8 @@ def test_a_person_signs_in_chats_and_sees_the_reply(page: Page, backend: Backend
     contents = [m.content for m in api.messages(record["id"])]
     assert contents == ["Hello from Streamlit", "Hello from the scripted model."]
     settled(page)
-    page.get_by_text("Memory: what the agent remembers").click()  # what the model is sent
+    memory = page.get_by_text("Memory: what the agent remembers")
+    clicked(page, memory.click)  # what the model is sent
     expect(page.get_by_text("Context window: 2 messages,", exact=False)).to_be_visible()
     expect(page.get_by_text("2. assistant: Hello from the scripted model.")).to_be_visible()
     # A reload keeps the person signed in to nothing: Streamlit's state is per tab, so the
@@ -139,7 +148,7 @@ def test_an_approval_is_put_to_the_person_and_the_result_shown(
     send(page, "compute six times seven")
     expect(page.get_by_text("Approval needed: Run Python code.")).to_be_visible()
     expect(page.get_by_test_id("stCode").filter(has_text="print(6*7)").first).to_be_visible()
-    page.get_by_role("button", name="Allow once").click()
+    clicked(page, page.get_by_role("button", name="Allow once").click)
     expect(page.get_by_text("The answer is 42.")).to_be_visible()
     expect(page.get_by_text("Approval needed")).to_have_count(0)
     step = page.get_by_test_id("stExpander").filter(has_text="run_python").first
@@ -162,7 +171,7 @@ def test_a_running_call_shows_what_it_prints_then_its_result(page: Page, backend
     api = backend.client().login("ada", PASSWORD)
     api.create_session(title=title, settings={"permissions": {"run_python": "allow"}})
     signed_in(page)  # (the chats list then has it)
-    page.get_by_role("button", name=title, exact=True).click()
+    clicked(page, page.get_by_role("button", name=title, exact=True).click)
     expect(page.get_by_role("heading", name=title)).to_be_visible()
     backend.scripted.push(call("run_python", code=TICKING), "Counted to five.")
     send(page, "count slowly")
@@ -171,7 +180,7 @@ def test_a_running_call_shows_what_it_prints_then_its_result(page: Page, backend
     expect(running.get_by_test_id("stCode").filter(has_text="tick 0")).to_have_count(1)
     expect(running.get_by_test_id("stCode").filter(has_text="tick 1")).to_have_count(1)
     # a click runs the script again mid-call: the call's start is past, its output still shows
-    page.get_by_text("Memory: what the agent remembers").click()
+    clicked(page, page.get_by_text("Memory: what the agent remembers").click)
     expect(page.get_by_text("Context window:", exact=False)).to_be_visible()
     printed = running.get_by_test_id("stCode").filter(has_text="tick 5")
     expect(printed).to_have_count(1)
@@ -192,17 +201,17 @@ def test_a_tool_allowed_for_the_session_is_shown_and_made_to_ask_again(
     for code in ("print(11)", "print(22)"):
         backend.scripted.push(call("run_python", code=code), f"Ran {code}.")
     send(page, "run the first")
-    page.get_by_role("button", name=ALLOW_FOR_THIS_CHAT).click()
+    clicked(page, page.get_by_role("button", name=ALLOW_FOR_THIS_CHAT).click)
     expect(page.get_by_text("Ran print(11).")).to_be_visible()
     expect(page.get_by_text("✓ Allowed for this chat · Run Python code")).to_be_visible()
     allowed = page.get_by_text("run_python: runs without asking in this chat.")
     expect(allowed).to_be_visible()
     settled(page)
-    page.get_by_role("button", name="Ask before every tool again").click()
+    clicked(page, page.get_by_role("button", name="Ask before every tool again").click)
     expect(allowed).to_have_count(0)
     send(page, "run the second")
     expect(page.get_by_text("Approval needed: Run Python code.")).to_be_visible()  # asks again
-    page.get_by_role("button", name="Deny").click()
+    clicked(page, page.get_by_role("button", name="Deny").click)
     expect(page.get_by_text("Approval needed")).to_have_count(0)
 
 
@@ -212,7 +221,7 @@ def test_a_tool_set_to_never_run_is_refused_without_asking(page: Page, backend: 
     send(page, "a chat whose tools are set")
     expect(page.get_by_text("Hello from the scripted model.")).to_be_visible()
     settled(page)
-    page.get_by_text("Tools: what each may do").click()
+    clicked(page, page.get_by_text("Tools: what each may do").click)
     pick(page, "run_python: asks you first", "Never run")
     expect(page.get_by_text("run_python: never runs (set for this chat)")).to_be_visible()
     backend.scripted.push(call("run_python", code="print(3)"), "Refused, then.")
@@ -234,7 +243,7 @@ def test_a_message_sent_while_a_turn_waits_shows_as_waiting_until_the_agent_take
     waiting = page.get_by_text("Waiting: the agent reads this when its current step ends.")
     expect(waiting).to_be_visible()
     settled(page)
-    page.get_by_role("button", name="Deny").click()  # the turn goes on, and takes it
+    clicked(page, page.get_by_role("button", name="Deny").click)  # the turn goes on, and takes it
     expect(page.get_by_text(f"Done {marker}.")).to_be_visible()
     expect(waiting).to_have_count(0)
     mine = page.get_by_test_id("stChatMessage").filter(has_text=f"and then this {marker}")
@@ -294,11 +303,10 @@ def test_autochat_runs_its_turns_within_the_limit_and_says_why_it_stopped(
 ) -> None:
     signed_in(page)
     new_chat(page)
-    page.get_by_text("AutoChat", exact=True).click()  # the section, opened
+    opened(page, "AutoChat")
     page.get_by_label("Max automatic turns").fill("2")
-    page.get_by_role("button", name="Save limits").click()
-    settled(page)
-    page.get_by_text("AutoChat: keep working on its own").click()
+    run_by(page, page.get_by_role("button", name="Save limits").click)
+    clicked(page, page.get_by_text("AutoChat: keep working on its own").click)
     expect(page.get_by_text("AutoChat is on: up to 2 automatic turns.")).to_be_visible()
     send(page, "keep going on your own")
     expect(
@@ -330,7 +338,7 @@ def test_a_saved_change_draws_the_page_once_more(
     signed_in(page)
     new_chat(page)
     settled(page)  # (a click as the script draws the page again can land on what it replaces)
-    page.get_by_text("AutoChat", exact=True).click()  # the section, opened
+    opened(page, "AutoChat")
     page.get_by_label("Max automatic turns").fill("4")  # (in a form: nothing runs yet)
     settled(page)
     asked: list[str] = []  # the chats the page asked the server for, one per run
@@ -341,8 +349,7 @@ def test_a_saved_change_draws_the_page_once_more(
         return detail(**fields)
 
     monkeypatch.setattr(routes_sessions, "SessionDetail", counted)
-    page.get_by_role("button", name="Save limits").click()
-    settled(page)
+    run_by(page, page.get_by_role("button", name="Save limits").click)
     time.sleep(2)  # (a run that follows another starts at once: none came)
     settled(page)
     api = backend.client().login("ada", PASSWORD)
@@ -378,7 +385,7 @@ def test_a_picture_is_sent_a_turn_retried_and_the_chat_deleted(
     # Retry: the last message answered again, in place of the reply it had
     backend.scripted.push("A red square.")
     settled(page)
-    page.get_by_role("button", name="Retry last turn").click()
+    clicked(page, page.get_by_role("button", name="Retry last turn").click)
     expect(page.get_by_text("A red square.")).to_be_visible()
     expect(page.get_by_text("Hello from the scripted model.")).to_have_count(0)
     again = api.messages(record["id"])
@@ -387,7 +394,7 @@ def test_a_picture_is_sent_a_turn_retried_and_the_chat_deleted(
     # Delete, after saying yes
     settled(page)
     page.get_by_role("button", name="Delete chat").click()
-    page.get_by_role("button", name="Delete", exact=True).click()
+    clicked(page, page.get_by_role("button", name="Delete", exact=True).click)
     expect(page.get_by_text("Start a new chat, or open one from the list.")).to_be_visible()
     expect(page.get_by_role("button", name="what colour is this")).to_have_count(0)
     assert api.get(f"/api/sessions/{record['id']}").status_code == 404
@@ -396,7 +403,7 @@ def test_a_picture_is_sent_a_turn_retried_and_the_chat_deleted(
 def test_the_chats_settings_are_shown_and_saved(page: Page, backend: Backend) -> None:
     signed_in(page)
     new_chat(page)
-    page.get_by_text("Settings", exact=True).click()  # the section, opened
+    opened(page, "Settings")
     prompt = page.get_by_label("System prompt")
     expect(prompt).to_have_value("You are a helpful assistant. Use tools when they help.")
     for label, value in (
@@ -408,7 +415,7 @@ def test_the_chats_settings_are_shown_and_saved(page: Page, backend: Backend) ->
         box.fill(value)
         box.press("Tab")  # as a person leaves the box
         expect(box).to_have_value(value)
-    page.get_by_role("button", name="Save settings").click()
+    clicked(page, page.get_by_role("button", name="Save settings").click)
     api = backend.client().login("ada", PASSWORD)
     # (the newest chat without a title is this one)
     untitled = [s for s in api.get("/api/sessions").json()["sessions"] if not s["title"]]
@@ -453,15 +460,15 @@ def test_settings_whose_save_click_was_lost_are_saved_by_the_next_run(
     signed_in(page)
     new_chat(page)
     settled(page)  # (a click as the script draws the page again can land on what it replaces)
-    page.get_by_text("Settings", exact=True).click()  # the section, opened
+    opened(page, "Settings")
     box = page.get_by_label("Max steps per turn")
     box.fill("7")
     box.press("Tab")
     settled(page)
-    page.get_by_role("button", name="Save settings").click()
-    sent_and_lost(page, lost)
+    sent_and_lost(page, lost, page.get_by_role("button", name="Save settings").click)
     settled(page)
-    page.get_by_text("Memory: what the agent remembers").click()  # the next change: a run
+    memory = page.get_by_text("Memory: what the agent remembers")
+    clicked(page, memory.click)  # the next change: a run
     expect(page.get_by_text("Goal: none pinned.")).to_be_visible()  # (that run, drawn)
     api = backend.client().login("ada", PASSWORD)
     untitled = [s for s in api.get("/api/sessions").json()["sessions"] if not s["title"]]
@@ -485,10 +492,10 @@ def test_a_title_whose_save_click_was_lost_is_saved_by_the_next_run(
     page.get_by_role("button", name="Rename").click()
     page.get_by_label("Chat title").fill("A title kept")
     settled(page)
-    page.get_by_role("button", name="Save title").click()
-    sent_and_lost(page, lost)
+    sent_and_lost(page, lost, page.get_by_role("button", name="Save title").click)
     settled(page)
-    page.get_by_text("Memory: what the agent remembers").click()  # the next change: a run
+    memory = page.get_by_text("Memory: what the agent remembers")
+    clicked(page, memory.click)  # the next change: a run
     expect(page.get_by_role("heading", name="A title kept")).to_be_visible()
     api = backend.client().login("ada", PASSWORD)
     titles = [s["title"] for s in api.get("/api/sessions").json()["sessions"]]
@@ -511,7 +518,7 @@ def test_the_last_message_is_edited_and_the_chat_exported_imported_and_cleared(
     box = page.get_by_label("Your message")
     expect(box).to_have_value("what is the capital of Frnace")
     box.fill("what is the capital of France")
-    page.get_by_role("button", name="Send edited").click()
+    clicked(page, page.get_by_role("button", name="Send edited").click)
     expect(page.get_by_text("Paris.")).to_be_visible()
     expect(page.get_by_text("Hello from the scripted model.")).to_have_count(0)
     api = backend.client().login("ada", PASSWORD)
@@ -521,7 +528,7 @@ def test_the_last_message_is_edited_and_the_chat_exported_imported_and_cleared(
     assert [m.content for m in api.messages(record["id"])] == expected
     # Export: asked for, then saved as a file holding the chat
     settled(page)
-    page.get_by_role("button", name="Export chat").click()
+    clicked(page, page.get_by_role("button", name="Export chat").click)
     with page.expect_download() as saving:
         page.get_by_role("button", name=re.compile(r"^Save the file")).click()
     download = saving.value
@@ -544,7 +551,7 @@ def test_the_last_message_is_edited_and_the_chat_exported_imported_and_cleared(
     # Clear, after saying yes: the open (imported) chat empties, the first one keeps its own
     settled(page)
     page.get_by_role("button", name="Clear chat").click()
-    page.get_by_role("button", name="Clear", exact=True).click()
+    clicked(page, page.get_by_role("button", name="Clear", exact=True).click)
     expect(page.get_by_text("Paris.")).to_have_count(0)
     assert api.messages(imported) == []
     assert [m.content for m in api.messages(record["id"])] == expected
@@ -566,8 +573,7 @@ def test_a_file_that_is_not_an_export_is_refused_once_and_nothing_is_made(
     expect(page.get_by_text("notes.json")).to_have_count(0)  # taken once: the box is empty
     settled(page)
     page.get_by_label("Search chats").fill("x")  # any rerun: the refusal is not sent again
-    page.get_by_label("Search chats").press("Enter")
-    settled(page)
+    run_by(page, lambda: page.get_by_label("Search chats").press("Enter"))
     expect(refusal).to_have_count(0)
     assert len(api.get("/api/sessions").json()["sessions"]) == before
 
@@ -607,5 +613,5 @@ def test_an_export_is_replayed_step_by_step_and_nothing_is_saved(
         page.get_by_text("Could not replay: the replay file is not valid JSON: ", exact=False)
     ).to_be_visible()
     settled(page)
-    page.get_by_role("button", name="Close the replay").click()
+    clicked(page, page.get_by_role("button", name="Close the replay").click)
     expect(page.get_by_text("Start a new chat, or open one from the list.")).to_be_visible()
