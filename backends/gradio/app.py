@@ -526,7 +526,11 @@ def _wire(
         handlers.forget_allowed, sid, [page.allowed_panel, page.tools_panel], **_EVENT
     )
     tool_inputs = [page.session_id, page.tool_picker]
-    page.tool_picker.input(handlers.show_tool_mode, tool_inputs, [page.tool_mode], **_EVENT)
+    # (numbered: answered after the tab opened another chat, it leaves the mode as that
+    # emptied it)
+    page.tool_picker.input(
+        handlers.show_tool_mode, [*tool_inputs, *ticket], [page.tool_mode], **numbered, **_EVENT
+    )
     page.tool_mode.input(
         handlers.set_tool_mode,
         [*tool_inputs, page.tool_mode],

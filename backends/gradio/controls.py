@@ -17,6 +17,7 @@ from backends.gradio.image_upload import UploadedFile
 from backends.gradio.owners import tab_of
 from backends.gradio.panels import allowed_markdown, badge_html, tools_markdown
 from backends.gradio.stream import Updates, no_change
+from backends.gradio.tabs import ticket_of
 from backends.gradio.toasts import toast_text
 from backends.gradio.tray_preview import taken_back
 from gui_agent.exceptions import InvalidRequest
@@ -55,11 +56,15 @@ class QuickControls(HandlerBase):
         }
 
     async def show_tool_mode(
-        self, session_id: str, tool: str | None, request: gr.Request
+        self, session_id: str, tool: str | None, ticket: str, request: gr.Request
     ) -> Updates:
         """The mode set in this chat for the tool just picked ("": the app's own); in a new
-        chat, the one set for it before its first message (new_chat_modes.py)."""
+        chat, the one set for it before its first message (new_chat_modes.py). Answered
+        after the tab opened another chat (or a new one), which emptied the picker and the
+        mode, the page is left as it is: that mode was the other chat's."""
         interpreter = await self.lookup(session_id, request, quiet=True)
+        if self.streams.overtaken(tab_of(request), ticket_of(ticket)):
+            return no_change()
         modes: Mapping[str, PermissionMode]
         if interpreter is not None:
             modes = interpreter.session.settings.permissions

@@ -45,7 +45,7 @@ async def test_a_tool_mode_set_in_a_new_chat_holds_from_its_first_turn(
         assert toasts == ["info: write_file: runs without asking (set for this chat)."]
         assert shown[page.tool_mode] == "allow"
         assert "write_file: runs without asking" in shown[page.tools_panel]
-        picked = await handlers.show_tool_mode("", "write_file", None)  # type: ignore[arg-type]
+        picked = await handlers.show_tool_mode("", "write_file", "", None)  # type: ignore[arg-type]
         assert picked == {page.tool_mode: "allow"}, "picked again, it shows the mode set"
 
         form = {page.chat_input: "write a note", page.session_id: "", page.ticket: "1"}

@@ -15,6 +15,7 @@ from backends.gradio.form import form_fields
 from backends.gradio.handlers import Handlers, tab_of
 from backends.gradio.layout import Page
 from backends.gradio.sidepanel import SidePanel
+from backends.gradio.stream import no_change
 from connectors.scripted import ScriptedModel
 from gui_agent.interpreter import Interpreter
 from gui_agent.llm import StaticCatalog
@@ -239,7 +240,7 @@ async def test_a_tool_mode_set_is_given_back_as_set(
     page, side, interpreter = panel
     handlers, sid = side.handlers, interpreter.id
     tool = interpreter.tool_standings()[0].name
-    shown = await handlers.show_tool_mode(sid, tool, None)  # type: ignore[arg-type]
+    shown = await handlers.show_tool_mode(sid, tool, "", None)  # type: ignore[arg-type]
     assert shown == {page.tool_mode: ""}  # the app's own choice
     update = await handlers.set_tool_mode(sid, tool, "deny", None)  # type: ignore[arg-type]
     assert update[page.tool_mode] == "deny"
@@ -247,3 +248,25 @@ async def test_a_tool_mode_set_is_given_back_as_set(
     update = await handlers.set_tool_mode(sid, tool, "", None)  # type: ignore[arg-type]
     assert update[page.tool_mode] == ""
     assert interpreter.session.settings.permissions == {}
+
+
+async def test_a_tool_pick_answered_after_another_chat_opened_leaves_the_page_as_it_is(
+    panel: tuple[Page, SidePanel, Interpreter],
+) -> None:
+    """A pick's request can reach the server after the tab's next event, opening another
+    chat, was handled (Gradio sends a tab's events at once, each on its own). Its answer
+    would show the picked chat's mode beside the other chat, whose opening emptied the
+    picker and the mode: numbered, it is answered with no change instead."""
+    page, side, interpreter = panel
+    handlers, sid = side.handlers, interpreter.id
+    tool = interpreter.tool_standings()[0].name
+    await handlers.set_tool_mode(sid, tool, "deny", None)  # type: ignore[arg-type]
+    other = await handlers.manager.create("local")
+    opened = await handlers.open_session(other.id, "5", None)  # type: ignore[arg-type]
+    assert opened[page.tool_picker] is None and opened[page.tool_mode] is None
+    late = await handlers.show_tool_mode(sid, tool, "4", None)  # type: ignore[arg-type]
+    assert late == no_change()  # picked before the chat was opened: left as it is
+    shown = await handlers.show_tool_mode(other.id, tool, "6", None)  # type: ignore[arg-type]
+    assert shown == {page.tool_mode: ""}  # picked after: the open chat's own mode
+    shown = await handlers.show_tool_mode(sid, tool, "0", None)  # type: ignore[arg-type]
+    assert shown == {page.tool_mode: "deny"}  # (unnumbered, as an API client: answered)
