@@ -197,8 +197,11 @@ def _settings(client: GuiAgentClient, detail: SessionDetail) -> None:
         st.caption(plain_markdown(models.notice))
     for why in models.left_out:  # (models the server's environment names but cannot offer)
         st.caption(plain_markdown(why))
+    # A slot drawn on every run, the word in it or not: what follows keeps its place, so a
+    # section the person opened below (AutoChat, Settings) stays open when a refusal shows.
+    slot = st.empty()
     if flash := state.pop("flash", None):
-        st.error(plain_markdown(flash))
+        slot.error(plain_markdown(flash))
 
 
 def _approval(

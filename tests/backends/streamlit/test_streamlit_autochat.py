@@ -157,8 +157,7 @@ def test_limits_refused_are_said_once_not_tried_again_on_every_run(
     settled(page)
     expect(budget).to_have_value(str(2**31))  # the limits refused, in their boxes
     switch = page.get_by_text("AutoChat: keep working on its own")
-    if not switch.is_visible():  # (the refusal, said above it, drew the section anew)
-        page.get_by_text("AutoChat", exact=True).click()
+    expect(switch).to_be_visible()  # the section still open, the refusal said above it
     clicked(page, switch.click)  # a run more
     expect(page.get_by_text("AutoChat is on: up to 5 automatic turns.")).to_be_visible()
     settled(page)
