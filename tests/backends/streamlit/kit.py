@@ -179,12 +179,11 @@ def clicked(
     within_ms: float = 5_000,
 ) -> None:
     """`click` (on a widget that runs the script), done again once if the page asked for
-    no run within `within_ms` (or, given `sent`, until it says the click was sent: a tab
-    whose socket a test routes asks through Playwright's socket, which `front_tab`'s count
-    does not see). Rarely, with the machine busy, a click reaches no widget (Streamlit
-    drawing the page again under the pointer, as far as the tests tell): a person would
-    click again, and so does this, with a warning. A click that reached its widget is
-    never repeated."""
+    no run within `within_ms` (or, given `sent`, if that does not say the click was sent
+    by then: a click a test's socket route drops never reaches the socket `front_tab`
+    counts at). Rarely, with the machine busy, the browser sends nothing for a click (why
+    is not known; see the session notes): a person would click again, and so does this,
+    with a warning. A click that asked for its run is never repeated."""
     if sent is None:
         before = runs_asked(page)
 
