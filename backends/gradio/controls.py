@@ -62,9 +62,9 @@ class QuickControls(HandlerBase):
         chat, the one set for it before its first message (new_chat_modes.py). Answered
         after the tab opened another chat (or a new one), which emptied the picker and the
         mode, the page is left as it is: that mode was the other chat's."""
-        interpreter = await self.lookup(session_id, request, quiet=True)
         if self.streams.overtaken(tab_of(request), ticket_of(ticket)):
             return no_change()
+        interpreter = await self.lookup(session_id, request, quiet=True)
         modes: Mapping[str, PermissionMode]
         if interpreter is not None:
             modes = interpreter.session.settings.permissions

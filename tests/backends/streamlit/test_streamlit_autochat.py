@@ -55,7 +55,6 @@ def limits_typed_in_a_new_chat(page: Page, max_turns: int, delay_s: float) -> No
     """Sign in, start a chat, type the AutoChat limits (not saved yet)."""
     signed_in(page)
     new_chat(page)
-    settled(page)  # (a click as the script draws the page again can land on what it replaces)
     opened(page, "AutoChat")
     page.get_by_label("Max automatic turns").fill(str(max_turns))
     page.get_by_label("Delay between turns (s)").fill(str(delay_s))

@@ -337,7 +337,6 @@ def test_a_saved_change_draws_the_page_once_more(
     just opened, and one starting after a pause took a click made in that pause)."""
     signed_in(page)
     new_chat(page)
-    settled(page)  # (a click as the script draws the page again can land on what it replaces)
     opened(page, "AutoChat")
     page.get_by_label("Max automatic turns").fill("4")  # (in a form: nothing runs yet)
     settled(page)
@@ -459,7 +458,6 @@ def test_settings_whose_save_click_was_lost_are_saved_by_the_next_run(
     lost = losing_a_click(page, "settings-")
     signed_in(page)
     new_chat(page)
-    settled(page)  # (a click as the script draws the page again can land on what it replaces)
     opened(page, "Settings")
     box = page.get_by_label("Max steps per turn")
     box.fill("7")
@@ -488,7 +486,6 @@ def test_a_title_whose_save_click_was_lost_is_saved_by_the_next_run(
     lost = losing_a_click(page, "rename-")
     signed_in(page)
     new_chat(page)
-    settled(page)
     page.get_by_role("button", name="Rename").click()
     page.get_by_label("Chat title").fill("A title kept")
     settled(page)
