@@ -40,6 +40,8 @@ from tests.backends.conftest import LiveServer, live_server, started
 NOTICE = "Offline test model <b>(not bold)</b>: answers are scripted."
 HOSTILE = '<script>window.__pwned = 1</script> <img src=x onerror="window.__pwned = 2">'
 WAIT_MS = 15_000
+KEEPER_PATH = "/robots.txt"
+"""The small page of the server that keeps the module's tabs' renderer warm (`WarmTabs`)."""
 
 
 HOLD_LIMIT_S = 120.0

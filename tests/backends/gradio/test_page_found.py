@@ -9,14 +9,14 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, expect
+from playwright.sync_api import ConsoleMessage, Page, expect
 
 from backends.gradio.handlers import LOCAL_OWNER
 from connectors.function import FunctionInfo
 from gui_agent.exceptions import ModelServerError
 from gui_agent.manager import SessionManager
 from schema import Message, Role
-from tests.backends.conftest import LiveServer, live_server
+from tests.backends.conftest import LiveServer, WarmTabs, live_server
 from tests.backends.gradio.kit import (
     WAIT_MS,
     badge,
@@ -56,12 +56,11 @@ UNLOADING = "gui-agent test: the page unloads"
 
 
 @pytest.fixture
-def tab(chromium: Browser, server: LiveServer) -> Iterator[Page]:
+def tab(tabs: WarmTabs, server: LiveServer) -> Iterator[Page]:
     """A fresh tab that must not log a JavaScript error while the test uses it. What
     Gradio's client logs as a page unloads (a reload), when it cuts its own streams, does
     not count: from the page's `beforeunload` until the next page has loaded."""
-    context = chromium.new_context(viewport={"width": 1280, "height": 900})
-    page = context.new_page()
+    page = tabs.open(server.url)
     errors: list[str] = []
     unloading = [False]
 
@@ -86,7 +85,7 @@ def tab(chromium: Browser, server: LiveServer) -> Iterator[Page]:
     try:
         assert errors == []
     finally:
-        context.close()
+        tabs.reset()
         stop_running(server)  # (what a failed test left streaming stops here)
 
 
