@@ -96,13 +96,17 @@ class WarmTabs:
     the context's cookies and the storage of every origin opened are cleared, so the next
     tab starts as a new browser's would (a new chat, no login, no remembered settings).
     The HTTP cache is kept, as a person's browser keeps it. A test that closes the context
-    itself (`tab.context.close()`) only makes the next tab start a new one."""
+    itself (`tab.context.close()`) only makes the next tab start a new one. `init_script`
+    runs in every tab before the page's own scripts (`BrowserContext.add_init_script`)."""
 
     STORAGE = "local_storage,indexeddb,cache_storage,service_workers,file_systems,websql"
 
-    def __init__(self, browser: Browser, keeper_path: str, **options: Any) -> None:
+    def __init__(
+        self, browser: Browser, keeper_path: str, *, init_script: str = "", **options: Any
+    ) -> None:
         self._browser = browser
         self._keeper_path = keeper_path
+        self._init_script = init_script
         self._options = options
         self._context: BrowserContext | None = None
         self._keeper: Page | None = None
@@ -113,6 +117,8 @@ class WarmTabs:
         if self._context is None:
             context = self._browser.new_context(**self._options)
             context.on("close", self._forget)
+            if self._init_script:
+                context.add_init_script(self._init_script)
             keeper = context.new_page()
             keeper.goto(urljoin(url, self._keeper_path))
             self._context, self._keeper = context, keeper

@@ -16,6 +16,7 @@ import httpx
 from playwright.sync_api import Browser, Page, WebSocketRoute, expect
 
 from tests.backends.api.live import free_port
+from tests.backends.conftest import WarmTabs
 
 STARTUP_S = 60.0
 
@@ -89,6 +90,28 @@ def front_tab(front_url: str, chromium: Browser) -> Iterator[Page]:
     tab.goto(front_url)
     yield tab
     context.close()
+
+
+def warm_front_tabs(chromium: Browser) -> WarmTabs:
+    """Fresh tabs on the front end that open warm (`WarmTabs`; its health check keeps the
+    renderer), each counting the runs it asks for, as `front_tab`'s do."""
+    return WarmTabs(
+        chromium,
+        "/_stcore/health",
+        init_script=_COUNT_RUNS_ASKED,
+        viewport={"width": 1280, "height": 900},
+    )
+
+
+@contextmanager
+def warm_front_tab(front_url: str, tabs: WarmTabs) -> Iterator[Page]:
+    """`front_tab`, opened from `tabs`: its cookies and storage cleared when it closes."""
+    tab = tabs.open(front_url)
+    try:
+        tab.goto(front_url)
+        yield tab
+    finally:
+        tabs.reset()
 
 
 def serves(front_url: str) -> bool:

@@ -22,8 +22,9 @@ from backends.api.responses import SessionDetail
 from connectors.scripted import call
 from schema.requests import MAX_MESSAGE_CHARS
 from tests.backends.api.live import Api, Backend, running_backend
+from tests.backends.conftest import WarmTabs
 from tests.backends.pictures import red_png
-from tests.backends.streamlit.kit import clicked, front_for, front_tab
+from tests.backends.streamlit.kit import clicked, front_for, warm_front_tab, warm_front_tabs
 from tests.backends.streamlit.test_streamlit_page import settled, uploader_of
 
 pytestmark = pytest.mark.browser
@@ -48,9 +49,16 @@ def front(backend: Backend, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         yield address
 
 
+@pytest.fixture(scope="module")
+def tabs(chromium: Browser) -> Iterator[WarmTabs]:
+    warm = warm_front_tabs(chromium)
+    yield warm
+    warm.close()
+
+
 @pytest.fixture
-def page(front: str, chromium: Browser) -> Iterator[Page]:
-    with front_tab(front, chromium) as tab:
+def page(front: str, tabs: WarmTabs) -> Iterator[Page]:
+    with warm_front_tab(front, tabs) as tab:
         yield tab
 
 

@@ -23,15 +23,17 @@ from connectors.scripted import call
 from gui_agent.wording import ALLOW_FOR_THIS_CHAT, AUTOCHAT_STILL_ON
 from schema import MessageStatus, Role
 from tests.backends.api.live import Backend, running_backend
+from tests.backends.conftest import WarmTabs
 from tests.backends.pictures import red_png
 from tests.backends.streamlit.kit import (
     clicked,
     front_for,
-    front_tab,
     losing_a_click,
     opened,
     run_by,
     sent_and_lost,
+    warm_front_tab,
+    warm_front_tabs,
 )
 
 pytestmark = pytest.mark.browser
@@ -53,9 +55,16 @@ def front(backend: Backend, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         yield address
 
 
+@pytest.fixture(scope="module")
+def tabs(chromium: Browser) -> Iterator[WarmTabs]:
+    warm = warm_front_tabs(chromium)
+    yield warm
+    warm.close()
+
+
 @pytest.fixture
-def page(front: str, chromium: Browser) -> Iterator[Page]:
-    with front_tab(front, chromium) as tab:
+def page(front: str, tabs: WarmTabs) -> Iterator[Page]:
+    with warm_front_tab(front, tabs) as tab:
         yield tab
 
 
