@@ -23,6 +23,7 @@ from connectors.scripted import call
 from gui_agent.wording import ALLOW_FOR_THIS_CHAT, AUTOCHAT_STILL_ON
 from schema import Message, MessageStatus, Role
 from tests.backends.api.live import Backend, running_backend
+from tests.backends.conftest import WarmTabs
 from tests.backends.pictures import red_png
 
 pytestmark = pytest.mark.browser
@@ -59,9 +60,23 @@ def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backend]:
         yield running
 
 
+@contextmanager
+def warm_react_tab(backend: Backend, tabs: WarmTabs, address: str = "/react") -> Iterator[Page]:
+    """`react_tab`, opened from `tabs`: its cookies and storage cleared when it closes."""
+    tab = tabs.open(backend.base_url)
+    problems: list[str] = []
+    tab.on("pageerror", lambda error: problems.append(str(error)))
+    try:
+        tab.goto(f"{backend.base_url}{address}")
+        yield tab
+    finally:
+        tabs.reset()
+    assert problems == []  # no script error on the page
+
+
 @pytest.fixture
-def page(backend: Backend, chromium: Browser) -> Iterator[Page]:
-    with react_tab(backend, chromium) as tab:
+def page(backend: Backend, tabs: WarmTabs) -> Iterator[Page]:
+    with warm_react_tab(backend, tabs) as tab:
         yield tab
 
 
