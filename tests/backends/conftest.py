@@ -85,16 +85,17 @@ def chromium() -> Iterator[Browser]:
 
 
 class WarmTabs:
-    """Fresh tabs on one site that open in about half the time and CPU of a new browser
-    context each, for the tests of one module.
+    """Fresh tabs on one site for the tests of one module, each opening in about half the
+    time of a tab in a new browser context, with 40% less CPU (the chat page, measured).
 
     The tabs are pages of one browser context, and the browser runs with
     `--process-per-site`: a keeper page on the site (a small document at `keeper_path`)
     holds the site's renderer process, so each tab opens in it, its scripts already
     compiled, instead of starting a process and compiling the page's scripts anew.
     `reset()` after each test keeps the tabs apart: every tab but the keeper is closed, and
-    the context's cookies and the storage of every origin opened are cleared, so the next
-    tab starts as a new browser's would (a new chat, no login, no remembered settings).
+    the context's cookies and the storage of every origin the tabs were on are cleared, so
+    the next tab starts as a new browser's would (a new chat, no login, no remembered
+    settings).
     The HTTP cache is kept, as a person's browser keeps it. A test that closes the context
     itself (`tab.context.close()`) only makes the next tab start a new one. `init_script`
     runs in every tab before the page's own scripts (`BrowserContext.add_init_script`)."""
@@ -122,8 +123,7 @@ class WarmTabs:
             keeper = context.new_page()
             keeper.goto(urljoin(url, self._keeper_path))
             self._context, self._keeper = context, keeper
-        parts = urlsplit(url)
-        self._origins.add(f"{parts.scheme}://{parts.netloc}")
+        self._add_origin(url)
         return self._context.new_page()
 
     def reset(self) -> None:
@@ -131,8 +131,12 @@ class WarmTabs:
         context, keeper = self._context, self._keeper
         if context is None or keeper is None:
             return
+        if keeper.is_closed():  # (a test closed it: start again with a new context)
+            context.close()
+            return
         for page in context.pages:
             if page is not keeper:
+                self._add_origin(page.url)
                 page.close()
         context.clear_cookies()
         cdp = context.new_cdp_session(keeper)
@@ -148,6 +152,11 @@ class WarmTabs:
     def close(self) -> None:
         if self._context is not None:
             self._context.close()
+
+    def _add_origin(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme in ("http", "https"):
+            self._origins.add(f"{parts.scheme}://{parts.netloc}")
 
     def _forget(self, _context: BrowserContext) -> None:
         self._context = self._keeper = None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -31,8 +32,8 @@ class _Pages(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture
-def site() -> Iterator[str]:
+@contextmanager
+def _served() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Pages)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -41,6 +42,18 @@ def site() -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture
+def site() -> Iterator[str]:
+    with _served() as address:
+        yield address
+
+
+@pytest.fixture
+def other_site() -> Iterator[str]:
+    with _served() as address:
+        yield address
 
 
 STORE = """() => {
@@ -93,6 +106,22 @@ def test_a_context_the_test_closed_is_replaced_by_a_new_one(chromium: Browser, s
         fresh = tabs.open(site)
         fresh.goto(site)
         assert fresh.context is not first.context
+        assert fresh.evaluate(READ) == {"stored": None, "cookie": "", "databases": []}
+    finally:
+        tabs.close()
+
+
+def test_an_origin_a_tab_went_on_to_is_cleared_too(
+    chromium: Browser, site: str, other_site: str
+) -> None:
+    tabs = WarmTabs(chromium, "/keeper")
+    try:
+        first = tabs.open(site)
+        first.goto(other_site)  # (another port: another origin)
+        first.evaluate(STORE)
+        tabs.reset()
+        fresh = tabs.open(other_site)
+        fresh.goto(other_site)
         assert fresh.evaluate(READ) == {"stored": None, "cookie": "", "databases": []}
     finally:
         tabs.close()
