@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from backends.api import auth, routes_access, routes_sessions
 from backends.api.responses import SessionDetail
@@ -24,7 +24,7 @@ from schema.requests import MAX_MESSAGE_CHARS
 from tests.backends.api.live import Api, Backend, running_backend
 from tests.backends.conftest import WarmTabs
 from tests.backends.pictures import red_png
-from tests.backends.streamlit.kit import clicked, front_for, warm_front_tab, warm_front_tabs
+from tests.backends.streamlit.kit import clicked, front_for, warm_front_tab
 from tests.backends.streamlit.test_streamlit_page import settled, uploader_of
 
 pytestmark = pytest.mark.browser
@@ -47,13 +47,6 @@ def front(backend: Backend, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     pytest.importorskip("streamlit")
     with front_for(backend.base_url, tmp_path_factory.mktemp("st-chats-front")) as address:
         yield address
-
-
-@pytest.fixture(scope="module")
-def tabs(chromium: Browser) -> Iterator[WarmTabs]:
-    warm = warm_front_tabs(chromium)
-    yield warm
-    warm.close()
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, FilePayload, Locator, Page, expect
+from playwright.sync_api import FilePayload, Locator, Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from backends.api import routes_sessions
@@ -33,7 +33,6 @@ from tests.backends.streamlit.kit import (
     run_by,
     sent_and_lost,
     warm_front_tab,
-    warm_front_tabs,
 )
 
 pytestmark = pytest.mark.browser
@@ -53,13 +52,6 @@ def front(backend: Backend, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     pytest.importorskip("streamlit")
     with front_for(backend.base_url, tmp_path_factory.mktemp("st-front")) as address:
         yield address
-
-
-@pytest.fixture(scope="module")
-def tabs(chromium: Browser) -> Iterator[WarmTabs]:
-    warm = warm_front_tabs(chromium)
-    yield warm
-    warm.close()
 
 
 @pytest.fixture
